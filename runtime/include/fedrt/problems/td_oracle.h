@@ -1,0 +1,161 @@
+#pragma once
+// TdOracle: agent c's stochastic oracle for federated TD(0) with linear
+// features (ALGORITHMS.md 1.2), in fixed arena memory. A sample is
+// Z = (s, s') ~ mu_c(s) P^pi_c(s, s'), drawn in O(1) from one alias table over
+// the non-zero pairs with one 64-bit random draw. A(Z) = phi(s)(phi(s) - gamma
+// phi(s'))^T is rank one and never formed: a step costs O(d).
+
+#include <cstdint>
+
+#include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
+#include "fedrt/core/status.h"
+#include "fedrt/core/types.h"
+
+namespace fedrt::problems {
+
+// One atom of the joint law of (s, s'), with its alias-method threshold.
+template <class S>
+struct TdTransition {
+  uint64_t threshold;   // keep this atom when the low 32 random bits are < threshold (in [0, 2^32])
+  uint32_t alias;       // otherwise use atom `alias`
+  uint16_t state;       // s
+  uint16_t next_state;  // s'
+  S reward;             // r_c(s)
+};
+
+// Builds Vose's alias table for `weights` (non-negative, not all zero) into
+// `out` (size n). Scratch memory comes from `arena` and is released.
+template <class S>
+Status BuildAliasTable(const double* weights, uint32_t n, TdTransition<S>* out, Arena& arena) {
+  double total = 0.0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!(weights[i] >= 0.0)) return Status::InvalidArgument("alias table: negative or NaN weight");
+    total += weights[i];
+  }
+  if (!(total > 0.0)) return Status::InvalidArgument("alias table: all weights are zero");
+  const size_t mark = arena.mark();
+  auto scaled_r = arena.allocate<double>(n);
+  auto small_r = arena.allocate<uint32_t>(n);
+  auto large_r = arena.allocate<uint32_t>(n);
+  if (!scaled_r.ok() || !small_r.ok() || !large_r.ok()) {
+    arena.release_to(mark);
+    return Status::ResourceExhausted("alias table: no scratch memory");
+  }
+  double* p = scaled_r->data;
+  uint32_t* small = small_r->data;
+  uint32_t* large = large_r->data;
+  uint32_t ns = 0, nl = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    p[i] = weights[i] * static_cast<double>(n) / total;
+    if (p[i] < 1.0) small[ns++] = i;
+    else large[nl++] = i;
+  }
+  constexpr double kScale = 4294967296.0;  // 2^32
+  auto threshold_of = [&](double q) -> uint64_t {
+    if (q >= 1.0) return uint64_t(1) << 32;
+    if (q <= 0.0) return 0;
+    return static_cast<uint64_t>(q * kScale + 0.5);
+  };
+  while (ns > 0 && nl > 0) {
+    const uint32_t s = small[--ns];
+    const uint32_t l = large[--nl];
+    out[s].threshold = threshold_of(p[s]);
+    out[s].alias = l;
+    p[l] = (p[l] + p[s]) - 1.0;
+    if (p[l] < 1.0) small[ns++] = l;
+    else large[nl++] = l;
+  }
+  while (nl > 0) {
+    const uint32_t l = large[--nl];
+    out[l].threshold = uint64_t(1) << 32;
+    out[l].alias = l;
+  }
+  while (ns > 0) {  // only round-off leaves atoms here: they are (numerically) full
+    const uint32_t s = small[--ns];
+    out[s].threshold = uint64_t(1) << 32;
+    out[s].alias = s;
+  }
+  arena.release_to(mark);
+  return Status::Ok();
+}
+
+template <class S>
+class TdOracle {
+ public:
+  TdOracle() = default;
+
+  // Builds the oracle of one agent. phi: n_states x dim features (row-major),
+  // reward: r_c(s) per state, joint: n_states x n_states weights
+  // mu_c(s) P^pi_c(s, s') (row-major). Everything is copied into `arena`.
+  static Result<TdOracle> create(Arena& arena, int dim, int n_states, double gamma,
+                                 const double* phi, const double* reward, const double* joint) {
+    if (dim <= 0 || n_states <= 0 || n_states > 65535)
+      return Status::InvalidArgument("td oracle: bad dimension or state count");
+    TdOracle o;
+    o.dim_ = dim;
+    o.gamma_ = static_cast<S>(gamma);
+    uint32_t atoms = 0;
+    for (int i = 0; i < n_states * n_states; ++i) atoms += joint[i] > 0.0 ? 1u : 0u;
+    if (atoms == 0) return Status::InvalidArgument("td oracle: the joint law of (s, s') is zero");
+    auto phi_r = arena.allocate<S>(static_cast<size_t>(n_states) * dim);
+    if (!phi_r.ok()) return phi_r.status();
+    for (int i = 0; i < n_states * dim; ++i) phi_r->data[i] = static_cast<S>(phi[i]);
+    auto atoms_r = arena.allocate<TdTransition<S>>(atoms);
+    if (!atoms_r.ok()) return atoms_r.status();
+    const size_t mark = arena.mark();
+    auto w_r = arena.allocate<double>(atoms);
+    if (!w_r.ok()) return w_r.status();
+    uint32_t k = 0;
+    for (int s = 0; s < n_states; ++s) {
+      for (int s2 = 0; s2 < n_states; ++s2) {
+        const double w = joint[s * n_states + s2];
+        if (w > 0.0) {
+          atoms_r->data[k].state = static_cast<uint16_t>(s);
+          atoms_r->data[k].next_state = static_cast<uint16_t>(s2);
+          atoms_r->data[k].reward = static_cast<S>(reward[s]);
+          w_r->data[k] = w;
+          ++k;
+        }
+      }
+    }
+    Status st = BuildAliasTable<S>(w_r->data, atoms, atoms_r->data, arena);
+    arena.release_to(mark);
+    if (!st.ok()) return st;
+    o.phi_ = phi_r->data;
+    o.atoms_ = atoms_r->data;
+    o.n_atoms_ = atoms;
+    return o;
+  }
+
+  int dim() const { return dim_; }
+  uint32_t atoms() const { return n_atoms_; }
+
+  // Draws Z = (s, s') (one 64-bit draw).
+  inline const TdTransition<S>& sample(CounterRng& rng) const {
+    const uint64_t u = rng.next_u64();
+    uint32_t i = static_cast<uint32_t>(((u >> 32) * n_atoms_) >> 32);
+    if ((u & 0xFFFFFFFFull) >= atoms_[i].threshold) i = atoms_[i].alias;
+    return atoms_[i];
+  }
+
+  // One TD(0) step: theta <- theta - eta (phi(s) ((phi(s) - gamma phi(s'))^T theta - r(s)))
+  // i.e. theta <- theta - eta (A(Z) theta - b(Z)) in O(d).
+  template <int D>
+  inline void step(VecMap<S, D>& theta, S eta, CounterRng& rng) const {
+    const TdTransition<S>& z = sample(rng);
+    const auto phi_s = MapVec<D>(phi_ + static_cast<size_t>(z.state) * dim_, dim_);
+    const auto phi_n = MapVec<D>(phi_ + static_cast<size_t>(z.next_state) * dim_, dim_);
+    const S td = phi_s.dot(theta) - gamma_ * phi_n.dot(theta) - z.reward;
+    theta.noalias() -= (eta * td) * phi_s;
+  }
+
+ private:
+  int dim_ = 0;
+  S gamma_ = 0;
+  const S* phi_ = nullptr;
+  const TdTransition<S>* atoms_ = nullptr;
+  uint32_t n_atoms_ = 0;
+};
+
+}  // namespace fedrt::problems

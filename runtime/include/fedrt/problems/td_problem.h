@@ -1,0 +1,53 @@
+#pragma once
+// Federated TD(0) with linear features (ALGORITHMS.md 1.2): N agents' MDPs
+// sharing features phi and policy pi, and everything derived from them:
+// P^pi_c, the stationary law mu_c, Abar_c, bbar_c, theta_c, theta_star. Host only.
+
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "fedrt/core/status.h"
+#include "fedrt/problems/array_bundle.h"
+#include "fedrt/problems/lsa_system.h"
+
+namespace fedrt::problems {
+
+struct TdProblem {
+  int n_states = 0;
+  int n_actions = 0;
+  int dim = 0;
+  double gamma = 0.0;
+  MatrixRM phi;     // n_states x dim, phi(s) as rows
+  MatrixRM policy;  // n_states x n_actions, pi(a | s)
+  std::vector<Eigen::VectorXd> reward;  // r_c(s)
+  std::vector<std::vector<double>> kernel;  // P_c(s' | s, a), flat [s][a][s']
+
+  // Derived by derive():
+  std::vector<MatrixRM> p_pi;        // P^pi_c(s, s') = sum_a pi(a|s) P_c(s'|s,a)
+  std::vector<Eigen::VectorXd> mu;   // stationary law of P^pi_c
+  LsaSystem lsa;                     // Abar_c, bbar_c, theta_c, theta_star
+
+  int agents() const { return static_cast<int>(reward.size()); }
+
+  // Computes p_pi, mu, Abar_c = sum_{s,s'} mu(s) P^pi(s,s') phi(s)(phi(s) - gamma phi(s'))^T,
+  // bbar_c = sum_s mu(s) r_c(s) phi(s), then theta_c and theta_star.
+  Status derive();
+
+  // Joint law of Z = (s, s') of agent c: mu_c(s) P^pi_c(s, s'), row-major n x n.
+  std::vector<double> joint_law(int agent) const;
+
+  // Reads the primitive arrays (gamma, feat_map, policy, rewards, tr_kernels)
+  // of an array bundle and derives the rest. Errors name the missing or
+  // mis-shaped array.
+  static Result<TdProblem> from_bundle(const ArrayBundle& bundle);
+};
+
+// Stationary distribution of a row-stochastic matrix: the eigenvector of
+// eigenvalue 1 of P^T, absolute value, normalised to sum 1 (as the reference
+// generator does); if that is not stationary to 1e-10 (eigenvalue 1 repeated),
+// the Cesaro average of the chain started from the uniform law.
+Eigen::VectorXd StationaryDistribution(const MatrixRM& p);
+
+}  // namespace fedrt::problems

@@ -1,0 +1,61 @@
+#pragma once
+// ExperimentConfig: one experiment (problem, algorithms, participation, run
+// settings), read from a TOML experiment file and overridden by flags. The
+// same file drives the simulator and, later, the coordinator and fleets.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fedrt/algorithms/lsa.h"
+#include "fedrt/core/status.h"
+#include "fedrt/problems/garnet.h"
+
+namespace fedrt::sim {
+
+enum class ProblemKind { kGarnet, kFile };
+
+struct ExperimentConfig {
+  // [problem]
+  ProblemKind problem = ProblemKind::kGarnet;
+  std::string problem_file;  // array bundle, for ProblemKind::kFile
+  problems::GarnetConfig garnet;  // agents, heterogeneity, sizes, gamma, epsilon
+  std::optional<uint64_t> problem_seed;  // defaults to `seed`
+  bool noise_free = false;  // expected-operator oracle
+  bool agents_set = false;  // `agents` was given explicitly (checked against a problem file)
+  // [algorithm]
+  std::vector<algorithms::LsaAlgorithm> algorithms = {algorithms::LsaAlgorithm::kFedLsa,
+                                                      algorithms::LsaAlgorithm::kScaffLsa};
+  double step = 0.01;         // eta
+  long local_steps = 1000;    // H
+  std::optional<double> comm_prob;  // p for scafflsa-prob (default 1/H)
+  // [participation]
+  double participation = 1.0;  // q
+  // [run]
+  long rounds = 100;   // T
+  long runs = 1;       // R
+  uint64_t seed = 1;
+  int threads = 0;     // 0 = all hardware threads
+  std::string out = "out/sim";
+  bool plot = true;
+
+  uint64_t effective_problem_seed() const { return problem_seed.value_or(seed); }
+  double effective_comm_prob() const { return comm_prob.value_or(1.0 / static_cast<double>(local_steps)); }
+};
+
+// Parses a comma-separated algorithm list ("fedlsa,scafflsa").
+Result<std::vector<algorithms::LsaAlgorithm>> ParseAlgorithms(const std::string& list);
+std::string AlgorithmList(const std::vector<algorithms::LsaAlgorithm>& algs);
+Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s);
+Result<ProblemKind> ParseProblemKind(const std::string& s);
+
+// Reads a TOML experiment file into `config` (keys absent from the file keep
+// their value). Unknown keys and wrong types are errors naming the key.
+// Relative paths in the file are resolved against the file's directory.
+Status LoadExperimentToml(const std::string& path, ExperimentConfig& config);
+
+// Checks ranges and consistency; the message names the offending setting.
+Status Validate(const ExperimentConfig& config);
+
+}  // namespace fedrt::sim

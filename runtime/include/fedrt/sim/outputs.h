@@ -1,0 +1,21 @@
+#pragma once
+// Run outputs (DESIGN.md 5): metrics.csv (a row per algorithm, run and round),
+// summary.json (settings, seeds, exact solution, per-algorithm statistics)
+// and error.png (drawn by scripts/plot_error.py).
+
+#include <string>
+
+#include "fedrt/core/status.h"
+#include "fedrt/sim/simulator.h"
+
+namespace fedrt::sim {
+
+Status WriteMetricsCsv(const SimResult& result, const std::string& path);
+Status WriteSummaryJson(const SimResult& result, const std::string& path);
+// Runs the plotter on `dir`; returns an error saying why when it cannot.
+Status RenderErrorPlot(const std::string& dir);
+// Creates `dir` and writes all three files; a plot failure is reported in
+// `plot_status` but does not fail the run.
+Status WriteOutputs(const SimResult& result, const std::string& dir, Status* plot_status);
+
+}  // namespace fedrt::sim

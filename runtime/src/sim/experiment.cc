@@ -1,0 +1,266 @@
+#include "fedrt/sim/experiment.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+namespace fedrt::sim {
+
+using algorithms::LsaAlgorithm;
+
+Result<std::vector<LsaAlgorithm>> ParseAlgorithms(const std::string& list) {
+  std::vector<LsaAlgorithm> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string name = list.substr(pos, comma - pos);
+    while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    if (name == "fedlsa") out.push_back(LsaAlgorithm::kFedLsa);
+    else if (name == "scafflsa") out.push_back(LsaAlgorithm::kScaffLsa);
+    else if (name == "scafflsa-prob") out.push_back(LsaAlgorithm::kScaffLsaProb);
+    else
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("unknown algorithm '{}' (known: fedlsa, scafflsa, scafflsa-prob)", name));
+    pos = comma + 1;
+  }
+  std::set<LsaAlgorithm> seen(out.begin(), out.end());
+  if (seen.size() != out.size())
+    return Status(StatusCode::kInvalidArgument, fmt::format("algorithm list '{}' names an algorithm twice", list));
+  return out;
+}
+
+std::string AlgorithmList(const std::vector<LsaAlgorithm>& algs) {
+  std::string s;
+  for (auto a : algs) s += (s.empty() ? "" : ",") + std::string(algorithms::LsaAlgorithmName(a));
+  return s;
+}
+
+Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s) {
+  if (s == "low") return problems::Heterogeneity::kLow;
+  if (s == "high") return problems::Heterogeneity::kHigh;
+  return Status(StatusCode::kInvalidArgument, fmt::format("unknown heterogeneity '{}' (expected low or high)", s));
+}
+
+Result<ProblemKind> ParseProblemKind(const std::string& s) {
+  if (s == "garnet") return ProblemKind::kGarnet;
+  if (s == "file") return ProblemKind::kFile;
+  return Status(StatusCode::kInvalidArgument, fmt::format("unknown problem '{}' (expected garnet or file)", s));
+}
+
+namespace {
+
+// Typed access to one TOML table with precise error messages.
+class TableReader {
+ public:
+  TableReader(const toml::table& t, std::string name, std::string file)
+      : t_(t), name_(std::move(name)), file_(std::move(file)) {}
+
+  template <class T>
+  Status read(const char* key, T& out) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if constexpr (std::is_same_v<T, bool>) {
+      if (auto v = n->value_exact<bool>()) { out = *v; return Status::Ok(); }
+      return type_error(key, "a boolean");
+    } else if constexpr (std::is_integral_v<T>) {
+      if (auto v = n->value_exact<int64_t>()) {
+        if (*v < 0 && std::is_unsigned_v<T>) return range_error(key, "must not be negative");
+        out = static_cast<T>(*v);
+        return Status::Ok();
+      }
+      return type_error(key, "an integer");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (auto v = n->value<double>()) { out = *v; return Status::Ok(); }
+      return type_error(key, "a number");
+    } else {
+      if (auto v = n->value_exact<std::string>()) { out = *v; return Status::Ok(); }
+      return type_error(key, "a string");
+    }
+  }
+
+  // Reads a string or an array of strings, joined by commas.
+  Status read_list(const char* key, std::optional<std::string>& out) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (auto v = n->value_exact<std::string>()) { out = *v; return Status::Ok(); }
+    if (auto arr = n->as_array()) {
+      std::string s;
+      for (auto& e : *arr) {
+        auto v = e.value_exact<std::string>();
+        if (!v) return type_error(key, "a string or an array of strings");
+        s += (s.empty() ? "" : ",") + *v;
+      }
+      out = s;
+      return Status::Ok();
+    }
+    return type_error(key, "a string or an array of strings");
+  }
+
+  Status check_unknown() const {
+    for (auto& [k, v] : t_) {
+      if (!seen_.count(std::string(k.str()))) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("{}: unknown key '{}.{}' (line {})", file_, name_, k.str(), v.source().begin.line));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status type_error(const char* key, const char* want) const {
+    const toml::node* n = t_.get(key);
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}:{}: '{}.{}' must be {}", file_,
+                                                            n->source().begin.line, name_, key, want));
+  }
+  Status range_error(const char* key, const char* why) const {
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}.{}' {}", file_, name_, key, why));
+  }
+  const toml::table& t_;
+  std::string name_, file_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace
+
+Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
+  if (!std::filesystem::exists(path))
+    return Status(StatusCode::kNotFound, fmt::format("experiment file '{}' not found", path));
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& err) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}:{}:{}: {}", path, err.source().begin.line, err.source().begin.column,
+                              err.description()));
+  }
+  const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment"};
+  for (auto& [k, v] : root) {
+    if (!kTables.count(std::string(k.str())) || !v.is_table()) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}: unknown top-level key or table '{}' (line {}); expected tables "
+                                "[experiment], [problem], [algorithm], [participation], [run]",
+                                path, k.str(), v.source().begin.line));
+    }
+  }
+  static const toml::table kEmpty;
+  auto table = [&](const char* name) -> const toml::table& {
+    const toml::table* t = root[name].as_table();
+    return t ? *t : kEmpty;
+  };
+
+  {  // [experiment]: free-form description
+    TableReader r(table("experiment"), "experiment", path);
+    std::string ignored;
+    FEDRT_TRY(r.read("name", ignored));
+    FEDRT_TRY(r.read("description", ignored));
+    FEDRT_TRY(r.check_unknown());
+  }
+  {
+    TableReader r(table("problem"), "problem", path);
+    std::string kind, het, file;
+    FEDRT_TRY(r.read("kind", kind));
+    if (!kind.empty()) {
+      auto k = ParseProblemKind(kind);
+      if (!k.ok()) return Status(StatusCode::kInvalidArgument, fmt::format("{}: problem.kind: {}", path, k.status().message()));
+      cfg.problem = *k;
+    }
+    FEDRT_TRY(r.read("file", file));
+    if (!file.empty()) {
+      std::filesystem::path fp(file);
+      cfg.problem_file = fp.is_absolute() || base.empty() ? file : (base / fp).string();
+    }
+    FEDRT_TRY(r.read("heterogeneity", het));
+    if (!het.empty()) {
+      auto h = ParseHeterogeneity(het);
+      if (!h.ok())
+        return Status(StatusCode::kInvalidArgument, fmt::format("{}: problem.heterogeneity: {}", path, h.status().message()));
+      cfg.garnet.heterogeneity = *h;
+    }
+    if (table("problem").contains("agents")) cfg.agents_set = true;
+    FEDRT_TRY(r.read("agents", cfg.garnet.agents));
+    FEDRT_TRY(r.read("states", cfg.garnet.n_states));
+    FEDRT_TRY(r.read("actions", cfg.garnet.n_actions));
+    FEDRT_TRY(r.read("branching", cfg.garnet.branching));
+    FEDRT_TRY(r.read("dim", cfg.garnet.dim));
+    FEDRT_TRY(r.read("gamma", cfg.garnet.gamma));
+    FEDRT_TRY(r.read("epsilon", cfg.garnet.epsilon));
+    FEDRT_TRY(r.read("noise_free", cfg.noise_free));
+    uint64_t ps = 0;
+    const bool has_seed = table("problem").contains("seed");
+    FEDRT_TRY(r.read("seed", ps));
+    if (has_seed) cfg.problem_seed = ps;
+    FEDRT_TRY(r.check_unknown());
+  }
+  {
+    TableReader r(table("algorithm"), "algorithm", path);
+    std::optional<std::string> names;
+    FEDRT_TRY(r.read_list("names", names));
+    if (names) {
+      auto a = ParseAlgorithms(*names);
+      if (!a.ok()) return Status(StatusCode::kInvalidArgument, fmt::format("{}: algorithm.names: {}", path, a.status().message()));
+      cfg.algorithms = *a;
+    }
+    FEDRT_TRY(r.read("step", cfg.step));
+    FEDRT_TRY(r.read("local_steps", cfg.local_steps));
+    double p = -1;
+    const bool has_p = table("algorithm").contains("comm_prob");
+    FEDRT_TRY(r.read("comm_prob", p));
+    if (has_p) cfg.comm_prob = p;
+    FEDRT_TRY(r.check_unknown());
+  }
+  {
+    TableReader r(table("participation"), "participation", path);
+    FEDRT_TRY(r.read("rate", cfg.participation));
+    FEDRT_TRY(r.check_unknown());
+  }
+  {
+    TableReader r(table("run"), "run", path);
+    FEDRT_TRY(r.read("rounds", cfg.rounds));
+    FEDRT_TRY(r.read("runs", cfg.runs));
+    FEDRT_TRY(r.read("seed", cfg.seed));
+    FEDRT_TRY(r.read("threads", cfg.threads));
+    std::string out;
+    FEDRT_TRY(r.read("out", out));
+    if (!out.empty()) cfg.out = out;
+    FEDRT_TRY(r.read("plot", cfg.plot));
+    FEDRT_TRY(r.check_unknown());
+  }
+  return Status::Ok();
+}
+
+Status Validate(const ExperimentConfig& c) {
+  auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
+  if (!(c.step > 0.0) || !std::isfinite(c.step)) return bad(fmt::format("--step must be a positive number, got {}", c.step));
+  if (c.local_steps <= 0) return bad(fmt::format("--local-steps must be positive, got {}", c.local_steps));
+  if (c.local_steps > (1L << 30)) return bad(fmt::format("--local-steps {} is too large (max 2^30)", c.local_steps));
+  if (c.rounds <= 0) return bad(fmt::format("--rounds must be positive, got {}", c.rounds));
+  if (c.runs <= 0) return bad(fmt::format("--runs must be positive, got {}", c.runs));
+  if (c.threads < 0) return bad(fmt::format("--threads must be >= 0 (0 = all cores), got {}", c.threads));
+  if (!(c.participation > 0.0 && c.participation <= 1.0))
+    return bad(fmt::format("--participation must be in (0, 1], got {}", c.participation));
+  if (c.comm_prob && !(*c.comm_prob > 0.0 && *c.comm_prob <= 1.0))
+    return bad(fmt::format("--comm-prob must be in (0, 1], got {}", *c.comm_prob));
+  if (c.algorithms.empty()) return bad("--algorithm: at least one algorithm is needed");
+  if (c.problem == ProblemKind::kFile && c.problem_file.empty())
+    return bad("--problem file needs --problem-file F (an array bundle)");
+  if (c.problem == ProblemKind::kGarnet) {
+    if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
+    if (c.garnet.n_states < 2) return bad("problem.states must be at least 2");
+    if (c.garnet.dim <= 0) return bad("problem.dim must be positive");
+    if (c.garnet.branching < 1 || c.garnet.branching > c.garnet.n_states)
+      return bad("problem.branching must be in [1, states]");
+    if (!(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0)) return bad("problem.gamma must be in [0, 1)");
+  }
+  if (c.out.empty()) return bad("--out must name a directory");
+  return Status::Ok();
+}
+
+}  // namespace fedrt::sim

@@ -1,0 +1,154 @@
+#include "fedrt/sim/outputs.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace fedrt::sim {
+
+namespace {
+
+std::string ProblemName(const ExperimentConfig& c) { return c.problem == ProblemKind::kFile ? "file" : "garnet"; }
+
+nlohmann::json Settings(const SimResult& r) {
+  const ExperimentConfig& c = r.config;
+  nlohmann::json s;
+  s["problem"] = ProblemName(c);
+  if (c.problem == ProblemKind::kFile) s["problem_file"] = c.problem_file;
+  else {
+    s["heterogeneity"] = c.garnet.heterogeneity == problems::Heterogeneity::kHigh ? "high" : "low";
+    s["states"] = c.garnet.n_states;
+    s["actions"] = c.garnet.n_actions;
+    s["branching"] = c.garnet.branching;
+    s["gamma"] = c.garnet.gamma;
+    s["epsilon"] = c.garnet.epsilon;
+  }
+  s["agents"] = r.problem.agents;
+  s["dim"] = r.problem.dim;
+  s["noise_free"] = c.noise_free;
+  s["algorithms"] = AlgorithmList(c.algorithms);
+  s["step"] = c.step;
+  s["local_steps"] = c.local_steps;
+  s["comm_prob"] = c.effective_comm_prob();
+  s["participation"] = c.participation;
+  s["rounds"] = c.rounds;
+  s["runs"] = c.runs;
+  s["threads"] = r.threads;
+  s["aggregation"] = "uniform mean over the agents that reported";
+  s["payload"] = "raw float64, d values per message (framing not counted)";
+  s["initial_iterate"] = "theta_star + (1, ..., 1)";
+  return s;
+}
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+double Std(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = Mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+}  // namespace
+
+Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
+  std::fputs("algorithm,run,round,error,agents,bits_up,bits_down\n", f);
+  for (const AlgorithmResult& a : r.algorithms) {
+    const char* name = algorithms::LsaAlgorithmName(a.algorithm);
+    for (size_t run = 0; run < a.error.size(); ++run)
+      for (size_t t = 0; t < a.error[run].size(); ++t)
+        std::fprintf(f, "%s,%zu,%zu,%.17g,%u,%llu,%llu\n", name, run, t, a.error[run][t], a.agents[run][t],
+                     static_cast<unsigned long long>(a.bits_up[run][t]),
+                     static_cast<unsigned long long>(a.bits_down[run][t]));
+  }
+  const bool ok = std::fclose(f) == 0;
+  if (!ok) return Status(StatusCode::kDataLoss, fmt::format("error writing '{}'", path));
+  return Status::Ok();
+}
+
+Status WriteSummaryJson(const SimResult& r, const std::string& path) {
+  nlohmann::json j;
+  j["settings"] = Settings(r);
+  j["seeds"] = {{"seed", r.config.seed},
+                {"problem_seed", r.config.effective_problem_seed()},
+                {"streams", "counter-based, keyed by (seed, run, agent, round, stream)"}};
+  j["problem"] = {{"description", r.problem.description},
+                  {"agents", r.problem.agents},
+                  {"dim", r.problem.dim},
+                  {"delta_het", r.problem.delta_het},
+                  {"theta_star_norm_sq", r.problem.theta_star.squaredNorm()}};
+  j["theta_star"] = std::vector<double>(r.problem.theta_star.data(), r.problem.theta_star.data() + r.problem.dim);
+  nlohmann::json algs = nlohmann::json::object();
+  for (const AlgorithmResult& a : r.algorithms) {
+    std::vector<double> finals;
+    uint64_t up = 0, down = 0;
+    for (size_t run = 0; run < a.error.size(); ++run) {
+      finals.push_back(a.error[run].back());
+      for (auto b : a.bits_up[run]) up += b;
+      for (auto b : a.bits_down[run]) down += b;
+    }
+    nlohmann::json e;
+    e["final_error_mean"] = Mean(finals);
+    e["final_error_std"] = Std(finals);
+    e["final_error_per_run"] = finals;
+    e["predicted_bias_sq"] = a.predicted_bias_sq ? nlohmann::json(*a.predicted_bias_sq) : nlohmann::json(nullptr);
+    e["predicted_bias_sq_stationary"] =
+        a.predicted_bias_sq_stationary ? nlohmann::json(*a.predicted_bias_sq_stationary) : nlohmann::json(nullptr);
+    const size_t runs = a.error.size() ? a.error.size() : 1;
+    e["bits_up"] = up / runs;  // per run
+    e["bits_down"] = down / runs;
+    e["wall_seconds"] = a.wall_seconds;
+    e["agent_steps"] = a.agent_steps;
+    e["agent_steps_per_second"] = a.wall_seconds > 0 ? static_cast<double>(a.agent_steps) / a.wall_seconds : 0.0;
+    algs[algorithms::LsaAlgorithmName(a.algorithm)] = e;
+  }
+  j["algorithms"] = algs;
+  std::ofstream out(path);
+  if (!out) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
+  out << j.dump(2) << "\n";
+  if (!out) return Status(StatusCode::kDataLoss, fmt::format("error writing '{}'", path));
+  return Status::Ok();
+}
+
+Status RenderErrorPlot(const std::string& dir) {
+  const char* env_script = std::getenv("FEDRT_PLOT_SCRIPT");
+  const char* env_python = std::getenv("FEDRT_PYTHON");
+  const std::string script = env_script ? env_script : FEDRT_PLOT_SCRIPT;
+  const std::string python = env_python ? env_python : FEDRT_PYTHON;
+  if (python.empty()) return Status(StatusCode::kUnavailable, std::string("no python3 with matplotlib (install python3-matplotlib)"));
+  if (!std::filesystem::exists(script))
+    return Status(StatusCode::kNotFound, fmt::format("plot script '{}' not found (set FEDRT_PLOT_SCRIPT)", script));
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return q + "'";
+  };
+  const std::string cmd = quote(python) + " " + quote(script) + " " + quote(dir);
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0) return Status(StatusCode::kInternal, fmt::format("plot script failed (exit {})", WEXITSTATUS(rc)));
+  return Status::Ok();
+}
+
+Status WriteOutputs(const SimResult& r, const std::string& dir, Status* plot_status) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status(StatusCode::kPermissionDenied, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
+  FEDRT_TRY(WriteMetricsCsv(r, dir + "/metrics.csv"));
+  FEDRT_TRY(WriteSummaryJson(r, dir + "/summary.json"));
+  if (plot_status) *plot_status = r.config.plot ? RenderErrorPlot(dir) : Status::Ok();
+  return Status::Ok();
+}
+
+}  // namespace fedrt::sim

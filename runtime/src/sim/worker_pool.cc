@@ -1,0 +1,68 @@
+#include "fedrt/sim/worker_pool.h"
+
+namespace fedrt::sim {
+
+WorkerPool::WorkerPool(int threads) {
+  if (threads < 1) threads = 1;
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+static inline void Chunk(size_t n, int parts, int index, size_t& begin, size_t& end) {
+  begin = n * static_cast<size_t>(index) / static_cast<size_t>(parts);
+  end = n * static_cast<size_t>(index + 1) / static_cast<size_t>(parts);
+}
+
+void WorkerPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn) {
+  if (workers_.empty() || n < 2) {
+    if (n) fn(0, n);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn;
+    n_ = n;
+    pending_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  start_cv_.notify_all();
+  size_t b, e;
+  Chunk(n, threads(), 0, b, e);
+  if (e > b) fn(b, e);
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+void WorkerPool::worker_main(int index) {
+  unsigned long seen = 0;
+  for (;;) {
+    const std::function<void(size_t, size_t)>* job;
+    size_t n;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      n = n_;
+    }
+    size_t b, e;
+    Chunk(n, threads(), index, b, e);
+    if (e > b) (*job)(b, e);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+}
+
+}  // namespace fedrt::sim

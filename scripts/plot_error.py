@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Plot the error curves of a fedrt-sim experiment.
+
+usage: plot_error.py OUTDIR
+
+Reads OUTDIR/metrics.csv (columns: algorithm,run,round,error,... one row per
+algorithm, run and round; round 0 is the initial error) and OUTDIR/summary.json
+(keys "settings" and "algorithms"), and writes OUTDIR/error.png: the mean error
+over runs versus communication round for every algorithm (log y axis), a
+mean +/- std band when there are several runs, and a dashed line at the
+predicted bias^2 of each algorithm that has one.
+"""
+
+import csv
+import json
+import math
+import os
+import sys
+
+PROG = "plot_error.py"
+REQUIRED_COLUMNS = ("algorithm", "run", "round", "error")
+
+
+def fail(msg, code=1):
+    sys.stderr.write("%s: error: %s\n" % (PROG, msg))
+    sys.exit(code)
+
+
+def import_matplotlib():
+    """Import matplotlib with the Agg backend.
+
+    If the current interpreter lacks matplotlib (e.g. a pyenv python first on
+    PATH), re-run this script with the Debian interpreter, which has
+    python3-matplotlib.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        system_python = "/usr/bin/python3"
+        if (os.path.exists(system_python)
+                and os.path.realpath(sys.executable) != os.path.realpath(system_python)
+                and not os.environ.get("FEDRT_PLOT_REEXEC")):
+            os.environ["FEDRT_PLOT_REEXEC"] = "1"
+            os.execv(system_python, [system_python] + sys.argv)
+        fail("matplotlib is not available for %s; install python3-matplotlib "
+             "(scripts/setup.sh) or run with /usr/bin/python3" % sys.executable)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def load_metrics(path):
+    """Return ({algorithm: {round: [error per run]}}, {algorithm: set(runs)}, order)."""
+    data = {}
+    runs = {}
+    order = []
+    try:
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            if reader.fieldnames is None:
+                fail("%s is empty" % path)
+            header = [c.strip() for c in reader.fieldnames]
+            missing = [c for c in REQUIRED_COLUMNS if c not in header]
+            if missing:
+                fail("%s: header lacks column(s) %s (header: %s)"
+                     % (path, ", ".join(missing), ",".join(header)))
+            reader.fieldnames = header
+            for lineno, row in enumerate(reader, start=2):
+                if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+                    continue  # blank line
+                try:
+                    alg = row["algorithm"].strip()
+                    run = row["run"].strip()
+                    rnd = int(float(row["round"]))
+                    err = float(row["error"])
+                except (AttributeError, TypeError, ValueError) as exc:
+                    fail("%s:%d: malformed row (%s): %r" % (path, lineno, exc, row))
+                if not alg:
+                    fail("%s:%d: empty algorithm name" % (path, lineno))
+                if alg not in data:
+                    data[alg] = {}
+                    runs[alg] = set()
+                    order.append(alg)
+                data[alg].setdefault(rnd, []).append(err)
+                runs[alg].add(run)
+    except OSError as exc:
+        fail("cannot read %s: %s" % (path, exc))
+    except csv.Error as exc:
+        fail("%s: malformed CSV: %s" % (path, exc))
+    if not data:
+        fail("%s has a header but no data rows" % path)
+    return data, runs, order
+
+
+def load_summary(path):
+    try:
+        with open(path) as fh:
+            summary = json.load(fh)
+    except OSError as exc:
+        fail("cannot read %s: %s" % (path, exc))
+    except ValueError as exc:
+        fail("%s is not valid JSON: %s" % (path, exc))
+    if not isinstance(summary, dict):
+        fail("%s: top level must be a JSON object" % path)
+    settings = summary.get("settings", {})
+    algorithms = summary.get("algorithms", {})
+    if not isinstance(settings, dict):
+        fail("%s: 'settings' must be an object" % path)
+    if not isinstance(algorithms, dict):
+        fail("%s: 'algorithms' must be an object" % path)
+    return settings, algorithms
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def fmt_num(v):
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "%g" % v
+    return str(v)
+
+
+PROBLEM_NAMES = {
+    "garnet": "Garnet TD(0)",
+    "garnet_td0": "Garnet TD(0)",
+    "garnet-td0": "Garnet TD(0)",
+    "td0": "TD(0)",
+    "lsa": "Linear SA",
+    "synthetic": "Synthetic LSA",
+    "synthetic_lsa": "Synthetic LSA",
+}
+
+
+def named(v):
+    """A settings value may be a plain value or an object with a name."""
+    if isinstance(v, dict):
+        for key in ("name", "kind", "type"):
+            if key in v:
+                return v[key]
+        return None
+    return v
+
+
+def build_title(settings):
+    if isinstance(settings.get("title"), str) and settings["title"].strip():
+        return settings["title"].strip()
+    parts = []
+    problem = named(settings.get("problem"))
+    if problem is not None:
+        parts.append(PROBLEM_NAMES.get(str(problem).lower(), str(problem)))
+    het = named(settings.get("heterogeneity"))
+    if het is not None:
+        if isinstance(het, str):
+            parts.append("%s heterogeneity" % het)
+        else:
+            parts.append("heterogeneity %s" % fmt_num(het))
+    for key, sym in (("agents", "N"), ("local_steps", "H"), ("step", "η")):
+        v = named(settings.get(key))
+        if v is not None:
+            parts.append("%s=%s" % (sym, fmt_num(v)))
+    return ", ".join(parts) if parts else "fedrt experiment"
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        sys.stderr.write("usage: %s OUTDIR\n" % PROG)
+        return 0 if len(argv) == 2 else 2
+    outdir = argv[1]
+    if not os.path.isdir(outdir):
+        fail("%s is not a directory" % outdir, 2)
+    metrics_path = os.path.join(outdir, "metrics.csv")
+    summary_path = os.path.join(outdir, "summary.json")
+    for p in (metrics_path, summary_path):
+        if not os.path.isfile(p):
+            fail("missing %s" % p, 2)
+
+    data, runs, order = load_metrics(metrics_path)
+    settings, algorithms = load_summary(summary_path)
+
+    plt = import_matplotlib()
+    import numpy as np
+
+    # Floor for the lower edge of the std band so the log axis stays sensible.
+    positives = [e for alg in data.values() for errs in alg.values()
+                 for e in errs if math.isfinite(e) and e > 0]
+    floor = 0.5 * min(positives) if positives else 1e-300
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    plotted = 0
+    for alg in order:
+        rounds = np.array(sorted(data[alg]))
+        errs = [np.array(data[alg][r], dtype=float) for r in rounds]
+        with np.errstate(invalid="ignore"):
+            mean = np.array([np.nanmean(e) if np.any(np.isfinite(e)) else np.nan for e in errs])
+            std = np.array([np.nanstd(e) if np.any(np.isfinite(e)) else np.nan for e in errs])
+        nruns = len(runs[alg])
+        label = alg if nruns <= 1 else "%s (%d runs)" % (alg, nruns)
+        (line,) = ax.plot(rounds, mean, label=label, linewidth=1.6)
+        plotted += 1
+        color = line.get_color()
+        if nruns > 1:
+            lo = np.maximum(mean - std, floor)
+            hi = mean + std
+            ax.fill_between(rounds, lo, hi, color=color, alpha=0.2, linewidth=0)
+        info = algorithms.get(alg)
+        bias = info.get("predicted_bias_sq") if isinstance(info, dict) else None
+        if is_number(bias) and bias > 0:
+            ax.axhline(bias, color=color, linestyle="--", linewidth=1.2,
+                       label="%s predicted bias²" % alg)
+
+    for alg in algorithms:
+        if alg not in data:
+            sys.stderr.write("%s: warning: algorithm %r is in summary.json but not in "
+                             "metrics.csv; not plotted\n" % (PROG, alg))
+
+    if plotted == 0:
+        fail("nothing to plot")
+
+    ax.set_yscale("log")
+    ax.set_xlabel("communication round")
+    ax.set_ylabel("‖θ_t − θ*‖²")
+    ax.set_title(build_title(settings))
+    ax.grid(True, which="major", alpha=0.4)
+    ax.grid(True, which="minor", alpha=0.15)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+
+    out_path = os.path.join(outdir, "error.png")
+    try:
+        fig.savefig(out_path, dpi=120)
+    except OSError as exc:
+        fail("cannot write %s: %s" % (out_path, exc))
+    plt.close(fig)
+    print("wrote %s" % out_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

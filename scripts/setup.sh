@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Install the Debian packages fedrt needs to build, test and plot.
+# Idempotent: packages already installed are detected with dpkg-query and
+# apt-get is only invoked (update once, then install) when something is missing.
+set -uo pipefail
+
+PACKAGES=(
+  # toolchain and build system
+  build-essential
+  cmake
+  ninja-build
+  pkg-config
+  git
+  # C++ libraries used by the runtime (linear algebra, config, CLI, JSON, logging)
+  libeigen3-dev
+  libtomlplusplus-dev
+  libcli11-dev
+  nlohmann-json3-dev
+  libspdlog-dev
+  libfmt-dev
+  # unit tests and micro-benchmarks
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  # plotting of experiment results (scripts/plot_error.py)
+  python3
+  python3-matplotlib
+)
+
+die() {
+  echo "setup.sh: error: $*" >&2
+  exit 1
+}
+
+is_installed() {
+  local status
+  status="$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" || return 1
+  # "install ok installed" (or "hold ok installed"); may repeat for multi-arch.
+  [[ "$status" == *" ok installed"* ]]
+}
+
+command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found; this script supports Debian/Ubuntu only"
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  is_installed "$pkg" || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "[fedrt] setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=()
+if ((EUID != 0)); then
+  command -v sudo >/dev/null 2>&1 \
+    || die "not root and sudo is not available; install as root: apt-get install ${missing[*]}"
+  SUDO=(sudo)
+fi
+
+log="$(mktemp "${TMPDIR:-/tmp}/fedrt-setup.XXXXXX")" || die "cannot create a temporary log file"
+trap 'rm -f "$log"' EXIT
+
+show_log() {
+  echo "---- last lines of apt-get output ----" >&2
+  tail -n 30 "$log" >&2
+}
+
+printf '[fedrt] setup: installing %d missing package(s): %s ... ' "${#missing[@]}" "${missing[*]}"
+
+if ! "${SUDO[@]}" apt-get update >"$log" 2>&1; then
+  echo "failed"
+  show_log
+  die "apt-get update failed"
+fi
+
+if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}" >>"$log" 2>&1; then
+  echo "failed"
+  show_log
+  die "apt-get install failed for: ${missing[*]}"
+fi
+
+# Double-check: apt-get may succeed without actually providing a package.
+still_missing=()
+for pkg in "${missing[@]}"; do
+  is_installed "$pkg" || still_missing+=("$pkg")
+done
+if ((${#still_missing[@]} != 0)); then
+  echo "failed"
+  die "packages still not installed after apt-get: ${still_missing[*]}"
+fi
+
+echo "done"
