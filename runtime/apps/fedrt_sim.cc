@@ -154,8 +154,8 @@ int main(int argc, char** argv) {
   if (!st.ok()) return Fail(st.message());
   if (!plot_status.ok()) std::fprintf(stderr, "fedrt-sim: warning: no error.png: %s\n", plot_status.message());
 
-  std::printf("%s, N=%d, d=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d\n", result->problem.description.c_str(),
-              result->problem.agents, result->problem.dim, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs,
+  std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d\n", result->problem.description.c_str(),
+              result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs,
               result->threads);
   std::printf("%-14s %16s %16s %18s %10s %16s\n", "algorithm", "final error", "std", "predicted bias^2", "wall s",
               "agent-steps/s");

@@ -78,7 +78,8 @@ Result<ArrayBundle> ArrayBundle::parse(std::string_view text, const std::string&
     }
     size_t t = 0;
     if (current && current->values.size() < expected) {
-      if (!IsNumberStart(tokens[0]) && tokens[0] != "nan" && tokens[0] != "inf") {
+      double first;  // a value line may start with nan/NaN/Inf/infinity (rejected below as non-finite)
+      if (!IsNumberStart(tokens[0]) && !ParseDouble(tokens[0], first)) {
         return truncated(*current, line_no);
       }
       for (; t < tokens.size() && current->values.size() < expected; ++t) {

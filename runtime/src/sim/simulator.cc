@@ -41,7 +41,8 @@ Result<problems::TdProblem> BuildProblem(const ExperimentConfig& cfg) {
 
 namespace {
 
-constexpr uint64_t kBitsPerScalar = 64;  // raw float64 payloads (no compression yet)
+constexpr uint64_t kBitsPerScalar = 64;
+constexpr uint64_t kMinParallelSteps = 1u << 15;  // raw float64 payloads (no compression yet)
 
 double SquaredError(const double* theta, const Eigen::VectorXd& star) {
   double e = 0.0;
@@ -96,14 +97,19 @@ void RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm al
       for (uint32_t c = 0; c < n; ++c)
         if (IsSampled(cfg.seed, static_cast<uint64_t>(run), c, round, cfg.participation)) sampled.push_back(c);
       const double* theta_t = server.global();
-      pool.parallel_for(sampled.size(), [&](size_t b, size_t e) {
+      auto local_work = [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i) {
           const uint32_t c = sampled[i];
           clients[c].begin_round(theta_t, plan);
           CounterRng rng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kLocalSteps);
           clients[c].template run_local_steps<D>(oracles[c], rng);
         }
-      });
+      };
+      // Waking the workers costs tens of microseconds: small rounds run inline.
+      if (static_cast<uint64_t>(sampled.size()) * plan.local_steps >= kMinParallelSteps)
+        pool.parallel_for(sampled.size(), local_work);
+      else
+        local_work(0, sampled.size());
       for (uint32_t c : sampled) server.accumulate(clients[c].update());  // fixed agent order
       server.finish_round();
       for (uint32_t c : sampled) clients[c].apply_global(server.global());
