@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -283,8 +284,39 @@ std::string Tail(const fs::path& file, size_t max_chars) {
   return s.size() > max_chars ? s.substr(s.size() - max_chars) : s;
 }
 
+// ---------------------------------------------------------------- machine check
+volatile double g_sink = 0.0;        // keeps the kernels' results observable
+std::atomic<uint64_t> g_alu_sink{0};  // same for the ALU loops (written from two threads)
+
+// Seconds of a fixed, dependent integer loop (no memory traffic).
+double AluBurn(long iterations) {
+  const auto t0 = Clock::now();
+  uint64_t x = 1;
+  for (long i = 0; i < iterations; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    x ^= x >> 29;
+  }
+  g_alu_sink.fetch_xor(x, std::memory_order_relaxed);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// How much of a second core this machine gives right now: 2 x (one loop alone) /
+// (two loops at once), best of `repeats`; 2.0 means two full cores, 1.0 one.
+double ParallelScaling(long iterations, int repeats) {
+  double best = 0.0;
+  for (int r = 0; r < repeats; ++r) {
+    const double solo = AluBurn(iterations);
+    const auto t0 = Clock::now();
+    std::thread other([&] { AluBurn(iterations); });
+    AluBurn(iterations);
+    other.join();
+    const double pair = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, 2.0 * solo / pair);
+  }
+  return best;
+}
+
 // ---------------------------------------------------------------- table 3
-volatile double g_sink = 0.0;  // keeps the kernels' results observable
 
 // ns per local step of run_local_steps<kDim> (best of `repeats` timed calls).
 template <class Oracle>
@@ -358,6 +390,11 @@ int main(int argc, char** argv) {
   std::printf("fedrt bench%s: hardware_concurrency=%u, build=%s, compiler=%s\n", quick ? " --quick" : "", hw,
               BuildType(), Compiler().c_str());
   if (quick) std::puts("(--quick: reduced sizes, numbers are NOT comparable with the targets)");
+  Progress("machine check: 1 vs 2 threads of an ALU loop");
+  const double scaling = ParallelScaling(quick ? 5000000 : 100000000, quick ? 1 : 3);
+  std::printf("machine check: 2 threads of a pure ALU loop run %.2fx as fast as 1 (2.00x = two free cores)%s\n",
+              scaling, scaling < 1.6 ? "  <- cores shared/contended now: 2-thread numbers are limited by the machine"
+                                     : "");
 
   // ------------------------------------------------------------ table 1
   Title("Table 1: TD(0) simulator throughput");

@@ -176,6 +176,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     if (!file.empty()) {
       std::filesystem::path fp(file);
       cfg.problem_file = fp.is_absolute() || base.empty() ? file : (base / fp).string();
+      if (kind.empty()) cfg.problem = ProblemKind::kFile;  // like --problem-file without --problem
     }
     FEDRT_TRY(r.read("heterogeneity", het));
     if (!het.empty()) {
