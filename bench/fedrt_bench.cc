@@ -179,7 +179,7 @@ fedrt::sim::ExperimentConfig GarnetHigh(int agents, long local_steps, long round
   cfg.garnet.heterogeneity = fedrt::problems::Heterogeneity::kHigh;
   cfg.garnet.agents = agents;
   cfg.garnet.dim = kDim;
-  cfg.algorithms = {LsaAlgorithm::kFedLsa, LsaAlgorithm::kScaffLsa};
+  cfg.algorithms = {"fedlsa", "scafflsa"};
   cfg.step = kStep;
   cfg.local_steps = local_steps;
   cfg.rounds = rounds;
@@ -213,7 +213,7 @@ bool RunThroughput(const Sizes& sz, int threads, Throughput& out) {
     }
     double wf = 0, ws = 0;
     for (const auto& a : res->algorithms) {
-      if (a.algorithm == LsaAlgorithm::kFedLsa) {
+      if (a.name == "fedlsa") {
         wf = a.wall_seconds;
         steps_f = a.agent_steps;
       } else {

@@ -181,6 +181,8 @@ def main(argv):
 
     data, runs, order = load_metrics(metrics_path)
     settings, algorithms = load_summary(summary_path)
+    with open(summary_path) as fh:
+        error_label = json.load(fh).get("error_label") or "‖θ_t − θ*‖²"
 
     plt = import_matplotlib()
     import numpy as np
@@ -223,7 +225,7 @@ def main(argv):
 
     ax.set_yscale("log")
     ax.set_xlabel("communication round")
-    ax.set_ylabel("‖θ_t − θ*‖²")
+    ax.set_ylabel(error_label)
     ax.set_title(build_title(settings))
     ax.grid(True, which="major", alpha=0.4)
     ax.grid(True, which="minor", alpha=0.15)

@@ -41,13 +41,13 @@ class Progress {
       const double elapsed = std::chrono::duration<double>(now - start_).count();
       const double eta = done_ > 0 ? elapsed * (total_ - done_) / done_ : 0.0;
       std::fprintf(stderr, "\r\033[K%-13s run %ld/%ld  round %ld/%ld  error %.3e  [%3.0f%%]  ETA %.0fs",
-                   algorithms::LsaAlgorithmName(e.algorithm), e.run + 1, cfg_.runs, e.round, cfg_.rounds, e.error,
+                   e.algorithm.c_str(), e.run + 1, cfg_.runs, e.round, cfg_.rounds, e.error,
                    100.0 * done_ / total_, eta);
       std::fflush(stderr);
     } else if (run_done) {
       const double elapsed = std::chrono::duration<double>(now - start_).count();
       std::fprintf(stderr, "fedrt-sim: %s run %ld/%ld done: final error %.6e (%.1f s elapsed)\n",
-                   algorithms::LsaAlgorithmName(e.algorithm), e.run + 1, cfg_.runs, e.error, elapsed);
+                   e.algorithm.c_str(), e.run + 1, cfg_.runs, e.error, elapsed);
     }
   }
   void finish() {
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     mean /= static_cast<double>(a.error.size());
     for (auto& e : a.error) sq += (e.back() - mean) * (e.back() - mean);
     const double sd = a.error.size() > 1 ? std::sqrt(sq / static_cast<double>(a.error.size() - 1)) : 0.0;
-    std::printf("%-14s %16.6e %16.3e %18s %10.3f %16.3e\n", algorithms::LsaAlgorithmName(a.algorithm), mean, sd,
+    std::printf("%-14s %16.6e %16.3e %18s %10.3f %16.3e\n", a.name.c_str(), mean, sd,
                 a.predicted_bias_sq ? fmt::format("{:.6e}", *a.predicted_bias_sq).c_str() : "-", a.wall_seconds,
                 a.wall_seconds > 0 ? static_cast<double>(a.agent_steps) / a.wall_seconds : 0.0);
   }

@@ -37,12 +37,12 @@ TEST(StochasticLsa, FixtureLowHeterogeneityBothBelow1e3) {
   cfg.rounds = 50;
   cfg.runs = 2;
   cfg.seed = 2024;
-  cfg.algorithms = {LsaAlgorithm::kFedLsa, LsaAlgorithm::kScaffLsa};
+  cfg.algorithms = {"fedlsa", "scafflsa"};
   auto r = sim::RunExperiment(cfg);
   ASSERT_TRUE(r.ok()) << r.status().message();
   for (const auto& a : r->algorithms)
     for (const auto& run : a.error) {
-      EXPECT_LT(run.back(), 1e-3) << algorithms::LsaAlgorithmName(a.algorithm);
+      EXPECT_LT(run.back(), 1e-3) << a.name;
       EXPECT_GT(run.back(), 1e-7) << "a stochastic run cannot beat its noise floor by that much";
     }
 }
@@ -58,7 +58,7 @@ TEST(StochasticLsa, HighHeterogeneityFedLsaAtBiasScaffLsaFarBelow) {
   cfg.rounds = 50;
   cfg.runs = 1;
   cfg.seed = 7;
-  cfg.algorithms = {LsaAlgorithm::kFedLsa, LsaAlgorithm::kScaffLsa};
+  cfg.algorithms = {"fedlsa", "scafflsa"};
   auto r = sim::RunExperiment(cfg);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& fed = r->algorithms[0];
@@ -82,7 +82,7 @@ TEST(StochasticLsa, SingleLocalStepHasNoBias) {
   cfg.runs = 5;
   cfg.seed = 11;
   cfg.threads = 1;
-  cfg.algorithms = {LsaAlgorithm::kFedLsa, LsaAlgorithm::kScaffLsa};
+  cfg.algorithms = {"fedlsa", "scafflsa"};
   auto r = sim::RunExperiment(cfg);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_TRUE(r->algorithms[0].predicted_bias_sq.has_value());
@@ -112,7 +112,7 @@ TEST(StochasticLsa, PartialParticipationStillDebiases) {
   cfg.participation = 0.5;
   cfg.seed = 3;
   cfg.noise_free = true;
-  cfg.algorithms = {LsaAlgorithm::kFedLsa, LsaAlgorithm::kScaffLsa, LsaAlgorithm::kScaffLsaProb};
+  cfg.algorithms = {"fedlsa", "scafflsa", "scafflsa-prob"};
   cfg.comm_prob = 1.0 / 2000;
   auto r = sim::RunExperiment(cfg);
   ASSERT_TRUE(r.ok()) << r.status().message();

@@ -158,7 +158,7 @@ TEST_F(GarnetFixture, NoiseFreeErrorsMatchReferenceTables) {
     cfg.rounds = nc.rounds.back();
     cfg.runs = 1;
     cfg.threads = 2;
-    cfg.algorithms = {algorithms::LsaAlgorithm::kFedLsa, algorithms::LsaAlgorithm::kScaffLsa};
+    cfg.algorithms = {"fedlsa", "scafflsa"};
     auto r = sim::RunExperiment(cfg);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_EQ(r->algorithms.size(), 2u);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -11,8 +12,8 @@ namespace fedrt::sim {
 
 using algorithms::LsaAlgorithm;
 
-Result<std::vector<LsaAlgorithm>> ParseAlgorithms(const std::string& list) {
-  std::vector<LsaAlgorithm> out;
+Result<std::vector<std::string>> ParseAlgorithms(const std::string& list) {
+  std::vector<std::string> out;
   size_t pos = 0;
   while (pos <= list.size()) {
     size_t comma = list.find(',', pos);
@@ -20,24 +21,36 @@ Result<std::vector<LsaAlgorithm>> ParseAlgorithms(const std::string& list) {
     std::string name = list.substr(pos, comma - pos);
     while (!name.empty() && name.front() == ' ') name.erase(name.begin());
     while (!name.empty() && name.back() == ' ') name.pop_back();
-    if (name == "fedlsa") out.push_back(LsaAlgorithm::kFedLsa);
-    else if (name == "scafflsa") out.push_back(LsaAlgorithm::kScaffLsa);
-    else if (name == "scafflsa-prob") out.push_back(LsaAlgorithm::kScaffLsaProb);
-    else
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("unknown algorithm '{}' (known: fedlsa, scafflsa, scafflsa-prob)", name));
+    if (name.empty())
+      return Status(StatusCode::kInvalidArgument, fmt::format("algorithm list '{}' has an empty name", list));
+    out.push_back(name);
     pos = comma + 1;
   }
-  std::set<LsaAlgorithm> seen(out.begin(), out.end());
+  std::set<std::string> seen(out.begin(), out.end());
   if (seen.size() != out.size())
     return Status(StatusCode::kInvalidArgument, fmt::format("algorithm list '{}' names an algorithm twice", list));
   return out;
 }
 
-std::string AlgorithmList(const std::vector<LsaAlgorithm>& algs) {
+std::string AlgorithmList(const std::vector<std::string>& algs) {
   std::string s;
-  for (auto a : algs) s += (s.empty() ? "" : ",") + std::string(algorithms::LsaAlgorithmName(a));
+  for (const auto& a : algs) s += (s.empty() ? "" : ",") + a;
   return s;
+}
+
+std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
+  switch (kind) {
+    case ProblemKind::kGarnet:
+    case ProblemKind::kFile:
+      return {"fedlsa", "scafflsa", "scafflsa-prob"};
+  }
+  return {};
+}
+
+Result<LsaAlgorithm> LsaAlgorithmFromName(const std::string& name) {
+  for (LsaAlgorithm a : {LsaAlgorithm::kFedLsa, LsaAlgorithm::kScaffLsa, LsaAlgorithm::kScaffLsaProb})
+    if (name == algorithms::LsaAlgorithmName(a)) return a;
+  return Status(StatusCode::kInvalidArgument, fmt::format("unknown algorithm '{}' for federated LSA", name));
 }
 
 Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s) {
@@ -250,6 +263,14 @@ Status Validate(const ExperimentConfig& c) {
   if (c.comm_prob && !(*c.comm_prob > 0.0 && *c.comm_prob <= 1.0))
     return bad(fmt::format("--comm-prob must be in (0, 1], got {}", *c.comm_prob));
   if (c.algorithms.empty()) return bad("--algorithm: at least one algorithm is needed");
+  {
+    const std::vector<std::string> known = KnownAlgorithms(c.problem);
+    for (const std::string& a : c.algorithms) {
+      if (std::find(known.begin(), known.end(), a) == known.end())
+        return bad(fmt::format("--algorithm: unknown algorithm '{}' for this problem (known: {})", a,
+                               AlgorithmList(known)));
+    }
+  }
   if (c.problem == ProblemKind::kFile && c.problem_file.empty())
     return bad("--problem file needs --problem-file F (an array bundle)");
   if (c.problem == ProblemKind::kGarnet) {

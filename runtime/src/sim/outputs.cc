@@ -14,35 +14,31 @@ namespace fedrt::sim {
 
 namespace {
 
-std::string ProblemName(const ExperimentConfig& c) { return c.problem == ProblemKind::kFile ? "file" : "garnet"; }
+std::string ProblemName(ProblemKind k) {
+  switch (k) {
+    case ProblemKind::kGarnet: return "garnet";
+    case ProblemKind::kFile: return "file";
+  }
+  return "?";
+}
 
+// Common settings, then the family's own (which may add or refine keys).
 nlohmann::json Settings(const SimResult& r) {
   const ExperimentConfig& c = r.config;
   nlohmann::json s;
-  s["problem"] = ProblemName(c);
-  if (c.problem == ProblemKind::kFile) s["problem_file"] = c.problem_file;
-  else {
-    s["heterogeneity"] = c.garnet.heterogeneity == problems::Heterogeneity::kHigh ? "high" : "low";
-    s["states"] = c.garnet.n_states;
-    s["actions"] = c.garnet.n_actions;
-    s["branching"] = c.garnet.branching;
-    s["gamma"] = c.garnet.gamma;
-    s["epsilon"] = c.garnet.epsilon;
-  }
+  s["problem"] = ProblemName(c.problem);
   s["agents"] = r.problem.agents;
   s["dim"] = r.problem.dim;
-  s["noise_free"] = c.noise_free;
-  s["algorithms"] = AlgorithmList(c.algorithms);
+  std::string names;
+  for (const AlgorithmResult& a : r.algorithms) names += (names.empty() ? "" : ",") + a.name;
+  s["algorithms"] = names;
   s["step"] = c.step;
   s["local_steps"] = c.local_steps;
-  s["comm_prob"] = c.effective_comm_prob();
   s["participation"] = c.participation;
   s["rounds"] = c.rounds;
   s["runs"] = c.runs;
   s["threads"] = r.threads;
-  s["aggregation"] = "uniform mean over the agents that reported";
-  s["payload"] = "raw float64, d values per message (framing not counted)";
-  s["initial_iterate"] = "theta_star + (1, ..., 1)";
+  s.update(r.settings);
   return s;
 }
 
@@ -66,7 +62,7 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
   if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
   std::fputs("algorithm,run,round,error,agents,bits_up,bits_down\n", f);
   for (const AlgorithmResult& a : r.algorithms) {
-    const char* name = algorithms::LsaAlgorithmName(a.algorithm);
+    const char* name = a.name.c_str();
     for (size_t run = 0; run < a.error.size(); ++run)
       for (size_t t = 0; t < a.error[run].size(); ++t)
         std::fprintf(f, "%s,%zu,%zu,%.17g,%u,%llu,%llu\n", name, run, t, a.error[run][t], a.agents[run][t],
@@ -81,6 +77,8 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
 Status WriteSummaryJson(const SimResult& r, const std::string& path) {
   nlohmann::json j;
   j["settings"] = Settings(r);
+  j["error_metric"] = r.error_metric;
+  j["error_label"] = r.error_label;
   j["seeds"] = {{"seed", r.config.seed},
                 {"problem_seed", r.config.effective_problem_seed()},
                 {"streams", "counter-based, keyed by (seed, run, agent, round, stream)"}};
@@ -89,6 +87,7 @@ Status WriteSummaryJson(const SimResult& r, const std::string& path) {
                   {"dim", r.problem.dim},
                   {"delta_het", r.problem.delta_het},
                   {"theta_star_norm_sq", r.problem.theta_star.squaredNorm()}};
+  j["problem"].update(r.problem.extra);
   j["theta_star"] = std::vector<double>(r.problem.theta_star.data(), r.problem.theta_star.data() + r.problem.dim);
   nlohmann::json algs = nlohmann::json::object();
   for (const AlgorithmResult& a : r.algorithms) {
@@ -112,7 +111,8 @@ Status WriteSummaryJson(const SimResult& r, const std::string& path) {
     e["wall_seconds"] = a.wall_seconds;
     e["agent_steps"] = a.agent_steps;
     e["agent_steps_per_second"] = a.wall_seconds > 0 ? static_cast<double>(a.agent_steps) / a.wall_seconds : 0.0;
-    algs[algorithms::LsaAlgorithmName(a.algorithm)] = e;
+    e.update(a.extra);
+    algs[a.name] = e;
   }
   j["algorithms"] = algs;
   std::ofstream out(path);

@@ -119,7 +119,7 @@ void RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm al
       up[t + 1] = sampled.size() * d * kBitsPerScalar;
       down[t + 1] = sampled.size() * d * kBitsPerScalar;
       if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
-      if (opt.on_round) opt.on_round(RoundEvent{alg_index, alg, run, t + 1, err[t + 1]});
+      if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, t + 1, err[t + 1]});
     }
     res.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.error.push_back(std::move(err));
@@ -173,6 +173,21 @@ Status BuildExpectedOracles(const problems::LsaSystem& lsa, OracleFleet<problems
 
 Result<SimResult> RunExperiment(const ExperimentConfig& cfg, const SimOptions& opt) {
   FEDRT_TRY(Validate(cfg));
+  switch (cfg.problem) {
+    case ProblemKind::kGarnet:
+    case ProblemKind::kFile:
+      return RunLsaExperiment(cfg, opt);
+  }
+  return Status(StatusCode::kUnimplemented, std::string("unknown problem family"));
+}
+
+Result<SimResult> RunLsaExperiment(const ExperimentConfig& cfg, const SimOptions& opt) {
+  std::vector<LsaAlgorithm> algs;
+  for (const std::string& name : cfg.algorithms) {
+    auto a = LsaAlgorithmFromName(name);
+    if (!a.ok()) return a.status();
+    algs.push_back(*a);
+  }
   auto problem = BuildProblem(cfg);
   if (!problem.ok()) return problem.status();
   const problems::TdProblem& p = *problem;
@@ -184,6 +199,19 @@ Result<SimResult> RunExperiment(const ExperimentConfig& cfg, const SimOptions& o
   out.problem.dim = lsa.dim;
   out.problem.theta_star = lsa.theta_star;
   out.problem.delta_het = analysis::DeltaHet(lsa);
+  out.settings = {{"comm_prob", cfg.effective_comm_prob()},
+                  {"noise_free", cfg.noise_free},
+                  {"aggregation", "uniform mean over the agents that reported"},
+                  {"payload", "raw float64, d values per message (framing not counted)"},
+                  {"initial_iterate", "theta_star + (1, ..., 1)"}};
+  if (cfg.problem == ProblemKind::kFile) out.settings["problem_file"] = cfg.problem_file;
+  else
+    out.settings.update({{"heterogeneity", cfg.garnet.heterogeneity == problems::Heterogeneity::kHigh ? "high" : "low"},
+                         {"states", cfg.garnet.n_states},
+                         {"actions", cfg.garnet.n_actions},
+                         {"branching", cfg.garnet.branching},
+                         {"gamma", cfg.garnet.gamma},
+                         {"epsilon", cfg.garnet.epsilon}});
   out.problem.description =
       cfg.problem == ProblemKind::kFile
           ? fmt::format("federated TD(0) from '{}'", cfg.problem_file)
@@ -205,15 +233,16 @@ Result<SimResult> RunExperiment(const ExperimentConfig& cfg, const SimOptions& o
     FEDRT_TRY(BuildTdOracles(p, td_fleet, out.problem.oracle_atoms_max));
   }
 
-  for (size_t a = 0; a < cfg.algorithms.size(); ++a) {
+  for (size_t a = 0; a < algs.size(); ++a) {
+    const LsaAlgorithm alg = algs[a];
     AlgorithmResult res;
-    res.algorithm = cfg.algorithms[a];
+    res.name = algorithms::LsaAlgorithmName(alg);
     DispatchDim(lsa.dim, [&](auto dim_tag) {
       constexpr int D = decltype(dim_tag)::value;
-      if (cfg.noise_free) RunAlgorithm<D>(cfg, a, res.algorithm, exp_fleet.oracles, lsa.theta_star, pool, opt, res);
-      else RunAlgorithm<D>(cfg, a, res.algorithm, td_fleet.oracles, lsa.theta_star, pool, opt, res);
+      if (cfg.noise_free) RunAlgorithm<D>(cfg, a, alg, exp_fleet.oracles, lsa.theta_star, pool, opt, res);
+      else RunAlgorithm<D>(cfg, a, alg, td_fleet.oracles, lsa.theta_star, pool, opt, res);
     });
-    if (res.algorithm == LsaAlgorithm::kFedLsa) {
+    if (alg == LsaAlgorithm::kFedLsa) {
       if (cfg.participation >= 1.0) {
         res.predicted_bias_sq = bias.after_rounds.squaredNorm();
         res.predicted_bias_sq_stationary = bias.stationary.squaredNorm();

@@ -25,8 +25,9 @@ struct ExperimentConfig {
   bool noise_free = false;  // expected-operator oracle
   bool agents_set = false;  // `agents` was given explicitly (checked against a problem file)
   // [algorithm]
-  std::vector<algorithms::LsaAlgorithm> algorithms = {algorithms::LsaAlgorithm::kFedLsa,
-                                                      algorithms::LsaAlgorithm::kScaffLsa};
+  // Algorithm names as on the command line; each problem family knows its own
+  // (KnownAlgorithms) and its simulator maps them to its cores.
+  std::vector<std::string> algorithms = {"fedlsa", "scafflsa"};
   double step = 0.01;         // eta
   long local_steps = 1000;    // H
   std::optional<double> comm_prob;  // p for scafflsa-prob (default 1/H)
@@ -44,9 +45,14 @@ struct ExperimentConfig {
   double effective_comm_prob() const { return comm_prob.value_or(1.0 / static_cast<double>(local_steps)); }
 };
 
-// Parses a comma-separated algorithm list ("fedlsa,scafflsa").
-Result<std::vector<algorithms::LsaAlgorithm>> ParseAlgorithms(const std::string& list);
-std::string AlgorithmList(const std::vector<algorithms::LsaAlgorithm>& algs);
+// Splits a comma-separated algorithm list ("fedlsa,scafflsa"); rejects empty
+// names and duplicates (names are checked against the family by Validate).
+Result<std::vector<std::string>> ParseAlgorithms(const std::string& list);
+std::string AlgorithmList(const std::vector<std::string>& algs);
+// The algorithms a problem family runs, e.g. {"fedlsa", "scafflsa", "scafflsa-prob"}.
+std::vector<std::string> KnownAlgorithms(ProblemKind kind);
+// Maps a name of the LSA family to its core ("fedlsa" -> kFedLsa).
+Result<algorithms::LsaAlgorithm> LsaAlgorithmFromName(const std::string& name);
 Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s);
 Result<ProblemKind> ParseProblemKind(const std::string& s);
 
