@@ -22,6 +22,9 @@ PACKAGES=(
   libgtest-dev
   libgmock-dev
   libbenchmark-dev
+  # fuzz target of the wire decoder (libFuzzer; the main build uses g++)
+  clang-14
+  libclang-rt-14-dev
   # plotting of experiment results (scripts/plot_error.py)
   python3
   python3-matplotlib

@@ -1,0 +1,85 @@
+#pragma once
+// Compressed differences with control variates (DIANA; V_c in FedEM;
+// ALGORITHMS.md 4). One instance per (agent, direction) on EACH side of the
+// link: the sender's `encode` and the receiver's `decode` keep identical
+// memories V, because both update it with the decoded message m:
+//   sender:   m = Q(g - V), send bytes(m), g_hat = V + m, V <- V + alpha m
+//   receiver: m = decode(bytes),           g_hat = V + m, V <- V + alpha m
+// with alpha = 1/(1+omega). Without control variates V stays 0 (plain Q(g)).
+// Device code: memory from an Arena, no heap, no exceptions.
+
+#include <cstdint>
+#include <cstring>
+
+#include "fedrt/compression/codec.h"
+#include "fedrt/compression/quantizer.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
+#include "fedrt/core/status.h"
+
+namespace fedrt::compression {
+
+template <class S>
+class CompressedDifference {
+ public:
+  CompressedDifference() = default;
+
+  // Allocates V (zero) and a decode scratch of `dim` scalars in `arena`.
+  static Result<CompressedDifference> create(Arena& arena, int dim, const QuantizerSpec& spec, bool control_variate) {
+    if (dim <= 0) return Status::InvalidArgument("compressed difference: dimension must be positive");
+    FEDRT_TRY(ValidateSpec(spec));
+    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 2);
+    if (!buf.ok()) return buf.status();
+    CompressedDifference c;
+    c.dim_ = dim;
+    c.spec_ = spec;
+    c.control_variate_ = control_variate;
+    c.alpha_ = static_cast<S>(ControlVariateStep(spec, dim));
+    c.memory_ = buf->data;
+    c.scratch_ = buf->data + dim;
+    return c;
+  }
+
+  // Sender: writes bytes(Q(g - V)) to out[0..cap), g_hat = V + m (what the
+  // receiver reconstructs), then V <- V + alpha m. Returns the payload bytes.
+  Result<size_t> encode(const S* g, CounterRng& rng, uint8_t* out, size_t cap, S* g_hat) {
+    for (int i = 0; i < dim_; ++i) g_hat[i] = g[i] - memory_[i];
+    auto n = Encode<S>(spec_, g_hat, dim_, rng, out, cap, scratch_);
+    if (!n.ok()) return n.status();
+    absorb(g_hat);
+    return n;
+  }
+
+  // Receiver: decodes in[0..n), g_hat = V + m, V <- V + alpha m. On a bad
+  // payload returns the decoder's status and leaves V unchanged.
+  Status decode(const uint8_t* in, size_t n, S* g_hat) {
+    FEDRT_TRY(Decode<S>(spec_, in, n, dim_, scratch_));
+    absorb(g_hat);
+    return Status::Ok();
+  }
+
+  // Largest payload of one message.
+  size_t max_payload_bytes() const { return MaxPayloadBytes(spec_, dim_); }
+  S alpha() const { return alpha_; }
+  const S* memory() const { return memory_; }  // V (V_c on the agent)
+  int dim() const { return dim_; }
+  // The decoded message m of the last encode/decode.
+  const S* message() const { return scratch_; }
+
+ private:
+  void absorb(S* g_hat) {
+    for (int i = 0; i < dim_; ++i) {
+      g_hat[i] = memory_[i] + scratch_[i];
+      if (control_variate_) memory_[i] += alpha_ * scratch_[i];
+    }
+  }
+
+  int dim_ = 0;
+  QuantizerSpec spec_{};
+  bool control_variate_ = false;
+  S alpha_ = S(1);
+  S* memory_ = nullptr;
+  S* scratch_ = nullptr;
+};
+
+}  // namespace fedrt::compression
