@@ -91,6 +91,22 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads (0 = all cores); results do not depend on it");
   app.add_option("--out", out, "output directory");
   app.add_flag("--no-plot", no_plot, "do not draw error.png");
+  // Compression (every LSA / EM uplink) and the federated EM family (--problem gmm).
+  std::string cx_quantizer;
+  uint32_t cx_levels = 0, cx_bits = 0;
+  double cx_clip = 0, em_step = 0;
+  bool cx_cv = false, cx_down = false, cx_elias = false;
+  long em_inner = 0, em_points = 0;
+  app.add_option("--quantizer", cx_quantizer, "uplink compression: none | dither | rounding");
+  app.add_option("--levels", cx_levels, "dither: number of levels s");
+  app.add_flag("--elias-gamma", cx_elias, "dither: Elias-gamma code the levels on the wire");
+  app.add_option("--bits", cx_bits, "rounding: bits b per coordinate");
+  app.add_option("--clip", cx_clip, "rounding: public clip c (values outside [-c, c] are clipped)");
+  app.add_flag("--compress-cv", cx_cv, "compressed differences with control variates Q(g_c - V_c) (DIANA / FedEM V_c)");
+  app.add_flag("--compress-downlink", cx_down, "also compress the broadcast (LSA family)");
+  app.add_option("--inner-iters", em_inner, "vr-fedem: SPIDER cycle length k_in");
+  app.add_option("--em-step", em_step, "gmm: FedEM step gamma in (0, 1]");
+  app.add_option("--points", em_points, "gmm: data points per agent");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -138,6 +154,22 @@ int main(int argc, char** argv) {
   if (given("--threads")) cfg.threads = threads;
   if (given("--out")) cfg.out = out;
   if (no_plot) cfg.plot = false;
+  if (given("--quantizer")) {
+    auto k = ParseQuantizerKind(cx_quantizer);
+    if (!k.ok()) return Fail(std::string("--quantizer: ") + k.status().message());
+    cfg.compression.quantizer.kind = *k;
+  }
+  if (given("--levels")) cfg.compression.quantizer.levels = cx_levels;
+  if (given("--elias-gamma")) cfg.compression.quantizer.elias_gamma = cx_elias;
+  if (given("--bits")) cfg.compression.quantizer.bits = cx_bits;
+  if (given("--clip")) cfg.compression.quantizer.clip = cx_clip;
+  if (given("--compress-cv")) cfg.compression.control_variates = cx_cv;
+  if (given("--compress-downlink")) cfg.compression.downlink = cx_down;
+  if (given("--inner-iters")) cfg.gmm.inner_iters = em_inner;
+  if (given("--em-step")) cfg.gmm.em_step = em_step;
+  if (given("--points")) cfg.gmm.points = em_points;
+  if (cfg.problem == ProblemKind::kGmm && cfg.algorithms == ExperimentConfig().algorithms)
+    cfg.algorithms = {"fedem", "fedem-naive"};  // the LSA default: use the family's
 
   Status valid = Validate(cfg);
   if (!valid.ok()) return Fail(valid.message());

@@ -43,6 +43,8 @@ std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
     case ProblemKind::kGarnet:
     case ProblemKind::kFile:
       return {"fedlsa", "scafflsa", "scafflsa-prob"};
+    case ProblemKind::kGmm:
+      return {"fedem", "fedem-naive", "vr-fedem"};
   }
   return {};
 }
@@ -62,7 +64,8 @@ Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s) {
 Result<ProblemKind> ParseProblemKind(const std::string& s) {
   if (s == "garnet") return ProblemKind::kGarnet;
   if (s == "file") return ProblemKind::kFile;
-  return Status(StatusCode::kInvalidArgument, fmt::format("unknown problem '{}' (expected garnet or file)", s));
+  if (s == "gmm") return ProblemKind::kGmm;
+  return Status(StatusCode::kInvalidArgument, fmt::format("unknown problem '{}' (expected garnet, file or gmm)", s));
 }
 
 namespace {
@@ -154,7 +157,8 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
                               err.description()));
   }
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
-  static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment"};
+  static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
+                                                "compression", "gmm"};
   for (auto& [k, v] : root) {
     if (!kTables.count(std::string(k.str())) || !v.is_table()) {
       return Status(StatusCode::kInvalidArgument,
@@ -247,6 +251,36 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("plot", cfg.plot));
     FEDRT_TRY(r.check_unknown());
   }
+  {  // [compression]: the uplink codec (ALGORITHMS.md 4)
+    TableReader r(table("compression"), "compression", path);
+    std::string kind;
+    FEDRT_TRY(r.read("quantizer", kind));
+    if (!kind.empty()) {
+      auto k = ParseQuantizerKind(kind);
+      if (!k.ok())
+        return Status(StatusCode::kInvalidArgument, fmt::format("{}: compression.quantizer: {}", path, k.status().message()));
+      cfg.compression.quantizer.kind = *k;
+    }
+    FEDRT_TRY(r.read("levels", cfg.compression.quantizer.levels));
+    FEDRT_TRY(r.read("elias_gamma", cfg.compression.quantizer.elias_gamma));
+    FEDRT_TRY(r.read("bits", cfg.compression.quantizer.bits));
+    FEDRT_TRY(r.read("clip", cfg.compression.quantizer.clip));
+    FEDRT_TRY(r.read("control_variates", cfg.compression.control_variates));
+    FEDRT_TRY(r.read("downlink", cfg.compression.downlink));
+    FEDRT_TRY(r.check_unknown());
+  }
+  {  // [gmm]: Gaussian mixture and federated EM (ALGORITHMS.md 1.5, 5)
+    TableReader r(table("gmm"), "gmm", path);
+    FEDRT_TRY(r.read("components", cfg.gmm.components));
+    FEDRT_TRY(r.read("data_dim", cfg.gmm.data_dim));
+    FEDRT_TRY(r.read("points", cfg.gmm.points));
+    FEDRT_TRY(r.read("own_weight", cfg.gmm.own_weight));
+    FEDRT_TRY(r.read("separation", cfg.gmm.separation));
+    FEDRT_TRY(r.read("em_step", cfg.gmm.em_step));
+    FEDRT_TRY(r.read("inner_iters", cfg.gmm.inner_iters));
+    FEDRT_TRY(r.read("batch", cfg.gmm.batch));
+    FEDRT_TRY(r.check_unknown());
+  }
   return Status::Ok();
 }
 
@@ -281,6 +315,7 @@ Status Validate(const ExperimentConfig& c) {
       return bad("problem.branching must be in [1, states]");
     if (!(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0)) return bad("problem.gamma must be in [0, 1)");
   }
+  FEDRT_TRY(ValidateCompressionEm(c));
   if (c.out.empty()) return bad("--out must name a directory");
   return Status::Ok();
 }

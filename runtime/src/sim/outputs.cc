@@ -18,6 +18,7 @@ std::string ProblemName(ProblemKind k) {
   switch (k) {
     case ProblemKind::kGarnet: return "garnet";
     case ProblemKind::kFile: return "file";
+    case ProblemKind::kGmm: return "gmm";
   }
   return "?";
 }

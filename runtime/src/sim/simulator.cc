@@ -11,6 +11,7 @@
 #include "fedrt/problems/garnet.h"
 #include "fedrt/problems/td_oracle.h"
 #include "fedrt/sim/worker_pool.h"
+#include "compressed_link.h"
 
 namespace fedrt::sim {
 
@@ -42,6 +43,7 @@ Result<problems::TdProblem> BuildProblem(const ExperimentConfig& cfg) {
 namespace {
 
 constexpr uint64_t kBitsPerScalar = 64;
+constexpr int kMaxStackDim = 64;  // compressed uplink: per-agent scratch on the stack up to this d
 constexpr uint64_t kMinParallelSteps = 1u << 15;  // raw float64 payloads (no compression yet)
 
 double SquaredError(const double* theta, const Eigen::VectorXd& star) {
@@ -54,8 +56,8 @@ double SquaredError(const double* theta, const Eigen::VectorXd& star) {
 }
 
 template <int D, class Oracle>
-void RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm alg, const std::vector<Oracle>& oracles,
-                  const Eigen::VectorXd& theta_star, WorkerPool& pool, const SimOptions& opt, AlgorithmResult& res) {
+Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm alg, const std::vector<Oracle>& oracles,
+                    const Eigen::VectorXd& theta_star, WorkerPool& pool, const SimOptions& opt, AlgorithmResult& res) {
   const int d = static_cast<int>(theta_star.size());
   const uint32_t n = static_cast<uint32_t>(oracles.size());
   const long T = cfg.rounds;
@@ -72,9 +74,16 @@ void RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm al
   std::vector<uint32_t> sampled;
   sampled.reserve(n);
   const Eigen::VectorXd theta0 = theta_star + Eigen::VectorXd::Ones(d);
+  // Compression (ALGORITHMS.md 4): uplink codecs per agent, optional downlink;
+  // xhat is the agents' model when the broadcast is compressed.
+  CompressedLinks links;
+  std::vector<double> xhat(d), recon(d);
+  std::vector<Status> link_errors(n);
 
   for (long run = 0; run < cfg.runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
+    FEDRT_TRY(links.init(static_cast<int>(n), d, cfg.compression));
+    std::copy(theta0.data(), theta0.data() + d, xhat.begin());
     Arena client_arena(client_mem.data(), client_mem.size());
     for (uint32_t c = 0; c < n; ++c) {
       auto cl = LsaClient<double>::create(client_arena, d, hyper);
@@ -96,13 +105,25 @@ void RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm al
       sampled.clear();
       for (uint32_t c = 0; c < n; ++c)
         if (IsSampled(cfg.seed, static_cast<uint64_t>(run), c, round, cfg.participation)) sampled.push_back(c);
-      const double* theta_t = server.global();
+      const double* theta_t = links.downlink() ? xhat.data() : server.global();
       auto local_work = [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i) {
           const uint32_t c = sampled[i];
           clients[c].begin_round(theta_t, plan);
           CounterRng rng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kLocalSteps);
           clients[c].template run_local_steps<D>(oracles[c], rng);
+          if (links.enabled()) {  // the agent encodes Q(theta_{t,H}^c - theta_t - V_c)
+            CounterRng crng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression);
+            double sent[kMaxStackDim];
+            std::vector<double> sent_heap;
+            double* sp = sent;
+            if (d > kMaxStackDim) {
+              sent_heap.resize(d);
+              sp = sent_heap.data();
+            }
+            link_errors[c] = links.agent_send(c, clients[c].update(), theta_t, crng, sp);
+            if (link_errors[c].ok()) clients[c].set_sent_update(sp);
+          }
         }
       };
       // Waking the workers costs tens of microseconds: small rounds run inline.
@@ -110,14 +131,30 @@ void RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm al
         pool.parallel_for(sampled.size(), local_work);
       else
         local_work(0, sampled.size());
-      for (uint32_t c : sampled) server.accumulate(clients[c].update());  // fixed agent order
+      uint64_t bits_up = 0, bits_down_one = 0;
+      if (links.enabled()) {
+        for (uint32_t c : sampled) {  // fixed agent order
+          FEDRT_TRY(link_errors[c]);
+          auto bits = links.server_receive(c, theta_t, recon.data());
+          if (!bits.ok()) return bits.status();
+          bits_up += *bits;
+          server.accumulate(recon.data());
+        }
+      } else {
+        for (uint32_t c : sampled) server.accumulate(clients[c].update());  // fixed agent order
+      }
       server.finish_round();
-      for (uint32_t c : sampled) clients[c].apply_global(server.global());
+      if (links.downlink()) {
+        auto bits = links.broadcast(server.global(), xhat.data(), cfg.seed, static_cast<uint64_t>(run), round);
+        if (!bits.ok()) return bits.status();
+        bits_down_one = *bits;
+      }
+      for (uint32_t c : sampled) clients[c].apply_global(links.downlink() ? xhat.data() : server.global());
       res.agent_steps += static_cast<uint64_t>(sampled.size()) * plan.local_steps;
       err[t + 1] = SquaredError(server.global(), theta_star);
       agents[t + 1] = static_cast<uint32_t>(sampled.size());
-      up[t + 1] = sampled.size() * d * kBitsPerScalar;
-      down[t + 1] = sampled.size() * d * kBitsPerScalar;
+      up[t + 1] = links.enabled() ? bits_up : sampled.size() * d * kBitsPerScalar;
+      down[t + 1] = sampled.size() * (links.downlink() ? bits_down_one : d * kBitsPerScalar);
       if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
       if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, t + 1, err[t + 1]});
     }
@@ -129,6 +166,7 @@ void RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm al
     res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
     if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
   }
+  return Status::Ok();
 }
 
 // Oracles of every agent, carved from one arena (the simulator's "devices").
@@ -204,6 +242,19 @@ Result<SimResult> RunLsaExperiment(const ExperimentConfig& cfg, const SimOptions
                   {"aggregation", "uniform mean over the agents that reported"},
                   {"payload", "raw float64, d values per message (framing not counted)"},
                   {"initial_iterate", "theta_star + (1, ..., 1)"}};
+  if (cfg.compression.enabled()) {
+    const auto& q = cfg.compression.quantizer;
+    out.settings["payload"] = "encoded bytes of the compressed update difference theta_{t,H}^c - theta_t (bits = 8 * bytes)";
+    out.settings["compression"] = {{"quantizer", QuantizerKindName(q.kind)},
+                                   {"levels", q.levels},
+                                   {"elias_gamma", q.elias_gamma},
+                                   {"bits", q.bits},
+                                   {"clip", q.clip},
+                                   {"omega", compression::Omega(q, lsa.dim)},
+                                   {"control_variates", cfg.compression.control_variates},
+                                   {"alpha", cfg.compression.control_variates ? compression::ControlVariateStep(q, lsa.dim) : 0.0},
+                                   {"downlink", cfg.compression.downlink}};
+  }
   if (cfg.problem == ProblemKind::kFile) out.settings["problem_file"] = cfg.problem_file;
   else
     out.settings.update({{"heterogeneity", cfg.garnet.heterogeneity == problems::Heterogeneity::kHigh ? "high" : "low"},
@@ -237,11 +288,13 @@ Result<SimResult> RunLsaExperiment(const ExperimentConfig& cfg, const SimOptions
     const LsaAlgorithm alg = algs[a];
     AlgorithmResult res;
     res.name = algorithms::LsaAlgorithmName(alg);
-    DispatchDim(lsa.dim, [&](auto dim_tag) {
+    Status run_status = DispatchDim(lsa.dim, [&](auto dim_tag) {
       constexpr int D = decltype(dim_tag)::value;
-      if (cfg.noise_free) RunAlgorithm<D>(cfg, a, alg, exp_fleet.oracles, lsa.theta_star, pool, opt, res);
-      else RunAlgorithm<D>(cfg, a, alg, td_fleet.oracles, lsa.theta_star, pool, opt, res);
+      if (cfg.noise_free) return RunAlgorithm<D>(cfg, a, alg, exp_fleet.oracles, lsa.theta_star, pool, opt, res);
+      return RunAlgorithm<D>(cfg, a, alg, td_fleet.oracles, lsa.theta_star, pool, opt, res);
     });
+    if (!run_status.ok())
+      return Status(run_status.code(), fmt::format("{}: {}", res.name, run_status.message()));
     if (alg == LsaAlgorithm::kFedLsa) {
       if (cfg.participation >= 1.0) {
         res.predicted_bias_sq = bias.after_rounds.squaredNorm();

@@ -89,6 +89,11 @@ class LsaClient {
   // The update sent to the server: theta_{t,H}^c.
   const S* update() const { return theta_hat_; }
 
+  // Compressed uplink: replaces theta_{t,H}^c by what the server reconstructs
+  // from the payload, so xi_c's update in apply_global uses the same value as
+  // the server's average and mean_c xi_c stays 0 (ALGORITHMS.md 2, 4).
+  void set_sent_update(const S* sent) { std::memcpy(theta_hat_, sent, sizeof(S) * dim_); }
+
   // After the server's average theta_{t+1}: xi_c <- xi_c + coef (theta_{t+1} - theta_{t,H}^c),
   // coef = 1/(eta H) (H2) or p/eta (H1). No-op for FedLSA.
   void apply_global(const S* theta_next) {

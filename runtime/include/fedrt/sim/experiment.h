@@ -11,10 +11,11 @@
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/garnet.h"
+#include "fedrt/sim/compression_em_config.h"
 
 namespace fedrt::sim {
 
-enum class ProblemKind { kGarnet, kFile };
+enum class ProblemKind { kGarnet, kFile, kGmm };
 
 struct ExperimentConfig {
   // [problem]
@@ -24,6 +25,8 @@ struct ExperimentConfig {
   std::optional<uint64_t> problem_seed;  // defaults to `seed`
   bool noise_free = false;  // expected-operator oracle
   bool agents_set = false;  // `agents` was given explicitly (checked against a problem file)
+  GmmSettings gmm;          // [gmm]: Gaussian mixture and FedEM settings (problem gmm)
+  CompressionSettings compression;  // [compression]: uplink (and downlink) codec
   // [algorithm]
   // Algorithm names as on the command line; each problem family knows its own
   // (KnownAlgorithms) and its simulator maps them to its cores.
@@ -63,5 +66,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& config);
 
 // Checks ranges and consistency; the message names the offending setting.
 Status Validate(const ExperimentConfig& config);
+// The [compression] and [gmm] settings (compression_em_config.cc; called by Validate).
+Status ValidateCompressionEm(const ExperimentConfig& config);
 
 }  // namespace fedrt::sim
