@@ -18,6 +18,12 @@ PACKAGES=(
   nlohmann-json3-dev
   libspdlog-dev
   libfmt-dev
+  # networked fleet: wire messages, TLS, event loop, coordinator state
+  protobuf-compiler
+  libprotobuf-dev
+  libmbedtls-dev
+  libasio-dev
+  libsqlite3-dev
   # unit tests and micro-benchmarks
   libgtest-dev
   libgmock-dev

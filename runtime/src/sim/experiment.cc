@@ -157,8 +157,9 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
                               err.description()));
   }
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  // [network] is read by the coordinator and devices (net/network_config.cc).
   static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
-                                                "compression", "gmm"};
+                                                "network", "compression", "gmm"};
   for (auto& [k, v] : root) {
     if (!kTables.count(std::string(k.str())) || !v.is_table()) {
       return Status(StatusCode::kInvalidArgument,

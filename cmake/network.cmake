@@ -1,0 +1,44 @@
+# The real system (issue 5): wire format (protobuf-lite), TLS (mbedTLS 2.28),
+# the coordinator (standalone Asio, SQLite) and the POSIX device.
+find_package(Protobuf REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(FEDRT_SQLITE REQUIRED IMPORTED_TARGET sqlite3)
+find_path(FEDRT_ASIO_INCLUDE asio.hpp REQUIRED)
+find_library(FEDRT_MBEDTLS mbedtls REQUIRED)
+find_library(FEDRT_MBEDX509 mbedx509 REQUIRED)
+find_library(FEDRT_MBEDCRYPTO mbedcrypto REQUIRED)
+find_library(FEDRT_PROTOBUF_LITE protobuf-lite REQUIRED)
+
+set(FEDRT_WIRE_OUT ${CMAKE_BINARY_DIR}/generated/wire)
+file(MAKE_DIRECTORY ${FEDRT_WIRE_OUT})
+add_custom_command(
+  OUTPUT ${FEDRT_WIRE_OUT}/fedrt.pb.cc ${FEDRT_WIRE_OUT}/fedrt.pb.h
+  COMMAND protobuf::protoc --cpp_out=${FEDRT_WIRE_OUT} -I ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire
+          ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt.proto
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt.proto protobuf::protoc
+  COMMENT "protoc fedrt.proto (LITE_RUNTIME)")
+
+# Generated code: no warnings flags of ours.
+add_library(fedrt_wire_proto STATIC ${FEDRT_WIRE_OUT}/fedrt.pb.cc)
+target_include_directories(fedrt_wire_proto SYSTEM PUBLIC ${FEDRT_WIRE_OUT} ${Protobuf_INCLUDE_DIRS})
+target_link_libraries(fedrt_wire_proto PUBLIC ${FEDRT_PROTOBUF_LITE})
+target_compile_options(fedrt_wire_proto PRIVATE -w)
+
+add_library(fedrt_net STATIC
+  runtime/src/net/wire.cc
+  runtime/src/net/tls.cc
+  runtime/src/net/network_config.cc
+  runtime/src/net/state_store.cc
+  runtime/src/net/coordinator.cc
+  runtime/src/net/device.cc)
+target_include_directories(fedrt_net SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
+target_compile_definitions(fedrt_net PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
+target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire_proto PkgConfig::FEDRT_SQLITE
+  ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
+
+add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)
+target_link_libraries(fedrt-keys PRIVATE fedrt_net CLI11::CLI11)
+add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)
+target_link_libraries(fedrt-coordinator PRIVATE fedrt_net CLI11::CLI11)
+add_executable(fedrt-device runtime/apps/fedrt_device.cc)
+target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)

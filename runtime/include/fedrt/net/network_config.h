@@ -1,0 +1,43 @@
+#pragma once
+// The [network] table of an experiment file (coordinator, devices, fleet):
+//
+//   [network]
+//   listen = "127.0.0.1"   # coordinator's listen address
+//   port = 7433            # TCP port (0 = any free port, reported in --port-file)
+//   keys = "keys"          # provisioning directory of ./fedrt keys
+//   state = "coordinator.db"  # SQLite state of the coordinator
+//   auth = "any"           # any | psk | cert
+//   deadline_ms = 30000    # a round closes at its deadline if the quorum reported
+//   quorum = 0.5           # fraction of the sampled devices needed at the deadline
+//   start_timeout_ms = 60000  # wait this long for every device before round 0
+
+#include <cstdint>
+#include <string>
+
+#include "fedrt/core/status.h"
+#include "fedrt/sim/experiment.h"
+
+namespace fedrt::net {
+
+struct NetworkConfig {
+  std::string listen = "127.0.0.1";
+  long port = 7433;
+  std::string keys = "keys";
+  std::string state = "coordinator.db";
+  std::string auth = "any";
+  long deadline_ms = 30000;
+  double quorum = 0.5;
+  long start_timeout_ms = 60000;
+};
+
+// Reads [network] of `path` (absent keys keep their value; unknown keys are
+// errors naming the key; relative paths are resolved against the file's directory).
+Status LoadNetworkToml(const std::string& path, NetworkConfig& net);
+Status ValidateNetwork(const NetworkConfig& net);
+
+// Hash of everything that determines the agents' local problems (kind,
+// Garnet settings, problem seed, file, noise-free): devices and coordinator
+// must agree on it.
+uint64_t ProblemFingerprint(const sim::ExperimentConfig& cfg);
+
+}  // namespace fedrt::net

@@ -1,0 +1,57 @@
+#pragma once
+// The coordinator's durable state in SQLite: experiment identity, device
+// registry, and the round log (per closed round: theta_{t+1}, which is the
+// whole server-side state of the LSA family, the error, bits and the agents
+// whose updates were aggregated). Written in one transaction per round
+// before any device learns the result, so a restart resumes from the last
+// completed round. Host only.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fedrt/core/status.h"
+
+struct sqlite3;
+
+namespace fedrt::net {
+
+struct RoundRecord {
+  uint32_t algorithm = 0;  // index in the experiment's algorithm list
+  uint32_t run = 0;
+  uint32_t round = 0;      // t: theta is theta_{t+1}
+  std::vector<double> theta;
+  uint32_t agents = 0;     // updates aggregated
+  uint32_t sampled = 0;
+  double error = 0.0;
+  uint64_t bits_up = 0;
+  uint64_t bits_down = 0;
+  double closed_at = 0.0;  // seconds since the epoch
+  std::string closed_by;   // "all", "deadline"
+};
+
+class StateStore {
+ public:
+  ~StateStore();
+  static Result<std::unique_ptr<StateStore>> Open(const std::string& path);
+
+  // Records the experiment's identity on first use; afterwards a different
+  // identity is an error (a state file belongs to one experiment).
+  Status check_experiment(const std::string& identity);
+  Status upsert_device(const std::string& id, uint32_t index, const std::string& event);
+  // One transaction: the round row and its members.
+  Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members);
+  Result<std::vector<RoundRecord>> load_rounds();
+  Result<std::optional<RoundRecord>> get_round(uint32_t alg, uint32_t run, uint32_t round);
+  Result<bool> was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device);
+
+ private:
+  explicit StateStore(sqlite3* db) : db_(db) {}
+  Status exec(const char* sql);
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace fedrt::net

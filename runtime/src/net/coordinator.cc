@@ -1,0 +1,894 @@
+#include "fedrt/net/coordinator.h"
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <asio.hpp>
+#include <fmt/format.h>
+
+#include "fedrt/algorithms/lsa.h"
+#include "fedrt/analysis/fedlsa_bias.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/net/state_store.h"
+#include "fedrt/net/tls.h"
+#include "fedrt/net/wire.h"
+#include "fedrt/sim/outputs.h"
+#include "fedrt/sim/simulator.h"
+
+namespace fedrt::net {
+
+using algorithms::IsSampled;
+using algorithms::LsaAlgorithm;
+using algorithms::LsaHyper;
+using algorithms::LsaServer;
+using algorithms::RoundPlan;
+
+namespace {
+
+constexpr uint64_t kBitsPerScalar = 64;  // raw float64 payloads
+constexpr int kHandshakeTimeoutMs = 10000;
+
+std::string Now() {
+  const auto t = std::chrono::system_clock::now();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
+}
+
+// One line per event on stderr: "TIME coordinator EVENT key=value ...".
+template <class... Args>
+void Log(fmt::format_string<Args...> f, Args&&... args) {
+  std::string line = Now() + " coordinator " + fmt::format(f, std::forward<Args>(args)...) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+class Coordinator;
+
+// One TLS connection driven by readiness notifications of the event loop.
+class Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  enum class State { kHandshake, kAwaitHello, kRegistered, kClosed };
+
+  Conn(Coordinator* co, asio::ip::tcp::socket sock, uint64_t serial);
+  ~Conn() { mbedtls_ssl_free(&ssl_); }
+
+  Status start(const mbedtls_ssl_config* conf);
+  void pump();
+  void send(const wire::Envelope& env);
+  void send_error(wire::ErrorReason reason, const std::string& message, bool then_close);
+  void close(const std::string& why);
+
+  State state() const { return state_; }
+  void set_registered() {
+    state_ = State::kRegistered;
+    hs_timer_.cancel();
+  }
+  const mbedtls_ssl_context* ssl() const { return &ssl_; }
+  const std::string& peer() const { return peer_; }
+  const std::string& identity() const { return identity_; }
+  int device = -1;  // agent index once registered
+  uint64_t serial;
+
+ private:
+  static int BioSend(void* ctx, const unsigned char* buf, size_t len);
+  static int BioRecv(void* ctx, unsigned char* buf, size_t len);
+  void wait_read();
+  void wait_write();
+  bool flush();  // false when the connection failed
+
+  Coordinator* co_;
+  asio::ip::tcp::socket sock_;
+  asio::steady_timer hs_timer_;
+  mbedtls_ssl_context ssl_;
+  FrameDecoder dec_;
+  std::string out_;
+  size_t out_off_ = 0;
+  State state_ = State::kHandshake;
+  std::string peer_;
+  std::string identity_;
+  bool reading_ = false, writing_ = false, close_after_flush_ = false;
+  std::string close_reason_;
+};
+
+class Coordinator {
+ public:
+  explicit Coordinator(const CoordinatorOptions& opt) : opt_(opt), acceptor_(io_) {}
+  Status init();
+  Status run();
+
+  // Called by connections.
+  void on_frame(Conn& c, const std::string& body);
+  void on_closed(Conn& c, const std::string& why);
+  void on_handshake_failed(Conn& c, int rc);
+  void on_handshake_done(Conn& c);
+  TlsServerConfig& tls() { return tls_; }
+  asio::io_context& io() { return io_; }
+
+ private:
+  struct Phase {
+    uint32_t alg = 0, run = 0, round = 0;
+    bool valid = false;
+  };
+  void accept();
+  void on_hello(Conn& c, const wire::Hello& h);
+  void on_update(Conn& c, const wire::Update& u);
+  void maybe_start();
+  void start_next_round();
+  void announce(Conn& c);
+  void close_round(const char* by);
+  void arm_deadline();
+  Status finish();
+  Result<sim::SimResult> build_result();
+  std::string experiment_identity() const;
+  Phase next_phase() const;
+
+  CoordinatorOptions opt_;
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer deadline_{io_};
+  asio::steady_timer start_timer_{io_};
+  TlsServerConfig tls_;
+  std::unique_ptr<StateStore> store_;
+  std::map<std::string, uint32_t> registry_;  // id -> agent index
+  std::vector<std::string> ids_by_index_;
+  std::set<std::shared_ptr<Conn>> conns_;
+  std::vector<Conn*> device_conn_;  // by agent index (nullptr: offline)
+  uint64_t next_serial_ = 0;
+  Status fatal_ = Status::Ok();
+
+  // Experiment.
+  std::optional<problems::TdProblem> problem_;
+  int dim_ = 0;
+  uint32_t agents_ = 0;
+  uint64_t fingerprint_ = 0;
+  std::vector<LsaAlgorithm> algs_;
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t>> done_;  // closed (alg, run, round)
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<double>> last_theta_;  // (alg, run) -> latest theta
+
+  // The open round.
+  bool started_ = false, round_open_ = false, finished_ = false;
+  Phase cur_;
+  RoundPlan plan_{};
+  std::vector<uint8_t> server_mem_;
+  LsaServer<double> server_;
+  std::pair<uint32_t, uint32_t> server_key_{~0u, ~0u};
+  std::vector<char> sampled_, reported_;
+  std::vector<uint32_t> members_;
+  uint32_t n_sampled_ = 0;
+  std::chrono::steady_clock::time_point round_t0_;
+  long rounds_closed_here_ = 0;
+  std::vector<double> scratch_;
+};
+
+// ---------------------------------------------------------------- Conn
+
+Conn::Conn(Coordinator* co, asio::ip::tcp::socket sock, uint64_t s)
+    : serial(s), co_(co), sock_(std::move(sock)), hs_timer_(co->io()) {
+  mbedtls_ssl_init(&ssl_);
+  std::error_code ec;
+  auto ep = sock_.remote_endpoint(ec);
+  peer_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
+Status Conn::start(const mbedtls_ssl_config* conf) {
+  std::error_code ec;
+  sock_.non_blocking(true, ec);
+  int rc = mbedtls_ssl_setup(&ssl_, conf);
+  if (rc != 0) return Status(StatusCode::kInternal, "ssl setup: " + TlsErrorString(rc));
+  mbedtls_ssl_set_bio(&ssl_, this, &Conn::BioSend, &Conn::BioRecv, nullptr);
+  auto self = shared_from_this();
+  hs_timer_.expires_after(std::chrono::milliseconds(kHandshakeTimeoutMs));
+  hs_timer_.async_wait([self](const std::error_code& e) {
+    if (!e && self->state_ != State::kRegistered && self->state_ != State::kClosed) {
+      Log("refused peer={} stage={} reason=timeout: no completed handshake/registration within {} ms", self->peer_,
+          self->state_ == State::kHandshake ? "handshake" : "registration", kHandshakeTimeoutMs);
+      self->close("handshake timeout");
+    }
+  });
+  return Status::Ok();
+}
+
+int Conn::BioSend(void* ctx, const unsigned char* buf, size_t len) {
+  auto* c = static_cast<Conn*>(ctx);
+  const ssize_t n = ::send(c->sock_.native_handle(), buf, len, MSG_NOSIGNAL);
+  if (n >= 0) return static_cast<int>(n);
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_WRITE;
+  return MBEDTLS_ERR_NET_SEND_FAILED;
+}
+
+int Conn::BioRecv(void* ctx, unsigned char* buf, size_t len) {
+  auto* c = static_cast<Conn*>(ctx);
+  const ssize_t n = ::recv(c->sock_.native_handle(), buf, len, 0);
+  if (n > 0) return static_cast<int>(n);
+  if (n == 0) return MBEDTLS_ERR_NET_CONN_RESET;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_READ;
+  return MBEDTLS_ERR_NET_RECV_FAILED;
+}
+
+void Conn::wait_read() {
+  if (reading_ || state_ == State::kClosed) return;
+  reading_ = true;
+  auto self = shared_from_this();
+  sock_.async_wait(asio::ip::tcp::socket::wait_read, [self](const std::error_code& ec) {
+    self->reading_ = false;
+    if (!ec) self->pump();
+  });
+}
+
+void Conn::wait_write() {
+  if (writing_ || state_ == State::kClosed) return;
+  writing_ = true;
+  auto self = shared_from_this();
+  sock_.async_wait(asio::ip::tcp::socket::wait_write, [self](const std::error_code& ec) {
+    self->writing_ = false;
+    if (!ec) self->pump();
+  });
+}
+
+bool Conn::flush() {
+  while (out_off_ < out_.size()) {
+    const int rc = mbedtls_ssl_write(&ssl_, reinterpret_cast<const unsigned char*>(out_.data()) + out_off_,
+                                     out_.size() - out_off_);
+    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE || rc == MBEDTLS_ERR_SSL_WANT_READ) {
+      wait_write();
+      return true;
+    }
+    if (rc < 0) {
+      close("write failed: " + TlsErrorString(rc));
+      return false;
+    }
+    out_off_ += static_cast<size_t>(rc);
+  }
+  out_.clear();
+  out_off_ = 0;
+  if (close_after_flush_) {
+    close(close_reason_);
+    return false;
+  }
+  return true;
+}
+
+void Conn::send(const wire::Envelope& env) {
+  if (state_ == State::kClosed || state_ == State::kHandshake || close_after_flush_) return;
+  out_ += EncodeFrame(env);
+  flush();
+}
+
+void Conn::send_error(wire::ErrorReason reason, const std::string& message, bool then_close) {
+  wire::Envelope env;
+  env.mutable_error()->set_reason(reason);
+  env.mutable_error()->set_message(message.substr(0, 127));
+  send(env);
+  if (then_close && state_ != State::kClosed) {
+    close_after_flush_ = true;
+    close_reason_ = std::string(ErrorReasonName(reason)) + ": " + message;
+    flush();
+  }
+}
+
+void Conn::pump() {
+  if (state_ == State::kClosed) return;
+  auto self = shared_from_this();  // callbacks may drop the coordinator's reference
+  if (state_ == State::kHandshake) {
+    const int rc = mbedtls_ssl_handshake(&ssl_);
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ) return wait_read();
+    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE) return wait_write();
+    if (rc != 0) {
+      co_->on_handshake_failed(*this, rc);
+      close("handshake failed");
+      return;
+    }
+    bool used_psk = false;
+    identity_ = PeerIdentity(co_->tls(), &ssl_, &used_psk);
+    state_ = State::kAwaitHello;
+    co_->on_handshake_done(*this);
+    if (state_ == State::kClosed) return;
+  }
+  if (!flush()) return;
+  if (close_after_flush_) return;  // stop reading; waiting for the error to drain
+  unsigned char buf[16384];
+  for (;;) {
+    const int rc = mbedtls_ssl_read(&ssl_, buf, sizeof buf);
+    if (rc > 0) {
+      dec_.feed(buf, static_cast<size_t>(rc));
+      std::string body;
+      WireError err;
+      int k;
+      while ((k = dec_.next(body, err)) == 1) {
+        co_->on_frame(*this, body);
+        if (state_ == State::kClosed || close_after_flush_) return;
+      }
+      if (k < 0) {
+        Log("rejected device={} peer={} reason={}: {} (connection closed)", identity_, peer_,
+            ErrorReasonName(err.reason), err.message);
+        send_error(err.reason, err.message, true);
+        return;
+      }
+      continue;
+    }
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ) return wait_read();
+    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE) return wait_write();
+    if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || rc == MBEDTLS_ERR_NET_CONN_RESET)
+      close("closed by peer");
+    else
+      close("read failed: " + TlsErrorString(rc));
+    return;
+  }
+}
+
+void Conn::close(const std::string& why) {
+  if (state_ == State::kClosed) return;
+  const bool was_open = state_ != State::kHandshake;
+  state_ = State::kClosed;
+  std::error_code ec;
+  hs_timer_.cancel();
+  if (was_open) mbedtls_ssl_close_notify(&ssl_);
+  sock_.close(ec);
+  co_->on_closed(*this, why);
+}
+
+// ---------------------------------------------------------------- Coordinator
+
+std::string Coordinator::experiment_identity() const {
+  const auto& c = opt_.experiment;
+  return fmt::format("fp={:016x};algs={};step={};H={};p={};q={};T={};R={};seed={}", fingerprint_,
+                     sim::AlgorithmList(c.algorithms), c.step, c.local_steps, c.effective_comm_prob(),
+                     c.participation, c.rounds, c.runs, c.seed);
+}
+
+Status Coordinator::init() {
+  const auto& cfg = opt_.experiment;
+  FEDRT_TRY(sim::Validate(cfg));
+  FEDRT_TRY(ValidateNetwork(opt_.network));
+  for (const auto& name : cfg.algorithms) {
+    auto a = sim::LsaAlgorithmFromName(name);
+    if (!a.ok()) return a.status();
+    algs_.push_back(*a);
+  }
+  auto p = sim::BuildProblem(cfg);
+  if (!p.ok()) return p.status();
+  problem_ = std::move(*p);
+  dim_ = problem_->lsa.dim;
+  agents_ = static_cast<uint32_t>(problem_->agents());
+  if (dim_ > kMaxDim)
+    return Status(StatusCode::kInvalidArgument, fmt::format("dimension {} exceeds the wire maximum {}", dim_, kMaxDim));
+  fingerprint_ = ProblemFingerprint(cfg);
+
+  const std::string keys = opt_.network.keys;
+  auto reg = LoadRegistry(keys + "/registry.tsv");
+  if (!reg.ok()) return reg.status();
+  ids_by_index_.assign(agents_, "");
+  for (const auto& e : *reg) {
+    if (e.index >= agents_) continue;  // provisioned for a larger fleet: not an agent of this experiment
+    registry_[e.id] = e.index;
+    ids_by_index_[e.index] = e.id;
+  }
+  if (registry_.size() < agents_)
+    Log("warning registry={} provisions {} of the experiment's {} agents", keys + "/registry.tsv", registry_.size(),
+        agents_);
+  FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", *reg,
+                      opt_.network.auth));
+
+  auto st = StateStore::Open(opt_.network.state);
+  if (!st.ok()) return st.status();
+  store_ = std::move(*st);
+  FEDRT_TRY(store_->check_experiment(experiment_identity()));
+  auto rounds = store_->load_rounds();
+  if (!rounds.ok()) return rounds.status();
+  for (const auto& r : *rounds) {
+    done_.insert({r.algorithm, r.run, r.round});
+    last_theta_[{r.algorithm, r.run}] = r.theta;
+  }
+  if (!rounds->empty()) {
+    const auto& r = rounds->back();
+    Log("resume state={} completed_rounds={} last=alg:{} run:{} round:{}", opt_.network.state, rounds->size(),
+        cfg.algorithms[r.algorithm], r.run, r.round);
+  }
+  device_conn_.assign(agents_, nullptr);
+  sampled_.assign(agents_, 0);
+  reported_.assign(agents_, 0);
+  server_mem_.resize(sizeof(double) * 2 * static_cast<size_t>(dim_) + 256);
+
+  asio::ip::tcp::endpoint ep(asio::ip::make_address(opt_.network.listen), static_cast<uint16_t>(opt_.network.port));
+  std::error_code ec;
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(4096, ec);
+  if (ec)
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("cannot listen on {}:{}: {}", opt_.network.listen, opt_.network.port, ec.message()));
+  const uint16_t port = acceptor_.local_endpoint().port();
+  if (!opt_.port_file.empty()) {
+    const std::string tmp = opt_.port_file + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::rename(tmp.c_str(), opt_.port_file.c_str());
+  }
+  Log("listening address={}:{} agents={} d={} algorithms={} auth={} deadline_ms={} quorum={}", opt_.network.listen,
+      port, agents_, dim_, sim::AlgorithmList(cfg.algorithms), opt_.network.auth, opt_.network.deadline_ms,
+      opt_.network.quorum);
+  return Status::Ok();
+}
+
+void Coordinator::accept() {
+  acceptor_.async_accept([this](const std::error_code& ec, asio::ip::tcp::socket sock) {
+    if (finished_) return;
+    if (!ec) {
+      auto c = std::make_shared<Conn>(this, std::move(sock), next_serial_++);
+      Status st = c->start(tls_.conf());
+      if (st.ok()) {
+        conns_.insert(c);
+        c->pump();
+      } else {
+        Log("refused peer={} stage=setup reason={}", c->peer(), st.message());
+      }
+    } else if (ec != asio::error::operation_aborted) {
+      Log("accept error={}", ec.message());
+    }
+    if (acceptor_.is_open()) accept();
+  });
+}
+
+void Coordinator::on_handshake_failed(Conn& c, int rc) {
+  // Reason as mbedTLS reports it, plus the unknown PSK identity if that was it.
+  const std::string rejected = tls_.take_rejected_identity(c.ssl());
+  std::string why = TlsErrorString(rc);
+  if (!rejected.empty()) why += fmt::format(" [PSK identity '{}' is not provisioned]", rejected);
+  if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD || rc == MBEDTLS_ERR_SSL_BAD_HS_CLIENT_HELLO ||
+      rc == MBEDTLS_ERR_SSL_INVALID_MAC)
+    why += " [not a TLS 1.2 client hello / plaintext or corrupt record]";
+  if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) why += " [client certificate not signed by the fleet CA]";
+  if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
+  if (rc == MBEDTLS_ERR_SSL_BAD_HS_FINISHED) why += " [wrong pre-shared key]";
+  Log("refused peer={} stage=handshake reason={}", c.peer(), why);
+}
+
+void Coordinator::on_handshake_done(Conn& c) {
+  if (c.identity().empty()) {
+    Log("refused peer={} stage=handshake reason=no authenticated identity", c.peer());
+    c.close("no identity");
+    return;
+  }
+  Log("tls peer={} identity={}", c.peer(), c.identity());
+}
+
+void Coordinator::on_closed(Conn& c, const std::string& why) {
+  tls_.take_rejected_identity(c.ssl());
+  if (c.device >= 0 && device_conn_[static_cast<size_t>(c.device)] == &c) {
+    device_conn_[static_cast<size_t>(c.device)] = nullptr;
+    Log("disconnected device={} index={} reason={}", c.identity(), c.device, why);
+    (void)store_->upsert_device(c.identity(), static_cast<uint32_t>(c.device), "disconnected");
+  }
+  for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+    if (it->get() == &c) {
+      // Keep the object alive until the current handler returns.
+      auto keep = *it;
+      conns_.erase(it);
+      asio::post(io_, [keep] {});
+      break;
+    }
+  }
+}
+
+void Coordinator::on_frame(Conn& c, const std::string& body) {
+  wire::Envelope env;
+  WireError err;
+  if (!ParseEnvelope(body, env, err)) {
+    Log("rejected device={} peer={} reason={}: {} (connection closed)", c.identity(), c.peer(),
+        ErrorReasonName(err.reason), err.message);
+    c.send_error(err.reason, err.message, true);
+    return;
+  }
+  if (c.state() == Conn::State::kAwaitHello) {
+    if (env.body_case() != wire::Envelope::kHello) {
+      Log("rejected device={} peer={} reason=not_registered: first message must be hello (connection closed)",
+          c.identity(), c.peer());
+      c.send_error(wire::ERROR_NOT_REGISTERED, "first message must be hello", true);
+      return;
+    }
+    on_hello(c, env.hello());
+    return;
+  }
+  switch (env.body_case()) {
+    case wire::Envelope::kUpdate: on_update(c, env.update()); break;
+    default:
+      Log("rejected device={} reason=malformed: unexpected message type {}", c.identity(),
+          static_cast<int>(env.body_case()));
+      c.send_error(wire::ERROR_MALFORMED, "unexpected message type", false);
+  }
+}
+
+void Coordinator::on_hello(Conn& c, const wire::Hello& h) {
+  WireError err;
+  if (!ValidateHello(h, err)) {
+    Log("refused device={} peer={} stage=registration reason={}: {}", c.identity(), c.peer(),
+        ErrorReasonName(err.reason), err.message);
+    c.send_error(err.reason, err.message, true);
+    return;
+  }
+  if (h.device_id() != c.identity()) {
+    const std::string m =
+        fmt::format("device id '{}' does not match the TLS identity '{}'", h.device_id(), c.identity());
+    Log("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    c.send_error(wire::ERROR_IDENTITY, m, true);
+    return;
+  }
+  auto it = registry_.find(h.device_id());
+  if (it == registry_.end()) {
+    const std::string m = fmt::format("device '{}' is not in the registry of this experiment", h.device_id());
+    Log("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    c.send_error(wire::ERROR_IDENTITY, m, true);
+    return;
+  }
+  if (h.config_fingerprint() != fingerprint_) {
+    const std::string m = fmt::format("problem fingerprint {:016x} differs from the coordinator's {:016x}",
+                                      h.config_fingerprint(), fingerprint_);
+    Log("refused device={} stage=registration reason=config_mismatch: {}", h.device_id(), m);
+    c.send_error(wire::ERROR_CONFIG_MISMATCH, m, true);
+    return;
+  }
+  const uint32_t idx = it->second;
+  if (Conn* old = device_conn_[idx]; old != nullptr && old != &c) {
+    Log("superseded device={} old_peer={} new_peer={}", h.device_id(), old->peer(), c.peer());
+    old->close("superseded by a new connection");
+  }
+  c.device = static_cast<int>(idx);
+  c.set_registered();
+  device_conn_[idx] = &c;
+  (void)store_->upsert_device(h.device_id(), idx, "registered");
+  Log("registered device={} index={} peer={} pending={}", h.device_id(), idx, c.peer(),
+      h.has_pending() ? fmt::format("alg:{} run:{} round:{}", h.pending_algorithm(), h.pending_run(),
+                                    h.pending_round())
+                      : std::string("none"));
+  wire::Envelope env;
+  env.mutable_welcome()->set_protocol_version(kProtocolVersion);
+  env.mutable_welcome()->set_device_index(idx);
+  env.mutable_welcome()->set_num_devices(agents_);
+  c.send(env);
+  // A device that computed an update whose round has since closed learns the result.
+  if (h.has_pending() && done_.count({h.pending_algorithm(), h.pending_run(), h.pending_round()})) {
+    auto rec = store_->get_round(h.pending_algorithm(), h.pending_run(), h.pending_round());
+    auto member = store_->was_member(h.pending_algorithm(), h.pending_run(), h.pending_round(), idx);
+    if (rec.ok() && rec->has_value() && member.ok()) {
+      wire::Envelope r;
+      auto* res = r.mutable_result();
+      res->set_algorithm_index(h.pending_algorithm());
+      res->set_run(h.pending_run());
+      res->set_round(h.pending_round());
+      res->set_included(*member);
+      for (double v : (*rec)->theta) res->add_global_model(v);
+      c.send(r);
+      Log("replayed result device={} alg={} run={} round={} included={}", h.device_id(), h.pending_algorithm(),
+          h.pending_run(), h.pending_round(), *member);
+    }
+  }
+  if (round_open_ && sampled_[idx] && !reported_[idx]) announce(c);
+  maybe_start();
+}
+
+void Coordinator::announce(Conn& c) {
+  wire::Envelope env;
+  auto* a = env.mutable_announce();
+  a->set_algorithm_index(cur_.alg);
+  a->set_algorithm(algorithms::LsaAlgorithmName(algs_[cur_.alg]));
+  a->set_run(cur_.run);
+  a->set_round(cur_.round);
+  a->set_local_steps(plan_.local_steps);
+  a->set_step_size(opt_.experiment.step);
+  a->set_hyper_local_steps(static_cast<uint32_t>(opt_.experiment.local_steps));
+  a->set_comm_prob(opt_.experiment.effective_comm_prob());
+  a->set_seed(opt_.experiment.seed);
+  const double* th = server_.global();
+  for (int i = 0; i < dim_; ++i) a->add_global_model(th[i]);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_.expiry() -
+                                                                          std::chrono::steady_clock::now());
+  a->set_deadline_ms(static_cast<uint32_t>(std::max<long>(0, static_cast<long>(left.count()))));
+  c.send(env);
+}
+
+void Coordinator::on_update(Conn& c, const wire::Update& u) {
+  const std::string& id = c.identity();
+  auto reject = [&](wire::ErrorReason r, const std::string& m) {
+    Log("rejected device={} alg={} run={} round={} reason={}: {}", id, u.algorithm_index(), u.run(), u.round(),
+        ErrorReasonName(r), m);
+    c.send_error(r, m, false);
+  };
+  if (!round_open_) return reject(wire::ERROR_STALE_ROUND, "no round is open");
+  const auto key = std::make_tuple(u.algorithm_index(), u.run(), u.round());
+  const auto cur = std::make_tuple(cur_.alg, cur_.run, cur_.round);
+  if (key < cur)
+    return reject(wire::ERROR_STALE_ROUND, fmt::format("round {} is closed; the open round is {}", u.round(), cur_.round));
+  if (key > cur)
+    return reject(wire::ERROR_FUTURE_ROUND, fmt::format("round {} is not open yet; the open round is {}", u.round(),
+                                                        cur_.round));
+  const uint32_t idx = static_cast<uint32_t>(c.device);
+  if (!sampled_[idx]) return reject(wire::ERROR_NOT_SAMPLED, fmt::format("agent {} is not sampled in this round", idx));
+  if (reported_[idx]) return reject(wire::ERROR_DUPLICATE, "an update for this round was already accepted");
+  if (u.encoding() != 0) return reject(wire::ERROR_MALFORMED, fmt::format("unknown payload encoding {}", u.encoding()));
+  WireError err;
+  if (!DecodeRawPayload(u.payload(), dim_, scratch_, err)) return reject(err.reason, err.message);
+  server_.accumulate(scratch_.data());  // arrival order; see README (equivalence)
+  reported_[idx] = 1;
+  members_.push_back(idx);
+  wire::Envelope ack;
+  ack.mutable_ack()->set_algorithm_index(cur_.alg);
+  ack.mutable_ack()->set_run(cur_.run);
+  ack.mutable_ack()->set_round(cur_.round);
+  c.send(ack);
+  if (members_.size() == n_sampled_) close_round("all");
+}
+
+Coordinator::Phase Coordinator::next_phase() const {
+  const auto& cfg = opt_.experiment;
+  for (uint32_t a = 0; a < algs_.size(); ++a)
+    for (uint32_t r = 0; r < static_cast<uint32_t>(cfg.runs); ++r)
+      for (uint32_t t = 0; t < static_cast<uint32_t>(cfg.rounds); ++t)
+        if (!done_.count({a, r, t})) return Phase{a, r, t, true};
+  return Phase{};
+}
+
+void Coordinator::maybe_start() {
+  if (started_) return;
+  uint32_t online = 0;
+  for (Conn* p : device_conn_) online += p != nullptr ? 1 : 0;
+  if (online < agents_) return;
+  started_ = true;
+  start_timer_.cancel();
+  Log("start devices={} of {}", online, agents_);
+  asio::post(io_, [this] { start_next_round(); });
+}
+
+void Coordinator::arm_deadline() {
+  deadline_.expires_after(std::chrono::milliseconds(opt_.network.deadline_ms));
+  const Phase p = cur_;
+  deadline_.async_wait([this, p](const std::error_code& ec) {
+    if (ec || !round_open_ || p.alg != cur_.alg || p.run != cur_.run || p.round != cur_.round) return;
+    const uint32_t need = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(opt_.network.quorum * n_sampled_ - 1e-9)));
+    if (members_.size() >= need) {
+      close_round("deadline");
+    } else {
+      Log("deadline alg={} run={} round={} reports={}/{} below quorum {}: extending by {} ms",
+          opt_.experiment.algorithms[cur_.alg], cur_.run, cur_.round, members_.size(), n_sampled_, need,
+          opt_.network.deadline_ms);
+      arm_deadline();
+    }
+  });
+}
+
+void Coordinator::start_next_round() {
+  if (finished_ || round_open_) return;
+  const Phase p = next_phase();
+  if (!p.valid) {
+    Status st = finish();
+    if (!st.ok()) fatal_ = st;
+    return;
+  }
+  const auto& cfg = opt_.experiment;
+  if (server_key_ != std::make_pair(p.alg, p.run)) {
+    LsaHyper<double> hyper;
+    hyper.algorithm = algs_[p.alg];
+    hyper.step_size = cfg.step;
+    hyper.local_steps = static_cast<uint32_t>(cfg.local_steps);
+    hyper.comm_prob = cfg.effective_comm_prob();
+    const Eigen::VectorXd theta0 = problem_->lsa.theta_star + Eigen::VectorXd::Ones(dim_);
+    Arena arena(server_mem_.data(), server_mem_.size());
+    server_ = *LsaServer<double>::create(arena, dim_, hyper, theta0.data(), cfg.seed, p.run);
+    auto it = last_theta_.find({p.alg, p.run});
+    if (it != last_theta_.end()) std::copy(it->second.begin(), it->second.end(), server_.mutable_global());
+    server_key_ = {p.alg, p.run};
+  }
+  cur_ = p;
+  plan_ = server_.start_round(p.round);
+  members_.clear();
+  n_sampled_ = 0;
+  for (uint32_t c = 0; c < agents_; ++c) {
+    reported_[c] = 0;
+    sampled_[c] = IsSampled(cfg.seed, p.run, c, p.round, cfg.participation) ? 1 : 0;
+    n_sampled_ += sampled_[c];
+  }
+  round_open_ = true;
+  round_t0_ = std::chrono::steady_clock::now();
+  arm_deadline();
+  if (n_sampled_ == 0) {
+    close_round("empty");
+    return;
+  }
+  for (uint32_t c = 0; c < agents_; ++c)
+    if (sampled_[c] && device_conn_[c] != nullptr) announce(*device_conn_[c]);
+}
+
+void Coordinator::close_round(const char* by) {
+  if (!round_open_) return;
+  round_open_ = false;
+  deadline_.cancel();
+  server_.finish_round();
+  const double* th = server_.global();
+  RoundRecord rec;
+  rec.algorithm = cur_.alg;
+  rec.run = cur_.run;
+  rec.round = cur_.round;
+  rec.theta.assign(th, th + dim_);
+  rec.agents = static_cast<uint32_t>(members_.size());
+  rec.sampled = n_sampled_;
+  double e = 0.0;
+  for (int i = 0; i < dim_; ++i) {
+    const double d = th[i] - problem_->lsa.theta_star[i];
+    e += d * d;
+  }
+  rec.error = e;
+  rec.bits_up = static_cast<uint64_t>(members_.size()) * dim_ * kBitsPerScalar;
+  rec.bits_down = static_cast<uint64_t>(n_sampled_) * dim_ * kBitsPerScalar;
+  rec.closed_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  rec.closed_by = by;
+  // Durable before anyone learns the result (write-ahead): a restart resumes after this round.
+  Status st = store_->save_round(rec, members_);
+  if (!st.ok()) {
+    fatal_ = st;
+    Log("fatal {}", st.message());
+    io_.stop();
+    return;
+  }
+  done_.insert({cur_.alg, cur_.run, cur_.round});
+  last_theta_[{cur_.alg, cur_.run}] = rec.theta;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - round_t0_).count();
+  Log("round alg={} run={} round={} agents={}/{} closed_by={} error={:.6e} bits_up={} latency_ms={:.1f}",
+      opt_.experiment.algorithms[cur_.alg], cur_.run, cur_.round + 1, members_.size(), n_sampled_, by, e,
+      rec.bits_up, ms);
+  wire::Envelope env;
+  auto* r = env.mutable_result();
+  r->set_algorithm_index(cur_.alg);
+  r->set_run(cur_.run);
+  r->set_round(cur_.round);
+  r->set_included(true);
+  for (int i = 0; i < dim_; ++i) r->add_global_model(th[i]);
+  for (uint32_t c : members_)
+    if (device_conn_[c] != nullptr) device_conn_[c]->send(env);
+  ++rounds_closed_here_;
+  if (opt_.stop_after_rounds > 0 && rounds_closed_here_ >= opt_.stop_after_rounds) {
+    Log("stop after_rounds={}", rounds_closed_here_);
+    io_.stop();
+    return;
+  }
+  asio::post(io_, [this] { start_next_round(); });
+}
+
+Result<sim::SimResult> Coordinator::build_result() {
+  const auto& cfg = opt_.experiment;
+  auto rounds = store_->load_rounds();
+  if (!rounds.ok()) return rounds.status();
+  const auto& lsa = problem_->lsa;
+  sim::SimResult out;
+  out.config = cfg;
+  out.problem.agents = lsa.agents();
+  out.problem.dim = lsa.dim;
+  out.problem.theta_star = lsa.theta_star;
+  out.problem.delta_het = analysis::DeltaHet(lsa);
+  out.problem.description = fmt::format("federated TD(0), {} agents over TLS, d={}", lsa.agents(), lsa.dim);
+  out.settings = {{"driver", "fedrt-coordinator"},
+                  {"comm_prob", cfg.effective_comm_prob()},
+                  {"aggregation", "uniform mean over the agents that reported, in arrival order"},
+                  {"payload", "raw float64, d values per message (framing not counted)"},
+                  {"initial_iterate", "theta_star + (1, ..., 1)"},
+                  {"deadline_ms", opt_.network.deadline_ms},
+                  {"quorum", opt_.network.quorum},
+                  {"auth", opt_.network.auth}};
+  const analysis::FedLsaBias bias = analysis::PredictFedLsaBias(lsa, cfg.step, cfg.local_steps, cfg.rounds);
+  const Eigen::VectorXd theta0 = lsa.theta_star + Eigen::VectorXd::Ones(dim_);
+  for (uint32_t a = 0; a < algs_.size(); ++a) {
+    sim::AlgorithmResult res;
+    res.name = algorithms::LsaAlgorithmName(algs_[a]);
+    for (uint32_t r = 0; r < static_cast<uint32_t>(cfg.runs); ++r) {
+      std::vector<double> err(static_cast<size_t>(cfg.rounds) + 1, std::nan(""));
+      std::vector<uint32_t> agents(err.size(), 0);
+      std::vector<uint64_t> up(err.size(), 0), down(err.size(), 0);
+      err[0] = (theta0 - lsa.theta_star).squaredNorm();
+      Eigen::VectorXd final_theta = theta0;
+      for (const auto& rec : *rounds) {
+        if (rec.algorithm != a || rec.run != r || rec.round >= static_cast<uint32_t>(cfg.rounds)) continue;
+        err[rec.round + 1] = rec.error;
+        agents[rec.round + 1] = rec.agents;
+        up[rec.round + 1] = rec.bits_up;
+        down[rec.round + 1] = rec.bits_down;
+        final_theta = Eigen::Map<const Eigen::VectorXd>(rec.theta.data(), dim_);
+        res.agent_steps += static_cast<uint64_t>(rec.agents) * static_cast<uint64_t>(cfg.local_steps);
+      }
+      res.error.push_back(err);
+      res.agents.push_back(agents);
+      res.bits_up.push_back(up);
+      res.bits_down.push_back(down);
+      res.final_theta.push_back(final_theta);
+    }
+    if (algs_[a] == LsaAlgorithm::kFedLsa) {
+      if (cfg.participation >= 1.0) {
+        res.predicted_bias_sq = bias.after_rounds.squaredNorm();
+        res.predicted_bias_sq_stationary = bias.stationary.squaredNorm();
+      }
+    } else {
+      res.predicted_bias_sq = 0.0;
+      res.predicted_bias_sq_stationary = 0.0;
+    }
+    out.algorithms.push_back(std::move(res));
+  }
+  return out;
+}
+
+Status Coordinator::finish() {
+  finished_ = true;
+  deadline_.cancel();
+  start_timer_.cancel();
+  Log("finished rounds={} writing outputs to {}", done_.size(), opt_.out);
+  if (!opt_.out.empty()) {
+    auto res = build_result();
+    if (!res.ok()) return res.status();
+    res->config.plot = opt_.plot;
+    Status plot = Status::Ok();
+    FEDRT_TRY(sim::WriteOutputs(*res, opt_.out, opt_.plot ? &plot : nullptr));
+    if (!plot.ok()) Log("warning plot={}", plot.message());
+  }
+  wire::Envelope env;
+  env.mutable_shutdown()->set_reason("experiment complete");
+  for (const auto& c : conns_)
+    if (c->state() == Conn::State::kRegistered) c->send(env);
+  std::error_code ec;
+  acceptor_.close(ec);
+  // Let the shutdown messages drain, then stop.
+  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));
+  t->async_wait([this, t](const std::error_code&) { io_.stop(); });
+  return Status::Ok();
+}
+
+Status Coordinator::run() {
+  accept();
+  if (next_phase().valid) {
+    if (opt_.network.start_timeout_ms > 0) {
+      start_timer_.expires_after(std::chrono::milliseconds(opt_.network.start_timeout_ms));
+      start_timer_.async_wait([this](const std::error_code& ec) {
+        if (ec || started_) return;
+        started_ = true;
+        uint32_t online = 0;
+        for (Conn* p : device_conn_) online += p != nullptr ? 1 : 0;
+        Log("start devices={} of {} (start timeout)", online, agents_);
+        start_next_round();
+      });
+    } else {
+      started_ = true;
+      asio::post(io_, [this] { start_next_round(); });
+    }
+  } else {
+    asio::post(io_, [this] {
+      Status st = finish();
+      if (!st.ok()) fatal_ = st;
+    });
+  }
+  io_.run();
+  return fatal_;
+}
+
+}  // namespace
+
+Status RunCoordinator(const CoordinatorOptions& options) {
+  Coordinator co(options);
+  FEDRT_TRY(co.init());
+  return co.run();
+}
+
+}  // namespace fedrt::net

@@ -1,0 +1,178 @@
+#include "fedrt/net/state_store.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+namespace fedrt::net {
+
+namespace {
+
+Status SqlError(sqlite3* db, const std::string& what) {
+  return Status(StatusCode::kDataLoss, fmt::format("state db: {}: {}", what, sqlite3_errmsg(db)));
+}
+
+// RAII prepared statement.
+struct Stmt {
+  sqlite3_stmt* s = nullptr;
+  Stmt(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &s, nullptr); }
+  ~Stmt() { sqlite3_finalize(s); }
+};
+
+RoundRecord ReadRound(sqlite3_stmt* s) {
+  RoundRecord r;
+  r.algorithm = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
+  r.run = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
+  r.round = static_cast<uint32_t>(sqlite3_column_int64(s, 2));
+  const int n = sqlite3_column_bytes(s, 3);
+  r.theta.resize(static_cast<size_t>(n) / sizeof(double));
+  if (n > 0) std::memcpy(r.theta.data(), sqlite3_column_blob(s, 3), r.theta.size() * sizeof(double));
+  r.agents = static_cast<uint32_t>(sqlite3_column_int64(s, 4));
+  r.sampled = static_cast<uint32_t>(sqlite3_column_int64(s, 5));
+  r.error = sqlite3_column_double(s, 6);
+  r.bits_up = static_cast<uint64_t>(sqlite3_column_int64(s, 7));
+  r.bits_down = static_cast<uint64_t>(sqlite3_column_int64(s, 8));
+  r.closed_at = sqlite3_column_double(s, 9);
+  const unsigned char* by = sqlite3_column_text(s, 10);
+  r.closed_by = by ? reinterpret_cast<const char*>(by) : "";
+  return r;
+}
+
+constexpr const char* kRoundCols =
+    "algorithm, run, round, theta, agents, sampled, error, bits_up, bits_down, closed_at, closed_by";
+
+}  // namespace
+
+StateStore::~StateStore() { sqlite3_close(db_); }
+
+Status StateStore::exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string m = err ? err : "?";
+    sqlite3_free(err);
+    return Status(StatusCode::kDataLoss, fmt::format("state db: {}", m));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    std::string m = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status(StatusCode::kUnavailable, fmt::format("cannot open state db '{}': {}", path, m));
+  }
+  std::unique_ptr<StateStore> st(new StateStore(db));
+  sqlite3_busy_timeout(db, 5000);
+  FEDRT_TRY(st->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
+  FEDRT_TRY(st->exec(
+      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS devices (id TEXT PRIMARY KEY, device_index INTEGER NOT NULL,"
+      "  first_seen REAL NOT NULL, last_seen REAL NOT NULL, last_event TEXT, connections INTEGER NOT NULL DEFAULT 0);"
+      "CREATE TABLE IF NOT EXISTS rounds (algorithm INTEGER NOT NULL, run INTEGER NOT NULL, round INTEGER NOT NULL,"
+      "  theta BLOB NOT NULL, agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL NOT NULL,"
+      "  bits_up INTEGER NOT NULL, bits_down INTEGER NOT NULL, closed_at REAL NOT NULL, closed_by TEXT,"
+      "  PRIMARY KEY (algorithm, run, round));"
+      "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
+      "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, PRIMARY KEY (algorithm, run, round, device_index));"));
+  return st;
+}
+
+Status StateStore::check_experiment(const std::string& identity) {
+  Stmt q(db_, "SELECT value FROM meta WHERE key = 'experiment'");
+  if (q.s == nullptr) return SqlError(db_, "meta");
+  if (sqlite3_step(q.s) == SQLITE_ROW) {
+    const std::string stored = reinterpret_cast<const char*>(sqlite3_column_text(q.s, 0));
+    if (stored != identity)
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("state db belongs to another experiment (stored '{}', this run '{}'); "
+                                "use a fresh --state file",
+                                stored, identity));
+    return Status::Ok();
+  }
+  Stmt ins(db_, "INSERT INTO meta (key, value) VALUES ('experiment', ?1)");
+  sqlite3_bind_text(ins.s, 1, identity.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(ins.s) != SQLITE_DONE) return SqlError(db_, "meta insert");
+  return Status::Ok();
+}
+
+Status StateStore::upsert_device(const std::string& id, uint32_t index, const std::string& event) {
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Stmt s(db_,
+         "INSERT INTO devices (id, device_index, first_seen, last_seen, last_event, connections) "
+         "VALUES (?1, ?2, ?3, ?3, ?4, 1) ON CONFLICT(id) DO UPDATE SET last_seen = ?3, last_event = ?4, "
+         "connections = connections + (CASE WHEN ?4 = 'registered' THEN 1 ELSE 0 END)");
+  sqlite3_bind_text(s.s, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s.s, 2, index);
+  sqlite3_bind_double(s.s, 3, now);
+  sqlite3_bind_text(s.s, 4, event.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(s.s) != SQLITE_DONE) return SqlError(db_, "device registry");
+  return Status::Ok();
+}
+
+Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>& members) {
+  FEDRT_TRY(exec("BEGIN IMMEDIATE"));
+  Status st = [&]() -> Status {
+    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", kRoundCols)
+                    .c_str());
+    sqlite3_bind_int64(s.s, 1, r.algorithm);
+    sqlite3_bind_int64(s.s, 2, r.run);
+    sqlite3_bind_int64(s.s, 3, r.round);
+    sqlite3_bind_blob(s.s, 4, r.theta.data(), static_cast<int>(r.theta.size() * sizeof(double)), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s.s, 5, r.agents);
+    sqlite3_bind_int64(s.s, 6, r.sampled);
+    sqlite3_bind_double(s.s, 7, r.error);
+    sqlite3_bind_int64(s.s, 8, static_cast<sqlite3_int64>(r.bits_up));
+    sqlite3_bind_int64(s.s, 9, static_cast<sqlite3_int64>(r.bits_down));
+    sqlite3_bind_double(s.s, 10, r.closed_at);
+    sqlite3_bind_text(s.s, 11, r.closed_by.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(s.s) != SQLITE_DONE) return SqlError(db_, "round insert");
+    Stmt m(db_, "INSERT INTO round_members (algorithm, run, round, device_index) VALUES (?1, ?2, ?3, ?4)");
+    for (uint32_t d : members) {
+      sqlite3_reset(m.s);
+      sqlite3_bind_int64(m.s, 1, r.algorithm);
+      sqlite3_bind_int64(m.s, 2, r.run);
+      sqlite3_bind_int64(m.s, 3, r.round);
+      sqlite3_bind_int64(m.s, 4, d);
+      if (sqlite3_step(m.s) != SQLITE_DONE) return SqlError(db_, "member insert");
+    }
+    return Status::Ok();
+  }();
+  if (!st.ok()) {
+    (void)exec("ROLLBACK");
+    return st;
+  }
+  return exec("COMMIT");
+}
+
+Result<std::vector<RoundRecord>> StateStore::load_rounds() {
+  Stmt s(db_, fmt::format("SELECT {} FROM rounds ORDER BY algorithm, run, round", kRoundCols).c_str());
+  if (s.s == nullptr) return SqlError(db_, "load rounds");
+  std::vector<RoundRecord> out;
+  while (sqlite3_step(s.s) == SQLITE_ROW) out.push_back(ReadRound(s.s));
+  return out;
+}
+
+Result<std::optional<RoundRecord>> StateStore::get_round(uint32_t alg, uint32_t run, uint32_t round) {
+  Stmt s(db_, fmt::format("SELECT {} FROM rounds WHERE algorithm = ?1 AND run = ?2 AND round = ?3", kRoundCols)
+                  .c_str());
+  sqlite3_bind_int64(s.s, 1, alg);
+  sqlite3_bind_int64(s.s, 2, run);
+  sqlite3_bind_int64(s.s, 3, round);
+  if (sqlite3_step(s.s) == SQLITE_ROW) return std::optional<RoundRecord>(ReadRound(s.s));
+  return std::optional<RoundRecord>();
+}
+
+Result<bool> StateStore::was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device) {
+  Stmt s(db_,
+         "SELECT 1 FROM round_members WHERE algorithm = ?1 AND run = ?2 AND round = ?3 AND device_index = ?4");
+  sqlite3_bind_int64(s.s, 1, alg);
+  sqlite3_bind_int64(s.s, 2, run);
+  sqlite3_bind_int64(s.s, 3, round);
+  sqlite3_bind_int64(s.s, 4, device);
+  return sqlite3_step(s.s) == SQLITE_ROW;
+}
+
+}  // namespace fedrt::net
