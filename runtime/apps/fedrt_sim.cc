@@ -74,11 +74,11 @@ int main(int argc, char** argv) {
   uint64_t seed = 0, problem_seed = 0;
   bool noise_free = false, no_plot = false;
   app.add_option("--config", config_path, "TOML experiment file (flags override its keys)");
-  app.add_option("--problem", problem, "problem: garnet | file");
+  app.add_option("--problem", problem, "problem: garnet | file | lsq | logistic");
   app.add_option("--problem-file", problem_file, "array-bundle file of a federated TD(0) problem");
   app.add_option("--heterogeneity", heterogeneity, "Garnet heterogeneity: low | high");
   app.add_option("--agents", agents, "number of agents N");
-  app.add_option("--algorithm", algorithm, "comma-separated: fedlsa,scafflsa,scafflsa-prob");
+  app.add_option("--algorithm", algorithm, "comma-separated: fedlsa,scafflsa,scafflsa-prob (garnet/file); fedavg,scaffold,fedprox,fedprox-exact and <name>-rr (lsq/logistic)");
   app.add_option("--step", step, "step size eta");
   app.add_option("--local-steps", local_steps, "local steps H per round");
   app.add_option("--comm-prob", comm_prob, "communication probability p of scafflsa-prob (default 1/H)");
@@ -91,6 +91,24 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads (0 = all cores); results do not depend on it");
   app.add_option("--out", out, "output directory");
   app.add_flag("--no-plot", no_plot, "do not draw error.png");
+  // Federated optimisation family (--problem lsq | logistic).
+  std::string opt_data;
+  long opt_batch = 0;
+  double opt_prox_mu = 0;
+  bool opt_rr = false;
+  app.add_option("--data", opt_data, "lsq/logistic data: a directory of per-agent CSV files (y,x_1..x_d) or one CSV "
+                                     "with an agent column (agent,y,x_1..x_d)");
+  app.add_option("--batch", opt_batch, "lsq/logistic: samples per stochastic gradient (0 = full gradient)");
+  app.add_option("--prox-mu", opt_prox_mu, "FedProx weight mu of (mu/2)||x - x_t||^2");
+  double opt_cov = 0, opt_concept = 0, opt_qskew = 0, opt_l2 = 0, opt_noise = 0;
+  long opt_samples = 0;
+  app.add_option("--covariate-shift", opt_cov, "lsq/logistic synthetic data: covariate shift strength (0 = none)");
+  app.add_option("--concept-shift", opt_concept, "lsq/logistic synthetic data: concept shift strength (0 = none)");
+  app.add_option("--quantity-skew", opt_qskew, "lsq/logistic synthetic data: quantity skew strength (0 = none)");
+  app.add_option("--samples", opt_samples, "lsq/logistic synthetic data: mean samples per agent");
+  app.add_option("--noise", opt_noise, "lsq synthetic data: label noise std");
+  app.add_option("--l2", opt_l2, "logistic: L2 weight lambda");
+  app.add_flag("--rr", opt_rr, "also run each algorithm wrapped in Federated Richardson-Romberg (<name>-rr)");
   // Compression (every LSA / EM uplink) and the federated EM family (--problem gmm).
   std::string cx_quantizer;
   uint32_t cx_levels = 0, cx_bits = 0;
@@ -154,6 +172,19 @@ int main(int argc, char** argv) {
   if (given("--threads")) cfg.threads = threads;
   if (given("--out")) cfg.out = out;
   if (no_plot) cfg.plot = false;
+  if (given("--data")) cfg.opt.data = opt_data;
+  if (given("--batch")) cfg.opt.batch = opt_batch;
+  if (given("--prox-mu")) cfg.opt.prox_mu = opt_prox_mu;
+  if (given("--rr")) cfg.opt.rr = opt_rr;
+  if (given("--covariate-shift")) cfg.opt.covariate_shift = opt_cov;
+  if (given("--concept-shift")) cfg.opt.concept_shift = opt_concept;
+  if (given("--quantity-skew")) cfg.opt.quantity_skew = opt_qskew;
+  if (given("--samples")) cfg.opt.samples = opt_samples;
+  if (given("--noise")) cfg.opt.noise = opt_noise;
+  if (given("--l2")) cfg.opt.l2 = opt_l2;
+  if ((cfg.problem == ProblemKind::kLsq || cfg.problem == ProblemKind::kLogistic) &&
+      cfg.algorithms == ExperimentConfig().algorithms)  // the LSA default: use the family's
+    cfg.algorithms = {"fedavg", "scaffold"};
   if (given("--quantizer")) {
     auto k = ParseQuantizerKind(cx_quantizer);
     if (!k.ok()) return Fail(std::string("--quantizer: ") + k.status().message());

@@ -18,6 +18,8 @@ std::string ProblemName(ProblemKind k) {
   switch (k) {
     case ProblemKind::kGarnet: return "garnet";
     case ProblemKind::kFile: return "file";
+    case ProblemKind::kLsq: return "lsq";
+    case ProblemKind::kLogistic: return "logistic";
     case ProblemKind::kGmm: return "gmm";
   }
   return "?";

@@ -10,6 +10,7 @@
 #include "fedrt/problems/expected_oracle.h"
 #include "fedrt/problems/garnet.h"
 #include "fedrt/problems/td_oracle.h"
+#include "fedrt/sim/opt_simulator.h"
 #include "fedrt/sim/worker_pool.h"
 #include "compressed_link.h"
 
@@ -215,6 +216,9 @@ Result<SimResult> RunExperiment(const ExperimentConfig& cfg, const SimOptions& o
     case ProblemKind::kGarnet:
     case ProblemKind::kFile:
       return RunLsaExperiment(cfg, opt);
+    case ProblemKind::kLsq:
+    case ProblemKind::kLogistic:
+      return RunOptExperiment(cfg, opt);
   }
   return Status(StatusCode::kUnimplemented, std::string("unknown problem family"));
 }

@@ -15,7 +15,26 @@
 
 namespace fedrt::sim {
 
-enum class ProblemKind { kGarnet, kFile, kGmm };
+enum class ProblemKind { kGarnet, kFile, kLsq, kLogistic, kGmm };
+
+// Settings of the federated optimisation family (problem lsq / logistic);
+// agents and dim are shared with the other families (garnet.agents, garnet.dim).
+struct OptSettings {
+  // [problem]
+  long samples = 200;            // mean n_c of synthetic data
+  double covariate_shift = 0.0;  // strengths of the heterogeneity kinds
+  double concept_shift = 0.0;
+  double quantity_skew = 0.0;
+  double noise = 0.5;            // least-squares label noise std
+  double l2 = 0.01;              // lambda of logistic regression
+  std::string data;              // CSV directory (one file per agent) or file with an agent column
+  // [algorithm]
+  long batch = 0;                // B samples per stochastic gradient; 0 = full gradient
+  double prox_mu = 1.0;          // FedProx weight mu
+  bool rr = false;               // wrap with Federated Richardson-Romberg
+  double server_step = 1.0;      // eta_g
+  std::optional<long> burn_in;   // Fed-RR burn-in rounds (default T/2)
+};
 
 struct ExperimentConfig {
   // [problem]
@@ -25,6 +44,7 @@ struct ExperimentConfig {
   std::optional<uint64_t> problem_seed;  // defaults to `seed`
   bool noise_free = false;  // expected-operator oracle
   bool agents_set = false;  // `agents` was given explicitly (checked against a problem file)
+  OptSettings opt;          // lsq / logistic problems and their algorithms
   GmmSettings gmm;          // [gmm]: Gaussian mixture and FedEM settings (problem gmm)
   CompressionSettings compression;  // [compression]: uplink (and downlink) codec
   // [algorithm]

@@ -1,0 +1,129 @@
+#pragma once
+// Device oracle of agent c's least-squares objective (ALGORITHMS.md 1.4):
+//   f_c(x) = (1/(2 n_c)) ||X_c x - y_c||^2,  grad f_c(x) = Abar_c x - bbar_c,
+//   Abar_c = X_c^T X_c / n_c,  bbar_c = X_c^T y_c / n_c.
+// Stochastic gradients average B samples drawn uniformly with replacement, so
+// E[g] = grad f_c(x) exactly. Fixed memory: Abar_c, bbar_c (and the Cholesky
+// factor of Abar_c + mu I for the exact prox) live in the caller's arena; the
+// data X_c (n_c x d, row-major) and y_c stay in caller-owned memory.
+
+#include <cmath>
+#include <cstdint>
+
+#include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
+#include "fedrt/core/status.h"
+
+namespace fedrt::problems {
+
+template <class S>
+class LeastSquaresOracle {
+ public:
+  static constexpr bool kHasExactProx = true;
+
+  LeastSquaresOracle() = default;
+
+  // Precomputes Abar_c, bbar_c; when prox_mu > 0 also the Cholesky factor L of
+  // Abar_c + mu I (for prox()). `x` and `y` must outlive the oracle.
+  static Result<LeastSquaresOracle> create(Arena& arena, int dim, uint32_t samples, const S* x, const S* y,
+                                           S prox_mu = S(0)) {
+    if (dim <= 0) return Status::InvalidArgument("least squares: dimension must be positive");
+    if (samples == 0) return Status::InvalidArgument("least squares: an agent needs at least one sample");
+    const size_t d = static_cast<size_t>(dim);
+    auto buf = arena.allocate<S>(d * d + d + (prox_mu > S(0) ? d * d : 0));
+    if (!buf.ok()) return buf.status();
+    LeastSquaresOracle o;
+    o.dim_ = dim;
+    o.n_ = samples;
+    o.x_ = x;
+    o.y_ = y;
+    o.abar_ = buf->data;
+    o.bbar_ = buf->data + d * d;
+    const S inv_n = S(1) / static_cast<S>(samples);
+    for (uint32_t j = 0; j < samples; ++j) {
+      const S* a = x + static_cast<size_t>(j) * d;
+      for (size_t r = 0; r < d; ++r) {
+        o.bbar_[r] += inv_n * a[r] * y[j];
+        for (size_t k = 0; k < d; ++k) o.abar_[r * d + k] += inv_n * a[r] * a[k];
+      }
+    }
+    if (prox_mu > S(0)) {
+      o.mu_ = prox_mu;
+      o.chol_ = buf->data + d * d + d;
+      // Cholesky of Abar + mu I (symmetric positive definite since mu > 0).
+      for (size_t r = 0; r < d; ++r) {
+        for (size_t k = 0; k <= r; ++k) {
+          S s = o.abar_[r * d + k] + (r == k ? prox_mu : S(0));
+          for (size_t m = 0; m < k; ++m) s -= o.chol_[r * d + m] * o.chol_[k * d + m];
+          if (r == k) {
+            if (!(s > S(0))) return Status::FailedPrecondition("least squares: Abar_c + mu I is not positive definite");
+            o.chol_[r * d + r] = std::sqrt(s);
+          } else {
+            o.chol_[r * d + k] = s / o.chol_[k * d + k];
+          }
+        }
+      }
+    }
+    return o;
+  }
+
+  // g = (1/B) sum_{j in batch} a_j (a_j^T x - y_j), j ~ U{0..n_c-1}; batch = 0
+  // gives the full gradient Abar_c x - bbar_c.
+  void gradient(const S* x, S* g, uint32_t batch, CounterRng& rng) const {
+    const int d = dim_;
+    if (batch == 0) {
+      for (int r = 0; r < d; ++r) {
+        S s = -bbar_[r];
+        const S* row = abar_ + static_cast<size_t>(r) * d;
+        for (int k = 0; k < d; ++k) s += row[k] * x[k];
+        g[r] = s;
+      }
+      return;
+    }
+    for (int r = 0; r < d; ++r) g[r] = S(0);
+    const S inv_b = S(1) / static_cast<S>(batch);
+    for (uint32_t b = 0; b < batch; ++b) {
+      const uint32_t j = rng.below(n_);
+      const S* a = x_ + static_cast<size_t>(j) * d;
+      S res = -y_[j];
+      for (int k = 0; k < d; ++k) res += a[k] * x[k];
+      res *= inv_b;
+      for (int k = 0; k < d; ++k) g[k] += res * a[k];
+    }
+  }
+
+  // Exact proximal point: out = argmin_x f_c(x) + (mu/2)||x - x_t||^2
+  //                           = (Abar_c + mu I)^{-1} (bbar_c + mu x_t).
+  // Needs prox_mu > 0 at create(); `out` must not alias x_t.
+  void prox(const S* x_t, S* out) const {
+    const int d = dim_;
+    for (int r = 0; r < d; ++r) {  // forward: L z = rhs
+      S s = bbar_[r] + mu_ * x_t[r];
+      for (int k = 0; k < r; ++k) s -= chol_[static_cast<size_t>(r) * d + k] * out[k];
+      out[r] = s / chol_[static_cast<size_t>(r) * d + r];
+    }
+    for (int r = d - 1; r >= 0; --r) {  // backward: L^T x = z
+      S s = out[r];
+      for (int k = r + 1; k < d; ++k) s -= chol_[static_cast<size_t>(k) * d + r] * out[k];
+      out[r] = s / chol_[static_cast<size_t>(r) * d + r];
+    }
+  }
+
+  bool has_prox() const { return chol_ != nullptr; }
+  int dim() const { return dim_; }
+  uint32_t samples() const { return n_; }
+  const S* abar() const { return abar_; }  // Abar_c, d x d row-major
+  const S* bbar() const { return bbar_; }  // bbar_c
+
+ private:
+  int dim_ = 0;
+  uint32_t n_ = 0;
+  const S* x_ = nullptr;
+  const S* y_ = nullptr;
+  S* abar_ = nullptr;
+  S* bbar_ = nullptr;
+  S* chol_ = nullptr;
+  S mu_ = S(0);
+};
+
+}  // namespace fedrt::problems

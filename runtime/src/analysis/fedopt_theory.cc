@@ -1,0 +1,76 @@
+#include "fedrt/analysis/fedopt_theory.h"
+
+#include <fmt/format.h>
+
+namespace fedrt::analysis {
+
+Result<Eigen::VectorXd> FedAvgFixedPoint(const problems::LsaSystem& lsq, double eta, long s) {
+  const int d = lsq.dim;
+  const double inv_n = 1.0 / lsq.agents();
+  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(d, d);
+  Eigen::MatrixXd lhs = Eigen::MatrixXd::Zero(d, d);
+  Eigen::VectorXd rhs = Eigen::VectorXd::Zero(d);
+  for (int c = 0; c < lsq.agents(); ++c) {
+    const Eigen::MatrixXd A = lsq.abar[c];
+    const Eigen::MatrixXd K = I - eta * A;
+    Eigen::MatrixXd S = Eigen::MatrixXd::Zero(d, d), P = I;  // S = sum_{l<s} K^l
+    for (long l = 0; l < s; ++l) {
+      S += P;
+      P = K * P;
+    }
+    lhs += inv_n * A * S;
+    rhs += inv_n * S * lsq.bbar[c];
+  }
+  Eigen::FullPivLU<Eigen::MatrixXd> lu(lhs);
+  if (!lu.isInvertible())
+    return Status(StatusCode::kFailedPrecondition, std::string("FedAvg fixed point: mean_c A_c S_c is singular"));
+  return Eigen::VectorXd(lu.solve(rhs));
+}
+
+Result<Eigen::VectorXd> FedProxFixedPoint(const problems::LsaSystem& lsq, double mu) {
+  if (!(mu > 0)) return Status(StatusCode::kInvalidArgument, fmt::format("FedProx fixed point: mu must be > 0, got {}", mu));
+  const int d = lsq.dim;
+  const double inv_n = 1.0 / lsq.agents();
+  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(d, d);
+  Eigen::MatrixXd mean_p = Eigen::MatrixXd::Zero(d, d);
+  Eigen::VectorXd rhs = Eigen::VectorXd::Zero(d);
+  for (int c = 0; c < lsq.agents(); ++c) {
+    const Eigen::MatrixXd P = (I + Eigen::MatrixXd(lsq.abar[c]) / mu).inverse();
+    mean_p += inv_n * P;
+    rhs += (inv_n / mu) * P * lsq.bbar[c];
+  }
+  Eigen::FullPivLU<Eigen::MatrixXd> lu(I - mean_p);
+  if (!lu.isInvertible())
+    return Status(StatusCode::kFailedPrecondition, std::string("FedProx fixed point: I - mean_c P_c is singular"));
+  return Eigen::VectorXd(lu.solve(rhs));
+}
+
+Heterogeneity HeterogeneityAt(const problems::FedDataset& data, double l2, const Eigen::VectorXd& x_star) {
+  const int n = data.agents();
+  const int d = data.dim;
+  std::vector<Eigen::VectorXd> g(n);
+  std::vector<Eigen::MatrixXd> h(n);
+  Eigen::VectorXd g_mean = Eigen::VectorXd::Zero(d);
+  Eigen::MatrixXd h_mean = Eigen::MatrixXd::Zero(d, d);
+  for (int c = 0; c < n; ++c) {
+    if (data.loss == problems::FedLoss::kLeastSquares) {
+      const double inv = 1.0 / static_cast<double>(data.x[c].rows());
+      h[c] = (data.x[c].transpose() * data.x[c]) * inv;
+      g[c] = h[c] * x_star - (data.x[c].transpose() * data.y[c]) * inv;
+    } else {
+      problems::LogisticLocal(data, c, l2, x_star, nullptr, &g[c], &h[c]);
+    }
+    g_mean += g[c] / n;
+    h_mean += h[c] / n;
+  }
+  Heterogeneity out;
+  for (int c = 0; c < n; ++c) {
+    out.zeta1 += (g[c] - g_mean).squaredNorm() / n;
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h[c] - h_mean, Eigen::EigenvaluesOnly);
+    const double op = es.eigenvalues().cwiseAbs().maxCoeff();
+    out.zeta2 += op * op / n;
+  }
+  return out;
+}
+
+}  // namespace fedrt::analysis
