@@ -43,6 +43,11 @@ std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
     case ProblemKind::kGarnet:
     case ProblemKind::kFile:
       return {"fedlsa", "scafflsa", "scafflsa-prob"};
+    case ProblemKind::kLsq:
+      return {"fedavg", "scaffold", "fedprox", "fedprox-exact",
+              "fedavg-rr", "scaffold-rr", "fedprox-rr", "fedprox-exact-rr"};
+    case ProblemKind::kLogistic:
+      return {"fedavg", "scaffold", "fedprox", "fedavg-rr", "scaffold-rr", "fedprox-rr"};
     case ProblemKind::kGmm:
       return {"fedem", "fedem-naive", "vr-fedem"};
   }
@@ -64,8 +69,10 @@ Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s) {
 Result<ProblemKind> ParseProblemKind(const std::string& s) {
   if (s == "garnet") return ProblemKind::kGarnet;
   if (s == "file") return ProblemKind::kFile;
+  if (s == "lsq") return ProblemKind::kLsq;
+  if (s == "logistic") return ProblemKind::kLogistic;
   if (s == "gmm") return ProblemKind::kGmm;
-  return Status(StatusCode::kInvalidArgument, fmt::format("unknown problem '{}' (expected garnet, file or gmm)", s));
+  return Status(StatusCode::kInvalidArgument, fmt::format("unknown problem '{}' (expected garnet, file, lsq, logistic or gmm)", s));
 }
 
 namespace {
@@ -212,6 +219,19 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("gamma", cfg.garnet.gamma));
     FEDRT_TRY(r.read("epsilon", cfg.garnet.epsilon));
     FEDRT_TRY(r.read("noise_free", cfg.noise_free));
+    // optimisation family (lsq / logistic)
+    FEDRT_TRY(r.read("samples", cfg.opt.samples));
+    FEDRT_TRY(r.read("covariate_shift", cfg.opt.covariate_shift));
+    FEDRT_TRY(r.read("concept_shift", cfg.opt.concept_shift));
+    FEDRT_TRY(r.read("quantity_skew", cfg.opt.quantity_skew));
+    FEDRT_TRY(r.read("noise", cfg.opt.noise));
+    FEDRT_TRY(r.read("l2", cfg.opt.l2));
+    std::string data;
+    FEDRT_TRY(r.read("data", data));
+    if (!data.empty()) {
+      std::filesystem::path dp(data);
+      cfg.opt.data = dp.is_absolute() || base.empty() ? data : (base / dp).string();
+    }
     uint64_t ps = 0;
     const bool has_seed = table("problem").contains("seed");
     FEDRT_TRY(r.read("seed", ps));
@@ -233,6 +253,15 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     const bool has_p = table("algorithm").contains("comm_prob");
     FEDRT_TRY(r.read("comm_prob", p));
     if (has_p) cfg.comm_prob = p;
+    // optimisation family (lsq / logistic)
+    FEDRT_TRY(r.read("batch", cfg.opt.batch));
+    FEDRT_TRY(r.read("prox_mu", cfg.opt.prox_mu));
+    FEDRT_TRY(r.read("rr", cfg.opt.rr));
+    FEDRT_TRY(r.read("server_step", cfg.opt.server_step));
+    long burn_in = -1;
+    const bool has_burn_in = table("algorithm").contains("burn_in");
+    FEDRT_TRY(r.read("burn_in", burn_in));
+    if (has_burn_in) cfg.opt.burn_in = burn_in;
     FEDRT_TRY(r.check_unknown());
   }
   {
@@ -317,6 +346,24 @@ Status Validate(const ExperimentConfig& c) {
     if (!(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0)) return bad("problem.gamma must be in [0, 1)");
   }
   FEDRT_TRY(ValidateCompressionEm(c));
+  if (c.problem == ProblemKind::kLsq || c.problem == ProblemKind::kLogistic) {
+    const OptSettings& o = c.opt;
+    if (o.data.empty()) {
+      if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
+      if (c.garnet.dim <= 0) return bad(fmt::format("problem.dim must be positive, got {}", c.garnet.dim));
+      if (o.samples <= 0) return bad(fmt::format("problem.samples must be positive, got {}", o.samples));
+    }
+    if (!(o.covariate_shift >= 0) || !(o.concept_shift >= 0) || !(o.quantity_skew >= 0) || !(o.noise >= 0))
+      return bad("problem.covariate_shift, concept_shift, quantity_skew and noise must be >= 0");
+    if (!(o.l2 >= 0) || !std::isfinite(o.l2)) return bad(fmt::format("problem.l2 must be >= 0, got {}", o.l2));
+    if (o.batch < 0) return bad(fmt::format("--batch must be >= 0 (0 = full gradient), got {}", o.batch));
+    if (!(o.prox_mu > 0) || !std::isfinite(o.prox_mu))
+      return bad(fmt::format("--prox-mu must be a positive number, got {}", o.prox_mu));
+    if (!(o.server_step > 0) || !std::isfinite(o.server_step))
+      return bad(fmt::format("algorithm.server_step must be a positive number, got {}", o.server_step));
+    if (o.burn_in && (*o.burn_in < 0 || *o.burn_in >= c.rounds))
+      return bad(fmt::format("algorithm.burn_in must be in [0, rounds), got {}", *o.burn_in));
+  }
   if (c.out.empty()) return bad("--out must name a directory");
   return Status::Ok();
 }
