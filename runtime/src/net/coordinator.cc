@@ -452,9 +452,9 @@ void Coordinator::on_handshake_failed(Conn& c, int rc) {
   const std::string rejected = tls_.take_rejected_identity(c.ssl());
   std::string why = TlsErrorString(rc);
   if (!rejected.empty()) why += fmt::format(" [PSK identity '{}' is not provisioned]", rejected);
-  if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD || rc == MBEDTLS_ERR_SSL_BAD_HS_CLIENT_HELLO ||
-      rc == MBEDTLS_ERR_SSL_INVALID_MAC)
+  if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD || rc == MBEDTLS_ERR_SSL_BAD_HS_CLIENT_HELLO)
     why += " [not a TLS 1.2 client hello / plaintext or corrupt record]";
+  if (rc == MBEDTLS_ERR_SSL_INVALID_MAC) why += " [record MAC check failed: wrong pre-shared key or tampered record]";
   if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) why += " [client certificate not signed by the fleet CA]";
   if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
   if (rc == MBEDTLS_ERR_SSL_BAD_HS_FINISHED) why += " [wrong pre-shared key]";
@@ -611,11 +611,15 @@ void Coordinator::on_update(Conn& c, const wire::Update& u) {
         ErrorReasonName(r), m);
     c.send_error(r, m, false);
   };
-  if (!round_open_) return reject(wire::ERROR_STALE_ROUND, "no round is open");
   const auto key = std::make_tuple(u.algorithm_index(), u.run(), u.round());
   const auto cur = std::make_tuple(cur_.alg, cur_.run, cur_.round);
-  if (key < cur)
-    return reject(wire::ERROR_STALE_ROUND, fmt::format("round {} is closed; the open round is {}", u.round(), cur_.round));
+  if (c.device < 0) return reject(wire::ERROR_NOT_REGISTERED, "update before registration");
+  // The open (or just closed) round already has this device's update: a duplicate.
+  if (key == cur && reported_[static_cast<size_t>(c.device)])
+    return reject(wire::ERROR_DUPLICATE, fmt::format("round {} already has this device's update", u.round()));
+  if (!round_open_ || key < cur)
+    return reject(wire::ERROR_STALE_ROUND, fmt::format("round {} is closed; the open round is {}", u.round(),
+                                                       round_open_ ? std::to_string(cur_.round) : std::string("none")));
   if (key > cur)
     return reject(wire::ERROR_FUTURE_ROUND, fmt::format("round {} is not open yet; the open round is {}", u.round(),
                                                         cur_.round));
@@ -706,6 +710,8 @@ void Coordinator::start_next_round() {
   }
   round_open_ = true;
   round_t0_ = std::chrono::steady_clock::now();
+  Log("open alg={} run={} round={} sampled={}/{} local_steps={}", cfg.algorithms[p.alg], p.run, p.round + 1,
+      n_sampled_, agents_, plan_.local_steps);
   arm_deadline();
   if (n_sampled_ == 0) {
     close_round("empty");

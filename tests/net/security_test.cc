@@ -1,0 +1,182 @@
+// Acceptance (security): a wrong PSK, an unknown PSK identity, an untrusted
+// certificate, a plaintext connection and a device presenting another
+// device's identity are refused during the handshake or registration, logged
+// with the reason, and can never submit an update; the coordinator keeps
+// serving legitimate devices.
+#include <arpa/inet.h>
+
+#include "fedrt/net/tls.h"
+#include "fedrt/net/wire.h"
+#include "fedrt/net/network_config.h"
+#include "net_harness.h"
+
+namespace fedrt::net::testing {
+namespace {
+
+constexpr const char* kTiny = R"(
+[problem]
+kind = "garnet"
+heterogeneity = "high"
+agents = 2
+[algorithm]
+names = ["scafflsa"]
+local_steps = 10
+[run]
+rounds = 1
+seed = 3
+[network]
+deadline_ms = 20000
+start_timeout_ms = 600000
+)";
+
+class SecurityTest : public NetTest {
+ protected:
+  void SetUp() override {
+    NetTest::SetUp();
+    cfg_ = WriteExperiment(kTiny);
+    Provision(dir_ / "keys", 2);
+    Provision(dir_ / "other", 2);  // another fleet: another CA
+    co_ = StartCoordinator(cfg_, 0, {});
+    port_ = WaitPort();
+    ASSERT_GT(port_, 0);
+  }
+  std::string log() { return ReadFile(dir_ / "coordinator.log"); }
+  fs::path dev(const std::string& fleet, int i, const char* f) { return dir_ / fleet / "devices" / Id(i) / f; }
+
+  // Sends hello as `claimed`, then an update; returns what came back (errors) and whether an Ack ever arrived.
+  void HelloThenUpdate(TlsClient& c, const std::string& claimed, std::string* reasons, bool* acked) {
+    sim::ExperimentConfig e;
+    ASSERT_TRUE(sim::LoadExperimentToml(cfg_.string(), e).ok());
+    wire::Envelope h;
+    h.mutable_hello()->set_protocol_version(kProtocolVersion);
+    h.mutable_hello()->set_device_id(claimed);
+    h.mutable_hello()->set_config_fingerprint(ProblemFingerprint(e));
+    wire::Envelope u;
+    std::vector<double> v(8, 0.0);
+    u.mutable_update()->set_payload(EncodeRawPayload(v.data(), 8));
+    (void)c.write_all(EncodeFrame(h));
+    (void)c.write_all(EncodeFrame(u));
+    FrameDecoder dec;
+    uint8_t buf[4096];
+    *acked = false;
+    for (int i = 0; i < 30 && c.connected(); ++i) {  // <= 3 s
+      auto n = c.read_some(buf, sizeof buf);
+      if (!n.ok()) break;
+      dec.feed(buf, *n);
+      std::string body;
+      WireError err;
+      while (dec.next(body, err) == 1) {
+        wire::Envelope env;
+        if (!ParseEnvelope(body, env, err)) continue;
+        if (env.has_error()) *reasons += std::string(ErrorReasonName(env.error().reason())) + ";";
+        if (env.has_ack()) *acked = true;
+      }
+    }
+  }
+
+  fs::path cfg_;
+  pid_t co_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(SecurityTest, WrongPskIsRefusedInHandshake) {
+  const fs::path bad = dir_ / "wrong.psk";
+  std::ofstream(bad) << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+  TlsClient c;
+  ASSERT_TRUE(c.init({Id(0), bad.string(), "", "", ""}).ok());
+  EXPECT_FALSE(c.connect("127.0.0.1", static_cast<uint16_t>(port_), 3000).ok());
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "stage=handshake reason=", 5000));
+  EXPECT_NE(log().find("wrong pre-shared key"), std::string::npos) << log();
+  EXPECT_EQ(log().find("registered device="), std::string::npos);
+}
+
+TEST_F(SecurityTest, UnknownPskIdentityIsRefusedInHandshake) {
+  TlsClient c;
+  ASSERT_TRUE(c.init({"intruder", dev("keys", 0, "device.psk").string(), "", "", ""}).ok());
+  EXPECT_FALSE(c.connect("127.0.0.1", static_cast<uint16_t>(port_), 3000).ok());
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "PSK identity 'intruder' is not provisioned", 5000)) << log();
+}
+
+TEST_F(SecurityTest, UntrustedCertificateIsRefusedInHandshake) {
+  TlsClient c;
+  // Certificate and key from another fleet's CA; trusts our coordinator's CA.
+  ASSERT_TRUE(c.init({Id(0), "", dev("keys", 0, "ca.crt").string(), dev("other", 0, "device.crt").string(),
+                      dev("other", 0, "device.key").string()})
+                  .ok());
+  EXPECT_FALSE(c.connect("127.0.0.1", static_cast<uint16_t>(port_), 3000).ok());
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "stage=handshake reason=", 5000));
+  EXPECT_NE(log().find("not signed by the fleet CA"), std::string::npos) << log();
+  EXPECT_EQ(log().find("registered device="), std::string::npos);
+}
+
+TEST_F(SecurityTest, PlaintextConnectionIsRefused) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port_));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  wire::Envelope h;
+  h.mutable_hello()->set_protocol_version(kProtocolVersion);
+  h.mutable_hello()->set_device_id(Id(0));
+  const std::string f = EncodeFrame(h);
+  ASSERT_EQ(::send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "stage=handshake reason=", 5000)) << log();
+  EXPECT_NE(log().find("plaintext or corrupt record"), std::string::npos) << log();
+  // The coordinator closed the connection: reads end (EOF or reset) without any frame.
+  char buf[256];
+  ssize_t n;
+  size_t total = 0;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) total += static_cast<size_t>(n);
+  ::close(fd);
+  EXPECT_LT(total, 64u);  // at most a TLS alert record, never a fedrt frame
+  EXPECT_EQ(log().find("registered device="), std::string::npos);
+}
+
+TEST_F(SecurityTest, AnotherDevicesIdentityIsRefusedWithPsk) {
+  TlsClient c;  // authenticates as dev0001 (its own PSK) but claims to be dev0000
+  ASSERT_TRUE(c.init({Id(1), dev("keys", 1, "device.psk").string(), "", "", ""}).ok());
+  ASSERT_TRUE(c.connect("127.0.0.1", static_cast<uint16_t>(port_), 100).ok());
+  std::string reasons;
+  bool acked = true;
+  HelloThenUpdate(c, Id(0), &reasons, &acked);
+  EXPECT_EQ(reasons, "identity;");
+  EXPECT_FALSE(acked);
+  EXPECT_NE(log().find("reason=identity: device id 'dev0000' does not match the TLS identity 'dev0001'"),
+            std::string::npos)
+      << log();
+  EXPECT_EQ(log().find("registered device="), std::string::npos);
+}
+
+TEST_F(SecurityTest, AnotherDevicesIdentityIsRefusedWithCertificate) {
+  TlsClient c;  // dev0001's certificate, claims dev0000
+  ASSERT_TRUE(c.init({Id(1), "", dev("keys", 1, "ca.crt").string(), dev("keys", 1, "device.crt").string(),
+                      dev("keys", 1, "device.key").string()})
+                  .ok());
+  ASSERT_TRUE(c.connect("127.0.0.1", static_cast<uint16_t>(port_), 100).ok());
+  std::string reasons;
+  bool acked = true;
+  HelloThenUpdate(c, Id(0), &reasons, &acked);
+  EXPECT_EQ(reasons, "identity;");
+  EXPECT_FALSE(acked);
+  EXPECT_NE(log().find("does not match the TLS identity 'dev0001'"), std::string::npos) << log();
+}
+
+TEST_F(SecurityTest, LegitimateDevicesStillServedAfterAttacks) {
+  {
+    TlsClient c;
+    ASSERT_TRUE(c.init({Id(1), dev("keys", 1, "device.psk").string(), "", "", ""}).ok());
+    ASSERT_TRUE(c.connect("127.0.0.1", static_cast<uint16_t>(port_), 100).ok());
+    std::string reasons;
+    bool acked = true;
+    HelloThenUpdate(c, Id(0), &reasons, &acked);
+    EXPECT_FALSE(acked);
+  }
+  StartDevice(0, port_, cfg_);
+  StartDevice(1, port_, cfg_);
+  ASSERT_EQ(Wait(co_, 60000), 0) << log();
+  EXPECT_NE(log().find("round alg=scafflsa run=0 round=1 agents=2/2"), std::string::npos) << log();
+}
+
+}  // namespace
+}  // namespace fedrt::net::testing
