@@ -8,7 +8,8 @@ algorithm, run and round; round 0 is the initial error) and OUTDIR/summary.json
 (keys "settings" and "algorithms"), and writes OUTDIR/error.png: the mean error
 over runs versus communication round for every algorithm (log y axis), a
 mean +/- std band when there are several runs, and a dashed line at the
-predicted bias^2 of each algorithm that has one.
+predicted bias^2 of each algorithm that has one, and dotted lines at the
+optional "plot_lines" levels of an algorithm ([{"label": ..., "value": ...}]).
 """
 
 import csv
@@ -214,6 +215,14 @@ def main(argv):
         if is_number(bias) and bias > 0:
             ax.axhline(bias, color=color, linestyle="--", linewidth=1.2,
                        label="%s predicted bias²" % alg)
+        # Optional reference levels of a family, e.g. the error of a Polyak-Ruppert
+        # average: "plot_lines": [{"label": ..., "value": ...}], dotted.
+        lines = info.get("plot_lines") if isinstance(info, dict) else None
+        if isinstance(lines, list):
+            for ref in lines:
+                if isinstance(ref, dict) and is_number(ref.get("value")) and ref["value"] > 0:
+                    ax.axhline(ref["value"], color=color, linestyle=":", linewidth=1.4,
+                               label="%s %s" % (alg, ref.get("label", "")))
 
     for alg in algorithms:
         if alg not in data:

@@ -38,3 +38,12 @@ add_test(NAME opt_csv_tiny_runs
          COMMAND fedrt-sim --problem lsq --data ${FEDRT_OPT_DATA}/tiny --algorithm fedavg,scaffold,fedprox-exact
                  --rr --batch 1 --rounds 4 --local-steps 2 --no-plot --out ${CMAKE_CURRENT_BINARY_DIR}/out_opt_tiny)
 set_tests_properties(opt_csv_tiny_runs PROPERTIES LABELS cli TIMEOUT 60)
+
+# Device discipline of the optimisation cores (as device/no_heap_test.cc).
+add_executable(fedopt_device_no_heap_test device/fedopt_no_heap_test.cc)
+target_link_libraries(fedopt_device_no_heap_test PRIVATE fedrt_device_headers)
+target_compile_options(fedopt_device_no_heap_test PRIVATE -fno-exceptions -fno-rtti -UNDEBUG)
+if(NOT FEDRT_SANITIZE)  # it replaces malloc, which the sanitizers intercept
+  add_test(NAME fedopt_device_no_heap COMMAND fedopt_device_no_heap_test)
+  set_tests_properties(fedopt_device_no_heap PROPERTIES LABELS "device")
+endif()

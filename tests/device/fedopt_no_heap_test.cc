@@ -1,0 +1,107 @@
+// Device-code discipline of the optimisation family: FedAvg / Scaffold /
+// FedProx / FedProx-exact clients and servers, the least-squares and logistic
+// oracles and the Fed-RR averager, built with -fno-exceptions -fno-rtti, float
+// and double, with no heap allocation after create(). Plain main() (no gtest).
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "fedrt/algorithms/fedopt.h"
+#include "fedrt/algorithms/richardson_romberg.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/problems/least_squares.h"
+#include "fedrt/problems/logistic.h"
+
+#if defined(__cpp_exceptions) || defined(__GXX_RTTI)
+#error "device code must build with -fno-exceptions -fno-rtti"
+#endif
+
+extern "C" void* __libc_malloc(size_t);
+extern "C" void* __libc_calloc(size_t, size_t);
+extern "C" void* __libc_realloc(void*, size_t);
+static volatile long g_allocations = 0;
+extern "C" void* malloc(size_t n) {
+  ++g_allocations;
+  return __libc_malloc(n);
+}
+extern "C" void* calloc(size_t a, size_t b) {
+  ++g_allocations;
+  return __libc_calloc(a, b);
+}
+extern "C" void* realloc(void* p, size_t n) {
+  ++g_allocations;
+  return __libc_realloc(p, n);
+}
+
+using namespace fedrt;
+using algorithms::FedOptAlgorithm;
+
+namespace {
+
+int failures = 0;
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAIL: %s\n", what);
+    ++failures;
+  }
+}
+
+constexpr int kDim = 4, kSamples = 6;
+
+template <class S>
+void RunScenario(const char* name) {
+  S x[kSamples * kDim], y_lsq[kSamples], y_log[kSamples];
+  for (int j = 0; j < kSamples; ++j) {
+    for (int k = 0; k < kDim; ++k) x[j * kDim + k] = S(((j * 5 + k * 3) % 7) - 3) / S(3);
+    y_lsq[j] = S(0.1) * S(j) - S(0.2);
+    y_log[j] = j % 2 ? S(1) : S(-1);
+  }
+  StaticArena<16384> arena;
+  auto lsq = problems::LeastSquaresOracle<S>::create(arena, kDim, kSamples, x, y_lsq, S(1));
+  auto logi = problems::LogisticOracle<S>::create(arena, kDim, kSamples, x, y_log, S(0.1));
+  Check(lsq.ok() && logi.ok(), "oracles fit the arena");
+  for (FedOptAlgorithm alg : {FedOptAlgorithm::kFedAvg, FedOptAlgorithm::kScaffold, FedOptAlgorithm::kFedProx,
+                              FedOptAlgorithm::kFedProxExact}) {
+    for (uint32_t batch : {0u, 2u}) {
+      algorithms::FedOptHyper<S> hyper;
+      hyper.algorithm = alg;
+      hyper.step_size = S(0.1);
+      hyper.local_steps = 20;
+      hyper.batch = batch;
+      const size_t mark = arena.mark();
+      const S x0[kDim] = {0, 0, 0, 0};
+      auto client = algorithms::FedOptClient<S>::create(arena, kDim, hyper);
+      auto server = algorithms::FedOptServer<S>::create(arena, kDim, hyper, x0, 1);
+      auto rr = algorithms::RichardsonRomberg<S>::create(arena, kDim, 2);
+      Check(client.ok() && server.ok() && rr.ok(), "client, server and averager fit the arena");
+      const long before = g_allocations;
+      for (uint32_t t = 0; t < 5; ++t) {
+        const algorithms::RoundPlan plan = server->start_round(t);
+        client->begin_round(server->broadcast(), plan);
+        CounterRng rng(1, 0, 0, t, RngStream::kLocalSteps);
+        if (alg == FedOptAlgorithm::kFedProxExact || t % 2 == 0) client->run_local_steps(*lsq, rng);
+        else client->run_local_steps(*logi, rng);
+        server->accumulate(client->update());
+        server->finish_round();
+        rr->observe(t + 1, server->global(), server->global());
+      }
+      const long used = g_allocations - before;
+      if (used != 0) std::fprintf(stderr, "%s %s: %ld heap allocations\n", name, FedOptAlgorithmName(alg), used);
+      Check(used == 0, "no heap allocation during rounds");
+      bool finite = true;
+      for (int i = 0; i < kDim; ++i) finite = finite && (rr->output()[i] == rr->output()[i]);
+      Check(finite, "iterates stay finite");
+      arena.release_to(mark);
+    }
+  }
+  std::printf("%s: arena high-water %zu bytes\n", name, arena.high_water());
+}
+
+}  // namespace
+
+int main() {
+  RunScenario<double>("double");
+  RunScenario<float>("float");
+  std::printf("%s\n", failures == 0 ? "passed" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
