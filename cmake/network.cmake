@@ -42,3 +42,8 @@ add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)
 target_link_libraries(fedrt-coordinator PRIVATE fedrt_net CLI11::CLI11)
 add_executable(fedrt-device runtime/apps/fedrt_device.cc)
 target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
+
+# Load benchmark (./fedrt bench runs it after fedrt-bench).
+add_executable(fedrt-net-bench bench/fedrt_net_bench.cc)
+target_link_libraries(fedrt-net-bench PRIVATE fedrt_net)
+add_dependencies(fedrt-net-bench fedrt-coordinator)

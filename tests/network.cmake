@@ -10,4 +10,11 @@ target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
   FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp")
 add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys)
-gtest_discover_tests(fedrt_net_integration_tests PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+# Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
+set(FEDRT_NET_FAST "SecurityTest.*:NetTest.UpdateFromUnsampledDeviceIsRejected")
+gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
+  PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+# Fleets of processes over several seconds (equivalence, faults, bad input): also
+# labelled statistical so the sanitizer pass skips them (team rule: > 2 s).
+gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}"
+  PROPERTIES LABELS "integration;statistical" TIMEOUT 180 DISCOVERY_TIMEOUT 60)

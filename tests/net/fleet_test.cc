@@ -97,16 +97,16 @@ double XiNormFromState(const fs::path& state) {
 // devices rejoin later with their control variates intact.
 TEST_F(NetTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithControlVariates) {
   const int n = 10;
-  const auto cfg = WriteExperiment(Experiment(n, 1000, 8, 1.0, 1500));
+  const auto cfg = WriteExperiment(Experiment(n, 1000, 8, 1.0, 2000));
   Provision(dir_ / "keys", n);
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
   ASSERT_GT(port, 0);
   std::vector<pid_t> dev;
-  for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, cfg, {"--delay-ms", "300"}));
+  for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, cfg, {"--delay-ms", "800"}));
   const fs::path log = dir_ / "coordinator.log";
   ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=4 ", 30000)) << ReadFile(log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(80));  // devices are inside their 300 ms delay
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // devices are inside their 800 ms delay
   for (int i = 0; i < 3; ++i) Kill(dev[i]);
   ASSERT_TRUE(WaitForLog(log, "round alg=scafflsa run=0 round=4 agents=7/10 closed_by=deadline", 10000))
       << ReadFile(log);
@@ -118,7 +118,7 @@ TEST_F(NetTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithControlVariat
   // Rejoin (same state files); logs go to a second file per device.
   for (int i = 0; i < 3; ++i) {
     fs::rename(dir_ / (Id(i) + ".log"), dir_ / (Id(i) + ".first.log"));
-    StartDevice(i, port, cfg, {"--delay-ms", "300"});
+    StartDevice(i, port, cfg, {"--delay-ms", "800"});
   }
   ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(log);
   const auto rounds = Rounds();

@@ -130,6 +130,7 @@ class Device {
  private:
   template <class... Args>
   void log(fmt::format_string<Args...> f, Args&&... args) {
+    if (opt_.quiet) return;
     std::string line =
         Now() + " device " + opt_.id + " " + fmt::format(f, std::forward<Args>(args)...) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
@@ -146,7 +147,8 @@ class Device {
   DeviceOptions opt_;
   TlsClient tls_;
   PersistentState state_;
-  std::optional<problems::TdProblem> problem_;
+  std::optional<problems::TdProblem> owned_problem_;
+  const problems::TdProblem* problem_ = nullptr;
   int dim_ = 0;
   std::vector<uint8_t> oracle_mem_;
   problems::TdOracle<double> td_;
@@ -359,9 +361,14 @@ Status Device::handle(const wire::Envelope& env, bool& stop, bool& done) {
 
 Status Device::run() {
   FEDRT_TRY(tls_.init(opt_.credentials));
-  auto p = sim::BuildProblem(opt_.experiment);
-  if (!p.ok()) return p.status();
-  problem_ = std::move(*p);
+  if (opt_.problem != nullptr) {
+    problem_ = opt_.problem;
+  } else {
+    auto p = sim::BuildProblem(opt_.experiment);
+    if (!p.ok()) return p.status();
+    owned_problem_ = std::move(*p);
+    problem_ = &*owned_problem_;
+  }
   dim_ = problem_->lsa.dim;
   auto loaded = LoadState(opt_.state_file);
   if (!loaded.ok()) return loaded.status();

@@ -1,6 +1,9 @@
 #include "fedrt/net/tls.h"
 
+#include <poll.h>
+
 #include <cctype>
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +18,19 @@ namespace {
 const int kPskSuites[] = {MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256, MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256};
 const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                            MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256};
+
+constexpr uint32_t kHandshakeTimeoutMs = 15000;
+
+// mbedtls_net_recv_timeout uses select(), which fails for descriptors >=
+// FD_SETSIZE (1024): a process with many sessions (the load driver) needs poll().
+int RecvTimeoutPoll(void* ctx, unsigned char* buf, size_t len, uint32_t timeout_ms) {
+  auto* net = static_cast<mbedtls_net_context*>(ctx);
+  pollfd p{net->fd, POLLIN, 0};
+  const int r = ::poll(&p, 1, timeout_ms == 0 ? -1 : static_cast<int>(timeout_ms));
+  if (r == 0) return MBEDTLS_ERR_SSL_TIMEOUT;
+  if (r < 0) return errno == EINTR ? MBEDTLS_ERR_SSL_WANT_READ : MBEDTLS_ERR_NET_RECV_FAILED;
+  return mbedtls_net_recv(ctx, buf, len);
+}
 
 Status TlsFail(const std::string& what, int rc) {
   return Status(StatusCode::kUnavailable, fmt::format("{}: {}", what, TlsErrorString(rc)));
@@ -258,14 +274,16 @@ Status TlsClient::connect(const std::string& host, uint16_t port, uint32_t read_
   const std::string p = std::to_string(port);
   int rc = mbedtls_net_connect(&net_, host.c_str(), p.c_str(), MBEDTLS_NET_PROTO_TCP);
   if (rc != 0) return TlsFail(fmt::format("connect {}:{}", host, port), rc);
-  mbedtls_ssl_conf_read_timeout(&conf_, read_timeout_ms);
-  mbedtls_ssl_set_bio(&ssl_, &net_, mbedtls_net_send, nullptr, mbedtls_net_recv_timeout);
+  // A busy coordinator serves handshakes one after the other: allow it time.
+  mbedtls_ssl_conf_read_timeout(&conf_, kHandshakeTimeoutMs);
+  mbedtls_ssl_set_bio(&ssl_, &net_, mbedtls_net_send, nullptr, RecvTimeoutPoll);
   while ((rc = mbedtls_ssl_handshake(&ssl_)) != 0) {
     if (rc != MBEDTLS_ERR_SSL_WANT_READ && rc != MBEDTLS_ERR_SSL_WANT_WRITE) {
       mbedtls_net_free(&net_);
       return TlsFail("TLS handshake", rc);
     }
   }
+  mbedtls_ssl_conf_read_timeout(&conf_, read_timeout_ms);
   connected_ = true;
   return Status::Ok();
 }

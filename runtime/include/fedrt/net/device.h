@@ -14,6 +14,7 @@
 
 #include "fedrt/core/status.h"
 #include "fedrt/net/tls.h"
+#include "fedrt/problems/td_problem.h"
 #include "fedrt/sim/experiment.h"
 #include "fedrt.pb.h"
 
@@ -28,6 +29,10 @@ struct DeviceOptions {
   std::string state_file;   // xi_c and the pending update; empty = in memory only
   long delay_ms = 0;        // sleep before sending each update (tests: slow boards)
   long give_up_ms = 60000;  // exit with an error after this long without a connection
+  bool quiet = false;       // no log lines (load driver)
+  // The problem, when the caller already built it (load driver: many devices
+  // per process share one); otherwise built from `experiment`. Not owned.
+  const problems::TdProblem* problem = nullptr;
   // Test hook, called before each update is sent: `raw` writes bytes on the
   // TLS session (a deliberately misbehaving client).
   std::function<void(const wire::Update& update, const std::function<Status(const std::string&)>& raw)>
