@@ -63,7 +63,7 @@ void LogisticLocal(const FedDataset& data, int agent, double l2, const Eigen::Ve
                    Eigen::VectorXd* grad, Eigen::MatrixXd* hess);
 
 // x_star of (1/N) sum_c f_c: normal equations for least squares, damped Newton
-// to machine precision (||grad|| <= 1e-13 (1 + ||x||)) for logistic.
+// to machine precision (a full step below 1e-15 (1 + ||x||)) for logistic.
 Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2);
 
 }  // namespace fedrt::problems
