@@ -3,9 +3,34 @@
 
 add_executable(fedrt_compression_tests
   ${CMAKE_CURRENT_SOURCE_DIR}/compression/quantizer_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/compression/fedem_test.cc
 )
 target_link_libraries(fedrt_compression_tests PRIVATE fedrt_host GTest::gtest_main)
 gtest_discover_tests(fedrt_compression_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
+
+# Simulator-level acceptance checks (about a second each in release).
+add_executable(fedrt_compression_em_stat_tests
+  ${CMAKE_CURRENT_SOURCE_DIR}/compression/compression_em_sim_test.cc
+)
+target_link_libraries(fedrt_compression_em_stat_tests PRIVATE fedrt_host GTest::gtest_main)
+gtest_discover_tests(fedrt_compression_em_stat_tests PROPERTIES LABELS statistical DISCOVERY_TIMEOUT 60)
+
+# Bad compression / EM flags: exit code 2 and a message naming the setting.
+set(_sim $<TARGET_FILE:fedrt-sim>)
+function(fedrt_cx_fails name regex)
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=${_sim};${ARGN};--no-plot;--out;${CMAKE_CURRENT_BINARY_DIR}/out_${name}"
+                   "-DREGEX=${regex}" -DEXPECT_RC=2 -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS cli TIMEOUT 60)
+endfunction()
+fedrt_cx_fails(sim_bad_quantizer "--quantizer: unknown quantizer 'zip'" --rounds 1 --local-steps 1 --quantizer zip)
+fedrt_cx_fails(sim_bad_levels "--levels must be in .1, 1048576., got 0" --rounds 1 --local-steps 1 --quantizer dither --levels 0)
+fedrt_cx_fails(sim_bad_bits "--bits must be in .1, 24., got 30" --rounds 1 --local-steps 1 --quantizer rounding --bits 30)
+fedrt_cx_fails(sim_bad_clip "--clip must be a positive number, got -1" --rounds 1 --local-steps 1 --quantizer rounding --clip -1)
+fedrt_cx_fails(sim_cv_without_quantizer "--compress-cv needs --quantizer" --rounds 1 --local-steps 1 --compress-cv)
+fedrt_cx_fails(sim_gmm_bad_algorithm "unknown algorithm 'fedlsa' for this problem" --problem gmm --rounds 1 --algorithm fedlsa)
+fedrt_cx_fails(sim_gmm_bad_batch "--batch must be in .0, gmm.points = 50." --config ${CMAKE_CURRENT_SOURCE_DIR}/compression/data/bad_gmm_batch.toml)
+fedrt_cx_fails(sim_gmm_bad_inner "--inner-iters must be positive, got 0" --problem gmm --rounds 1 --inner-iters 0)
 
 # Fuzz target for the wire decoder: libFuzzer needs clang (the main build uses
 # g++), so it is built by a custom command with clang++ on the header-only

@@ -174,17 +174,7 @@ int main(int argc, char** argv) {
   if (no_plot) cfg.plot = false;
   if (given("--data")) cfg.opt.data = opt_data;
   if (given("--batch")) cfg.opt.batch = opt_batch;
-  if (given("--prox-mu")) cfg.opt.prox_mu = opt_prox_mu;
-  if (given("--rr")) cfg.opt.rr = opt_rr;
-  if (given("--covariate-shift")) cfg.opt.covariate_shift = opt_cov;
-  if (given("--concept-shift")) cfg.opt.concept_shift = opt_concept;
-  if (given("--quantity-skew")) cfg.opt.quantity_skew = opt_qskew;
-  if (given("--samples")) cfg.opt.samples = opt_samples;
-  if (given("--noise")) cfg.opt.noise = opt_noise;
-  if (given("--l2")) cfg.opt.l2 = opt_l2;
-  if ((cfg.problem == ProblemKind::kLsq || cfg.problem == ProblemKind::kLogistic) &&
-      cfg.algorithms == ExperimentConfig().algorithms)  // the LSA default: use the family's
-    cfg.algorithms = {"fedavg", "scaffold"};
+  if (given("--batch")) cfg.gmm.batch = opt_batch;  // gmm: mini-batch of local statistics
   if (given("--quantizer")) {
     auto k = ParseQuantizerKind(cx_quantizer);
     if (!k.ok()) return Fail(std::string("--quantizer: ") + k.status().message());
@@ -201,6 +191,17 @@ int main(int argc, char** argv) {
   if (given("--points")) cfg.gmm.points = em_points;
   if (cfg.problem == ProblemKind::kGmm && cfg.algorithms == ExperimentConfig().algorithms)
     cfg.algorithms = {"fedem", "fedem-naive"};  // the LSA default: use the family's
+  if (given("--prox-mu")) cfg.opt.prox_mu = opt_prox_mu;
+  if (given("--rr")) cfg.opt.rr = opt_rr;
+  if (given("--covariate-shift")) cfg.opt.covariate_shift = opt_cov;
+  if (given("--concept-shift")) cfg.opt.concept_shift = opt_concept;
+  if (given("--quantity-skew")) cfg.opt.quantity_skew = opt_qskew;
+  if (given("--samples")) cfg.opt.samples = opt_samples;
+  if (given("--noise")) cfg.opt.noise = opt_noise;
+  if (given("--l2")) cfg.opt.l2 = opt_l2;
+  if ((cfg.problem == ProblemKind::kLsq || cfg.problem == ProblemKind::kLogistic) &&
+      cfg.algorithms == ExperimentConfig().algorithms)  // the LSA default: use the family's
+    cfg.algorithms = {"fedavg", "scaffold"};
 
   Status valid = Validate(cfg);
   if (!valid.ok()) return Fail(valid.message());

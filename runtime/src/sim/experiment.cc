@@ -72,7 +72,8 @@ Result<ProblemKind> ParseProblemKind(const std::string& s) {
   if (s == "lsq") return ProblemKind::kLsq;
   if (s == "logistic") return ProblemKind::kLogistic;
   if (s == "gmm") return ProblemKind::kGmm;
-  return Status(StatusCode::kInvalidArgument, fmt::format("unknown problem '{}' (expected garnet, file, lsq, logistic or gmm)", s));
+  return Status(StatusCode::kInvalidArgument,
+                fmt::format("unknown problem '{}' (expected garnet, file, lsq, logistic or gmm)", s));
 }
 
 namespace {
@@ -345,7 +346,6 @@ Status Validate(const ExperimentConfig& c) {
       return bad("problem.branching must be in [1, states]");
     if (!(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0)) return bad("problem.gamma must be in [0, 1)");
   }
-  FEDRT_TRY(ValidateCompressionEm(c));
   if (c.problem == ProblemKind::kLsq || c.problem == ProblemKind::kLogistic) {
     const OptSettings& o = c.opt;
     if (o.data.empty()) {
@@ -364,6 +364,7 @@ Status Validate(const ExperimentConfig& c) {
     if (o.burn_in && (*o.burn_in < 0 || *o.burn_in >= c.rounds))
       return bad(fmt::format("algorithm.burn_in must be in [0, rounds), got {}", *o.burn_in));
   }
+  FEDRT_TRY(ValidateCompressionEm(c));
   if (c.out.empty()) return bad("--out must name a directory");
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 #include "fedrt/sim/opt_simulator.h"
 #include "fedrt/sim/worker_pool.h"
 #include "compressed_link.h"
+#include "fedrt/sim/em_simulator.h"
 
 namespace fedrt::sim {
 
@@ -216,6 +217,8 @@ Result<SimResult> RunExperiment(const ExperimentConfig& cfg, const SimOptions& o
     case ProblemKind::kGarnet:
     case ProblemKind::kFile:
       return RunLsaExperiment(cfg, opt);
+    case ProblemKind::kGmm:
+      return RunEmExperiment(cfg, opt);
     case ProblemKind::kLsq:
     case ProblemKind::kLogistic:
       return RunOptExperiment(cfg, opt);

@@ -58,6 +58,9 @@ class CompressedDifference {
     return Status::Ok();
   }
 
+  // Sets V (e.g. FedEM's V_{0,c}); both ends must set the same value.
+  void set_memory(const S* v) { std::memcpy(memory_, v, sizeof(S) * dim_); }
+
   // Largest payload of one message.
   size_t max_payload_bytes() const { return MaxPayloadBytes(spec_, dim_); }
   S alpha() const { return alpha_; }

@@ -1,0 +1,214 @@
+#pragma once
+// Federated EM (FedEM talk; ALGORITHMS.md 5) as client/server pairs: FedEM
+// (quantized Delta_c with control variates V_c, partial participation p),
+// naive FedEM (no V's) and VR-FedEM (SPIDER local statistics in cycles of
+// k_in iterations). The M-step T runs on the server only; agents receive
+// Shat_k and T(Shat_k). Pure: no I/O, no threads, memory from an Arena.
+
+#include <cstdint>
+#include <cstring>
+
+#include "fedrt/compression/codec.h"
+#include "fedrt/compression/diana.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
+#include "fedrt/core/status.h"
+#include "fedrt/problems/gmm_oracle.h"
+
+namespace fedrt::algorithms {
+
+enum class EmAlgorithm : uint8_t {
+  kFedEm = 0,       // Delta_c = S_c - Shat_k - V_c, V_c <- V_c + alpha Q(Delta_c)
+  kFedEmNaive = 1,  // Delta_c = S_c - Shat_k (no control variates)
+  kVrFedEm = 2,     // FedEM with SPIDER estimates S_c
+};
+
+inline const char* EmAlgorithmName(EmAlgorithm a) {
+  switch (a) {
+    case EmAlgorithm::kFedEm: return "fedem";
+    case EmAlgorithm::kFedEmNaive: return "fedem-naive";
+    case EmAlgorithm::kVrFedEm: return "vr-fedem";
+  }
+  return "?";
+}
+
+template <class S>
+struct EmHyper {
+  EmAlgorithm algorithm = EmAlgorithm::kFedEm;
+  S step = S(1);              // gamma
+  double participation = 1;   // p
+  uint32_t batch = 0;         // b (0 = full local pass)
+  uint32_t inner_iters = 10;  // k_in (VR-FedEM)
+  compression::QuantizerSpec quantizer;
+};
+
+// Agent c. Keeps V_c and (VR-FedEM) the SPIDER state across iterations.
+template <class S>
+class FedEmClient {
+ public:
+  FedEmClient() = default;
+
+  static Result<FedEmClient> create(Arena& arena, int dim, const EmHyper<S>& hyper) {
+    if (dim <= 0) return Status::InvalidArgument("fedem client: dimension must be positive");
+    const bool cv = hyper.algorithm != EmAlgorithm::kFedEmNaive;
+    auto link = compression::CompressedDifference<S>::create(arena, dim, hyper.quantizer, cv);
+    if (!link.ok()) return link.status();
+    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 3);
+    if (!buf.ok()) return buf.status();
+    FedEmClient c;
+    c.dim_ = dim;
+    c.hyper_ = hyper;
+    c.link_ = *link;
+    c.stat_ = buf->data;               // S_{k,c}
+    c.prev_theta_ = buf->data + dim;   // T(Shat_{k-1}) (VR-FedEM)
+    c.scratch_ = buf->data + 2 * dim;
+    return c;
+  }
+
+  // V_{0,c} = sbar_c(T(Shat_0)) - Shat_0, rounded to float32 (it is sent once,
+  // as float32, so that the server's V_0 = mean_c V_{0,c} is exact). Naive
+  // FedEM: V = 0. Writes the float32-rounded V_{0,c} to `v0` (dim values).
+  void init(const problems::GmmOracle<S>& oracle, const S* shat0, const S* theta0, S* v0) {
+    oracle.mean_stat(theta0, stat_);
+    std::memcpy(prev_theta_, theta0, sizeof(S) * dim_);
+    for (int i = 0; i < dim_; ++i) {
+      v0[i] = hyper_.algorithm == EmAlgorithm::kFedEmNaive ? S(0)
+                                                           : static_cast<S>(static_cast<float>(stat_[i] - shat0[i]));
+    }
+    link_.set_memory(v0);
+  }
+
+  // S_{k+1,c}, the local approximation of sbar_c(T(Shat_k)). Returns the
+  // number of per-point statistic evaluations it cost.
+  //   full pass (b = 0): sbar_c(theta_k)                                   m
+  //   mini-batch:        b^{-1} sum_B s_i(theta_k)                         b
+  //   VR-FedEM, k % k_in == 0: sbar_c(theta_k)                             m
+  //   VR-FedEM otherwise: S_{k,c} + b^{-1} sum_B (s_i(theta_k) - s_i(theta_{k-1}))   2b
+  uint64_t compute_statistic(const problems::GmmOracle<S>& oracle, const S* theta, uint32_t k, CounterRng& rng) {
+    const uint32_t m = oracle.points();
+    const uint32_t b = hyper_.batch == 0 || hyper_.batch > m ? m : hyper_.batch;
+    uint64_t evals = 0;
+    if (hyper_.algorithm == EmAlgorithm::kVrFedEm) {
+      if (k % hyper_.inner_iters == 0 || b == m) {
+        oracle.mean_stat(theta, stat_);
+        evals = m;
+      } else {
+        const S w = S(1) / static_cast<S>(b);
+        for (uint32_t j = 0; j < b; ++j) {
+          const uint32_t i = rng.below(m);
+          oracle.add_stat(theta, i, w, stat_);
+          oracle.add_stat(prev_theta_, i, -w, stat_);
+        }
+        evals = 2ull * b;
+      }
+      std::memcpy(prev_theta_, theta, sizeof(S) * dim_);
+      return evals;
+    }
+    if (b == m) {
+      oracle.mean_stat(theta, stat_);
+      return m;
+    }
+    for (int i = 0; i < dim_; ++i) stat_[i] = 0;
+    const S w = S(1) / static_cast<S>(b);
+    for (uint32_t j = 0; j < b; ++j) oracle.add_stat(theta, rng.below(m), w, stat_);
+    return b;
+  }
+
+  // Active agent: writes bytes(Q(Delta_c)), Delta_c = S_c - Shat_k - V_c, and
+  // sets V_c <- V_c + alpha Q(Delta_c). Returns the payload size in bytes.
+  Result<size_t> send(const S* shat, CounterRng& rng, uint8_t* out, size_t cap) {
+    for (int i = 0; i < dim_; ++i) scratch_[i] = stat_[i] - shat[i];
+    return link_.encode(scratch_, rng, out, cap, scratch_);
+  }
+
+  size_t max_payload_bytes() const { return link_.max_payload_bytes(); }
+  const S* control_variate() const { return link_.memory(); }
+  const S* statistic() const { return stat_; }
+
+ private:
+  int dim_ = 0;
+  EmHyper<S> hyper_{};
+  compression::CompressedDifference<S> link_;
+  S* stat_ = nullptr;
+  S* prev_theta_ = nullptr;
+  S* scratch_ = nullptr;
+};
+
+// Server: Shat_{k+1} = Shat_k + gamma/(n p) sum_{c in A} Q(Delta_c) + gamma V_k,
+// V_{k+1} = V_k + alpha/n sum_{c in A} Q(Delta_c), theta_{k+1} = T(Shat_{k+1}).
+template <class S>
+class FedEmServer {
+ public:
+  FedEmServer() = default;
+
+  static Result<FedEmServer> create(Arena& arena, int dim, int components, int data_dim, uint32_t agents,
+                                    const EmHyper<S>& hyper, const S* shat0) {
+    if (dim != components * (1 + data_dim)) return Status::InvalidArgument("fedem server: dim must be G (1 + p)");
+    if (agents == 0) return Status::InvalidArgument("fedem server: no agents");
+    if (!(hyper.participation > 0 && hyper.participation <= 1))
+      return Status::InvalidArgument("fedem server: participation must be in (0, 1]");
+    FEDRT_TRY(compression::ValidateSpec(hyper.quantizer));
+    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 5);
+    if (!buf.ok()) return buf.status();
+    FedEmServer s;
+    s.dim_ = dim;
+    s.G_ = components;
+    s.p_ = data_dim;
+    s.n_ = agents;
+    s.hyper_ = hyper;
+    s.alpha_ = hyper.algorithm == EmAlgorithm::kFedEmNaive
+                   ? S(0)
+                   : static_cast<S>(compression::ControlVariateStep(hyper.quantizer, dim));
+    s.shat_ = buf->data;
+    s.v_ = buf->data + dim;
+    s.sum_ = buf->data + 2 * dim;
+    s.theta_ = buf->data + 3 * dim;
+    s.msg_ = buf->data + 4 * dim;
+    std::memcpy(s.shat_, shat0, sizeof(S) * dim);
+    problems::GmmMStep(s.shat_, components, data_dim, s.theta_);
+    return s;
+  }
+
+  // V_0 += V_{0,c} / n for each agent's initial control variate.
+  void add_initial_control_variate(const S* v0c) {
+    for (int i = 0; i < dim_; ++i) v_[i] += v0c[i] / static_cast<S>(n_);
+  }
+
+  void start_round() {
+    for (int i = 0; i < dim_; ++i) sum_[i] = 0;
+  }
+  // Decodes one active agent's payload (untrusted) and adds Q(Delta_c).
+  Status receive(const uint8_t* bytes, size_t n) {
+    FEDRT_TRY(compression::Decode<S>(hyper_.quantizer, bytes, n, dim_, msg_));
+    for (int i = 0; i < dim_; ++i) sum_[i] += msg_[i];
+    return Status::Ok();
+  }
+  void finish_round() {
+    const S g = hyper_.step;
+    const S scale = g / (static_cast<S>(n_) * static_cast<S>(hyper_.participation));
+    const S a = alpha_ / static_cast<S>(n_);
+    for (int i = 0; i < dim_; ++i) {
+      shat_[i] += scale * sum_[i] + g * v_[i];
+      v_[i] += a * sum_[i];
+    }
+    problems::GmmMStep(shat_, G_, p_, theta_);
+  }
+
+  const S* statistic() const { return shat_; }  // Shat_k
+  const S* params() const { return theta_; }    // T(Shat_k), broadcast with Shat_k
+  const S* control_variate() const { return v_; }
+  int dim() const { return dim_; }
+
+ private:
+  int dim_ = 0, G_ = 0, p_ = 0;
+  uint32_t n_ = 0;
+  EmHyper<S> hyper_{};
+  S alpha_ = 0;
+  S* shat_ = nullptr;
+  S* v_ = nullptr;
+  S* sum_ = nullptr;
+  S* theta_ = nullptr;
+  S* msg_ = nullptr;
+};
+
+}  // namespace fedrt::algorithms
