@@ -14,7 +14,7 @@ add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedr
 set(FEDRT_NET_FAST "SecurityTest.*:NetTest.UpdateFromUnsampledDeviceIsRejected")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
-# Fleets of processes over several seconds (equivalence, faults, bad input): also
+# Fleets of processes over several seconds (equivalence, faults, bad input):
 # labelled statistical so the sanitizer pass skips them (team rule: > 2 s).
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}"
-  PROPERTIES LABELS "integration;statistical" TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+  PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)

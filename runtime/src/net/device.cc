@@ -65,8 +65,9 @@ Status SaveState(const std::string& path, const PersistentState& s) {
     o << "alg " << a << " run " << st.run << " d " << st.xi.size() << " pending " << (st.pending ? 1 : 0) << " "
       << st.pending_round << "\nxi";
     for (double v : st.xi) o << ' ' << HexDouble(v);
-    o << "\ntheta";
-    for (double v : st.pending_theta) o << ' ' << HexDouble(v);
+    o << "\ntheta";  // only a pending update has one
+    if (st.pending)
+      for (double v : st.pending_theta) o << ' ' << HexDouble(v);
     o << "\n";
   }
   const std::string tmp = path + ".tmp";
