@@ -16,22 +16,7 @@
 #error "device code must build with -fno-exceptions -fno-rtti"
 #endif
 
-extern "C" void* __libc_malloc(size_t);
-extern "C" void* __libc_calloc(size_t, size_t);
-extern "C" void* __libc_realloc(void*, size_t);
-static volatile long g_allocations = 0;
-extern "C" void* malloc(size_t n) {
-  ++g_allocations;
-  return __libc_malloc(n);
-}
-extern "C" void* calloc(size_t a, size_t b) {
-  ++g_allocations;
-  return __libc_calloc(a, b);
-}
-extern "C" void* realloc(void* p, size_t n) {
-  ++g_allocations;
-  return __libc_realloc(p, n);
-}
+#include "alloc_counter.h"
 
 using namespace fedrt;
 using algorithms::FedOptAlgorithm;

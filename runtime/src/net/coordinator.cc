@@ -25,6 +25,7 @@
 #include "fedrt/net/state_store.h"
 #include "fedrt/net/tls.h"
 #include "fedrt/net/wire.h"
+#include "fedrt/net/log_time.h"
 #include "fedrt/sim/outputs.h"
 #include "fedrt/sim/simulator.h"
 
@@ -41,21 +42,10 @@ namespace {
 constexpr uint64_t kBitsPerScalar = 64;  // raw float64 payloads
 constexpr int kHandshakeTimeoutMs = 10000;
 
-std::string Now() {
-  const auto t = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
-}
-
 // One line per event on stderr: "TIME coordinator EVENT key=value ...".
 template <class... Args>
 void Log(fmt::format_string<Args...> f, Args&&... args) {
-  std::string line = Now() + " coordinator " + fmt::format(f, std::forward<Args>(args)...) + "\n";
+  std::string line = UtcTimestamp() + " coordinator " + fmt::format(f, std::forward<Args>(args)...) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

@@ -17,6 +17,7 @@
 #include "fedrt/core/rng.h"
 #include "fedrt/net/network_config.h"
 #include "fedrt/net/wire.h"
+#include "fedrt/net/log_time.h"
 #include "fedrt/problems/expected_oracle.h"
 #include "fedrt/problems/td_oracle.h"
 #include "fedrt/sim/simulator.h"
@@ -29,17 +30,6 @@ using algorithms::LsaHyper;
 using algorithms::RoundPlan;
 
 namespace {
-
-std::string Now() {
-  const auto t = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
-}
 
 // Per-algorithm client state: xi_c and the update not yet committed.
 struct AlgState {
@@ -133,7 +123,7 @@ class Device {
   void log(fmt::format_string<Args...> f, Args&&... args) {
     if (opt_.quiet) return;
     std::string line =
-        Now() + " device " + opt_.id + " " + fmt::format(f, std::forward<Args>(args)...) + "\n";
+        UtcTimestamp() + " device " + opt_.id + " " + fmt::format(f, std::forward<Args>(args)...) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
   }
