@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
     auto a = ParseAlgorithms(algorithm);
     if (!a.ok()) return Fail(std::string("--algorithm: ") + a.status().message());
     cfg.algorithms = *a;
+    cfg.algorithms_set = true;
   }
   if (given("--step")) cfg.step = step;
   if (given("--local-steps")) cfg.local_steps = local_steps;
@@ -189,8 +190,6 @@ int main(int argc, char** argv) {
   if (given("--inner-iters")) cfg.gmm.inner_iters = em_inner;
   if (given("--em-step")) cfg.gmm.em_step = em_step;
   if (given("--points")) cfg.gmm.points = em_points;
-  if (cfg.problem == ProblemKind::kGmm && cfg.algorithms == ExperimentConfig().algorithms)
-    cfg.algorithms = {"fedem", "fedem-naive"};  // the LSA default: use the family's
   if (given("--prox-mu")) cfg.opt.prox_mu = opt_prox_mu;
   if (given("--rr")) cfg.opt.rr = opt_rr;
   if (given("--covariate-shift")) cfg.opt.covariate_shift = opt_cov;
@@ -199,9 +198,7 @@ int main(int argc, char** argv) {
   if (given("--samples")) cfg.opt.samples = opt_samples;
   if (given("--noise")) cfg.opt.noise = opt_noise;
   if (given("--l2")) cfg.opt.l2 = opt_l2;
-  if ((cfg.problem == ProblemKind::kLsq || cfg.problem == ProblemKind::kLogistic) &&
-      cfg.algorithms == ExperimentConfig().algorithms)  // the LSA default: use the family's
-    cfg.algorithms = {"fedavg", "scaffold"};
+  ApplyFamilyDefaults(cfg);  // e.g. fedavg,scaffold for lsq when no algorithm is named
 
   Status valid = Validate(cfg);
   if (!valid.ok()) return Fail(valid.message());

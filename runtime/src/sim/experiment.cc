@@ -54,6 +54,24 @@ std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
   return {};
 }
 
+std::vector<std::string> DefaultAlgorithms(ProblemKind kind) {
+  switch (kind) {
+    case ProblemKind::kGarnet:
+    case ProblemKind::kFile:
+      return {"fedlsa", "scafflsa"};
+    case ProblemKind::kLsq:
+    case ProblemKind::kLogistic:
+      return {"fedavg", "scaffold"};
+    case ProblemKind::kGmm:
+      return {"fedem", "fedem-naive"};
+  }
+  return {};
+}
+
+void ApplyFamilyDefaults(ExperimentConfig& config) {
+  if (!config.algorithms_set) config.algorithms = DefaultAlgorithms(config.problem);
+}
+
 Result<LsaAlgorithm> LsaAlgorithmFromName(const std::string& name) {
   for (LsaAlgorithm a : {LsaAlgorithm::kFedLsa, LsaAlgorithm::kScaffLsa, LsaAlgorithm::kScaffLsaProb})
     if (name == algorithms::LsaAlgorithmName(a)) return a;
@@ -244,6 +262,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     std::optional<std::string> names;
     FEDRT_TRY(r.read_list("names", names));
     if (names) {
+      cfg.algorithms_set = true;
       auto a = ParseAlgorithms(*names);
       if (!a.ok()) return Status(StatusCode::kInvalidArgument, fmt::format("{}: algorithm.names: {}", path, a.status().message()));
       cfg.algorithms = *a;

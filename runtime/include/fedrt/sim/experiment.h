@@ -51,6 +51,7 @@ struct ExperimentConfig {
   // Algorithm names as on the command line; each problem family knows its own
   // (KnownAlgorithms) and its simulator maps them to its cores.
   std::vector<std::string> algorithms = {"fedlsa", "scafflsa"};
+  bool algorithms_set = false;  // given in the file or on the command line (else the family's default)
   double step = 0.01;         // eta
   long local_steps = 1000;    // H
   std::optional<double> comm_prob;  // p for scafflsa-prob (default 1/H)
@@ -74,6 +75,10 @@ Result<std::vector<std::string>> ParseAlgorithms(const std::string& list);
 std::string AlgorithmList(const std::vector<std::string>& algs);
 // The algorithms a problem family runs, e.g. {"fedlsa", "scafflsa", "scafflsa-prob"}.
 std::vector<std::string> KnownAlgorithms(ProblemKind kind);
+// The algorithms a family runs when none are named (the comparison it exists for).
+std::vector<std::string> DefaultAlgorithms(ProblemKind kind);
+// Replaces the algorithm list by the family's default unless it was given.
+void ApplyFamilyDefaults(ExperimentConfig& config);
 // Maps a name of the LSA family to its core ("fedlsa" -> kFedLsa).
 Result<algorithms::LsaAlgorithm> LsaAlgorithmFromName(const std::string& name);
 Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s);
