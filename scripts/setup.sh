@@ -31,6 +31,20 @@ PACKAGES=(
   # fuzz target of the wire decoder (libFuzzer; the main build uses g++)
   clang-14
   libclang-rt-14-dev
+  # edge targets (issue 6): cross compilers for ARM Linux boards and Cortex-M,
+  # the emulators that run their binaries, the nanopb generator, and dpkg-dev
+  # for `apt-get source` (nanopb runtime, mbedTLS sources for the firmware).
+  # Only the C++ headers of arm-none-eabi's libstdc++ (the firmware links no
+  # libstdc++; libstdc++-arm-none-eabi-newlib would add 1.5 GB).
+  g++-aarch64-linux-gnu
+  g++-arm-linux-gnueabihf
+  gcc-arm-none-eabi
+  libnewlib-arm-none-eabi
+  libstdc++-arm-none-eabi-dev
+  qemu-user
+  qemu-system-arm
+  nanopb
+  dpkg-dev
   # plotting of experiment results (scripts/plot_error.py)
   python3
   python3-matplotlib
