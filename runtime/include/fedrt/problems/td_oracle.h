@@ -128,8 +128,24 @@ class TdOracle {
     return o;
   }
 
+  // An oracle over tables built elsewhere (e.g. by create() on a host and
+  // provisioned to a microcontroller, runtime/include/fedrt/fw/problem_image.h):
+  // phi (n_states x dim) and the alias table stay owned by the caller.
+  static TdOracle FromTables(int dim, S gamma, const S* phi, const TdTransition<S>* atoms, uint32_t n_atoms) {
+    TdOracle o;
+    o.dim_ = dim;
+    o.gamma_ = gamma;
+    o.phi_ = phi;
+    o.atoms_ = atoms;
+    o.n_atoms_ = n_atoms;
+    return o;
+  }
+
   int dim() const { return dim_; }
   uint32_t atoms() const { return n_atoms_; }
+  S gamma() const { return gamma_; }
+  const S* features() const { return phi_; }                    // phi, n_states x dim, row-major
+  const TdTransition<S>* alias_table() const { return atoms_; }  // atoms() entries
 
   // Draws Z = (s, s') (one 64-bit draw).
   inline const TdTransition<S>& sample(CounterRng& rng) const {
