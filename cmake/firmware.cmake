@@ -1,0 +1,69 @@
+# Cortex-M firmware on QEMU mps2 (toolchains/cortex-m4f.cmake, cortex-m3.cmake).
+# Included from CMakeLists.txt only when CMAKE_SYSTEM_NAME is Generic; the host
+# simulator and host tests are not built in these presets (FEDRT_BUILD_HOST=OFF).
+#
+#   fedrt_add_firmware(<name> SOURCES <src>... [STACK_SIZE <bytes>]
+#                      [LIBRARIES <target>...] [NO_STANDALONE_RUN])
+# builds <name>.elf with the mps2 startup code, vector table, UART/timer/
+# semihosting layer and provisioning block (platform/mps2) compiled into its
+# own sources, linked with platform/mps2/<machine>.ld, plus <name>.map.
+# Every firmware is registered for the symbol-table (no heap) and footprint
+# budget checks; NO_STANDALONE_RUN marks firmware that cannot run without a
+# peer (e.g. fedrt-fw needs a coordinator), so footprint.py does not run it.
+
+set(FEDRT_MPS2_DIR ${CMAKE_CURRENT_LIST_DIR}/../platform/mps2)
+get_filename_component(FEDRT_MPS2_DIR ${FEDRT_MPS2_DIR} ABSOLUTE)
+if(NOT FEDRT_MPS2_MACHINE)
+  message(FATAL_ERROR "firmware build: use a cortex-m toolchain file (toolchains/cortex-m4f.cmake or cortex-m3.cmake)")
+endif()
+if(NOT FEDRT_CPU_FLAGS MATCHES "-mcpu=cortex-m4")
+  set(FEDRT_FW_CPU cortex-m3)
+else()
+  set(FEDRT_FW_CPU cortex-m4)
+endif()
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+
+function(fedrt_add_firmware name)
+  cmake_parse_arguments(FW "NO_STANDALONE_RUN" "STACK_SIZE" "SOURCES;LIBRARIES" ${ARGN})
+  if(NOT FW_SOURCES)
+    message(FATAL_ERROR "fedrt_add_firmware(${name}): SOURCES is required")
+  endif()
+  if(NOT FW_STACK_SIZE)
+    set(FW_STACK_SIZE 4096)
+  endif()
+  add_executable(${name}
+    ${FW_SOURCES}
+    ${FEDRT_MPS2_DIR}/startup.c
+    ${FEDRT_MPS2_DIR}/mps2.c
+    ${FEDRT_MPS2_DIR}/provision.c)
+  target_include_directories(${name} PRIVATE ${FEDRT_MPS2_DIR})
+  target_link_libraries(${name} PRIVATE fedrt_firmware_config ${FW_LIBRARIES})
+  target_link_options(${name} PRIVATE
+    -L${FEDRT_MPS2_DIR} -T${FEDRT_MPS2_MACHINE}.ld
+    -Wl,--defsym=__stack_size=${FW_STACK_SIZE}
+    -Wl,-Map=$<TARGET_FILE_DIR:${name}>/${name}.map -Wl,--print-memory-usage)
+  set_target_properties(${name} PROPERTIES LINK_DEPENDS
+    "${FEDRT_MPS2_DIR}/${FEDRT_MPS2_MACHINE}.ld;${FEDRT_MPS2_DIR}/mps2-common.ld")
+  # Every firmware ELF / those that run to exit without a peer (global
+  # properties read by the checks that tests/firmware defers to the end).
+  set_property(GLOBAL APPEND PROPERTY FEDRT_FIRMWARE_TARGETS ${name})
+  if(NOT FW_NO_STANDALONE_RUN)
+    set_property(GLOBAL APPEND PROPERTY FEDRT_FIRMWARE_RUNNABLE ${name})
+  endif()
+endfunction()
+
+# What every firmware translation unit sees: device headers in float, Eigen
+# without I/O or heap, no assert text in release builds.
+add_library(fedrt_firmware_config INTERFACE)
+target_link_libraries(fedrt_firmware_config INTERFACE fedrt_device_headers)
+target_compile_definitions(fedrt_firmware_config INTERFACE
+  FEDRT_FIRMWARE=1 FEDRT_SCALAR_FLOAT=1 EIGEN_NO_IO EIGEN_NO_MALLOC EIGEN_DONT_VECTORIZE)
+
+# The firmware application (helper C2) and other firmware modules.
+include(${CMAKE_CURRENT_LIST_DIR}/firmware_app.cmake OPTIONAL)
+
+if(FEDRT_BUILD_TESTS)
+  enable_testing()
+  include(${CMAKE_CURRENT_LIST_DIR}/../tests/firmware/firmware_tests.cmake)
+endif()

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Run one fedrt firmware ELF under qemu-system-arm (mps2-an385 / mps2-an386)
+# and return its exit code (semihosting SYS_EXIT_EXTENDED). Used as
+# CMAKE_CROSSCOMPILING_EMULATOR by the cortex-m toolchains, so ctest appends
+# the ELF (and any test arguments) after the options below.
+#
+#   qemu-run.sh --machine mps2-an386 [--timeout SEC] [--icount] [--provision BLOB]
+#               [--serial1 CHARDEV] [--] FIRMWARE.elf [ARG...]
+#
+#   --timeout SEC      kill QEMU after SEC seconds (default 60; exit code 124)
+#   --icount           -icount shift=0: 1 ns of virtual time per instruction
+#                      (deterministic instruction counts for benchmarks)
+#   --provision BLOB   load a provisioning blob (make_provision.py) at 0x00017000
+#   --serial1 CHARDEV  UART1 (the coordinator link), e.g. tcp:127.0.0.1:7000
+# ARGs are passed to the firmware as its semihosting command line.
+set -euo pipefail
+
+machine="" timeout_s=60 icount=0 provision="" serial1=""
+while (($#)); do
+  case "$1" in
+    --machine) machine="${2:?--machine needs a value}"; shift 2 ;;
+    --timeout) timeout_s="${2:?--timeout needs seconds}"; shift 2 ;;
+    --icount) icount=1; shift ;;
+    --provision) provision="${2:?--provision needs a file}"; shift 2 ;;
+    --serial1) serial1="${2:?--serial1 needs a chardev}"; shift 2 ;;
+    --) shift; break ;;
+    -*) echo "qemu-run.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+elf="${1:-}"
+[[ -n "$machine" ]] || { echo "qemu-run.sh: --machine is required (mps2-an385 or mps2-an386)" >&2; exit 2; }
+[[ -n "$elf" ]] || { echo "qemu-run.sh: no firmware ELF given" >&2; exit 2; }
+[[ -f "$elf" ]] || { echo "qemu-run.sh: firmware '$elf' does not exist" >&2; exit 2; }
+shift
+
+semi="enable=on,target=native"
+for a in "$(basename "$elf")" "$@"; do semi+=",arg=$a"; done
+
+cmd=(qemu-system-arm -M "$machine" -nographic -monitor none -semihosting-config "$semi")
+((icount)) && cmd+=(-icount shift=0)
+if [[ -n "$serial1" ]]; then
+  cmd+=(-serial stdio -serial "$serial1")
+fi
+if [[ -n "$provision" ]]; then
+  [[ -f "$provision" ]] || { echo "qemu-run.sh: provisioning blob '$provision' does not exist" >&2; exit 2; }
+  cmd+=(-device "loader,file=$provision,addr=0x00017000,force-raw=on")
+fi
+cmd+=(-kernel "$elf")
+
+rc=0
+timeout --kill-after=5 "$timeout_s" "${cmd[@]}" </dev/null || rc=$?
+if ((rc == 124)); then
+  echo "qemu-run.sh: $(basename "$elf") did not exit within ${timeout_s} s (killed)" >&2
+fi
+exit "$rc"
