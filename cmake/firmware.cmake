@@ -3,15 +3,18 @@
 # simulator and host tests are not built in these presets (FEDRT_BUILD_HOST=OFF).
 #
 #   fedrt_add_firmware(<name> SOURCES <src>... [STACK_SIZE <bytes>]
-#                      [LIBRARIES <target>...] [NO_STANDALONE_RUN])
+#                      [LIBRARIES <target>...] [NO_STANDALONE_RUN]
+#                      [EXCLUDE_FROM_CHECKS])
 # builds <name>.elf with the mps2 startup code, vector table, UART/timer/
 # semihosting layer and provisioning block (platform/mps2) compiled into its
 # own sources, linked with platform/mps2/<machine>.ld, plus <name>.map.
 # Every firmware is registered for the symbol-table (no heap) and footprint
 # budget checks; NO_STANDALONE_RUN marks firmware that cannot run without a
-# peer (e.g. fedrt-fw needs a coordinator), so footprint.py does not run it.
+# peer (e.g. fedrt-fw needs a coordinator), so footprint.py does not run it;
+# EXCLUDE_FROM_CHECKS is for the deliberately bad firmware of self-checks.
 
 set(FEDRT_MPS2_DIR ${CMAKE_CURRENT_LIST_DIR}/../platform/mps2)
+set(FEDRT_FOOTPRINT ${CMAKE_CURRENT_LIST_DIR}/../scripts/footprint.py)
 get_filename_component(FEDRT_MPS2_DIR ${FEDRT_MPS2_DIR} ABSOLUTE)
 if(NOT FEDRT_MPS2_MACHINE)
   message(FATAL_ERROR "firmware build: use a cortex-m toolchain file (toolchains/cortex-m4f.cmake or cortex-m3.cmake)")
@@ -25,7 +28,7 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 
 function(fedrt_add_firmware name)
-  cmake_parse_arguments(FW "NO_STANDALONE_RUN" "STACK_SIZE" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(FW "NO_STANDALONE_RUN;EXCLUDE_FROM_CHECKS" "STACK_SIZE" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT FW_SOURCES)
     message(FATAL_ERROR "fedrt_add_firmware(${name}): SOURCES is required")
   endif()
@@ -38,7 +41,7 @@ function(fedrt_add_firmware name)
     ${FEDRT_MPS2_DIR}/mps2.c
     ${FEDRT_MPS2_DIR}/provision.c)
   target_include_directories(${name} PRIVATE ${FEDRT_MPS2_DIR})
-  target_link_libraries(${name} PRIVATE fedrt_firmware_config ${FW_LIBRARIES})
+  target_link_libraries(${name} PRIVATE fedrt_firmware_config ${FW_LIBRARIES} m)
   target_link_options(${name} PRIVATE
     -L${FEDRT_MPS2_DIR} -T${FEDRT_MPS2_MACHINE}.ld
     -Wl,--defsym=__stack_size=${FW_STACK_SIZE}
@@ -47,18 +50,25 @@ function(fedrt_add_firmware name)
     "${FEDRT_MPS2_DIR}/${FEDRT_MPS2_MACHINE}.ld;${FEDRT_MPS2_DIR}/mps2-common.ld")
   # Every firmware ELF / those that run to exit without a peer (global
   # properties read by the checks that tests/firmware defers to the end).
+  if(FW_EXCLUDE_FROM_CHECKS)
+    return()
+  endif()
   set_property(GLOBAL APPEND PROPERTY FEDRT_FIRMWARE_TARGETS ${name})
-  if(NOT FW_NO_STANDALONE_RUN)
-    set_property(GLOBAL APPEND PROPERTY FEDRT_FIRMWARE_RUNNABLE ${name})
+  if(FW_NO_STANDALONE_RUN)
+    set_property(GLOBAL APPEND PROPERTY FEDRT_FIRMWARE_NO_RUN ${name})
   endif()
 endfunction()
 
 # What every firmware translation unit sees: device headers in float, Eigen
-# without I/O or heap, no assert text in release builds.
+# without I/O or heap. Firmware is built for size (-Os), where GCC would keep
+# Eigen's per-coefficient kernels as out-of-line calls (8 calls per d = 8
+# vector operation, ~400 instructions per TD step); forcing Eigen's
+# EIGEN_STRONG_INLINE functions inline gives straight-line fixed-size code.
 add_library(fedrt_firmware_config INTERFACE)
 target_link_libraries(fedrt_firmware_config INTERFACE fedrt_device_headers)
 target_compile_definitions(fedrt_firmware_config INTERFACE
-  FEDRT_FIRMWARE=1 FEDRT_SCALAR_FLOAT=1 EIGEN_NO_IO EIGEN_NO_MALLOC EIGEN_DONT_VECTORIZE)
+  FEDRT_FIRMWARE=1 FEDRT_SCALAR_FLOAT=1 EIGEN_NO_IO EIGEN_NO_MALLOC EIGEN_DONT_VECTORIZE
+  "EIGEN_STRONG_INLINE=__attribute__((always_inline)) inline")
 
 # The firmware application (helper C2) and other firmware modules.
 include(${CMAKE_CURRENT_LIST_DIR}/firmware_app.cmake OPTIONAL)

@@ -22,3 +22,52 @@ set_tests_properties(fw_platform_with_blob PROPERTIES FIXTURES_REQUIRED fw_blob)
 
 set_tests_properties(fw_platform_no_blob fw_provision_blob_make fw_platform_with_blob
   PROPERTIES LABELS device TIMEOUT 120)
+
+# Device cores in float on the target, against host-computed values.
+foreach(t lsa rng codec)
+  fedrt_add_firmware(fw_${t}_test SOURCES ${FEDRT_FW_TEST_DIR}/${t}_test.cc)
+  target_include_directories(fw_${t}_test PRIVATE ${FEDRT_FW_TEST_DIR})
+  add_test(NAME fw_${t}_test COMMAND fw_${t}_test)
+  set_tests_properties(fw_${t}_test PROPERTIES LABELS device TIMEOUT 120)
+endforeach()
+
+# Cost of one local TD(0) step (d = 8) in instructions, under -icount shift=0;
+# the firmware fails when it exceeds the budget of this CPU in budget.json.
+fedrt_add_firmware(fedrt-td-step-bench SOURCES ${FEDRT_FW_TEST_DIR}/td_step_bench.cc)
+file(READ ${FEDRT_MPS2_DIR}/budget.json _budget)
+string(JSON _step_budget ERROR_VARIABLE _no_budget GET "${_budget}" td_step_instructions ${FEDRT_FW_CPU})
+if(NOT _no_budget)
+  target_compile_definitions(fedrt-td-step-bench PRIVATE FEDRT_TD_STEP_BUDGET=${_step_budget}u)
+endif()
+set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${FEDRT_MPS2_DIR}/budget.json)
+add_test(NAME fw_td_step_cost COMMAND ${FEDRT_FW_RUN} --icount --timeout 300 $<TARGET_FILE:fedrt-td-step-bench>)
+set_tests_properties(fw_td_step_cost PROPERTIES LABELS device TIMEOUT 320)
+
+# Heap-symbol self-check: a firmware that calls malloc must be caught.
+fedrt_add_firmware(fw_heap_canary SOURCES ${FEDRT_FW_TEST_DIR}/heap_canary.c EXCLUDE_FROM_CHECKS)
+add_test(NAME fw_no_heap_check_detects_malloc
+  COMMAND ${Python3_EXECUTABLE} ${FEDRT_FOOTPRINT} --no-heap $<TARGET_FILE:fw_heap_canary>)
+# Passes only on the check's own finding (not on any failure, e.g. a missing ELF).
+set_tests_properties(fw_no_heap_check_detects_malloc PROPERTIES LABELS device
+  PASS_REGULAR_EXPRESSION "FAIL fw_heap_canary: heap symbols linked: [^\n]*malloc")
+
+# Checks over every firmware ELF of the build (fedrt_add_firmware registers
+# them; deferred so firmware added after this file is included is covered):
+# no heap symbols, and every section within platform/mps2/budget.json.
+function(_fedrt_firmware_checks)
+  get_property(_fws GLOBAL PROPERTY FEDRT_FIRMWARE_TARGETS)
+  get_property(_norun GLOBAL PROPERTY FEDRT_FIRMWARE_NO_RUN)
+  set(_elfs "")
+  foreach(fw IN LISTS _fws)
+    list(APPEND _elfs $<TARGET_FILE:${fw}>)
+  endforeach()
+  set(_skip "")
+  foreach(fw IN LISTS _norun)
+    list(APPEND _skip --skip-run ${fw})
+  endforeach()
+  add_test(NAME fw_no_heap_symbols COMMAND ${Python3_EXECUTABLE} ${FEDRT_FOOTPRINT} --no-heap ${_elfs})
+  add_test(NAME fw_footprint_budget
+    COMMAND ${Python3_EXECUTABLE} ${FEDRT_FOOTPRINT} --check --run ${FEDRT_MPS2_MACHINE} ${_skip} ${_elfs})
+  set_tests_properties(fw_no_heap_symbols fw_footprint_budget PROPERTIES LABELS device TIMEOUT 600)
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _fedrt_firmware_checks)
