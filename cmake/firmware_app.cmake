@@ -1,0 +1,71 @@
+# Firmware application fedrt-fw (issue 6): mbedTLS 2.28 and the nanopb 0.4.7
+# runtime built from the Debian source packages that scripts/fetch_sources.sh
+# unpacks into build/third_party, messages generated from runtime/wire
+# (fedrt.proto + fedrt.options) by the host's nanopb generator, and the
+# portable device protocol client runtime/src/fw. Host builds add the client's
+# TCP driver (fedrt-fw-host) and the provisioning tool (fedrt-fw-provision);
+# firmware builds (C1's cmake/firmware.cmake) add the fedrt-fw image.
+# Included from CMakeLists.txt (host) and cmake/firmware.cmake (Cortex-M).
+if(FEDRT_FW_APP_INCLUDED)
+  return()
+endif()
+set(FEDRT_FW_APP_INCLUDED ON)
+
+set(FEDRT_THIRD_PARTY_DIR "${CMAKE_SOURCE_DIR}/build/third_party" CACHE PATH
+    "where scripts/fetch_sources.sh unpacked the nanopb and mbedtls source packages")
+file(GLOB _fedrt_mbedtls_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/mbedtls-2.*")
+file(GLOB _fedrt_nanopb_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/nanopb-0.4.*")
+find_program(FEDRT_NANOPB_GENERATOR NAMES nanopb_generator.py nanopb_generator)
+if(NOT _fedrt_mbedtls_dirs OR NOT _fedrt_nanopb_dirs OR NOT FEDRT_NANOPB_GENERATOR)
+  message(STATUS "fedrt-fw: mbedTLS/nanopb sources (scripts/fetch_sources.sh) or nanopb_generator missing: "
+                 "firmware client not built")
+  return()
+endif()
+list(GET _fedrt_mbedtls_dirs -1 FEDRT_MBEDTLS_SRC)
+list(GET _fedrt_nanopb_dirs -1 FEDRT_NANOPB_SRC)
+message(STATUS "fedrt-fw: mbedTLS from ${FEDRT_MBEDTLS_SRC}, nanopb from ${FEDRT_NANOPB_SRC}")
+
+# mbedTLS with the firmware's configuration (runtime/fw/mbedtls_config.h).
+set(_fedrt_mbedtls_modules chacha20 chachapoly cipher cipher_wrap constant_time hkdf hmac_drbg md
+    memory_buffer_alloc platform platform_util poly1305 sha256 ssl_ciphersuites ssl_cli ssl_msg ssl_tls)
+set(_fedrt_mbedtls_sources "")
+foreach(m IN LISTS _fedrt_mbedtls_modules)
+  list(APPEND _fedrt_mbedtls_sources "${FEDRT_MBEDTLS_SRC}/library/${m}.c")
+endforeach()
+add_library(fedrt_fw_mbedtls STATIC ${_fedrt_mbedtls_sources})
+target_include_directories(fedrt_fw_mbedtls SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/include"
+                           "${CMAKE_SOURCE_DIR}/runtime/fw")
+target_compile_definitions(fedrt_fw_mbedtls PUBLIC MBEDTLS_CONFIG_FILE="mbedtls_config.h")
+target_compile_options(fedrt_fw_mbedtls PRIVATE -w)
+
+# nanopb messages from the same .proto/.options as the host's protobuf-lite code.
+set(FEDRT_NANOPB_OUT "${CMAKE_BINARY_DIR}/generated/nanopb")
+file(MAKE_DIRECTORY "${FEDRT_NANOPB_OUT}")
+add_custom_command(
+  OUTPUT "${FEDRT_NANOPB_OUT}/fedrt.npb.c" "${FEDRT_NANOPB_OUT}/fedrt.npb.h"
+  COMMAND "${FEDRT_NANOPB_GENERATOR}" -q -e .npb -D "${FEDRT_NANOPB_OUT}" -I "${CMAKE_SOURCE_DIR}/runtime/wire"
+          -f "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.options" "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto"
+  DEPENDS "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto" "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.options"
+  COMMENT "nanopb fedrt.proto (bounded by fedrt.options)")
+add_library(fedrt_fw_nanopb STATIC "${FEDRT_NANOPB_SRC}/pb_encode.c" "${FEDRT_NANOPB_SRC}/pb_decode.c"
+            "${FEDRT_NANOPB_SRC}/pb_common.c" "${FEDRT_NANOPB_OUT}/fedrt.npb.c")
+target_include_directories(fedrt_fw_nanopb SYSTEM PUBLIC "${FEDRT_NANOPB_SRC}" "${FEDRT_NANOPB_OUT}")
+target_compile_options(fedrt_fw_nanopb PRIVATE -w)
+
+# The portable protocol client: device code (no exceptions, RTTI, heap).
+add_library(fedrt_fw_client STATIC "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc")
+target_link_libraries(fedrt_fw_client PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_nanopb)
+target_compile_options(fedrt_fw_client PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+target_compile_definitions(fedrt_fw_client PUBLIC FEDRT_SCALAR_FLOAT)
+
+if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
+  # Host driver over TCP. Links only the firmware's mbedTLS (never Debian's: same symbols).
+  add_executable(fedrt-fw-host "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_host.cc")
+  target_link_libraries(fedrt-fw-host PRIVATE fedrt_fw_client CLI11::CLI11)
+  add_executable(fedrt-fw-provision "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_provision.cc")
+  target_link_libraries(fedrt-fw-provision PRIVATE fedrt_net CLI11::CLI11)
+endif()
+
+if(COMMAND fedrt_add_firmware)
+  include("${CMAKE_SOURCE_DIR}/cmake/firmware_fw_target.cmake" OPTIONAL)
+endif()

@@ -1,0 +1,206 @@
+// fedrt-fw-host: the firmware's protocol client (runtime/src/fw, mbedTLS and
+// nanopb built from source with the firmware's configuration) on a POSIX
+// host, over a TCP socket instead of a UART. Used to test fedrt-fw's exact
+// protocol code against the real coordinator without an emulator.
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "fedrt/fw/client.h"
+#include "fedrt/fw/problem_image.h"
+
+using namespace fedrt;
+
+namespace {
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "fedrt-fw-host: error: %s\n", what.c_str());
+  return 2;
+}
+
+struct TcpLink {
+  std::string host;
+  std::string port;
+  int fd = -1;
+
+  int connect_once() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return -1;
+    for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+      const int s = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (s < 0) continue;
+      if (::connect(s, a->ai_addr, a->ai_addrlen) == 0) {
+        const int one = 1;
+        ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        fd = s;
+        break;
+      }
+      ::close(s);
+    }
+    ::freeaddrinfo(res);
+    return fd >= 0 ? 0 : -1;
+  }
+};
+
+int LinkWrite(void* ctx, const uint8_t* data, size_t n) {
+  auto* l = static_cast<TcpLink*>(ctx);
+  if (l->fd < 0) return -1;
+  for (;;) {
+    const ssize_t r = ::send(l->fd, data, n, MSG_NOSIGNAL);
+    if (r >= 0) return static_cast<int>(r);
+    if (errno != EINTR) return -1;
+  }
+}
+
+int LinkRead(void* ctx, uint8_t* data, size_t n, uint32_t timeout_ms) {
+  auto* l = static_cast<TcpLink*>(ctx);
+  if (l->fd < 0) return -1;
+  pollfd p{l->fd, POLLIN, 0};
+  const int pr = ::poll(&p, 1, timeout_ms == 0xFFFFFFFFu ? -1 : static_cast<int>(timeout_ms));
+  if (pr == 0) return 0;
+  if (pr < 0) return errno == EINTR ? 0 : -1;
+  const ssize_t r = ::recv(l->fd, data, n, 0);
+  if (r > 0) return static_cast<int>(r);
+  return -1;  // closed or failed
+}
+
+// New TCP connection, retried with backoff for up to a minute.
+int LinkReconnect(void* ctx) {
+  auto* l = static_cast<TcpLink*>(ctx);
+  int backoff = 100;
+  for (int waited = 0; waited < 60000; waited += backoff, backoff = std::min(backoff * 2, 2000)) {
+    if (l->connect_once() == 0) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
+  }
+  return -1;
+}
+
+struct LogCtx {
+  std::string id;
+  bool quiet = false;
+};
+
+void Log(void* ctx, const char* line) {
+  auto* c = static_cast<LogCtx*>(ctx);
+  if (c->quiet) return;
+  char ts[32];
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const long ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::fprintf(stderr, "%s.%03ldZ fw %s %s\n", ts, ms, c->id.c_str(), line);
+  std::fflush(stderr);
+}
+
+bool ReadFile(const std::string& path, std::vector<uint8_t>& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return true;
+}
+
+bool ParseHex(const std::string& hex, std::vector<uint8_t>& out) {
+  if (hex.size() % 2 != 0) return false;
+  out.clear();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned v = 0;
+    if (std::sscanf(hex.c_str() + i, "%2x", &v) != 1) return false;
+    out.push_back(static_cast<uint8_t>(v));
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fedrt-fw-host: the firmware protocol client over TCP"};
+  std::string coordinator, id, key, problem, seed_hex;
+  bool quiet = false;
+  uint32_t handshake_ms = 5000;
+  app.add_option("--coordinator", coordinator, "HOST:PORT of the coordinator")->required();
+  app.add_option("--id", id, "device id (the PSK identity)")->required();
+  app.add_option("--key", key, "PSK file (hex, one line)")->required();
+  app.add_option("--problem", problem, "problem image written by fedrt-fw-provision")->required();
+  app.add_option("--seed-hex", seed_hex, "entropy seed of the TLS random generator (default: 32 bytes of /dev/urandom)");
+  app.add_option("--handshake-timeout-ms", handshake_ms, "per-read handshake timeout");
+  app.add_flag("--quiet", quiet, "no log lines");
+  CLI11_PARSE(app, argc, argv);
+
+  TcpLink link;
+  const auto colon = coordinator.rfind(':');
+  if (colon == std::string::npos) return Fail("--coordinator must be HOST:PORT, got '" + coordinator + "'");
+  link.host = coordinator.substr(0, colon);
+  link.port = coordinator.substr(colon + 1);
+
+  std::vector<uint8_t> psk_file, psk, seed;
+  if (!ReadFile(key, psk_file)) return Fail("cannot read PSK file '" + key + "'");
+  std::string hex(psk_file.begin(), psk_file.end());
+  while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r' || hex.back() == ' ')) hex.pop_back();
+  if (!ParseHex(hex, psk)) return Fail("PSK file '" + key + "' must hold the key as hex on one line");
+  if (seed_hex.empty()) {
+    std::ifstream r("/dev/urandom", std::ios::binary);
+    seed.resize(32);
+    if (!r.read(reinterpret_cast<char*>(seed.data()), 32)) return Fail("cannot read /dev/urandom");
+  } else if (!ParseHex(seed_hex, seed)) {
+    return Fail("--seed-hex must be hex");
+  }
+  std::vector<uint8_t> raw;
+  if (!ReadFile(problem, raw)) return Fail("cannot read problem image '" + problem + "'");
+  std::vector<uint64_t> aligned((raw.size() + 7) / 8);  // 8-byte aligned copy
+  std::memcpy(aligned.data(), raw.data(), raw.size());
+  auto view = fw::ParseProblemImage(reinterpret_cast<const uint8_t*>(aligned.data()), raw.size());
+  if (!view.ok()) return Fail(problem + ": " + view.status().message());
+
+  LogCtx log_ctx{id, quiet};
+  fw::ClientOptions opt;
+  opt.identity.device_id = id.c_str();
+  opt.identity.psk = psk.data();
+  opt.identity.psk_len = psk.size();
+  opt.identity.entropy_seed = seed.data();
+  opt.identity.entropy_seed_len = seed.size();
+  opt.problem = *view;
+  opt.link = {&link, LinkWrite, LinkRead, LinkReconnect};
+  opt.log = Log;
+  opt.log_ctx = &log_ctx;
+  opt.handshake_timeout_ms = handshake_ms;
+  if (LinkReconnect(&link) != 0) return Fail("cannot connect to " + coordinator);
+
+  static fw::FwClient client;
+  Status st = client.init(opt);
+  if (!st.ok()) return Fail(st.message());
+  st = client.run();
+  const fw::ClientStats s = client.stats();
+  std::fprintf(stderr,
+               "fedrt-fw-host: %s sessions=%u rounds=%u results=%u rejected_frames=%u rejected_records=%u "
+               "tls_heap_max_bytes=%zu tls_heap_bytes=%zu\n",
+               id.c_str(), s.sessions, s.rounds, s.results, s.rejected_frames, s.rejected_records,
+               s.tls_heap_max_bytes, s.tls_heap_bytes);
+  if (!st.ok()) return Fail(st.message());
+  return 0;
+}

@@ -1,0 +1,564 @@
+#include "fedrt/fw/client.h"
+
+#include <cstring>
+
+#include <mbedtls/hmac_drbg.h>
+#include <mbedtls/md.h>
+#include <mbedtls/memory_buffer_alloc.h>
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/sha256.h>
+#include <mbedtls/ssl.h>
+#include <pb_decode.h>
+#include <pb_encode.h>
+
+#include "fedrt.npb.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
+#include "fedrt/fw/log_line.h"
+
+#ifndef FEDRT_FW_TLS_HEAP_BYTES
+#define FEDRT_FW_TLS_HEAP_BYTES 10240
+#endif
+
+namespace fedrt::fw {
+
+using algorithms::LsaAlgorithm;
+using algorithms::LsaClient;
+using algorithms::LsaHyper;
+using algorithms::RoundPlan;
+
+namespace {
+
+constexpr uint32_t kProtocolVersion = 1;             // net::kProtocolVersion
+constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope the .options bounds allow
+constexpr uint32_t kResyncLimit = 64 * 1024;        // net::kMaxFrameBytes: longer lengths are not skipped
+constexpr uint32_t kDrainQuietMs = 500;             // link silent this long after a failed session = drained
+constexpr int kDrainMaxRounds = 20;
+
+alignas(8) unsigned char g_tls_heap[FEDRT_FW_TLS_HEAP_BYTES];
+
+struct AlgSlot {
+  bool used = false;
+  uint32_t algorithm_index = 0;
+  uint32_t run = 0;
+  LsaClient<float> client;
+  alignas(16) uint8_t mem[3 * sizeof(float) * kFwMaxDim + 2 * Arena::kAlignment];
+  bool pending = false;
+  uint32_t pending_round = 0;
+  uint32_t pending_samples = 0;
+  float pending_theta[kFwMaxDim];  // theta_{t,H}^c not yet committed
+};
+
+// Outcome of one session.
+enum class SessionEnd { kShutdown, kRetry, kFatal };
+
+bool Finite(double v) { return v - v == 0.0; }
+
+}  // namespace
+
+struct FwClient::Impl {
+  ClientOptions opt;
+  mbedtls_ssl_context ssl;
+  mbedtls_ssl_config conf;
+  mbedtls_hmac_drbg_context drbg;
+  uint32_t entropy_counter = 0;
+  int index = -1;
+  bool welcomed = false;
+  AlgSlot algs[kFwMaxAlgorithms];
+  uint8_t frame[4 + kMaxFrame];
+  fedrt_wire_Envelope in;
+  fedrt_wire_Envelope out;
+  ClientStats stats;
+  Status fatal;
+
+  void log(const LogLine& l) {
+    if (opt.log != nullptr) opt.log(opt.log_ctx, l.c_str());
+  }
+  void log_status(const char* what, const Status& s) {
+    LogLine l;
+    l.add(what).add(": ").add(StatusCodeName(s.code())).add(": ").add(s.message());
+    log(l);
+  }
+  void log_tls(const char* what, int rc) {
+    LogLine l;
+    l.add(what).add(": mbedtls -0x").add_hex(static_cast<uint32_t>(-rc));
+    log(l);
+  }
+
+  Status setup_tls();
+  SessionEnd session();
+  Status handshake();
+  Status write_all(const uint8_t* data, size_t n);
+  Status send_envelope();
+  int read_exact(uint8_t* dst, size_t n);
+  void drain_link();
+  Status handle(bool& shutdown);
+  Status on_welcome(const fedrt_wire_Welcome& w);
+  Status on_announce(const fedrt_wire_RoundAnnouncement& a);
+  Status on_result(const fedrt_wire_RoundResult& r);
+  Status send_update(const AlgSlot& s);
+  AlgSlot* slot(uint32_t algorithm_index, bool create);
+};
+
+namespace {
+
+FwClient::Impl g_impl;
+
+// DRBG entropy: SHA-256(seed || counter) blocks. The boards have no TRNG; the
+// seed is provisioned per device (and per launch by the fleet).
+int SeedEntropy(void* p, unsigned char* out, size_t len) {
+  auto* impl = static_cast<FwClient::Impl*>(p);
+  while (len > 0) {
+    unsigned char block[32];
+    unsigned char ctr[4];
+    const uint32_t c = impl->entropy_counter++;
+    for (int i = 0; i < 4; ++i) ctr[i] = static_cast<unsigned char>(c >> (8 * i));
+    mbedtls_sha256_context sha;
+    mbedtls_sha256_init(&sha);
+    if (mbedtls_sha256_starts_ret(&sha, 0) != 0 ||
+        mbedtls_sha256_update_ret(&sha, impl->opt.identity.entropy_seed, impl->opt.identity.entropy_seed_len) != 0 ||
+        mbedtls_sha256_update_ret(&sha, ctr, sizeof ctr) != 0 || mbedtls_sha256_finish_ret(&sha, block) != 0) {
+      mbedtls_sha256_free(&sha);
+      return -1;
+    }
+    mbedtls_sha256_free(&sha);
+    const size_t k = len < sizeof block ? len : sizeof block;
+    std::memcpy(out, block, k);
+    out += k;
+    len -= k;
+  }
+  return 0;
+}
+
+int LinkSend(void* p, const unsigned char* buf, size_t len) {
+  auto* impl = static_cast<FwClient::Impl*>(p);
+  const int r = impl->opt.link.write(impl->opt.link.ctx, buf, len);
+  if (r > 0) return r;
+  if (r == 0) return MBEDTLS_ERR_SSL_WANT_WRITE;
+  return MBEDTLS_ERR_NET_SEND_FAILED;
+}
+
+int LinkRecvTimeout(void* p, unsigned char* buf, size_t len, uint32_t timeout_ms) {
+  auto* impl = static_cast<FwClient::Impl*>(p);
+  const int r = impl->opt.link.read(impl->opt.link.ctx, buf, len, timeout_ms == 0 ? 0xFFFFFFFFu : timeout_ms);
+  if (r > 0) return r;
+  if (r == 0) return MBEDTLS_ERR_SSL_TIMEOUT;
+  return MBEDTLS_ERR_NET_CONN_RESET;
+}
+
+uint32_t ReadBe32(const uint8_t* p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+}
+
+Result<LsaAlgorithm> AlgorithmFromName(const char* name) {
+  if (std::strcmp(name, "fedlsa") == 0) return LsaAlgorithm::kFedLsa;
+  if (std::strcmp(name, "scafflsa") == 0) return LsaAlgorithm::kScaffLsa;
+  if (std::strcmp(name, "scafflsa-prob") == 0) return LsaAlgorithm::kScaffLsaProb;
+  return Status::InvalidArgument("announcement names an unknown algorithm");
+}
+
+// A model vector from the wire: exactly d finite values.
+Status ValidateModel(const double* v, pb_size_t count, int dim, float* out) {
+  if (count != static_cast<pb_size_t>(dim)) return Status::InvalidArgument("model has the wrong dimension");
+  for (int i = 0; i < dim; ++i) {
+    if (!Finite(v[i])) return Status::InvalidArgument("model has a NaN or Inf entry");
+    out[i] = static_cast<float>(v[i]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FwClient::Impl::setup_tls() {
+  mbedtls_memory_buffer_alloc_init(g_tls_heap, sizeof g_tls_heap);
+  mbedtls_ssl_init(&ssl);
+  mbedtls_ssl_config_init(&conf);
+  mbedtls_hmac_drbg_init(&drbg);
+  const auto& id = opt.identity;
+  int rc = mbedtls_hmac_drbg_seed(&drbg, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), SeedEntropy, this,
+                                  reinterpret_cast<const unsigned char*>(id.device_id), std::strlen(id.device_id));
+  if (rc != 0) return Status::Internal("seeding the TLS random generator failed");
+  rc = mbedtls_ssl_config_defaults(&conf, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
+                                   MBEDTLS_SSL_PRESET_DEFAULT);
+  if (rc != 0) return Status::Internal("mbedtls_ssl_config_defaults failed");
+  static const int kSuites[] = {MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256, 0};
+  mbedtls_ssl_conf_ciphersuites(&conf, kSuites);
+  mbedtls_ssl_conf_min_version(&conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+  mbedtls_ssl_conf_max_version(&conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+  mbedtls_ssl_conf_rng(&conf, mbedtls_hmac_drbg_random, &drbg);
+  rc = mbedtls_ssl_conf_max_frag_len(&conf, MBEDTLS_SSL_MAX_FRAG_LEN_1024);
+  if (rc != 0) return Status::Internal("max_fragment_length not supported");
+  rc = mbedtls_ssl_conf_psk(&conf, id.psk, id.psk_len, reinterpret_cast<const unsigned char*>(id.device_id),
+                            std::strlen(id.device_id));
+  if (rc != 0) return Status::ResourceExhausted("storing the PSK failed (TLS heap too small?)");
+  mbedtls_ssl_conf_read_timeout(&conf, opt.handshake_timeout_ms);
+  rc = mbedtls_ssl_setup(&ssl, &conf);
+  if (rc != 0) return Status::ResourceExhausted("mbedtls_ssl_setup failed (TLS heap too small?)");
+  mbedtls_ssl_set_bio(&ssl, this, LinkSend, nullptr, LinkRecvTimeout);
+  return Status::Ok();
+}
+
+Status FwClient::Impl::write_all(const uint8_t* data, size_t n) {
+  while (n > 0) {
+    const int rc = mbedtls_ssl_write(&ssl, data, n);
+    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE || rc == MBEDTLS_ERR_SSL_WANT_READ) continue;
+    if (rc < 0) {
+      log_tls("write failed", rc);
+      return Status(StatusCode::kUnavailable, "TLS write failed");
+    }
+    data += rc;
+    n -= static_cast<size_t>(rc);
+  }
+  return Status::Ok();
+}
+
+Status FwClient::Impl::send_envelope() {
+  pb_ostream_t s = pb_ostream_from_buffer(frame + 4, kMaxFrame);
+  if (!pb_encode(&s, fedrt_wire_Envelope_fields, &out)) return Status::Internal("encoding a message failed");
+  const uint32_t n = static_cast<uint32_t>(s.bytes_written);
+  frame[0] = static_cast<uint8_t>(n >> 24);
+  frame[1] = static_cast<uint8_t>(n >> 16);
+  frame[2] = static_cast<uint8_t>(n >> 8);
+  frame[3] = static_cast<uint8_t>(n);
+  return write_all(frame, 4 + n);
+}
+
+// Reads exactly n plaintext bytes: 0, or the mbedTLS error code.
+int FwClient::Impl::read_exact(uint8_t* dst, size_t n) {
+  while (n > 0) {
+    const int rc = mbedtls_ssl_read(&ssl, dst, n);
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE) continue;
+    if (rc == 0) return MBEDTLS_ERR_SSL_CONN_EOF;
+    if (rc < 0) return rc;
+    dst += rc;
+    n -= static_cast<size_t>(rc);
+  }
+  return 0;
+}
+
+// After a failed session on a link without reconnect (a UART): drop what is
+// still in flight from the old session until the link is quiet.
+void FwClient::Impl::drain_link() {
+  uint8_t scratch[64];
+  for (int i = 0; i < kDrainMaxRounds; ++i) {
+    const int r = opt.link.read(opt.link.ctx, scratch, sizeof scratch, kDrainQuietMs);
+    if (r <= 0) return;
+  }
+}
+
+Status FwClient::Impl::handshake() {
+  mbedtls_ssl_conf_read_timeout(&conf, opt.handshake_timeout_ms);
+  int rc = mbedtls_ssl_session_reset(&ssl);
+  if (rc != 0) return Status::Internal("TLS session reset failed");
+  while ((rc = mbedtls_ssl_handshake(&ssl)) != 0) {
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE) continue;
+    log_tls("handshake failed", rc);
+    return Status(StatusCode::kUnavailable, "TLS handshake failed");
+  }
+  mbedtls_ssl_conf_read_timeout(&conf, opt.idle_timeout_ms);
+  ++stats.sessions;
+  LogLine l;
+  l.add("connected suite=").add(mbedtls_ssl_get_ciphersuite(&ssl));
+  log(l);
+  return Status::Ok();
+}
+
+AlgSlot* FwClient::Impl::slot(uint32_t algorithm_index, bool create) {
+  for (auto& s : algs)
+    if (s.used && s.algorithm_index == algorithm_index) return &s;
+  if (!create) return nullptr;
+  for (auto& s : algs) {
+    if (!s.used) {
+      s = AlgSlot{};
+      s.used = true;
+      s.algorithm_index = algorithm_index;
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
+  if (w.device_index != opt.problem.agent_index) {
+    LogLine l;
+    l.add("refused: provisioned for agent ").add_u(opt.problem.agent_index).add(" but the coordinator assigned ")
+        .add_u(w.device_index);
+    log(l);
+    return Status(StatusCode::kFailedPrecondition, "coordinator assigned another agent index than provisioned");
+  }
+  index = static_cast<int>(w.device_index);
+  welcomed = true;
+  LogLine l;
+  l.add("registered index=").add_u(w.device_index).add(" devices=").add_u(w.num_devices);
+  log(l);
+  return Status::Ok();
+}
+
+Status FwClient::Impl::send_update(const AlgSlot& s) {
+  const int d = opt.problem.dim;
+  out = fedrt_wire_Envelope_init_zero;
+  out.which_body = fedrt_wire_Envelope_update_tag;
+  auto& u = out.body.update;
+  u.algorithm_index = s.algorithm_index;
+  u.run = s.run;
+  u.round = s.pending_round;
+  u.encoding = 0;  // raw little-endian float64, d values
+  u.sample_count = s.pending_samples;
+  u.payload.size = static_cast<pb_size_t>(8 * d);
+  for (int i = 0; i < d; ++i) {
+    const double v = static_cast<double>(s.pending_theta[i]);
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int k = 0; k < 8; ++k) u.payload.bytes[8 * i + k] = static_cast<uint8_t>(bits >> (8 * k));
+  }
+  LogLine l;
+  l.add("update alg=").add_u(s.algorithm_index).add(" run=").add_u(s.run).add(" round=").add_u(s.pending_round);
+  log(l);
+  Status st = send_envelope();
+  if (st.ok()) ++stats.rounds;
+  return st;
+}
+
+Status FwClient::Impl::on_announce(const fedrt_wire_RoundAnnouncement& a) {
+  const int d = opt.problem.dim;
+  float theta[kFwMaxDim];
+  FEDRT_TRY(ValidateModel(a.global_model, a.global_model_count, d, theta));
+  auto alg = AlgorithmFromName(a.algorithm);
+  if (!alg.ok()) return alg.status();
+  if (a.local_steps == 0 || !(a.step_size > 0.0) || !Finite(a.step_size) || a.hyper_local_steps == 0 ||
+      !(a.comm_prob >= 0.0 && a.comm_prob <= 1.0))
+    return Status::InvalidArgument("announcement has bad hyper-parameters");
+  AlgSlot* s = slot(a.algorithm_index, true);
+  if (s == nullptr) return Status::ResourceExhausted("more algorithms than the firmware keeps state for");
+  if (!s->client.dim() || s->run != a.run) {
+    if (s->client.dim()) {
+      LogLine l;
+      l.add("new run alg=").add_u(a.algorithm_index).add(" run=").add_u(a.run).add(": control variate reset");
+      log(l);
+    }
+    LsaHyper<float> hyper;
+    hyper.algorithm = *alg;
+    hyper.step_size = static_cast<float>(a.step_size);
+    hyper.local_steps = a.hyper_local_steps;
+    hyper.comm_prob = a.comm_prob;
+    Arena arena(s->mem, sizeof s->mem);
+    auto cl = LsaClient<float>::create(arena, d, hyper);
+    if (!cl.ok()) return cl.status();
+    s->client = *cl;
+    for (int i = 0; i < d; ++i) s->client.mutable_control_variate()[i] = 0.0f;  // xi_c = 0
+    s->run = a.run;
+    s->pending = false;
+  }
+  if (s->pending && s->pending_round == a.round) {
+    LogLine l;
+    l.add("resubmit alg=").add_u(a.algorithm_index).add(" run=").add_u(s->run).add(" round=").add_u(a.round);
+    log(l);
+    return send_update(*s);
+  }
+  s->pending = false;
+  RoundPlan plan;
+  plan.round = a.round;
+  plan.local_steps = a.local_steps;
+  s->client.begin_round(theta, plan);
+  // Same RNG key as fedrt-sim's and fedrt-device's agent c: (seed, run, c, t, local steps).
+  CounterRng rng(a.seed, a.run, static_cast<uint64_t>(index), a.round, RngStream::kLocalSteps);
+  if (d == 8) s->client.run_local_steps<8>(opt.problem.oracle, rng);
+  else s->client.run_local_steps<Eigen::Dynamic>(opt.problem.oracle, rng);
+  std::memcpy(s->pending_theta, s->client.update(), sizeof(float) * d);
+  s->pending = true;
+  s->pending_round = a.round;
+  s->pending_samples = a.local_steps;
+  return send_update(*s);
+}
+
+Status FwClient::Impl::on_result(const fedrt_wire_RoundResult& r) {
+  AlgSlot* s = slot(r.algorithm_index, false);
+  if (s == nullptr || !s->pending || s->run != r.run || s->pending_round != r.round) return Status::Ok();
+  const int d = opt.problem.dim;
+  float theta[kFwMaxDim];
+  FEDRT_TRY(ValidateModel(r.global_model, r.global_model_count, d, theta));
+  if (r.included) {
+    RoundPlan plan;
+    plan.round = r.round;
+    s->client.begin_round(s->pending_theta, plan);  // theta_hat = theta_{t,H}^c
+    s->client.apply_global(theta);                 // xi_c += coef (theta_{t+1} - theta_{t,H}^c)
+  }
+  s->pending = false;
+  ++stats.results;
+  float norm = 0.0f;
+  for (int i = 0; i < d; ++i) norm += s->client.control_variate()[i] * s->client.control_variate()[i];
+  LogLine l;
+  l.add("committed alg=").add_u(r.algorithm_index).add(" run=").add_u(r.run).add(" round=").add_u(r.round)
+      .add(" included=").add(r.included ? "true" : "false").add(" xi_norm_sq=").add_float(norm);
+  log(l);
+  return Status::Ok();
+}
+
+Status FwClient::Impl::handle(bool& shutdown) {
+  switch (in.which_body) {
+    case fedrt_wire_Envelope_welcome_tag: return on_welcome(in.body.welcome);
+    case fedrt_wire_Envelope_announce_tag:
+      if (!welcomed) return Status::FailedPrecondition("announcement before Welcome");
+      return on_announce(in.body.announce);
+    case fedrt_wire_Envelope_result_tag: return on_result(in.body.result);
+    case fedrt_wire_Envelope_ack_tag: return Status::Ok();
+    case fedrt_wire_Envelope_shutdown_tag: {
+      LogLine l;
+      l.add("shutdown reason=").add(in.body.shutdown.reason);
+      log(l);
+      shutdown = true;
+      return Status::Ok();
+    }
+    case fedrt_wire_Envelope_error_tag: {
+      const auto r = in.body.error.reason;
+      LogLine l;
+      l.add("coordinator error reason=").add_u(static_cast<uint32_t>(r)).add(": ").add(in.body.error.message);
+      log(l);
+      if (r == fedrt_wire_ErrorReason_ERROR_IDENTITY || r == fedrt_wire_ErrorReason_ERROR_CONFIG_MISMATCH ||
+          r == fedrt_wire_ErrorReason_ERROR_PROTOCOL_VERSION)
+        return Status(StatusCode::kPermissionDenied, "refused by the coordinator");
+      return Status::Ok();
+    }
+    default: return Status::InvalidArgument("message of a kind a device does not accept");
+  }
+}
+
+SessionEnd FwClient::Impl::session() {
+  if (!handshake().ok()) return SessionEnd::kRetry;
+  out = fedrt_wire_Envelope_init_zero;
+  out.which_body = fedrt_wire_Envelope_hello_tag;
+  auto& h = out.body.hello;
+  h.protocol_version = kProtocolVersion;
+  std::strncpy(h.device_id, opt.identity.device_id, sizeof h.device_id - 1);
+  h.config_fingerprint = opt.problem.config_fingerprint;
+  for (const auto& s : algs) {
+    if (s.used && s.pending) {
+      h.has_pending = true;
+      h.pending_algorithm = s.algorithm_index;
+      h.pending_run = s.run;
+      h.pending_round = s.pending_round;
+    }
+  }
+  if (!send_envelope().ok()) return SessionEnd::kRetry;
+  for (;;) {
+    int rc = read_exact(frame, 4);
+    if (rc == 0) {
+      const uint32_t len = ReadBe32(frame);
+      if (len == 0 || len > kMaxFrame) {
+        ++stats.rejected_frames;
+        LogLine l;
+        l.add("rejected frame: ").add(StatusCodeName(len == 0 ? StatusCode::kInvalidArgument : StatusCode::kOutOfRange))
+            .add(": frame of ").add_u(len).add(" bytes, limit ").add_u(kMaxFrame);
+        if (len > kResyncLimit) {
+          l.add("; starting a new session");
+          log(l);
+          return SessionEnd::kRetry;
+        }
+        l.add("; skipped");
+        log(l);
+        for (uint32_t left = len; left > 0 && rc == 0;) {  // resync: skip the body
+          const uint32_t k = left < kMaxFrame ? left : static_cast<uint32_t>(kMaxFrame);
+          rc = read_exact(frame, k);
+          left -= k;
+        }
+        if (rc == 0) continue;
+      } else {
+        rc = read_exact(frame, len);
+        if (rc == 0) {
+          pb_istream_t is = pb_istream_from_buffer(frame, len);
+          in = fedrt_wire_Envelope_init_zero;
+          if (!pb_decode(&is, fedrt_wire_Envelope_fields, &in) || in.which_body == 0) {
+            ++stats.rejected_frames;
+            LogLine l;
+            l.add("rejected frame: DATA_LOSS: undecodable message (").add(PB_GET_ERROR(&is)).add("); skipped");
+            log(l);
+            continue;
+          }
+          bool shutdown = false;
+          Status st = handle(shutdown);
+          if (shutdown) return SessionEnd::kShutdown;
+          if (!st.ok()) {
+            if (st.code() == StatusCode::kPermissionDenied || st.code() == StatusCode::kFailedPrecondition) {
+              if (welcomed || st.code() == StatusCode::kPermissionDenied) {
+                fatal = st;
+                log_status("fatal", st);
+                return SessionEnd::kFatal;
+              }
+            }
+            if (st.code() == StatusCode::kUnavailable) return SessionEnd::kRetry;
+            ++stats.rejected_frames;
+            log_status("rejected message", st);
+          }
+          continue;
+        }
+      }
+    }
+    // rc != 0: the session is over.
+    if (rc == MBEDTLS_ERR_SSL_INVALID_MAC || rc == MBEDTLS_ERR_SSL_INVALID_RECORD ||
+        rc == MBEDTLS_ERR_SSL_BAD_INPUT_DATA) {
+      ++stats.rejected_records;
+      log_tls("rejected TLS record: DATA_LOSS", rc);
+    } else if (rc == MBEDTLS_ERR_SSL_TIMEOUT) {
+      log(LogLine().add("coordinator silent for too long: new session"));
+    } else if (rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || rc == MBEDTLS_ERR_SSL_CONN_EOF) {
+      log(LogLine().add("coordinator closed the session"));
+    } else {
+      log_tls("session failed", rc);
+    }
+    return SessionEnd::kRetry;
+  }
+}
+
+Status FwClient::init(const ClientOptions& options) {
+  if (impl_ != nullptr) return Status::FailedPrecondition("fw client: already initialised");
+  const auto& id = options.identity;
+  if (id.device_id == nullptr || std::strlen(id.device_id) == 0 || std::strlen(id.device_id) > 63)
+    return Status::InvalidArgument("fw client: device id must have 1..63 characters");
+  if (id.psk == nullptr || id.psk_len < 16 || id.psk_len > 64)
+    return Status::InvalidArgument("fw client: PSK must have 16..64 bytes");
+  if (id.entropy_seed == nullptr || id.entropy_seed_len < 32)
+    return Status::InvalidArgument("fw client: entropy seed must have at least 32 bytes");
+  if (options.link.read == nullptr || options.link.write == nullptr)
+    return Status::InvalidArgument("fw client: link has no read/write");
+  if (options.problem.dim <= 0 || options.problem.dim > kFwMaxDim)
+    return Status::InvalidArgument("fw client: problem not provisioned");
+  impl_ = &g_impl;
+  impl_->opt = options;
+  return impl_->setup_tls();
+}
+
+Status FwClient::run() {
+  if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
+  Impl& m = *impl_;
+  uint32_t failed = 0;
+  for (;;) {
+    const uint32_t sessions_before = m.stats.sessions;
+    m.welcomed = false;
+    const SessionEnd end = m.session();
+    mbedtls_ssl_close_notify(&m.ssl);  // best effort
+    if (end == SessionEnd::kShutdown) return Status::Ok();
+    if (end == SessionEnd::kFatal) return m.fatal;
+    failed = (m.stats.sessions > sessions_before && m.welcomed) ? 0 : failed + 1;
+    if (failed >= m.opt.max_failed_sessions)
+      return Status(StatusCode::kUnavailable, "no working session with the coordinator");
+    if (m.opt.link.reconnect != nullptr) {
+      if (m.opt.link.reconnect(m.opt.link.ctx) != 0) m.log(LogLine().add("reconnect failed; retrying"));
+    } else {
+      m.drain_link();
+    }
+    m.log(LogLine().add("new session"));
+  }
+}
+
+ClientStats FwClient::stats() const {
+  ClientStats s;
+  if (impl_ == nullptr) return s;
+  s = impl_->stats;
+  size_t max_used = 0, max_blocks = 0;
+  mbedtls_memory_buffer_alloc_max_get(&max_used, &max_blocks);
+  s.tls_heap_max_bytes = max_used;
+  s.tls_heap_bytes = sizeof g_tls_heap;
+  return s;
+}
+
+}  // namespace fedrt::fw
