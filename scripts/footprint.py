@@ -5,7 +5,11 @@ the TLS heap high-water mark the firmware reports at exit ("[mps2] key=N"
 lines on its console), against the committed budget (platform/mps2/budget.json).
 
   footprint.py [--budget FILE] [--check] [--run MACHINE] [--log NAME=FILE]...
-               [--no-heap] ELF...
+               [--no-heap] [--manifest build/<preset>/firmware_manifest.json] [ELF...]
+
+  --manifest FILE the firmware list CMake writes in a cortex-m build (every ELF,
+                  which ones run standalone, the QEMU machine); implies --run
+                  with that machine unless --no-run
 
   --run MACHINE   run each ELF under qemu-system-arm (platform/mps2/qemu-run.sh)
                   to read its stack (and TLS heap) high-water marks; firmware
@@ -102,7 +106,9 @@ def budget_for(budget, name):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("elfs", nargs="+", type=pathlib.Path)
+    ap.add_argument("elfs", nargs="*", type=pathlib.Path)
+    ap.add_argument("--manifest", type=pathlib.Path)
+    ap.add_argument("--no-run", action="store_true")
     ap.add_argument("--budget", type=pathlib.Path, default=ROOT / "platform" / "mps2" / "budget.json")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--no-heap", action="store_true")
@@ -116,6 +122,20 @@ def main():
     except (OSError, json.JSONDecodeError) as e:
         fail(f"cannot read budget {a.budget}: {e}")
     totals = budget.get("totals", {})
+    if a.manifest:
+        try:
+            man = json.loads(a.manifest.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            fail(f"cannot read manifest {a.manifest}: {e}")
+        for fw in man.get("firmware", []):
+            a.elfs.append(pathlib.Path(fw["elf"]))
+            if not fw.get("run", True):
+                a.skip_run.append(fw["name"])
+        if not a.run and not a.no_run:
+            a.run = man.get("machine")
+        print(f"firmware for {man.get('cpu', '?')} on QEMU {man.get('machine', '?')} ({a.manifest})")
+    if not a.elfs:
+        fail("no firmware ELF given (pass ELFs or --manifest)")
     logs = {}
     for item in a.log:
         name, sep, path = item.partition("=")
@@ -148,7 +168,12 @@ def main():
         print(f"{name:<24} {s['text']:>7} {s['data']:>6} {s['bss']:>6} {s['stack']:>6} {flash:>7} {ram:>6} "
               f"{hwm if hwm is not None else '-':>9} {tls if tls is not None else '-':>12}")
         for k, v in sorted(rep.items()):
-            if k not in ("stack_hwm", "stack_size", "tls_heap_hwm"):
+            if k == "td_step_instructions":
+                cpu_budget = budget.get("td_step_instructions", {})
+                limit = ", ".join(f"budget {c}: {n}" for c, n in cpu_budget.items())
+                extra.append(f"{name}: instructions per local TD(0) step (d = 8, float, qemu -icount shift=0) = {v}"
+                             + (f" ({limit})" if limit else ""))
+            elif k not in ("stack_hwm", "stack_size", "tls_heap_hwm"):
                 extra.append(f"{name}: {k} = {v}")
         b = budget_for(budget, name)
         for key in ("text", "data", "bss", "stack"):
