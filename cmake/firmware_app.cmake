@@ -67,5 +67,11 @@ if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
 endif()
 
 if(COMMAND fedrt_add_firmware)
-  include("${CMAKE_SOURCE_DIR}/cmake/firmware_fw_target.cmake" OPTIONAL)
+  # Cortex-M (C1's platform/mps2): Eigen kernels inlined as in every firmware unit.
+  target_link_libraries(fedrt_fw_client PUBLIC fedrt_firmware_config)
+  fedrt_add_firmware(fedrt-fw
+    SOURCES "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw.cc"
+    STACK_SIZE 4096
+    LIBRARIES fedrt_fw_client
+    NO_STANDALONE_RUN)
 endif()

@@ -17,7 +17,7 @@
 #include "fedrt/fw/log_line.h"
 
 #ifndef FEDRT_FW_TLS_HEAP_BYTES
-#define FEDRT_FW_TLS_HEAP_BYTES 10240
+#define FEDRT_FW_TLS_HEAP_BYTES 6144
 #endif
 
 namespace fedrt::fw {

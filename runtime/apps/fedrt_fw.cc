@@ -1,0 +1,99 @@
+// fedrt-fw: the Cortex-M firmware device (QEMU mps2-an386 / an385). Identity,
+// PSK, entropy seed and the agent's problem image come from the provisioning
+// block (platform/mps2/provision.h; the problem image written by
+// fedrt-fw-provision is its application extension). UART1 is the byte link to
+// the coordinator (QEMU bridges it to TCP), UART0 the console. Runs the
+// protocol client (runtime/src/fw) until the coordinator's Shutdown, then
+// reports the TLS heap high-water mark and exits with 0 (1 on failure).
+
+#include <cstdint>
+#include <cstring>
+
+#include "fedrt/fw/client.h"
+#include "fedrt/fw/log_line.h"
+#include "fedrt/fw/problem_image.h"
+#include "mps2.h"
+#include "provision.h"
+
+namespace {
+
+using fedrt::fw::LogLine;
+
+char g_device_id[FEDRT_PROVISION_ID_MAX + 1];
+fedrt::fw::FwClient g_client;
+
+int UartWrite(void*, const uint8_t* data, size_t n) {
+  mps2_uart_write(kMps2UartLink, data, n);
+  return static_cast<int>(n);
+}
+
+int UartRead(void*, uint8_t* data, size_t n, uint32_t timeout_ms) {
+  return static_cast<int>(mps2_uart_read(kMps2UartLink, data, n, timeout_ms));
+}
+
+void ConsoleLog(void*, const char* line) {
+  mps2_puts("[fw] ");
+  mps2_put_u32(mps2_millis());
+  mps2_puts(" ");
+  mps2_puts(g_device_id);
+  mps2_puts(" ");
+  mps2_puts(line);
+  mps2_puts("\n");
+}
+
+int Fail(const char* what, const char* detail) {
+  mps2_puts("[fw] error: ");
+  mps2_puts(what);
+  mps2_puts(": ");
+  mps2_puts(detail);
+  mps2_puts("\n");
+  return 1;
+}
+
+}  // namespace
+
+int main() {
+  mps2_uart_init(kMps2UartConsole);
+  mps2_uart_init(kMps2UartLink);
+  const FedrtProvisionV1* prov = nullptr;
+  const FedrtProvisionStatus ps = fedrt_provision_get(&prov);
+  if (ps != kFedrtProvisionOk) return Fail("provisioning block", fedrt_provision_status_name(ps));
+  std::memcpy(g_device_id, prov->device_id, FEDRT_PROVISION_ID_MAX);
+  g_device_id[FEDRT_PROVISION_ID_MAX] = '\0';
+  size_t ext_len = 0;
+  const uint8_t* ext = fedrt_provision_extension(&ext_len);
+  auto problem = fedrt::fw::ParseProblemImage(ext, ext_len);
+  if (!problem.ok()) return Fail("problem image (provisioning extension)", problem.status().message());
+  if (problem->agent_index != prov->device_index)
+    return Fail("provisioning", "device index and problem image agent differ");
+
+  fedrt::fw::ClientOptions opt;
+  opt.identity.device_id = g_device_id;
+  opt.identity.psk = prov->psk;
+  opt.identity.psk_len = prov->psk_len;
+  opt.identity.entropy_seed = prov->entropy_seed;
+  opt.identity.entropy_seed_len = FEDRT_PROVISION_SEED_BYTES;
+  opt.problem = *problem;
+  opt.link.write = UartWrite;
+  opt.link.read = UartRead;
+  opt.log = ConsoleLog;
+  opt.handshake_timeout_ms = 3000;
+  {
+    LogLine l;
+    l.add("boot agent=").add_u(problem->agent_index).add(" d=").add_u(static_cast<uint64_t>(problem->dim))
+        .add(" states=").add_u(problem->n_states).add(" atoms=").add_u(problem->oracle.atoms());
+    ConsoleLog(nullptr, l.c_str());
+  }
+  fedrt::Status st = g_client.init(opt);
+  if (!st.ok()) return Fail("client init", st.message());
+  st = g_client.run();
+  const fedrt::fw::ClientStats s = g_client.stats();
+  mps2_report_u32("tls_heap_hwm", static_cast<uint32_t>(s.tls_heap_max_bytes));
+  mps2_report_u32("tls_heap_size", static_cast<uint32_t>(s.tls_heap_bytes));
+  mps2_report_u32("sessions", s.sessions);
+  mps2_report_u32("rounds", s.rounds);
+  mps2_report_u32("rejected_frames", s.rejected_frames);
+  mps2_report_u32("rejected_records", s.rejected_records);
+  if (!st.ok()) return Fail("federation", st.message());
+  return 0;
+}
