@@ -11,3 +11,12 @@ target_link_libraries(fedrt_secagg_device PUBLIC fedrt_device_headers ${FEDRT_SE
 target_compile_options(fedrt_secagg_device PRIVATE -fno-exceptions -fno-rtti)
 # Host build: same Status layout as fedrt_host (the firmware compiles these files without FEDRT_HOST).
 target_compile_definitions(fedrt_secagg_device PUBLIC FEDRT_HOST=1)
+target_sources(fedrt_secagg_device PRIVATE
+  runtime/src/secagg/protocol.cc
+  runtime/src/secagg/device.cc)
+
+# Host part: the server state machine and the in-process round driver.
+add_library(fedrt_secagg STATIC
+  runtime/src/secagg/server.cc
+  runtime/src/secagg/simulated_round.cc)
+target_link_libraries(fedrt_secagg PUBLIC fedrt_secagg_device fmt::fmt)

@@ -1,0 +1,67 @@
+#pragma once
+// The device side of SecAgg+ (protocol.h) as a pure state machine: no sockets,
+// no heap, fixed tables for up to kMaxNeighbours neighbours (about 15 KB per
+// instance). Each call consumes what the server forwarded in the previous
+// round and produces this device's message; any deviation (unknown sender,
+// duplicate, bad tag, out-of-range input, wrong phase) is an error and the
+// device stops taking part in the round.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fedrt/core/status.h"
+#include "fedrt/secagg/protocol.h"
+
+namespace fedrt::secagg {
+
+class SecAggDevice {
+ public:
+  enum class Phase : uint8_t { kIdle, kAdvertised, kShared, kMasked, kDone, kFailed };
+
+  // Round 0: takes this round's secrets from `e` and returns (c_pk, s_pk).
+  Status advertise(const RoundParams& p, uint32_t id, const DeviceEntropy& e, Advertise& out);
+  // Round 1: `ads` are the advertisements of the neighbours that advertised.
+  // Writes one ciphertext per such neighbour, Enc_{k_uv}(u, v, x_v, b_u(x_v), s_sk_u(x_v)),
+  // to out[0..cap) and their number to `written`. Needs >= t advertised neighbours.
+  Status share_keys(const Advertise* ads, size_t count, ShareCiphertext* out, size_t cap, size_t& written);
+  // Round 2: the ciphertexts addressed to this device and the quantized input
+  // x[0..d) (each < 2^bits). y = x + PRG(b_u) + sum_{v shared} (v > u ? + : -) PRG(s_uv) mod 2^32.
+  Status masked_input(const ShareCiphertext* in, size_t count, const uint32_t* x, uint32_t* y);
+  // Round 3: `survivors` are the neighbours whose masked input the server holds
+  // (must include this device). Our own share of b_u, and for every neighbour u
+  // that shared with us the share of b_u if u survived, else the share of
+  // s_sk_u (never both). Answers once; out needs k + 1 entries.
+  Status unmask(const uint32_t* survivors, size_t count, UnmaskShare* out, size_t cap, size_t& written);
+
+  Phase phase() const { return phase_; }
+  uint32_t id() const { return id_; }
+  uint32_t neighbour_count() const { return nbr_count_; }
+  const uint32_t* neighbours() const { return nbr_; }
+
+ private:
+  struct Peer {
+    uint8_t c_pk[kKeyBytes];
+    uint8_t s_pk[kKeyBytes];
+    uint8_t channel[kKeyBytes];  // ChaCha20-Poly1305 key of the pair
+    uint8_t b_share[kKeyBytes];  // our share of the peer's b
+    uint8_t s_share[kKeyBytes];  // our share of the peer's s_sk
+    uint8_t x;                   // our x-coordinate in the peer's sharing
+    bool advertised;
+    bool shared;
+  };
+  Status fail(Status st);
+  int index_of(uint32_t id) const;
+  void wipe();
+
+  RoundParams p_{};
+  uint32_t id_ = 0;
+  Phase phase_ = Phase::kIdle;
+  uint8_t c_sk_[kKeyBytes] = {}, s_sk_[kKeyBytes] = {}, b_[kKeyBytes] = {}, shamir_key_[kKeyBytes] = {};
+  uint32_t nbr_[kMaxNeighbours] = {};
+  uint32_t nbr_count_ = 0;
+  Peer peers_[kMaxNeighbours] = {};
+  uint8_t own_b_share_[kKeyBytes] = {};                  // our share of our own b (x = k + 1)
+  uint8_t coeff_[kMaxNeighbours * kKeyBytes] = {};  // Shamir coefficients (t - 1) x 32 bytes
+};
+
+}  // namespace fedrt::secagg

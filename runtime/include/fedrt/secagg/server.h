@@ -1,0 +1,64 @@
+#pragma once
+// The server side of SecAgg+ (protocol.h) as a pure state machine (host code:
+// the coordinator and the simulator drive it). It routes keys and encrypted
+// shares, adds masked inputs into one running sum in Z_(2^32) (O(d) memory),
+// and at the end removes the self masks of the survivors and the pairwise
+// masks of the devices that dropped after sharing keys. It never sees a
+// device's input in the clear. A round that cannot be unmasked fails with a
+// reason naming the device and the shares that are missing.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fedrt/core/status.h"
+#include "fedrt/secagg/protocol.h"
+
+namespace fedrt::secagg {
+
+class SecAggServer {
+ public:
+  Status begin(const RoundParams& p);
+  // Round 0.
+  Status on_advertise(const Advertise& a);
+  Status close_advertise();  // U1 = who advertised
+  // What the server sends device `id` (in U1): its neighbours' advertisements.
+  std::vector<Advertise> neighbour_ads(uint32_t id) const;
+  // Round 1: device `from` sends one ciphertext to each neighbour in U1.
+  Status on_shares(uint32_t from, const ShareCiphertext* cts, size_t count);
+  Status close_shares();  // U2 = who shared
+  std::vector<ShareCiphertext> shares_for(uint32_t id) const;
+  // Round 2: y_u, added to the running sum.
+  Status on_masked(uint32_t from, const uint32_t* y);
+  Status close_masked();  // U3 = who sent a masked input
+  // What the server sends device `id` (in U3): its neighbours in U3 (and itself).
+  std::vector<uint32_t> survivors_for(uint32_t id) const;
+  // Round 3.
+  Status on_unmask(uint32_t from, const UnmaskShare* shares, size_t count);
+  // Removes the masks: sum_{u in U3} x_u mod 2^32 into `sum` (d entries).
+  Status finish(std::vector<uint32_t>& sum);
+
+  const RoundParams& params() const { return p_; }
+  // Devices whose inputs are in the sum (U3), ascending.
+  std::vector<uint32_t> contributors() const;
+  uint32_t count(int set) const;  // |U1|, |U2|, |U3| for set = 1, 2, 3
+
+ private:
+  enum class Phase { kIdle, kAdvertise, kShares, kMasked, kUnmask, kDone, kFailed };
+  struct Held {
+    uint8_t x;
+    uint8_t share[kKeyBytes];
+  };
+  Status fail(Status st);
+
+  RoundParams p_{};
+  Phase phase_ = Phase::kIdle;
+  std::vector<Advertise> ads_;
+  std::vector<uint8_t> u1_, u2_, u3_, unmasked_;
+  std::vector<std::vector<uint32_t>> nbrs_;
+  std::vector<std::vector<ShareCiphertext>> inbox_;
+  std::vector<std::vector<Held>> held_;  // shares revealed about device u (b if u in U3, s_sk otherwise)
+  std::vector<uint32_t> sum_;
+};
+
+}  // namespace fedrt::secagg

@@ -1,0 +1,62 @@
+#pragma once
+// One SecAgg+ round with every device and the server in one process: the
+// simulator, the tests and the benchmark run exactly the device and server
+// state machines (device.h, server.h) and pass their messages by value. Host
+// code. Device secrets come from HKDF of a seed (simulation only: real devices
+// draw them from a hardware RNG / CTR-DRBG).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fedrt/core/status.h"
+#include "fedrt/secagg/protocol.h"
+
+namespace fedrt::secagg {
+
+// When a device vanishes (it sends nothing from that round on).
+enum class DropPoint : uint8_t {
+  kNone = 0,
+  kBeforeAdvertise,  // never shows up
+  kBeforeShares,     // advertised keys only
+  kBeforeMasked,     // shared keys, sends no masked input (its pairwise masks must be removed)
+  kBeforeUnmask,     // sent y_u, then vanished (its self mask is removed from neighbours' shares)
+};
+
+// Everything the server receives in a round (the privacy test inspects it).
+struct Transcript {
+  std::vector<Advertise> ads;
+  std::vector<ShareCiphertext> shares;
+  std::vector<uint32_t> masked_from;
+  std::vector<std::vector<uint32_t>> masked;  // y_u, in masked_from order
+  std::vector<UnmaskShare> unmask;
+};
+
+struct RoundTraffic {
+  uint64_t up_bytes = 0;    // all devices -> server, every round of the protocol
+  uint64_t down_bytes = 0;  // server -> all devices
+  uint64_t up_max = 0;      // largest single device's uplink bytes
+  double device_seconds = 0.0;  // CPU time in device calls, summed over devices
+  double device_max_seconds = 0.0;
+  double server_seconds = 0.0;
+};
+
+struct SimulatedRound {
+  Status status;                      // why the round failed, if it did
+  std::vector<uint32_t> sum;          // sum_{u in contributors} x_u mod 2^32
+  std::vector<uint32_t> contributors;  // U3
+  RoundTraffic traffic;
+  uint32_t device_failures = 0;  // devices that refused a message (they drop out)
+  Status first_device_error;
+};
+
+// Runs round p with inputs[u] (p.dim entries, each < 2^bits) for u < p.n;
+// drops[u] (empty = nobody drops) says when device u vanishes.
+SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,
+                                 const std::vector<DropPoint>& drops, uint64_t entropy_seed,
+                                 Transcript* transcript = nullptr);
+
+// The per-round entropy of device `id` in the simulator.
+DeviceEntropy SimulatedEntropy(uint64_t entropy_seed, uint64_t round_id, uint32_t id);
+
+}  // namespace fedrt::secagg

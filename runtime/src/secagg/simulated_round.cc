@@ -1,0 +1,160 @@
+// In-process SecAgg+ round: device and server state machines, messages by value.
+#include "fedrt/secagg/simulated_round.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "fedrt/secagg/device.h"
+#include "fedrt/secagg/server.h"
+
+namespace fedrt::secagg {
+
+DeviceEntropy SimulatedEntropy(uint64_t entropy_seed, uint64_t round_id, uint32_t id) {
+  uint8_t ikm[20];
+  for (int i = 0; i < 8; ++i) ikm[i] = static_cast<uint8_t>(entropy_seed >> (8 * i));
+  for (int i = 0; i < 8; ++i) ikm[8 + i] = static_cast<uint8_t>(round_id >> (8 * i));
+  for (int i = 0; i < 4; ++i) ikm[16 + i] = static_cast<uint8_t>(id >> (8 * i));
+  static const uint8_t kSalt[] = "fedrt simulated device entropy";
+  DeviceEntropy e;
+  uint8_t okm[sizeof(DeviceEntropy)];
+  const Status st = HkdfSha256(kSalt, sizeof kSalt - 1, ikm, sizeof ikm, nullptr, 0, okm, sizeof okm);
+  (void)st;  // cannot fail: fixed, valid lengths
+  std::copy(okm, okm + kKeyBytes, e.c_sk);
+  std::copy(okm + kKeyBytes, okm + 2 * kKeyBytes, e.s_sk);
+  std::copy(okm + 2 * kKeyBytes, okm + 3 * kKeyBytes, e.b);
+  std::copy(okm + 3 * kKeyBytes, okm + 4 * kKeyBytes, e.shamir);
+  return e;
+}
+
+SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,
+                                 const std::vector<DropPoint>& drops, uint64_t entropy_seed, Transcript* transcript) {
+  using Clock = std::chrono::steady_clock;
+  SimulatedRound r;
+  r.status = ValidateParams(p);
+  if (!r.status.ok()) return r;
+  if (inputs.size() != p.n || (!drops.empty() && drops.size() != p.n)) {
+    r.status = Status::InvalidArgument("secagg round: need one input (and one drop point) per device");
+    return r;
+  }
+  auto drops_at = [&](uint32_t u, DropPoint at) { return !drops.empty() && drops[u] != DropPoint::kNone && drops[u] <= at; };
+  std::vector<std::unique_ptr<SecAggDevice>> dev(p.n);
+  std::vector<double> dev_time(p.n, 0.0);
+  std::vector<uint64_t> dev_up(p.n, 0);
+  std::vector<uint8_t> alive(p.n, 1);
+  auto timed = [&](uint32_t u, auto&& f) {
+    const auto t0 = Clock::now();
+    Status st = f();
+    dev_time[u] += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!st.ok()) {  // a device that errs stops taking part, like a dropout
+      alive[u] = 0;
+      if (r.device_failures++ == 0) r.first_device_error = st;
+    }
+    return st;
+  };
+  SecAggServer server;
+  double server_time = 0.0;
+  auto serve = [&](auto&& f) {
+    const auto t0 = Clock::now();
+    Status st = f();
+    server_time += std::chrono::duration<double>(Clock::now() - t0).count();
+    return st;
+  };
+  auto finish = [&](Status st) {
+    r.status = std::move(st);
+    for (uint32_t u = 0; u < p.n; ++u) {
+      r.traffic.device_seconds += dev_time[u];
+      r.traffic.device_max_seconds = std::max(r.traffic.device_max_seconds, dev_time[u]);
+      r.traffic.up_bytes += dev_up[u];
+      r.traffic.up_max = std::max(r.traffic.up_max, dev_up[u]);
+    }
+    r.traffic.server_seconds = server_time;
+    return r;
+  };
+  Status st = serve([&] { return server.begin(p); });
+  if (!st.ok()) return finish(st);
+
+  // Round 0: advertise.
+  for (uint32_t u = 0; u < p.n; ++u) {
+    if (drops_at(u, DropPoint::kBeforeAdvertise)) {
+      alive[u] = 0;
+      continue;
+    }
+    dev[u] = std::make_unique<SecAggDevice>();
+    Advertise a;
+    const DeviceEntropy e = SimulatedEntropy(entropy_seed, p.round_id, u);
+    if (!timed(u, [&] { return dev[u]->advertise(p, u, e, a); }).ok()) continue;
+    dev_up[u] += kAdvertiseBytes;
+    if (transcript) transcript->ads.push_back(a);
+    (void)serve([&] { return server.on_advertise(a); });
+  }
+  st = serve([&] { return server.close_advertise(); });
+  if (!st.ok()) return finish(st);
+
+  // Round 1: share keys.
+  std::vector<ShareCiphertext> out(kMaxNeighbours);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    if (!alive[u]) continue;
+    std::vector<Advertise> ads;
+    (void)serve([&] {
+      ads = server.neighbour_ads(u);
+      return Status::Ok();
+    });
+    r.traffic.down_bytes += ads.size() * kAdvertiseBytes;
+    if (drops_at(u, DropPoint::kBeforeShares)) {
+      alive[u] = 0;
+      continue;
+    }
+    size_t written = 0;
+    if (!timed(u, [&] { return dev[u]->share_keys(ads.data(), ads.size(), out.data(), out.size(), written); }).ok()) continue;
+    dev_up[u] += written * kShareCiphertextBytes;
+    if (transcript) transcript->shares.insert(transcript->shares.end(), out.begin(), out.begin() + written);
+    (void)serve([&] { return server.on_shares(u, out.data(), written); });
+  }
+  st = serve([&] { return server.close_shares(); });
+  if (!st.ok()) return finish(st);
+
+  // Round 2: masked input.
+  std::vector<uint32_t> y(p.dim);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    if (!alive[u]) continue;
+    const std::vector<ShareCiphertext> in = server.shares_for(u);
+    r.traffic.down_bytes += in.size() * kShareCiphertextBytes;
+    if (drops_at(u, DropPoint::kBeforeMasked)) {
+      alive[u] = 0;
+      continue;
+    }
+    if (!timed(u, [&] { return dev[u]->masked_input(in.data(), in.size(), inputs[u], y.data()); }).ok()) continue;
+    dev_up[u] += 4ull * p.dim;
+    if (transcript) {
+      transcript->masked_from.push_back(u);
+      transcript->masked.push_back(y);
+    }
+    (void)serve([&] { return server.on_masked(u, y.data()); });
+  }
+  st = serve([&] { return server.close_masked(); });
+  if (!st.ok()) return finish(st);
+
+  // Round 3: unmask.
+  std::vector<UnmaskShare> shares(kMaxNeighbours + 1);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    if (!alive[u]) continue;
+    const std::vector<uint32_t> surv = server.survivors_for(u);
+    r.traffic.down_bytes += 4ull * surv.size();
+    if (drops_at(u, DropPoint::kBeforeUnmask)) {
+      alive[u] = 0;
+      continue;
+    }
+    size_t written = 0;
+    if (!timed(u, [&] { return dev[u]->unmask(surv.data(), surv.size(), shares.data(), shares.size(), written); }).ok())
+      continue;
+    dev_up[u] += written * kUnmaskShareBytes;
+    if (transcript) transcript->unmask.insert(transcript->unmask.end(), shares.begin(), shares.begin() + written);
+    (void)serve([&] { return server.on_unmask(u, shares.data(), written); });
+  }
+  st = serve([&] { return server.finish(r.sum); });
+  if (st.ok()) r.contributors = server.contributors();
+  return finish(st);
+}
+
+}  // namespace fedrt::secagg
