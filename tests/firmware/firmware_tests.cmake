@@ -84,3 +84,10 @@ function(_fedrt_firmware_checks)
   set_tests_properties(fw_no_heap_symbols fw_footprint_budget PROPERTIES LABELS device TIMEOUT 600)
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _fedrt_firmware_checks)
+
+# UART1 through QEMU to a TCP peer on the host (the coordinator link's transport).
+fedrt_add_firmware(fw_uart_link_test SOURCES ${FEDRT_FW_TEST_DIR}/uart_link_test.cc NO_STANDALONE_RUN)
+target_include_directories(fw_uart_link_test PRIVATE ${FEDRT_FW_TEST_DIR})
+add_test(NAME fw_uart_link
+  COMMAND ${Python3_EXECUTABLE} ${FEDRT_FW_TEST_DIR}/uart_link_peer.py ${FEDRT_FW_RUN} $<TARGET_FILE:fw_uart_link_test>)
+set_tests_properties(fw_uart_link PROPERTIES LABELS device TIMEOUT 120)
