@@ -4,7 +4,7 @@
 #
 #   fedrt_add_firmware(<name> SOURCES <src>... [STACK_SIZE <bytes>]
 #                      [LIBRARIES <target>...] [NO_STANDALONE_RUN]
-#                      [EXCLUDE_FROM_CHECKS])
+#                      [EXCLUDE_FROM_CHECKS] [FOOTPRINT_LOG <file>])
 # builds <name>.elf with the mps2 startup code, vector table, UART/timer/
 # semihosting layer and provisioning block (platform/mps2) compiled into its
 # own sources, linked with platform/mps2/<machine>.ld, plus <name>.map.
@@ -12,6 +12,9 @@
 # budget checks; NO_STANDALONE_RUN marks firmware that cannot run without a
 # peer (e.g. fedrt-fw needs a coordinator), so footprint.py does not run it;
 # EXCLUDE_FROM_CHECKS is for the deliberately bad firmware of self-checks.
+# FOOTPRINT_LOG names the console log of a real run of such firmware (written
+# by its integration test); the footprint report reads its "[mps2] key=N"
+# lines (stack_hwm, tls_heap_hwm) from there when the file exists.
 
 set(FEDRT_MPS2_DIR ${CMAKE_CURRENT_LIST_DIR}/../platform/mps2)
 set(FEDRT_FOOTPRINT ${CMAKE_CURRENT_LIST_DIR}/../scripts/footprint.py)
@@ -28,7 +31,7 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 
 function(fedrt_add_firmware name)
-  cmake_parse_arguments(FW "NO_STANDALONE_RUN;EXCLUDE_FROM_CHECKS" "STACK_SIZE" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(FW "NO_STANDALONE_RUN;EXCLUDE_FROM_CHECKS" "STACK_SIZE;FOOTPRINT_LOG" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT FW_SOURCES)
     message(FATAL_ERROR "fedrt_add_firmware(${name}): SOURCES is required")
   endif()
@@ -54,6 +57,7 @@ function(fedrt_add_firmware name)
     return()
   endif()
   set_property(GLOBAL APPEND PROPERTY FEDRT_FIRMWARE_TARGETS ${name})
+  set_property(TARGET ${name} PROPERTY FEDRT_FOOTPRINT_LOG "${FW_FOOTPRINT_LOG}")
   if(FW_NO_STANDALONE_RUN)
     set_property(GLOBAL APPEND PROPERTY FEDRT_FIRMWARE_NO_RUN ${name})
   endif()

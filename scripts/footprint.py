@@ -131,6 +131,9 @@ def main():
             a.elfs.append(pathlib.Path(fw["elf"]))
             if not fw.get("run", True):
                 a.skip_run.append(fw["name"])
+            log = fw.get("log")
+            if log and pathlib.Path(log).is_file() and not any(x.startswith(fw["name"] + "=") for x in a.log):
+                a.log.append(f"{fw['name']}={log}")
         if not a.run and not a.no_run:
             a.run = man.get("machine")
         print(f"firmware for {man.get('cpu', '?')} on QEMU {man.get('machine', '?')} ({a.manifest})")
