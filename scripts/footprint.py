@@ -122,6 +122,7 @@ def main():
     except (OSError, json.JSONDecodeError) as e:
         fail(f"cannot read budget {a.budget}: {e}")
     totals = budget.get("totals", {})
+    cpu = None
     if a.manifest:
         try:
             man = json.loads(a.manifest.read_text())
@@ -136,6 +137,7 @@ def main():
                 a.log.append(f"{fw['name']}={log}")
         if not a.run and not a.no_run:
             a.run = man.get("machine")
+        cpu = man.get("cpu")
         print(f"firmware for {man.get('cpu', '?')} on QEMU {man.get('machine', '?')} ({a.manifest})")
     if not a.elfs:
         fail("no firmware ELF given (pass ELFs or --manifest)")
@@ -173,9 +175,12 @@ def main():
         for k, v in sorted(rep.items()):
             if k == "td_step_instructions":
                 cpu_budget = budget.get("td_step_instructions", {})
-                limit = ", ".join(f"budget {c}: {n}" for c, n in cpu_budget.items())
+                if cpu in cpu_budget:
+                    limit = f" (budget {cpu_budget[cpu]})"
+                else:
+                    limit = " (" + ", ".join(f"budget on {c}: {n}" for c, n in cpu_budget.items()) + ")"
                 extra.append(f"{name}: instructions per local TD(0) step (d = 8, float, qemu -icount shift=0) = {v}"
-                             + (f" ({limit})" if limit else ""))
+                             + limit)
             elif k not in ("stack_hwm", "stack_size", "tls_heap_hwm"):
                 extra.append(f"{name}: {k} = {v}")
         b = budget_for(budget, name)
