@@ -117,6 +117,10 @@ void mps2_exit(int code) {
   }
 }
 
+#define SYS_WRITE0 0x04
+
+void mps2_semihost_puts(const char* s) { semihost_call(SYS_WRITE0, (void*)s); }
+
 #define SYS_GET_CMDLINE 0x15
 
 int mps2_cmdline(char* buf, size_t n) {

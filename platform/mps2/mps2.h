@@ -50,6 +50,9 @@ uint32_t mps2_millis(void);  // ticks / (ticks_per_second / 1000), wraps after 4
 // ---- Semihosting (QEMU -semihosting-config enable=on,target=native).
 // Exits QEMU with `code` (SYS_EXIT_EXTENDED); prints the stack report first.
 __attribute__((noreturn)) void mps2_exit(int code);
+// Writes a NUL-terminated string to QEMU's stdout through semihosting
+// (SYS_WRITE0), independent of the UARTs (e.g. when UART0 is redirected).
+void mps2_semihost_puts(const char* s);
 // Command line QEMU passes through semihosting (qemu-run.sh: the ELF's name
 // and the test arguments, space-separated) into buf (NUL-terminated).
 // Returns its length, or -1 if unavailable / longer than n - 1.

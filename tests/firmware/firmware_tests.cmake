@@ -92,3 +92,12 @@ target_include_directories(fw_uart_link_test PRIVATE ${FEDRT_FW_TEST_DIR})
 add_test(NAME fw_uart_link
   COMMAND ${Python3_EXECUTABLE} ${FEDRT_FW_TEST_DIR}/uart_link_peer.py ${FEDRT_FW_RUN} $<TARGET_FILE:fw_uart_link_test>)
 set_tests_properties(fw_uart_link PROPERTIES LABELS device TIMEOUT 120)
+
+# A fault ends the run with the panic message and exit code 3 (not a hang:
+# a timeout would give 124).
+fedrt_add_firmware(fw_fault_test SOURCES ${FEDRT_FW_TEST_DIR}/fault_test.c EXCLUDE_FROM_CHECKS)
+add_test(NAME fw_fault_exits_with_3
+  COMMAND sh -c "\"$@\"; rc=$?; echo \"exit code $rc\"; test $rc -eq 3" sh
+          ${FEDRT_FW_RUN} --timeout 30 $<TARGET_FILE:fw_fault_test>)
+set_tests_properties(fw_fault_exits_with_3 PROPERTIES LABELS device TIMEOUT 60
+  FAIL_REGULAR_EXPRESSION "did not exit")
