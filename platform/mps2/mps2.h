@@ -43,6 +43,7 @@ void mps2_report_u32(const char* key, uint32_t value);
 // ---- Time: SysTick on the CPU clock (25 MHz on mps2) extended to 64 bits by
 // its wrap interrupt. Under QEMU -icount shift=0 the virtual clock advances
 // 1 ns per instruction, so ticks count instructions (40 per tick at 25 MHz).
+// (QEMU 7.2 does not implement the DWT cycle counter: DWT->CYCCNT reads 0.)
 uint64_t mps2_ticks(void);
 uint32_t mps2_ticks_per_second(void);
 uint32_t mps2_millis(void);  // ticks / (ticks_per_second / 1000), wraps after 49 days

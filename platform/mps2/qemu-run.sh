@@ -7,7 +7,8 @@
 #   qemu-run.sh --machine mps2-an386 [--timeout SEC] [--icount] [--provision BLOB]
 #               [--serial1 CHARDEV] [--] FIRMWARE.elf [ARG...]
 #
-#   --timeout SEC      kill QEMU after SEC seconds (default 60; exit code 124)
+#   --timeout SEC      kill QEMU after SEC seconds (default 60; exit code 124;
+#                      0 = no limit, e.g. for fedrt-fw in a long fleet run)
 #   --icount           -icount shift=0: 1 ns of virtual time per instruction
 #                      (deterministic instruction counts for benchmarks)
 #   --provision BLOB   load a provisioning blob (make_provision.py) at 0x00017000
