@@ -1,7 +1,8 @@
 // The mps2 platform itself: time base, stack painting, no heap, provisioning
 // block parsing (valid, missing, corrupted), console formatting does not trap.
-// Run twice by ctest: without a blob (expects "missing") and with the blob
-// written by make_provision.py (expects its fields: index 7, id "fw-test-7").
+// Run twice by ctest: without a blob (expects "missing") and, with the
+// argument --expect-provision, with the blob written by make_provision.py
+// (expects its fields: index 7, id "fw-test-7").
 
 #include <errno.h>
 #include <stdlib.h>
@@ -66,17 +67,17 @@ int main() {
   mps2_puts(fedrt_provision_status_name(st));
   mps2_puts("\n");
   if (mps2_has_arg("--expect-provision")) {
-  FW_CHECK(st == kFedrtProvisionOk);
-  if (st == kFedrtProvisionOk) {
-    FW_CHECK(got->device_index == 7);
-    FW_CHECK(strncmp(got->device_id, "fw-test-7", FEDRT_PROVISION_ID_MAX) == 0);
-    FW_CHECK(got->psk_len == 16 && got->psk[0] == 0x00 && got->psk[15] == 0x0f);
-    FW_CHECK(got->entropy_seed[0] == 0xa0 && got->entropy_seed[31] == 0xbf);
-    FW_CHECK(got->experiment_seed == 1234567890123ull);
-    size_t n = 0;
-    const uint8_t* ext = fedrt_provision_extension(&n);
-    FW_CHECK(ext != nullptr && n == 0);
-  }
+    FW_CHECK(st == kFedrtProvisionOk);
+    if (st == kFedrtProvisionOk) {
+      FW_CHECK(got->device_index == 7);
+      FW_CHECK(strncmp(got->device_id, "fw-test-7", FEDRT_PROVISION_ID_MAX) == 0);
+      FW_CHECK(got->psk_len == 16 && got->psk[0] == 0x00 && got->psk[15] == 0x0f);
+      FW_CHECK(got->entropy_seed[0] == 0xa0 && got->entropy_seed[31] == 0xbf);
+      FW_CHECK(got->experiment_seed == 1234567890123ull);
+      size_t n = 0;
+      const uint8_t* ext = fedrt_provision_extension(&n);
+      FW_CHECK(ext != nullptr && n == 0);
+    }
   } else {
     FW_CHECK(st == kFedrtProvisionMissing);
   }
