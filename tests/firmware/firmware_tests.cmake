@@ -101,3 +101,15 @@ add_test(NAME fw_fault_exits_with_3
           ${FEDRT_FW_RUN} --timeout 30 $<TARGET_FILE:fw_fault_test>)
 set_tests_properties(fw_fault_exits_with_3 PROPERTIES LABELS device TIMEOUT 60
   FAIL_REGULAR_EXPRESSION "did not exit")
+
+# make_provision.py names what is wrong with its input.
+add_test(NAME fw_provision_rejects_bad_psk
+  COMMAND ${Python3_EXECUTABLE} ${FEDRT_MPS2_DIR}/make_provision.py --out ${CMAKE_BINARY_DIR}/bad.bin
+          --index 1 --id dev-1 --psk-hex 0g)
+add_test(NAME fw_provision_rejects_long_id
+  COMMAND ${Python3_EXECUTABLE} ${FEDRT_MPS2_DIR}/make_provision.py --out ${CMAKE_BINARY_DIR}/bad.bin
+          --index 1 --id dev-0123456789012345678901234567890 --psk-hex 00)
+set_tests_properties(fw_provision_rejects_bad_psk PROPERTIES LABELS device
+  PASS_REGULAR_EXPRESSION "--psk-hex is not hex")
+set_tests_properties(fw_provision_rejects_long_id PROPERTIES LABELS device
+  PASS_REGULAR_EXPRESSION "device id must be 1..32 bytes, got 35")
