@@ -74,4 +74,22 @@ if(COMMAND fedrt_add_firmware)
     STACK_SIZE 4096
     LIBRARIES fedrt_fw_client
     NO_STANDALONE_RUN)
+  # fedrt-fw in a fleet under qemu-system-arm (UART1 bridged to TCP), with the
+  # host tools of the release preset (coordinator, native devices, relay):
+  # skipped (77) when those are not built.
+  if(FEDRT_BUILD_TESTS)
+    enable_testing()
+    set(FEDRT_HOST_BIN_DIR "${CMAKE_SOURCE_DIR}/build/release/bin" CACHE PATH
+        "host tools (fedrt-coordinator, fedrt-device, fedrt-fw-provision, fw-link-relay) for the firmware link tests")
+    set(_fw_link "${CMAKE_SOURCE_DIR}/tests/fw_link/run_fw_link.sh" --bin "${FEDRT_HOST_BIN_DIR}"
+        --elf "$<TARGET_FILE:fedrt-fw>" --machine "${FEDRT_MPS2_MACHINE}")
+    add_test(NAME fw_link_qemu_fleet COMMAND ${_fw_link} --out "${CMAKE_BINARY_DIR}/fw_link/fleet"
+             --fw 2 --native 2 --compare-sim)
+    foreach(mode corrupt-record bad-frames)
+      add_test(NAME fw_link_qemu_${mode} COMMAND ${_fw_link} --out "${CMAKE_BINARY_DIR}/fw_link/${mode}"
+               --fw 1 --native 1 --mode ${mode})
+    endforeach()
+    set_tests_properties(fw_link_qemu_fleet fw_link_qemu_corrupt-record fw_link_qemu_bad-frames PROPERTIES
+                         LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endif()
 endif()
