@@ -11,6 +11,12 @@ if(FEDRT_FW_APP_INCLUDED)
 endif()
 set(FEDRT_FW_APP_INCLUDED ON)
 
+# Provisioning tool (host): needs no fetched sources.
+if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
+  add_executable(fedrt-fw-provision "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_provision.cc")
+  target_link_libraries(fedrt-fw-provision PRIVATE fedrt_net CLI11::CLI11)
+endif()
+
 set(FEDRT_THIRD_PARTY_DIR "${CMAKE_SOURCE_DIR}/build/third_party" CACHE PATH
     "where scripts/fetch_sources.sh unpacked the nanopb and mbedtls source packages")
 file(GLOB _fedrt_mbedtls_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/mbedtls-2.*")
@@ -62,8 +68,6 @@ if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
   # Host driver over TCP. Links only the firmware's mbedTLS (never Debian's: same symbols).
   add_executable(fedrt-fw-host "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_host.cc")
   target_link_libraries(fedrt-fw-host PRIVATE fedrt_fw_client CLI11::CLI11)
-  add_executable(fedrt-fw-provision "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_provision.cc")
-  target_link_libraries(fedrt-fw-provision PRIVATE fedrt_net CLI11::CLI11)
 endif()
 
 if(COMMAND fedrt_add_firmware)

@@ -9,9 +9,11 @@ add_executable(fw_problem_image_test ${CMAKE_CURRENT_LIST_DIR}/problem_image_tes
 target_link_libraries(fw_problem_image_test PRIVATE fedrt_device_headers GTest::gtest_main)
 gtest_discover_tests(fw_problem_image_test PROPERTIES LABELS device DISCOVERY_TIMEOUT 60)
 
-if(TARGET fedrt-fw-host)
+if(TARGET fedrt_net)  # also used by the cortex-m presets' QEMU link tests
   add_executable(fw-link-relay ${CMAKE_CURRENT_LIST_DIR}/fw_link_relay.cc)
   target_link_libraries(fw-link-relay PRIVATE fedrt_net CLI11::CLI11)
+endif()
+if(TARGET fedrt-fw-host)
   foreach(mode corrupt-record bad-frames)
     add_test(NAME fw_link_host_${mode}
              COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_link.sh --bin ${CMAKE_BINARY_DIR}/bin
