@@ -317,6 +317,9 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("clip", cfg.compression.quantizer.clip));
     FEDRT_TRY(r.read("control_variates", cfg.compression.control_variates));
     FEDRT_TRY(r.read("downlink", cfg.compression.downlink));
+    FEDRT_TRY(r.read("secure_aggregation", cfg.secagg.enabled));
+    FEDRT_TRY(r.read("secagg_neighbours", cfg.secagg.neighbours));
+    FEDRT_TRY(r.read("secagg_dropout", cfg.secagg.dropout));
     FEDRT_TRY(r.check_unknown());
   }
   {  // [gmm]: Gaussian mixture and federated EM (ALGORITHMS.md 1.5, 5)
@@ -384,6 +387,7 @@ Status Validate(const ExperimentConfig& c) {
       return bad(fmt::format("algorithm.burn_in must be in [0, rounds), got {}", *o.burn_in));
   }
   FEDRT_TRY(ValidateCompressionEm(c));
+  FEDRT_TRY(ValidateSecAgg(c));
   if (c.out.empty()) return bad("--out must name a directory");
   return Status::Ok();
 }

@@ -14,6 +14,7 @@
 #include "fedrt/sim/worker_pool.h"
 #include "compressed_link.h"
 #include "fedrt/sim/em_simulator.h"
+#include "fedrt/secagg/integer_uplink.h"
 
 namespace fedrt::sim {
 
@@ -81,10 +82,18 @@ Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm 
   CompressedLinks links;
   std::vector<double> xhat(d), recon(d);
   std::vector<Status> link_errors(n);
+  // Shared-scale rounding: agents send b-bit integers and the server sums them
+  // (plain, or with secure aggregation) and dequantizes once.
+  const bool int_uplink =
+      cfg.compression.enabled() && secagg::IntegerUplink::Applies(cfg.compression.quantizer, cfg.compression.control_variates);
+  secagg::IntegerUplink uplink;
+  std::vector<uint32_t> reported;
+  uint64_t secagg_failed = 0;
 
   for (long run = 0; run < cfg.runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
     FEDRT_TRY(links.init(static_cast<int>(n), d, cfg.compression));
+    if (int_uplink) FEDRT_TRY(uplink.init(static_cast<int>(n), d, cfg.compression.quantizer, cfg.secagg));
     std::copy(theta0.data(), theta0.data() + d, xhat.begin());
     Arena client_arena(client_mem.data(), client_mem.size());
     for (uint32_t c = 0; c < n; ++c) {
@@ -124,6 +133,10 @@ Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm 
               sp = sent_heap.data();
             }
             link_errors[c] = links.agent_send(c, clients[c].update(), theta_t, crng, sp);
+            if (int_uplink && link_errors[c].ok())  // the same draws: x_c, the integers of the payload
+              link_errors[c] = uplink.agent_quantize(c, clients[c].update(), theta_t,
+                                                     CounterRng(cfg.seed, static_cast<uint64_t>(run), c, round,
+                                                                RngStream::kCompression));
             if (link_errors[c].ok()) clients[c].set_sent_update(sp);
           }
         }
@@ -133,8 +146,19 @@ Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm 
         pool.parallel_for(sampled.size(), local_work);
       else
         local_work(0, sampled.size());
-      uint64_t bits_up = 0, bits_down_one = 0;
-      if (links.enabled()) {
+      uint64_t bits_up = 0, bits_down_one = 0, bits_down_protocol = 0;
+      const std::vector<uint32_t>* reporters = &sampled;
+      if (int_uplink) {
+        for (uint32_t c : sampled) FEDRT_TRY(link_errors[c]);
+        auto agg = uplink.aggregate(sampled, theta_t, cfg.seed, static_cast<uint64_t>(run), round, recon.data());
+        if (!agg.ok()) return agg.status();
+        bits_up = agg->bits_up;
+        bits_down_protocol = agg->bits_down_extra;
+        if (agg->contributors > 0) server.accumulate(recon.data(), static_cast<double>(agg->contributors));
+        if (!agg->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = agg->failure;
+        reported = std::move(agg->who);  // dropped devices (and all, in a failed round) do not apply the round
+        reporters = &reported;
+      } else if (links.enabled()) {
         for (uint32_t c : sampled) {  // fixed agent order
           FEDRT_TRY(link_errors[c]);
           auto bits = links.server_receive(c, theta_t, recon.data());
@@ -151,12 +175,12 @@ Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm 
         if (!bits.ok()) return bits.status();
         bits_down_one = *bits;
       }
-      for (uint32_t c : sampled) clients[c].apply_global(links.downlink() ? xhat.data() : server.global());
+      for (uint32_t c : *reporters) clients[c].apply_global(links.downlink() ? xhat.data() : server.global());
       res.agent_steps += static_cast<uint64_t>(sampled.size()) * plan.local_steps;
       err[t + 1] = SquaredError(server.global(), theta_star);
-      agents[t + 1] = static_cast<uint32_t>(sampled.size());
+      agents[t + 1] = static_cast<uint32_t>(reporters->size());
       up[t + 1] = links.enabled() ? bits_up : sampled.size() * d * kBitsPerScalar;
-      down[t + 1] = sampled.size() * (links.downlink() ? bits_down_one : d * kBitsPerScalar);
+      down[t + 1] = sampled.size() * (links.downlink() ? bits_down_one : d * kBitsPerScalar) + bits_down_protocol;
       if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
       if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, t + 1, err[t + 1]});
     }
@@ -166,6 +190,7 @@ Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm 
     res.bits_up.push_back(std::move(up));
     res.bits_down.push_back(std::move(down));
     res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
+    if (cfg.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
     if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
   }
   return Status::Ok();
@@ -262,6 +287,9 @@ Result<SimResult> RunLsaExperiment(const ExperimentConfig& cfg, const SimOptions
                                    {"alpha", cfg.compression.control_variates ? compression::ControlVariateStep(q, lsa.dim) : 0.0},
                                    {"downlink", cfg.compression.downlink}};
   }
+  if (cfg.secagg.enabled)
+    out.settings["secure_aggregation"] = secagg::IntegerUplink::Describe(
+        cfg.secagg, static_cast<uint32_t>(lsa.agents()), cfg.compression.quantizer.bits);
   if (cfg.problem == ProblemKind::kFile) out.settings["problem_file"] = cfg.problem_file;
   else
     out.settings.update({{"heterogeneity", cfg.garnet.heterogeneity == problems::Heterogeneity::kHigh ? "high" : "low"},

@@ -12,6 +12,7 @@
 #include "fedrt/core/status.h"
 #include "fedrt/problems/garnet.h"
 #include "fedrt/sim/compression_em_config.h"
+#include "fedrt/secagg/settings.h"
 
 namespace fedrt::sim {
 
@@ -47,6 +48,7 @@ struct ExperimentConfig {
   OptSettings opt;          // lsq / logistic problems and their algorithms
   GmmSettings gmm;          // [gmm]: Gaussian mixture and FedEM settings (problem gmm)
   CompressionSettings compression;  // [compression]: uplink (and downlink) codec
+  secagg::SecAggSettings secagg;   // [compression] secure_aggregation, secagg_*: SecAgg+ on the uplink
   // [algorithm]
   // Algorithm names as on the command line; each problem family knows its own
   // (KnownAlgorithms) and its simulator maps them to its cores.
@@ -93,5 +95,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& config);
 Status Validate(const ExperimentConfig& config);
 // The [compression] and [gmm] settings (compression_em_config.cc; called by Validate).
 Status ValidateCompressionEm(const ExperimentConfig& config);
+// secure_aggregation and secagg_* (runtime/src/secagg/secagg_config.cc; called by Validate).
+Status ValidateSecAgg(const ExperimentConfig& config);
 
 }  // namespace fedrt::sim

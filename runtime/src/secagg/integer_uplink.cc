@@ -1,0 +1,117 @@
+// Integer uplink of the simulator: plain integer sum or SecAgg+ (host code).
+#include "fedrt/secagg/integer_uplink.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fedrt/compression/bit_stream.h"
+#include "fedrt/compression/stochastic_rounding.h"
+#include "fedrt/secagg/protocol.h"
+
+namespace fedrt::secagg {
+
+Status IntegerUplink::init(int agents, int dim, const compression::QuantizerSpec& q, const SecAggSettings& s) {
+  if (!Applies(q, false)) return Status::InvalidArgument("integer uplink: needs the shared-scale rounding quantizer");
+  if (s.enabled) {
+    const uint64_t top = (uint64_t{1} << q.bits) - 1;
+    if (agents < 3) return Status::InvalidArgument("secure aggregation needs at least 3 agents");
+    if (static_cast<uint64_t>(agents) * top > 0xFFFFFFFFull)
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("secure aggregation: {} agents x {}-bit inputs can wrap Z_(2^32) (needs bits + log2 agents <= 32)",
+                                agents, q.bits));
+  }
+  dim_ = dim;
+  q_ = q;
+  settings_ = s;
+  x_.assign(static_cast<size_t>(agents) * dim, 0u);
+  cap_ = compression::MaxPayloadBytes(q, dim);
+  payload_.assign(static_cast<size_t>(agents) * cap_, 0);
+  decoded_.assign(static_cast<size_t>(agents) * dim, 0.0);
+  return Status::Ok();
+}
+
+Status IntegerUplink::agent_quantize(uint32_t c, const double* update, const double* start, CounterRng rng) {
+  double* g = decoded_.data() + static_cast<size_t>(c) * dim_;
+  for (int i = 0; i < dim_; ++i) g[i] = update[i] - start[i];  // as CompressedLinks::agent_send
+  uint8_t* out = payload_.data() + c * cap_;
+  auto n = compression::RoundingEncode<double>(g, dim_, q_.bits, q_.clip, rng, out, cap_, g);
+  if (!n.ok()) return n.status();
+  compression::BitReader r(out, *n);  // the integers of the payload
+  uint32_t* x = x_.data() + static_cast<size_t>(c) * dim_;
+  for (int i = 0; i < dim_; ++i)
+    if (!r.get(q_.bits, x[i])) return Status::Internal("integer uplink: payload shorter than d fields");
+  return Status::Ok();
+}
+
+Result<UplinkRound> IntegerUplink::aggregate(const std::vector<uint32_t>& sampled, const double* start, uint64_t seed,
+                                             uint64_t run, uint32_t round, double* out) {
+  UplinkRound r;
+  std::vector<uint64_t> sum(dim_, 0);
+  if (!settings_.enabled) {
+    for (uint32_t c : sampled) {
+      const uint32_t* x = x_.data() + static_cast<size_t>(c) * dim_;
+      for (int i = 0; i < dim_; ++i) sum[i] += x[i];
+    }
+    r.who = sampled;
+    r.bits_up = static_cast<uint64_t>(sampled.size()) * cap_ * 8;
+  } else {
+    RoundParams p;
+    p.n = static_cast<uint32_t>(sampled.size());
+    p.dim = static_cast<uint32_t>(dim_);
+    p.bits = q_.bits;
+    p.round_id = run << 32 | round;
+    p.graph_seed = Mix64(seed ^ Mix64(p.round_id + 0x6EA9));  // public
+    DefaultGraph(p.n, p.k, p.t, std::max(0.2, settings_.dropout));
+    if (settings_.neighbours > 0 && settings_.neighbours < p.k) {
+      p.k = settings_.neighbours;
+      p.t = p.k / 2 + 1;
+    }
+    std::vector<const uint32_t*> inputs;
+    for (uint32_t c : sampled) inputs.push_back(x_.data() + static_cast<size_t>(c) * dim_);
+    std::vector<DropPoint> drops;
+    if (settings_.dropout > 0.0 && p.n > 0) {  // the simulated dropouts of this round
+      drops.assign(p.n, DropPoint::kNone);
+      std::vector<uint32_t> order(p.n);
+      for (uint32_t i = 0; i < p.n; ++i) order[i] = i;
+      CounterRng rng(Mix64(seed ^ 0xD209D209ull), run, 0, round, RngStream::kParticipation);
+      for (uint32_t i = p.n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+      const uint32_t vanish = static_cast<uint32_t>(settings_.dropout * p.n);
+      for (uint32_t i = 0; i < vanish; ++i) drops[order[i]] = DropPoint::kBeforeMasked;
+    }
+    const SimulatedRound s = RunSimulatedRound(p, inputs, drops, Mix64(seed ^ 0xE27E27ull), nullptr);
+    r.bits_up = s.traffic.up_bytes * 8;
+    r.bits_down_extra = s.traffic.down_bytes * 8;
+    if (!s.status.ok()) {
+      r.failure = s.status.message();
+      return r;  // contributors = 0: the model stays where it is
+    }
+    for (uint32_t u : s.contributors) r.who.push_back(sampled[u]);
+    for (int i = 0; i < dim_; ++i) sum[i] = s.sum[i];
+  }
+  r.contributors = static_cast<uint32_t>(r.who.size());
+  if (r.contributors == 0) return r;
+  const double delta = 2.0 * q_.clip / static_cast<double>((1u << q_.bits) - 1u);
+  const double m = static_cast<double>(r.contributors);
+  for (int i = 0; i < dim_; ++i) out[i] = start[i] + static_cast<double>(sum[i]) * delta / m - q_.clip;
+  return r;
+}
+
+nlohmann::json IntegerUplink::Describe(const SecAggSettings& s, uint32_t agents, uint32_t bits) {
+  uint32_t k = 0, t = 0;
+  DefaultGraph(agents, k, t, std::max(0.2, s.dropout));
+  if (s.neighbours > 0 && s.neighbours < k) {
+    k = s.neighbours;
+    t = k / 2 + 1;
+  }
+  return {{"protocol", "SecAgg+ (X25519, HKDF-SHA256, ChaCha20 masks in Z_(2^32), Shamir over GF(2^8))"},
+          {"neighbours_at_full_participation", k},
+          {"threshold_at_full_participation", t},
+          {"design_dropout", std::max(0.2, s.dropout)},
+          {"unmask_failure_bound", UnmaskFailureBound(agents, k, t, std::max(0.2, s.dropout))},
+          {"simulated_dropout", s.dropout},
+          {"bits", bits},
+          {"aggregation", "integer sum of the b-bit payloads, dequantized once (same as without secure aggregation)"}};
+}
+
+}  // namespace fedrt::secagg

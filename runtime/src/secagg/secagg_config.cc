@@ -1,0 +1,47 @@
+// Validation of the secure-aggregation settings of an experiment.
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "fedrt/secagg/protocol.h"
+#include "fedrt/sim/experiment.h"
+
+namespace fedrt::sim {
+
+Status ValidateSecAgg(const ExperimentConfig& c) {
+  auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
+  const secagg::SecAggSettings& s = c.secagg;
+  if (!s.enabled) {
+    if (s.neighbours != 0 || s.dropout != 0.0)
+      return bad("compression.secagg_neighbours / secagg_dropout need compression.secure_aggregation = true");
+    return Status::Ok();
+  }
+  const compression::QuantizerSpec& q = c.compression.quantizer;
+  if (q.kind != compression::QuantizerKind::kRounding)
+    return bad("secure_aggregation needs the shared-scale stochastic rounding quantizer (compression.quantizer = "
+               "\"rounding\", public clip and bits): the server can only add integers");
+  if (c.compression.control_variates)
+    return bad("secure_aggregation with compression.control_variates is not supported: the server would need each "
+               "device's memory V_c (only sums are available); use control_variates = false");
+  if (c.problem != ProblemKind::kGarnet && c.problem != ProblemKind::kFile)
+    return bad("secure_aggregation is wired into the LSA simulator (fedlsa, scafflsa, scafflsa-prob: problem garnet or "
+               "file) only so far; the lsq/logistic (FedAvg, Scaffold, FedProx) and gmm (FedEM) drivers do not run it yet");
+  const uint64_t agents = static_cast<uint64_t>(c.garnet.agents > 0 ? c.garnet.agents : 0);
+  if (c.problem == ProblemKind::kGarnet && agents < 3)
+    return bad(fmt::format("secure_aggregation needs at least 3 agents, got {}", agents));
+  const uint64_t top = (uint64_t{1} << q.bits) - 1;
+  if (agents * top > 0xFFFFFFFFull)
+    return bad(fmt::format("secure_aggregation: {} agents x {}-bit inputs can wrap Z_(2^32) (bits + log2 agents = {:.2f} > 32); "
+                           "lower compression.bits to at most {}",
+                           agents, q.bits, q.bits + std::log2(static_cast<double>(agents)),
+                           static_cast<int>(std::floor(std::log2(4294967295.0 / static_cast<double>(agents) + 1.0)))));
+  if (s.neighbours != 0 && (s.neighbours < 2 || s.neighbours > secagg::kMaxNeighbours || s.neighbours % 2 != 0))
+    return bad(fmt::format("compression.secagg_neighbours must be 0 (automatic) or an even number in [2, {}], got {}",
+                           secagg::kMaxNeighbours, s.neighbours));
+  if (!(s.dropout >= 0.0 && s.dropout < 1.0))
+    return bad(fmt::format("compression.secagg_dropout must be in [0, 1), got {}", s.dropout));
+  return Status::Ok();
+}
+
+}  // namespace fedrt::sim
