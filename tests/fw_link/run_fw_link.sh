@@ -9,6 +9,7 @@
 #
 #   run_fw_link.sh --bin HOST_BIN_DIR --out DIR [--elf fedrt-fw.elf --machine mps2-an386]
 #                  [--fw N] [--native M] [--mode none|corrupt-record|bad-frames] [--compare-sim]
+#                  [--config EXPERIMENT.toml]   (default: tests/fw_link/experiment.toml)
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
 
@@ -26,6 +27,7 @@ while (($#)); do
     --native) NNATIVE="$2"; shift 2 ;;
     --mode) MODE="$2"; shift 2 ;;
     --compare-sim) COMPARE=1; shift ;;
+    --config) CFG="$2"; shift 2 ;;
     *) echo "run_fw_link.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

@@ -12,6 +12,8 @@
 #include <pb_encode.h>
 
 #include "fedrt.npb.h"
+#include "fedrt/compression/codec.h"
+#include "fedrt/compression/quantizer.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/fw/log_line.h"
@@ -34,6 +36,7 @@ constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope the 
 constexpr uint32_t kResyncLimit = 64 * 1024;        // net::kMaxFrameBytes: longer lengths are not skipped
 constexpr uint32_t kDrainQuietMs = 500;             // link silent this long after a failed session = drained
 constexpr int kDrainMaxRounds = 20;
+constexpr size_t kMaxPayload = 8 * kFwMaxDim;  // raw float64 (encoding 0) is the longest payload for d <= kFwMaxDim
 
 alignas(8) unsigned char g_tls_heap[FEDRT_FW_TLS_HEAP_BYTES];
 
@@ -47,6 +50,18 @@ struct AlgSlot {
   uint32_t pending_round = 0;
   uint32_t pending_samples = 0;
   float pending_theta[kFwMaxDim];  // theta_{t,H}^c not yet committed
+  // The pending Update's payload (a resubmission sends the same bytes).
+  uint32_t encoding = 0;
+  size_t payload_len = 0;
+  uint8_t payload[kMaxPayload];
+  // Compressed uplink (encoding 1, fedrt.proto Update): V_c, and for the
+  // pending update theta_t and the decoded message m.
+  bool compressed = false;
+  bool control_variates = false;
+  float alpha = 1.0f;
+  float cv_memory[kFwMaxDim];  // V_c, 0 at the start of each (algorithm, run)
+  float sent_theta_t[kFwMaxDim];
+  float sent_m[kFwMaxDim];
 };
 
 // Outcome of one session.
@@ -97,6 +112,7 @@ struct FwClient::Impl {
   Status on_announce(const fedrt_wire_RoundAnnouncement& a);
   Status on_result(const fedrt_wire_RoundResult& r);
   Status send_update(const AlgSlot& s);
+  Status encode_update(const fedrt_wire_RoundAnnouncement& a, const float* theta_t, AlgSlot& s);
   AlgSlot* slot(uint32_t algorithm_index, bool create);
 };
 
@@ -302,21 +318,65 @@ Status FwClient::Impl::send_update(const AlgSlot& s) {
   u.algorithm_index = s.algorithm_index;
   u.run = s.run;
   u.round = s.pending_round;
-  u.encoding = 0;  // raw little-endian float64, d values
+  u.encoding = s.encoding;
   u.sample_count = s.pending_samples;
-  u.payload.size = static_cast<pb_size_t>(8 * d);
-  for (int i = 0; i < d; ++i) {
-    const double v = static_cast<double>(s.pending_theta[i]);
-    uint64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    for (int k = 0; k < 8; ++k) u.payload.bytes[8 * i + k] = static_cast<uint8_t>(bits >> (8 * k));
-  }
+  u.payload.size = static_cast<pb_size_t>(s.payload_len);
+  std::memcpy(u.payload.bytes, s.payload, s.payload_len);
+  (void)d;
   LogLine l;
   l.add("update alg=").add_u(s.algorithm_index).add(" run=").add_u(s.run).add(" round=").add_u(s.pending_round);
   log(l);
   Status st = send_envelope();
   if (st.ok()) ++stats.rounds;
   return st;
+}
+
+// The Update payload of the new theta_{t,H}^c (fedrt.proto, Update): raw
+// float64 (encoding 0), or with the announcement's quantizer the codec bytes
+// of m = Q(theta_{t,H}^c - theta_t - V_c) drawn from
+// CounterRng(seed, run, c, t, kCompression) (encoding 1).
+Status FwClient::Impl::encode_update(const fedrt_wire_RoundAnnouncement& a, const float* theta_t, AlgSlot& s) {
+  const int d = opt.problem.dim;
+  s.compressed = false;
+#if defined(fedrt_wire_RoundAnnouncement_quantizer_tag)
+  if (a.quantizer != 0) {
+    compression::QuantizerSpec q;
+    if (a.quantizer > static_cast<uint32_t>(compression::QuantizerKind::kRounding))
+      return Status::InvalidArgument("announcement names an unknown quantizer");
+    q.kind = static_cast<compression::QuantizerKind>(a.quantizer);
+    q.levels = a.levels;
+    q.elias_gamma = a.elias_gamma;
+    q.bits = a.bits;
+    q.clip = a.clip;
+    FEDRT_TRY(compression::ValidateSpec(q));
+    float v[kFwMaxDim];
+    for (int i = 0; i < d; ++i) {
+      s.sent_theta_t[i] = theta_t[i];
+      v[i] = s.pending_theta[i] - theta_t[i] - s.cv_memory[i];
+    }
+    CounterRng rng(a.seed, a.run, static_cast<uint64_t>(index), a.round, RngStream::kCompression);
+    auto n = compression::Encode<float>(q, v, d, rng, s.payload, sizeof s.payload, s.sent_m);
+    if (!n.ok()) return n.status();
+    s.payload_len = *n;
+    s.encoding = 1;
+    s.compressed = true;
+    s.control_variates = a.control_variates;
+    s.alpha = static_cast<float>(compression::ControlVariateStep(q, d));
+    return Status::Ok();
+  }
+#else
+  (void)a;
+  (void)theta_t;
+#endif
+  for (int i = 0; i < d; ++i) {  // raw little-endian float64, d values
+    const double v = static_cast<double>(s.pending_theta[i]);
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int k = 0; k < 8; ++k) s.payload[8 * i + k] = static_cast<uint8_t>(bits >> (8 * k));
+  }
+  s.payload_len = 8 * static_cast<size_t>(d);
+  s.encoding = 0;
+  return Status::Ok();
 }
 
 Status FwClient::Impl::on_announce(const fedrt_wire_RoundAnnouncement& a) {
@@ -346,6 +406,7 @@ Status FwClient::Impl::on_announce(const fedrt_wire_RoundAnnouncement& a) {
     if (!cl.ok()) return cl.status();
     s->client = *cl;
     for (int i = 0; i < d; ++i) s->client.mutable_control_variate()[i] = 0.0f;  // xi_c = 0
+    for (int i = 0; i < d; ++i) s->cv_memory[i] = 0.0f;                         // V_c = 0
     s->run = a.run;
     s->pending = false;
   }
@@ -365,6 +426,7 @@ Status FwClient::Impl::on_announce(const fedrt_wire_RoundAnnouncement& a) {
   if (d == 8) s->client.run_local_steps<8>(opt.problem.oracle, rng);
   else s->client.run_local_steps<Eigen::Dynamic>(opt.problem.oracle, rng);
   std::memcpy(s->pending_theta, s->client.update(), sizeof(float) * d);
+  FEDRT_TRY(encode_update(a, theta, *s));
   s->pending = true;
   s->pending_round = a.round;
   s->pending_samples = a.local_steps;
@@ -380,8 +442,18 @@ Status FwClient::Impl::on_result(const fedrt_wire_RoundResult& r) {
   if (r.included) {
     RoundPlan plan;
     plan.round = r.round;
-    s->client.begin_round(s->pending_theta, plan);  // theta_hat = theta_{t,H}^c
-    s->client.apply_global(theta);                 // xi_c += coef (theta_{t+1} - theta_{t,H}^c)
+    if (s->compressed) {
+      // What the coordinator aggregated: theta_hat = theta_t + V_c + m; then V_c += alpha m.
+      float theta_hat[kFwMaxDim];
+      for (int i = 0; i < d; ++i) {
+        theta_hat[i] = s->sent_theta_t[i] + s->cv_memory[i] + s->sent_m[i];
+        if (s->control_variates) s->cv_memory[i] += s->alpha * s->sent_m[i];
+      }
+      s->client.begin_round(theta_hat, plan);
+    } else {
+      s->client.begin_round(s->pending_theta, plan);  // theta_hat = theta_{t,H}^c
+    }
+    s->client.apply_global(theta);  // xi_c += coef (theta_{t+1} - theta_hat)
   }
   s->pending = false;
   ++stats.results;
