@@ -21,4 +21,9 @@ if(TARGET fedrt-fw-host)
     set_tests_properties(fw_link_host_${mode} PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77
                          TIMEOUT 300)
   endforeach()
+  add_test(NAME fw_link_host_dither
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_link.sh --bin ${CMAKE_BINARY_DIR}/bin
+                   --out ${CMAKE_BINARY_DIR}/fw_link/host-dither --fw 2 --native 1
+                   --config ${CMAKE_CURRENT_LIST_DIR}/experiment_dither.toml)
+  set_tests_properties(fw_link_host_dither PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
