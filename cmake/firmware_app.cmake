@@ -75,7 +75,7 @@ if(COMMAND fedrt_add_firmware)
   target_link_libraries(fedrt_fw_client PUBLIC fedrt_firmware_config)
   fedrt_add_firmware(fedrt-fw
     SOURCES "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw.cc"
-    STACK_SIZE 4096
+    STACK_SIZE 5120
     LIBRARIES fedrt_fw_client
     NO_STANDALONE_RUN)
   # fedrt-fw in a fleet under qemu-system-arm (UART1 bridged to TCP), with the

@@ -1,0 +1,29 @@
+# Cortex-M4F firmware devices for scripts/fleet.sh (issue 6): fedrt-fw under
+# qemu-system-arm -M mps2-an386, its UART1 bridged to the coordinator over TCP.
+# Sourced by fleet.sh; uses its ROOT, BIN, CONFIG, DEVICES, TIMEOUT and die().
+# Per device: OUT/logs/<id>.img (problem image, fedrt-fw-provision) and
+# OUT/logs/<id>.blob (provisioning block: id, PSK, fresh entropy seed, image).
+#   FEDRT_CORTEX_M4_ELF   firmware (default build/cortex-m4/bin/fedrt-fw.elf; ./fedrt build cortex-m4)
+
+CORTEX_M4_ELF="${FEDRT_CORTEX_M4_ELF:-$ROOT/build/cortex-m4/bin/fedrt-fw.elf}"
+
+cortex_m4_check() {
+  [[ -f "$CORTEX_M4_ELF" ]] || die "--cortex-m4: $CORTEX_M4_ELF not built (./fedrt build cortex-m4)"
+  [[ -x "$BIN/fedrt-fw-provision" ]] || die "--cortex-m4: $BIN/fedrt-fw-provision not built (./fedrt build)"
+  command -v qemu-system-arm >/dev/null || die "--cortex-m4: qemu-system-arm not found (apt-get install qemu-system-arm)"
+  [[ "$AUTH" != cert ]] || die "--cortex-m4: the firmware authenticates with its PSK only (use --auth psk or mixed)"
+}
+
+# launch_cortex_m4 ID INDEX PORT KEYDIR LOG: provisions and starts one
+# firmware instance in the background (output to LOG), echoes its PID.
+launch_cortex_m4() {
+  local id="$1" index="$2" port="$3" keydir="$4" log="$5"
+  local base="${log%.log}"
+  "$BIN/fedrt-fw-provision" --config "$CONFIG" --agents "$DEVICES" --index "$index" --out "$base.img" \
+    2>"$log" || return 1
+  "$ROOT/platform/mps2/make_provision.py" --out "$base.blob" --index "$index" --id "$id" \
+    --psk-hex "$(tr -d ' \n' <"$keydir/device.psk")" --extension "$base.img" >>"$log" 2>&1 || return 1
+  "$ROOT/platform/mps2/qemu-run.sh" --machine mps2-an386 --timeout "$TIMEOUT" --provision "$base.blob" \
+    --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
+  echo $!
+}
