@@ -25,3 +25,7 @@ target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 # The simulator runs the same state machines (secure_aggregation = true).
 target_link_libraries(fedrt_host PUBLIC fedrt_secagg)
 target_sources(fedrt_host PRIVATE runtime/src/secagg/secagg_config.cc)
+
+# Benchmark (./fedrt bench runs it): bandwidth expansion and device cost per round.
+add_executable(fedrt-secagg-bench bench/fedrt_secagg_bench.cc)
+target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_secagg)

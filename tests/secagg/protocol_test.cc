@@ -75,6 +75,8 @@ TEST(SecAggProtocol, DefaultGraphAndFailureBound) {
   EXPECT_NEAR(UnmaskFailureBound(1000, 30, 16, 0.2), 0.231, 0.001);
   DefaultGraph(1000, k, t, 0.05, 1e-3);  // a lower design dropout allows a sparser graph
   EXPECT_LT(k, 54u);
+  // Complete graph: fewer than t = 5 of the 10 devices answer, P[Bin(10, 0.8) < 5].
+  EXPECT_NEAR(UnmaskFailureBound(10, 9, 5, 0.2), 6.37e-3, 0.01e-3);
   EXPECT_DOUBLE_EQ(UnmaskFailureBound(10, 9, 5, 0.0), 0.0);
   EXPECT_DOUBLE_EQ(UnmaskFailureBound(10, 9, 5, 1.0), 1.0);
 }

@@ -8,7 +8,6 @@
 namespace fedrt::secagg {
 
 namespace {
-const char kChannelLabel[] = "fedrt share channel";
 const uint8_t kCoeffNonceB[kNonceBytes] = {'s', 'h', 'a', 'm', 'i', 'r', '-', 'b', 0, 0, 0, 0};
 const uint8_t kCoeffNonceS[kNonceBytes] = {'s', 'h', 'a', 'm', 'i', 'r', '-', 's', 0, 0, 0, 0};
 
@@ -93,7 +92,7 @@ Status SecAggDevice::share_keys(const Advertise* ads, size_t count, ShareCiphert
     plain[8] = x;
     st = ShamirShare(b_, kKeyBytes, p_.t, coeff_, x, plain + 9);
     if (st.ok()) st = ShamirShare(s_sk_, kKeyBytes, p_.t, coeff_s, x, plain + 9 + kKeyBytes);
-    if (st.ok()) st = DeriveKey(p_, c_sk_, peer.c_pk, kChannelLabel, peer.channel);
+    if (st.ok()) st = DeriveKey(p_, c_sk_, peer.c_pk, kShareChannelLabel, peer.channel);
     if (!st.ok()) break;
     ShareCiphertext& c = out[written++];
     c.from = id_;

@@ -41,6 +41,10 @@ void DefaultGraph(uint32_t n, uint32_t& k, uint32_t& t, double dropout, double t
 
 double UnmaskFailureBound(uint32_t n, uint32_t k, uint32_t t, double dropout) {
   const double q = 1.0 - dropout;
+  if (n >= 1 && k >= n - 1) {  // complete graph: fails iff fewer than t of all n devices answer
+    k = n;
+    n = 1;
+  }
   double p = 0.0;
   for (uint32_t i = 0; i < t && i <= k; ++i) {
     const double logc = std::lgamma(k + 1.0) - std::lgamma(i + 1.0) - std::lgamma(k - i + 1.0);

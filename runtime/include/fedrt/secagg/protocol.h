@@ -38,11 +38,13 @@ Status ValidateParams(const RoundParams& p);
 // graph (k = n - 1; n <= 65), and t = floor(k / 2) + 1 so that no server can
 // collect t shares of both b_u and s_sk_u from honest neighbours. At 20%
 // dropout and target 1e-3: n = 10 complete (k = 9, t = 5: any n - t = 5 may
-// vanish), n = 100 k = 44 (bound 8.5e-4), n = 1000 k = 54 (bound 8.3e-4).
+// vanish; P[failure] = 6.4e-3), n = 100 k = 44 (bound 8.5e-4), n = 1000 k = 54
+// (bound 8.3e-4).
 void DefaultGraph(uint32_t n, uint32_t& k, uint32_t& t, double dropout = 0.2, double target = 1e-3);
 
 // Union bound on the probability that a round fails to unmask when each device
-// drops independently with probability `dropout`: n P[Binomial(k, 1 - dropout) < t].
+// drops independently with probability `dropout`: n P[Binomial(k, 1 - dropout) < t]
+// (complete graph, k = n - 1: exactly P[Binomial(n, 1 - dropout) < t]).
 double UnmaskFailureBound(uint32_t n, uint32_t k, uint32_t t, double dropout);
 
 // Neighbours of `id` (sorted ids, excluding id): a Harary ring over a public
@@ -57,6 +59,9 @@ struct Advertise {  // round 0, device -> server -> neighbours
   uint8_t s_pk[kKeyBytes] = {};  // X25519 key of the pairwise masks
 };
 constexpr size_t kAdvertiseBytes = 4 + 2 * kKeyBytes;
+
+// HKDF info of the pairwise share-channel key (ChaCha20-Poly1305).
+inline constexpr char kShareChannelLabel[] = "fedrt share channel";
 
 constexpr size_t kSharePlainBytes = 4 + 4 + 1 + 2 * kKeyBytes;  // from, to, x, share(b), share(s_sk)
 struct ShareCiphertext {  // round 1, device u -> server -> neighbour v

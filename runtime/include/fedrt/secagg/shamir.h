@@ -91,17 +91,20 @@ inline Status ShamirCombine(const uint8_t* xs, const uint8_t* ys, size_t m, size
   }
   ShamirInterpolate(xs, ys, len, t, 0, secret);
   for (size_t i = t; i < m; ++i) {
-    for (size_t j = 0; j < len; ++j) {
-      uint8_t v = 0;  // p_j(x_i) from the first t shares, one byte at a time (no scratch buffer)
-      for (uint32_t a = 0; a < t; ++a) {
-        uint8_t num = 1, den = 1;
-        for (uint32_t b = 0; b < t; ++b) {
-          if (b == a) continue;
-          num = GfMul(num, static_cast<uint8_t>(xs[i] ^ xs[b]));
-          den = GfMul(den, static_cast<uint8_t>(xs[a] ^ xs[b]));
-        }
-        v ^= GfMul(GfMul(num, GfInv(den)), ys[a * len + j]);
+    // p(x_i) = sum_a L_a(x_i) y_a from the first t shares; L_a(x_i) once per share.
+    uint8_t coef[kMaxShamirHolders];
+    for (uint32_t a = 0; a < t; ++a) {
+      uint8_t num = 1, den = 1;
+      for (uint32_t b = 0; b < t; ++b) {
+        if (b == a) continue;
+        num = GfMul(num, static_cast<uint8_t>(xs[i] ^ xs[b]));
+        den = GfMul(den, static_cast<uint8_t>(xs[a] ^ xs[b]));
       }
+      coef[a] = GfMul(num, GfInv(den));
+    }
+    for (size_t j = 0; j < len; ++j) {
+      uint8_t v = 0;
+      for (uint32_t a = 0; a < t; ++a) v ^= GfMul(coef[a], ys[a * len + j]);
       if (v != ys[i * len + j]) return Status::DataLoss("shamir: shares are inconsistent (corrupted share)");
     }
   }
