@@ -1,5 +1,5 @@
 # Tests of the federated optimisation family (issue 3).
-add_executable(fedrt_opt_tests unit/fedopt_test.cc)
+add_executable(fedrt_opt_tests unit/fedopt_test.cc unit/fedopt_compression_test.cc)
 target_link_libraries(fedrt_opt_tests PRIVATE fedrt_host GTest::gtest_main)
 gtest_discover_tests(fedrt_opt_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 
@@ -38,6 +38,15 @@ add_test(NAME opt_csv_tiny_runs
          COMMAND fedrt-sim --problem lsq --data ${FEDRT_OPT_DATA}/tiny --algorithm fedavg,scaffold,fedprox-exact
                  --rr --batch 1 --rounds 4 --local-steps 2 --no-plot --out ${CMAKE_CURRENT_BINARY_DIR}/out_opt_tiny)
 set_tests_properties(opt_csv_tiny_runs PROPERTIES LABELS cli TIMEOUT 60)
+# Compressed uplink/downlink for the optimisation family (issue 4): runs end to
+# end and summary.json carries the exact bits.
+add_test(NAME opt_quantizer_dither_runs
+         COMMAND fedrt-sim --problem lsq --quantizer dither --levels 4 --compress-cv --compress-downlink
+                 --algorithm fedavg,scaffold,fedprox --rr --rounds 5 --local-steps 2 --no-plot
+                 --out ${CMAKE_CURRENT_BINARY_DIR}/out_opt_dither)
+set_tests_properties(opt_quantizer_dither_runs PROPERTIES LABELS cli TIMEOUT 60)
+fedrt_opt_sim_fails(opt_compress_cv_without_quantizer "--compress-cv needs --quantizer dither or rounding"
+                    --problem lsq --compress-cv)
 
 # Device discipline of the optimisation cores (as device/no_heap_test.cc).
 add_executable(fedopt_device_no_heap_test device/fedopt_no_heap_test.cc)

@@ -8,12 +8,29 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fedrt/compression/diana.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/sim/compression_em_config.h"
 
 namespace fedrt::sim {
+
+// summary.json's settings.compression for a `dim`-vector uplink (omega and
+// alpha = 1/(1+omega) depend on the vector length).
+inline nlohmann::json CompressionSettingsJson(const CompressionSettings& k, int dim) {
+  const compression::QuantizerSpec& q = k.quantizer;
+  return {{"quantizer", QuantizerKindName(q.kind)},
+          {"levels", q.levels},
+          {"elias_gamma", q.elias_gamma},
+          {"bits", q.bits},
+          {"clip", q.clip},
+          {"omega", compression::Omega(q, dim)},
+          {"control_variates", k.control_variates},
+          {"alpha", k.control_variates ? compression::ControlVariateStep(q, dim) : 0.0},
+          {"downlink", k.downlink}};
+}
 
 class CompressedLinks {
  public:

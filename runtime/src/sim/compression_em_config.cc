@@ -40,9 +40,7 @@ Status ValidateCompressionEm(const ExperimentConfig& c) {
   }
   if (!k.enabled() && k.control_variates) return bad("--compress-cv needs --quantizer dither or rounding");
   if (!k.enabled() && k.downlink) return bad("--compress-downlink needs --quantizer dither or rounding");
-  if (k.enabled() && c.problem != ProblemKind::kGarnet && c.problem != ProblemKind::kFile &&
-      c.problem != ProblemKind::kGmm)
-    return bad("--quantizer: compression is wired into the LSA (garnet, file) and EM (gmm) families only");
+  // Every family compresses its uplink (LSA, optimisation, EM); the downlink too except for EM (below).
   if (c.problem == ProblemKind::kGmm) {
     const GmmSettings& g = c.gmm;
     if (k.downlink) return bad("--compress-downlink is not supported for problem gmm (the M-step output is broadcast raw)");

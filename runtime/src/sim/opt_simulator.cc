@@ -13,6 +13,7 @@
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/problems/logistic.h"
 #include "fedrt/sim/worker_pool.h"
+#include "compressed_link.h"
 
 namespace fedrt::sim {
 
@@ -63,8 +64,14 @@ Result<AlgSpec> ParseOptAlgorithm(const std::string& name) {
 }
 
 // Runs one algorithm (one chain, or the gamma / 2 gamma chains of Fed-RR) for every run.
+// Compression (ALGORITHMS.md 4), per chain: agent c sends the codec bytes of
+// Q(u_c - V_c), u_c = update() (dx, and dc for Scaffold, one vector of
+// update_dim() scalars); the server decodes u_hat_c = V_c + m and averages
+// u_hat_c; the agent keeps u_hat_c too (Scaffold: c_c = c_c^prev + dc_hat).
+// Optional downlink: the agents' model xhat (x_t, and c for Scaffold) follows
+// xhat <- xhat + Q(broadcast_{t+1} - xhat); the server keeps its own x_t.
 template <class Oracle>
-void RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spec, const std::vector<Oracle>& oracles,
+Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spec, const std::vector<Oracle>& oracles,
                double work_per_step, const Eigen::VectorXd& x_star, const Eigen::VectorXd& x0, WorkerPool& pool,
                const SimOptions& opt, AlgorithmResult& res, std::vector<Eigen::VectorXd>& pr_gamma,
                std::vector<Eigen::VectorXd>& pr_2gamma) {
@@ -87,6 +94,10 @@ void RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spe
   std::vector<FedOptClient<double>> clients[2];
   std::vector<uint32_t> sampled;
   sampled.reserve(n);
+  const int udim = algorithms::FedOptUpdateDim(spec.base, d);  // == broadcast dim
+  CompressedLinks links[2];
+  std::vector<double> xhat[2], sent[2], recon(udim), zeros(udim, 0.0);
+  std::vector<Status> link_errors[2];
 
   for (long run = 0; run < cfg.runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -97,6 +108,10 @@ void RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spe
       clients[k].assign(n, FedOptClient<double>());
       for (uint32_t c = 0; c < n; ++c) clients[k][c] = *FedOptClient<double>::create(client_arena, d, hyper[k]);
       server[k] = *FedOptServer<double>::create(server_arena, d, hyper[k], x0.data(), n);
+      FEDRT_TRY(links[k].init(static_cast<int>(n), udim, cfg.compression));
+      xhat[k].assign(server[k].broadcast(), server[k].broadcast() + udim);
+      if (links[k].enabled()) sent[k].assign(static_cast<size_t>(n) * udim, 0.0);
+      link_errors[k].assign(n, Status::Ok());
     }
     // Polyak-Ruppert averages after the burn-in (for every algorithm; Fed-RR extrapolates them).
     RichardsonRomberg<double> avg = *RichardsonRomberg<double>::create(server_arena, d, burn_in);
@@ -120,10 +135,16 @@ void RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spe
         for (size_t i = b; i < e; ++i) {
           const uint32_t c = sampled[i];
           for (int k = 0; k < chains; ++k) {
-            clients[k][c].begin_round(server[k].broadcast(), plan[k]);
+            clients[k][c].begin_round(links[k].downlink() ? xhat[k].data() : server[k].broadcast(), plan[k]);
             // Both Fed-RR chains see the same samples Z (common random numbers).
             CounterRng rng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kLocalSteps);
             clients[k][c].run_local_steps(oracles[c], rng);
+            if (links[k].enabled()) {  // the agent encodes Q(u_c - V_c), same key as the LSA family
+              CounterRng crng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression);
+              double* sp = sent[k].data() + static_cast<size_t>(c) * udim;
+              link_errors[k][c] = links[k].agent_send(c, clients[k][c].update(), zeros.data(), crng, sp);
+              if (link_errors[k][c].ok()) clients[k][c].set_sent_update(sp);
+            }
           }
         }
       };
@@ -131,11 +152,27 @@ void RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spe
       if (work >= static_cast<double>(kMinParallelWork)) pool.parallel_for(sampled.size(), local_work);
       else local_work(0, sampled.size());
       for (int k = 0; k < chains; ++k) {
-        for (uint32_t c : sampled) server[k].accumulate(clients[k][c].update());  // fixed agent order
+        if (links[k].enabled()) {
+          for (uint32_t c : sampled) {  // fixed agent order
+            FEDRT_TRY(link_errors[k][c]);
+            auto bits = links[k].server_receive(c, zeros.data(), recon.data());
+            if (!bits.ok()) return bits.status();
+            up[t + 1] += *bits;
+            server[k].accumulate(recon.data());
+          }
+        } else {
+          for (uint32_t c : sampled) server[k].accumulate(clients[k][c].update());  // fixed agent order
+          up[t + 1] += sampled.size() * static_cast<uint64_t>(server[k].update_dim()) * kBitsPerScalar;
+        }
         server[k].finish_round();
         res.agent_steps += static_cast<uint64_t>(sampled.size()) * plan[k].local_steps;
-        up[t + 1] += sampled.size() * static_cast<uint64_t>(server[k].update_dim()) * kBitsPerScalar;
-        down[t + 1] += sampled.size() * static_cast<uint64_t>(server[k].broadcast_dim()) * kBitsPerScalar;
+        if (links[k].downlink()) {  // one encoded broadcast, received by each sampled agent
+          auto bits = links[k].broadcast(server[k].broadcast(), xhat[k].data(), cfg.seed, static_cast<uint64_t>(run), round);
+          if (!bits.ok()) return bits.status();
+          down[t + 1] += sampled.size() * *bits;
+        } else {
+          down[t + 1] += sampled.size() * static_cast<uint64_t>(server[k].broadcast_dim()) * kBitsPerScalar;
+        }
       }
       avg.observe(round + 1, server[0].global(), spec.rr ? server[1].global() : server[0].global());
       report = spec.rr ? avg.output() : server[0].global();
@@ -154,6 +191,7 @@ void RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spe
     pr_2gamma.push_back(Eigen::Map<const Eigen::VectorXd>(avg.average_2gamma(), d));
     if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
   }
+  return Status::Ok();
 }
 
 double MeanOf(const std::vector<double>& v) {
@@ -269,6 +307,16 @@ Result<SimResult> RunOptExperiment(const ExperimentConfig& cfg, const SimOptions
                   {"aggregation", "uniform mean over the agents that reported (x_star minimises (1/N) sum_c f_c)"},
                   {"payload", "raw float64: d values per message (2d for Scaffold), framing not counted"},
                   {"initial_iterate", "x_0 = 0"}};
+  if (cfg.compression.enabled()) {
+    out.settings["payload"] =
+        "encoded bytes of the compressed update (dx, and dc for Scaffold, one vector; bits = 8 * bytes)";
+    out.settings["compression"] = CompressionSettingsJson(cfg.compression, d);
+    out.settings["compression"]["omega_note"] =
+        "omega and alpha for a d-vector; Scaffold compresses 2d scalars (see each algorithm's compression_omega)";
+    if (cfg.compression.downlink)
+      out.settings["compression"]["downlink_model"] =
+          "agents use xhat <- xhat + Q(broadcast - xhat); the server keeps its own x_t (and c)";
+  }
   if (data.source == "synthetic")
     out.settings.update({{"heterogeneity", fmt::format("covariate {}, concept {}, quantity {}", cfg.opt.covariate_shift,
                                                        cfg.opt.concept_shift, cfg.opt.quantity_skew)},
@@ -337,8 +385,10 @@ Result<SimResult> RunOptExperiment(const ExperimentConfig& cfg, const SimOptions
     AlgorithmResult res;
     res.name = spec.name;
     std::vector<Eigen::VectorXd> pr_gamma, pr_2gamma;
-    if (lsq) RunChains(cfg, a, spec, lsq_oracles, work_per_step, x_star, x0, pool, opt, res, pr_gamma, pr_2gamma);
-    else RunChains(cfg, a, spec, log_oracles, work_per_step, x_star, x0, pool, opt, res, pr_gamma, pr_2gamma);
+    const Status st =
+        lsq ? RunChains(cfg, a, spec, lsq_oracles, work_per_step, x_star, x0, pool, opt, res, pr_gamma, pr_2gamma)
+            : RunChains(cfg, a, spec, log_oracles, work_per_step, x_star, x0, pool, opt, res, pr_gamma, pr_2gamma);
+    if (!st.ok()) return Status(st.code(), fmt::format("{}: {}", res.name, st.message()));
 
     // Distances to x_star (not squared) of the final iterate and of the Polyak-Ruppert averages.
     std::vector<double> final_dist, pr_dist, pr2_dist, stat_err;
@@ -350,6 +400,13 @@ Result<SimResult> RunOptExperiment(const ExperimentConfig& cfg, const SimOptions
     }
     nlohmann::json& e = res.extra;
     e["final_dist_mean"] = MeanOf(final_dist);
+    if (cfg.compression.enabled()) {
+      const int udim = algorithms::FedOptUpdateDim(spec.base, d);
+      e["compression_vector_length"] = udim;
+      e["compression_omega"] = compression::Omega(cfg.compression.quantizer, udim);
+      e["compression_alpha"] =
+          cfg.compression.control_variates ? compression::ControlVariateStep(cfg.compression.quantizer, udim) : 0.0;
+    }
     if (spec.rr) {
       e["rr_dist_per_run"] = final_dist;
       e["pr_gamma_dist_per_run"] = pr_dist;

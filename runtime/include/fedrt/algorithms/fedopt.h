@@ -56,7 +56,7 @@ class FedOptClient {
   FedOptClient() = default;
 
   // Bytes of arena memory one client needs (for sizing a static arena).
-  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 7 * static_cast<size_t>(dim) + Arena::kAlignment; }
+  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 8 * static_cast<size_t>(dim) + Arena::kAlignment; }
 
   static Result<FedOptClient> create(Arena& arena, int dim, const FedOptHyper<S>& hyper) {
     if (dim <= 0) return Status::InvalidArgument("fedopt client: dimension must be positive");
@@ -66,7 +66,7 @@ class FedOptClient {
         !(hyper.prox_mu >= S(0)))
       return Status::InvalidArgument("fedopt client: prox weight mu must be >= 0");
     const size_t d = static_cast<size_t>(dim);
-    auto buf = arena.allocate<S>(7 * d);
+    auto buf = arena.allocate<S>(8 * d);
     if (!buf.ok()) return buf.status();
     FedOptClient c;
     c.dim_ = dim;
@@ -77,6 +77,7 @@ class FedOptClient {
     c.c_own_ = buf->data + 3 * d;
     c.c_global_ = buf->data + 4 * d;
     c.update_ = buf->data + 5 * d;  // 2d: dx then dc
+    c.c_prev_ = buf->data + 7 * d;  // c_c at the start of the round (Scaffold)
     return c;
   }
 
@@ -131,9 +132,22 @@ class FedOptClient {
       for (int i = 0; i < d; ++i) {
         const S dc = -c_global_[i] - update_[i] * inv;  // c_c^+ - c_c
         update_[d + i] = dc;
+        c_prev_[i] = c_own_[i];
         c_own_[i] += dc;
       }
     }
+  }
+
+  // Compressed uplink (ALGORITHMS.md 4): `sent` (update_dim() scalars) is the
+  // update the server reconstructs, dx_hat (and dc_hat). It replaces update(),
+  // and Scaffold sets c_c = c_c^{prev} + dc_hat, so the agent's c_c and the
+  // server's c = c + (|S|/N) mean(dc_hat) keep mean_c c_c = c. Call after
+  // run_local_steps, once per round; passing update() itself changes nothing.
+  void set_sent_update(const S* sent) {
+    const int d = dim_;
+    if (sent != update_) std::memcpy(update_, sent, sizeof(S) * update_dim());
+    if (hyper_.algorithm == FedOptAlgorithm::kScaffold)
+      for (int i = 0; i < d; ++i) c_own_[i] = c_prev_[i] + update_[d + i];
   }
 
   // The upload: update_dim() scalars (dx, then dc for Scaffold).
@@ -152,6 +166,7 @@ class FedOptClient {
   S* c_own_ = nullptr;
   S* c_global_ = nullptr;
   S* update_ = nullptr;
+  S* c_prev_ = nullptr;
 };
 
 // Coordinator side: streaming weighted mean of the updates, O(d) memory.
