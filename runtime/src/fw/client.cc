@@ -300,7 +300,7 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
     l.add("refused: provisioned for agent ").add_u(opt.problem.agent_index).add(" but the coordinator assigned ")
         .add_u(w.device_index);
     log(l);
-    return Status(StatusCode::kFailedPrecondition, "coordinator assigned another agent index than provisioned");
+    return Status(StatusCode::kPermissionDenied, "coordinator assigned another agent index than provisioned");
   }
   index = static_cast<int>(w.device_index);
   welcomed = true;
@@ -550,12 +550,10 @@ SessionEnd FwClient::Impl::session() {
           Status st = handle(shutdown);
           if (shutdown) return SessionEnd::kShutdown;
           if (!st.ok()) {
-            if (st.code() == StatusCode::kPermissionDenied || st.code() == StatusCode::kFailedPrecondition) {
-              if (welcomed || st.code() == StatusCode::kPermissionDenied) {
-                fatal = st;
-                log_status("fatal", st);
-                return SessionEnd::kFatal;
-              }
+            if (st.code() == StatusCode::kPermissionDenied) {  // refused, or provisioned for another agent
+              fatal = st;
+              log_status("fatal", st);
+              return SessionEnd::kFatal;
             }
             if (st.code() == StatusCode::kUnavailable) return SessionEnd::kRetry;
             ++stats.rejected_frames;

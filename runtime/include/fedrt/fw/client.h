@@ -51,7 +51,7 @@ struct ClientOptions {
   LogFn log = nullptr;  // one line per call, no trailing newline
   void* log_ctx = nullptr;
   uint32_t handshake_timeout_ms = 5000;  // per handshake read; a new attempt follows
-  uint32_t idle_timeout_ms = 300000;     // silence from the coordinator before a new session
+  uint32_t idle_timeout_ms = 120000;     // silence from the coordinator before a new session
   uint32_t max_failed_sessions = 50;     // consecutive sessions without a Welcome before giving up
 };
 
