@@ -21,6 +21,7 @@
 
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/analysis/fedlsa_bias.h"
+#include "fedrt/compression/diana.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/net/tls.h"
@@ -39,7 +40,8 @@ using algorithms::RoundPlan;
 
 namespace {
 
-constexpr uint64_t kBitsPerScalar = 64;  // raw float64 payloads
+constexpr uint64_t kBitsPerScalar = 64;  // raw float64 payloads (encoding 0)
+constexpr uint32_t kEncodingRaw = 0, kEncodingCodec = 1;
 constexpr int kHandshakeTimeoutMs = 10000;
 
 // One line per event on stderr: "TIME coordinator EVENT key=value ...".
@@ -166,6 +168,15 @@ class Coordinator {
   std::chrono::steady_clock::time_point round_t0_;
   long rounds_closed_here_ = 0;
   std::vector<double> scratch_;
+
+  // Compressed uplink (encoding 1, see fedrt.proto): the server's mirror V_c of
+  // every device for the current (algorithm, run); empty = 0. Persisted with
+  // each round for the members (StateStore mirrors), reloaded on a restart.
+  bool compressed_ = false;
+  std::vector<std::vector<double>> mirror_;
+  std::vector<uint8_t> codec_mem_;
+  compression::CompressedDifference<double> codec_;
+  uint64_t bits_up_round_ = 0;
 };
 
 // ---------------------------------------------------------------- Conn
@@ -339,9 +350,15 @@ void Conn::close(const std::string& why) {
 
 std::string Coordinator::experiment_identity() const {
   const auto& c = opt_.experiment;
-  return fmt::format("fp={:016x};algs={};step={};H={};p={};q={};T={};R={};seed={}", fingerprint_,
-                     sim::AlgorithmList(c.algorithms), c.step, c.local_steps, c.effective_comm_prob(),
-                     c.participation, c.rounds, c.runs, c.seed);
+  std::string id = fmt::format("fp={:016x};algs={};step={};H={};p={};q={};T={};R={};seed={}", fingerprint_,
+                               sim::AlgorithmList(c.algorithms), c.step, c.local_steps, c.effective_comm_prob(),
+                               c.participation, c.rounds, c.runs, c.seed);
+  if (c.compression.enabled()) {  // a state db's mirrors V_c belong to one quantizer
+    const auto& q = c.compression.quantizer;
+    id += fmt::format(";quantizer={};s={};eg={};b={};clip={};cv={}", sim::QuantizerKindName(q.kind), q.levels,
+                      q.elias_gamma, q.bits, q.clip, c.compression.control_variates);
+  }
+  return id;
 }
 
 Status Coordinator::init() {
@@ -361,6 +378,19 @@ Status Coordinator::init() {
   if (dim_ > kMaxDim)
     return Status(StatusCode::kInvalidArgument, fmt::format("dimension {} exceeds the wire maximum {}", dim_, kMaxDim));
   fingerprint_ = ProblemFingerprint(cfg);
+  compressed_ = cfg.compression.enabled();
+  if (compressed_) {
+    if (cfg.compression.downlink)
+      return Status(StatusCode::kInvalidArgument,
+                    std::string("compression.downlink is simulator-only: the coordinator broadcasts theta_t as raw "
+                                "float64 (set downlink = false)"));
+    codec_mem_.assign(sizeof(double) * 2 * static_cast<size_t>(dim_) + 2 * Arena::kAlignment, 0);
+    Arena arena(codec_mem_.data(), codec_mem_.size());
+    auto cd = compression::CompressedDifference<double>::create(arena, dim_, cfg.compression.quantizer,
+                                                                cfg.compression.control_variates);
+    if (!cd.ok()) return cd.status();
+    codec_ = *cd;
+  }
 
   const std::string keys = opt_.network.keys;
   auto reg = LoadRegistry(keys + "/registry.tsv");
@@ -591,6 +621,15 @@ void Coordinator::announce(Conn& c) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_.expiry() -
                                                                           std::chrono::steady_clock::now());
   a->set_deadline_ms(static_cast<uint32_t>(std::max<long>(0, static_cast<long>(left.count()))));
+  if (compressed_) {
+    const auto& k = opt_.experiment.compression;
+    a->set_quantizer(static_cast<uint32_t>(k.quantizer.kind));
+    a->set_levels(k.quantizer.levels);
+    a->set_elias_gamma(k.quantizer.elias_gamma);
+    a->set_bits(k.quantizer.bits);
+    a->set_clip(k.quantizer.clip);
+    a->set_control_variates(k.control_variates);
+  }
   c.send(env);
 }
 
@@ -616,9 +655,30 @@ void Coordinator::on_update(Conn& c, const wire::Update& u) {
   const uint32_t idx = static_cast<uint32_t>(c.device);
   if (!sampled_[idx]) return reject(wire::ERROR_NOT_SAMPLED, fmt::format("agent {} is not sampled in this round", idx));
   if (reported_[idx]) return reject(wire::ERROR_DUPLICATE, "an update for this round was already accepted");
-  if (u.encoding() != 0) return reject(wire::ERROR_MALFORMED, fmt::format("unknown payload encoding {}", u.encoding()));
-  WireError err;
-  if (!DecodeRawPayload(u.payload(), dim_, scratch_, err)) return reject(err.reason, err.message);
+  const uint32_t want = compressed_ ? kEncodingCodec : kEncodingRaw;
+  if (u.encoding() != want)
+    return reject(wire::ERROR_MALFORMED, fmt::format("payload encoding {}, this experiment uses {} ({})", u.encoding(),
+                                                     want, compressed_ ? "compression codec" : "raw float64"));
+  if (compressed_) {
+    // theta_hat_c = theta_t + V_c + m, m = bytes decoded by the bounded decoder;
+    // the mirror V_c moves only when the payload is valid.
+    std::vector<double>& v = mirror_[idx];
+    if (v.empty()) v.assign(static_cast<size_t>(dim_), 0.0);
+    codec_.set_memory(v.data());
+    scratch_.resize(static_cast<size_t>(dim_));
+    Status st = codec_.decode(reinterpret_cast<const uint8_t*>(u.payload().data()), u.payload().size(),
+                              scratch_.data());
+    if (!st.ok())
+      return reject(wire::ERROR_MALFORMED, fmt::format("codec payload of {} bytes rejected: {}", u.payload().size(),
+                                                       st.message()));
+    std::copy(codec_.memory(), codec_.memory() + dim_, v.begin());
+    const double* theta_t = server_.global();
+    for (int i = 0; i < dim_; ++i) scratch_[i] += theta_t[i];
+    bits_up_round_ += static_cast<uint64_t>(u.payload().size()) * 8;
+  } else {
+    WireError err;
+    if (!DecodeRawPayload(u.payload(), dim_, scratch_, err)) return reject(err.reason, err.message);
+  }
   server_.accumulate(scratch_.data());  // arrival order; see README (equivalence)
   reported_[idx] = 1;
   members_.push_back(idx);
@@ -688,7 +748,19 @@ void Coordinator::start_next_round() {
     auto it = last_theta_.find({p.alg, p.run});
     if (it != last_theta_.end()) std::copy(it->second.begin(), it->second.end(), server_.mutable_global());
     server_key_ = {p.alg, p.run};
+    mirror_.assign(agents_, {});  // V_c = 0 at the start of a run (as the simulator's links)
+    if (compressed_) {
+      auto m = store_->load_mirrors(p.alg, p.run);
+      if (!m.ok()) {
+        fatal_ = m.status();
+        io_.stop();
+        return;
+      }
+      for (auto& [c, v] : *m)
+        if (c < agents_ && v.size() == static_cast<size_t>(dim_)) mirror_[c] = std::move(v);
+    }
   }
+  bits_up_round_ = 0;
   cur_ = p;
   plan_ = server_.start_round(p.round);
   members_.clear();
@@ -730,12 +802,15 @@ void Coordinator::close_round(const char* by) {
     e += d * d;
   }
   rec.error = e;
-  rec.bits_up = static_cast<uint64_t>(members_.size()) * dim_ * kBitsPerScalar;
+  rec.bits_up = compressed_ ? bits_up_round_ : static_cast<uint64_t>(members_.size()) * dim_ * kBitsPerScalar;
   rec.bits_down = static_cast<uint64_t>(n_sampled_) * dim_ * kBitsPerScalar;
   rec.closed_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   rec.closed_by = by;
   // Durable before anyone learns the result (write-ahead): a restart resumes after this round.
-  Status st = store_->save_round(rec, members_);
+  std::map<uint32_t, std::vector<double>> mirrors;
+  if (compressed_ && opt_.experiment.compression.control_variates)
+    for (uint32_t c : members_) mirrors[c] = mirror_[c];
+  Status st = store_->save_round(rec, members_, mirrors);
   if (!st.ok()) {
     fatal_ = st;
     Log("fatal {}", st.message());
@@ -782,11 +857,26 @@ Result<sim::SimResult> Coordinator::build_result() {
   out.settings = {{"driver", "fedrt-coordinator"},
                   {"comm_prob", cfg.effective_comm_prob()},
                   {"aggregation", "uniform mean over the agents that reported, in arrival order"},
-                  {"payload", "raw float64, d values per message (framing not counted)"},
+                  {"payload", compressed_ ? "encoding 1: codec bytes of Q(theta_{t,H}^c - theta_t - V_c) "
+                                            "(bits = 8 * bytes; framing not counted)"
+                                          : "raw float64, d values per message (framing not counted)"},
                   {"initial_iterate", "theta_star + (1, ..., 1)"},
                   {"deadline_ms", opt_.network.deadline_ms},
                   {"quorum", opt_.network.quorum},
                   {"auth", opt_.network.auth}};
+  if (compressed_) {
+    const auto& q = cfg.compression.quantizer;
+    out.settings["compression"] = {
+        {"quantizer", sim::QuantizerKindName(q.kind)},
+        {"levels", q.levels},
+        {"elias_gamma", q.elias_gamma},
+        {"bits", q.bits},
+        {"clip", q.clip},
+        {"omega", compression::Omega(q, dim_)},
+        {"control_variates", cfg.compression.control_variates},
+        {"alpha", cfg.compression.control_variates ? compression::ControlVariateStep(q, dim_) : 0.0},
+        {"downlink", false}};
+  }
   const analysis::FedLsaBias bias = analysis::PredictFedLsaBias(lsa, cfg.step, cfg.local_steps, cfg.rounds);
   const Eigen::VectorXd theta0 = lsa.theta_star + Eigen::VectorXd::Ones(dim_);
   for (uint32_t a = 0; a < algs_.size(); ++a) {

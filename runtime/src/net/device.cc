@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/algorithms/lsa.h"
+#include "fedrt/compression/diana.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/net/network_config.h"
@@ -31,13 +32,17 @@ using algorithms::RoundPlan;
 
 namespace {
 
-// Per-algorithm client state: xi_c and the update not yet committed.
+// Per-algorithm client state: xi_c, the compression memory V_c, and the
+// update not yet committed.
 struct AlgState {
   uint32_t run = 0;
   std::vector<double> xi;
+  std::vector<double> cv;  // V_c as the coordinator's mirror holds it (empty = 0)
   bool pending = false;
   uint32_t pending_round = 0;
-  std::vector<double> pending_theta;  // theta_{t,H}^c
+  std::vector<double> pending_theta;  // theta_{t,H}^c, or theta_t + g_hat with the codec
+  std::vector<double> pending_cv;     // V_c after the pending update (committed when included)
+  std::string pending_payload;        // codec bytes of the pending update (empty: raw float64)
 };
 
 struct PersistentState {
@@ -59,6 +64,19 @@ Status SaveState(const std::string& path, const PersistentState& s) {
     if (st.pending)
       for (double v : st.pending_theta) o << ' ' << HexDouble(v);
     o << "\n";
+    // Compressed uplink: V_c, and for a pending codec update its bytes and V_c after it.
+    if (!st.cv.empty()) {
+      o << "cv " << st.cv.size();
+      for (double v : st.cv) o << ' ' << HexDouble(v);
+      o << "\n";
+    }
+    if (st.pending && !st.pending_payload.empty()) {
+      o << "payload " << st.pending_payload.size() << ' ';
+      for (unsigned char ch : st.pending_payload) o << fmt::format("{:02x}", ch);
+      o << "\npending_cv " << st.pending_cv.size();
+      for (double v : st.pending_cv) o << ' ' << HexDouble(v);
+      o << "\n";
+    }
   }
   const std::string tmp = path + ".tmp";
   {
@@ -84,7 +102,36 @@ Result<PersistentState> LoadState(const std::string& path) {
   int version = 0;
   if (!(f >> magic >> version) || magic != "fedrt-device-state" || version != 1) return bad("bad header");
   if (!(f >> word >> s.index) || word != "index") return bad("no index");
+  AlgState* last = nullptr;
+  auto read_counted = [&](std::vector<double>& v) -> bool {
+    size_t n = 0;
+    if (!(f >> n) || n > static_cast<size_t>(kMaxDim)) return false;
+    v.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::string x;
+      if (!(f >> x)) return false;
+      v[i] = std::strtod(x.c_str(), nullptr);
+    }
+    return true;
+  };
   while (f >> word) {
+    if (word == "cv" || word == "pending_cv") {
+      if (last == nullptr || !read_counted(word == "cv" ? last->cv : last->pending_cv)) return bad("bad " + word);
+      continue;
+    }
+    if (word == "payload") {
+      size_t n = 0;
+      std::string hex;
+      if (last == nullptr || !(f >> n >> hex) || n > 4096 || hex.size() != 2 * n) return bad("bad payload");
+      last->pending_payload.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        char* end = nullptr;
+        const std::string byte = hex.substr(2 * i, 2);
+        last->pending_payload[i] = static_cast<char>(std::strtoul(byte.c_str(), &end, 16));
+        if (end != byte.c_str() + 2) return bad("bad payload");
+      }
+      continue;
+    }
     if (word != "alg") return bad("expected 'alg'");
     uint32_t a = 0;
     size_t d = 0;
@@ -109,6 +156,7 @@ Result<PersistentState> LoadState(const std::string& path) {
     if (!read_vec("xi", st.xi, d)) return bad("bad xi");
     if (!read_vec("theta", st.pending_theta, st.pending ? d : 0)) return bad("bad theta");
     s.algs[a] = std::move(st);
+    last = &s.algs[a];
   }
   return s;
 }
@@ -134,6 +182,7 @@ class Device {
   Status on_announce(const wire::RoundAnnouncement& a);
   Status on_result(const wire::RoundResult& r);
   Status send_update(uint32_t alg, const AlgState& st, uint64_t samples);
+  Status compress(const wire::RoundAnnouncement& a, const std::vector<double>& theta_t, AlgState& st);
 
   DeviceOptions opt_;
   TlsClient tls_;
@@ -146,6 +195,7 @@ class Device {
   problems::ExpectedLsaOracle<double> expected_;
   bool oracle_ready_ = false;
   std::vector<uint8_t> client_mem_;
+  std::vector<uint8_t> codec_mem_;
   std::map<uint32_t, LsaClient<double>> clients_;
   std::map<uint32_t, std::vector<uint8_t>> client_arenas_;
 };
@@ -185,8 +235,13 @@ Status Device::send_update(uint32_t alg, const AlgState& st, uint64_t samples) {
   u->set_algorithm_index(alg);
   u->set_run(st.run);
   u->set_round(st.pending_round);
-  u->set_payload(EncodeRawPayload(st.pending_theta.data(), dim_));
-  u->set_encoding(0);
+  if (st.pending_payload.empty()) {
+    u->set_payload(EncodeRawPayload(st.pending_theta.data(), dim_));
+    u->set_encoding(0);
+  } else {
+    u->set_payload(st.pending_payload);  // the same bytes on a resubmission
+    u->set_encoding(1);
+  }
   u->set_sample_count(samples);
   if (opt_.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.delay_ms));
   if (opt_.before_update) {
@@ -195,6 +250,37 @@ Status Device::send_update(uint32_t alg, const AlgState& st, uint64_t samples) {
   }
   log("update alg={} run={} round={}", alg, st.run, st.pending_round);
   return send(env);
+}
+
+// Encoding 1 (fedrt.proto, Update): payload = bytes(Q(g - V_c)), g = theta_{t,H}^c - theta_t,
+// draws from CounterRng(seed, run, c, round, kCompression), as the simulator's
+// agent c; pending_theta = theta_t + g_hat (SCAFFLSA's xi_c uses it), and
+// pending_cv = V_c + alpha m, committed only when the update is included.
+Status Device::compress(const wire::RoundAnnouncement& a, const std::vector<double>& theta_t, AlgState& st) {
+  compression::QuantizerSpec q;
+  if (a.quantizer() > static_cast<uint32_t>(compression::QuantizerKind::kRounding))
+    return Status(StatusCode::kInvalidArgument, fmt::format("announcement has unknown quantizer {}", a.quantizer()));
+  q.kind = static_cast<compression::QuantizerKind>(a.quantizer());
+  q.levels = a.levels();
+  q.elias_gamma = a.elias_gamma();
+  q.bits = a.bits();
+  q.clip = a.clip();
+  codec_mem_.assign(sizeof(double) * 2 * static_cast<size_t>(dim_) + 2 * Arena::kAlignment, 0);
+  Arena arena(codec_mem_.data(), codec_mem_.size());
+  auto cd = compression::CompressedDifference<double>::create(arena, dim_, q, a.control_variates());
+  if (!cd.ok()) return Status(cd.status().code(), fmt::format("announcement quantizer: {}", cd.status().message()));
+  if (st.cv.size() == static_cast<size_t>(dim_)) cd->set_memory(st.cv.data());
+  std::vector<double> g(static_cast<size_t>(dim_)), g_hat(static_cast<size_t>(dim_));
+  for (int i = 0; i < dim_; ++i) g[i] = st.pending_theta[i] - theta_t[i];
+  std::string bytes(cd->max_payload_bytes(), '\0');
+  CounterRng rng(a.seed(), a.run(), static_cast<uint64_t>(state_.index), a.round(), RngStream::kCompression);
+  auto n = cd->encode(g.data(), rng, reinterpret_cast<uint8_t*>(bytes.data()), bytes.size(), g_hat.data());
+  if (!n.ok()) return n.status();
+  bytes.resize(*n);
+  st.pending_payload = std::move(bytes);
+  st.pending_cv.assign(cd->memory(), cd->memory() + dim_);
+  for (int i = 0; i < dim_; ++i) st.pending_theta[i] = theta_t[i] + g_hat[i];
+  return Status::Ok();
 }
 
 Status Device::on_announce(const wire::RoundAnnouncement& a) {
@@ -221,7 +307,9 @@ Status Device::on_announce(const wire::RoundAnnouncement& a) {
     return send_update(ai, st, a.local_steps());
   }
   if (st.pending) log("dropped uncommitted update alg={} run={} round={}", ai, st.run, st.pending_round);
-  st.pending = false;
+  st.pending = false;  // V_c stays at its committed value: the coordinator's mirror did not move
+  st.pending_payload.clear();
+  st.pending_cv.clear();
   LsaHyper<double> hyper;
   hyper.algorithm = *alg;
   hyper.step_size = a.step_size();
@@ -251,6 +339,9 @@ Status Device::on_announce(const wire::RoundAnnouncement& a) {
   st.pending = true;
   st.pending_round = a.round();
   st.pending_theta.assign(client.update(), client.update() + dim_);
+  st.pending_payload.clear();
+  st.pending_cv.clear();
+  if (a.quantizer() != 0) FEDRT_TRY(compress(a, theta, st));
   FEDRT_TRY(SaveState(opt_.state_file, state_));
   return send_update(ai, st, a.local_steps());
 }
@@ -266,6 +357,7 @@ Status Device::on_result(const wire::RoundResult& r) {
     return Status(StatusCode::kInvalidArgument, fmt::format("result rejected: {}", err.message));
   if (r.included()) {
     auto it = clients_.find(r.algorithm_index());
+    if (!st.pending_payload.empty()) st.cv = st.pending_cv;  // the mirror absorbed m too
     if (it != clients_.end()) {
       LsaClient<double>& client = it->second;
       RoundPlan plan;
@@ -279,6 +371,8 @@ Status Device::on_result(const wire::RoundResult& r) {
     }
   }
   st.pending = false;
+  st.pending_payload.clear();
+  st.pending_cv.clear();
   FEDRT_TRY(SaveState(opt_.state_file, state_));
   double norm = 0.0;
   for (double v : st.xi) norm += v * v;

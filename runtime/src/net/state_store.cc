@@ -78,7 +78,10 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "  bits_up INTEGER NOT NULL, bits_down INTEGER NOT NULL, closed_at REAL NOT NULL, closed_by TEXT,"
       "  PRIMARY KEY (algorithm, run, round));"
       "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
-      "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, PRIMARY KEY (algorithm, run, round, device_index));"));
+      "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, PRIMARY KEY (algorithm, run, round, device_index));"
+      "CREATE TABLE IF NOT EXISTS mirrors (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
+      "  device_index INTEGER NOT NULL, round INTEGER NOT NULL, v BLOB NOT NULL,"
+      "  PRIMARY KEY (algorithm, run, device_index));"));
   return st;
 }
 
@@ -114,7 +117,8 @@ Status StateStore::upsert_device(const std::string& id, uint32_t index, const st
   return Status::Ok();
 }
 
-Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>& members) {
+Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>& members,
+                              const std::map<uint32_t, std::vector<double>>& mirrors) {
   FEDRT_TRY(exec("PRAGMA synchronous=FULL"));
   FEDRT_TRY(exec("BEGIN IMMEDIATE"));
   Status st = [&]() -> Status {
@@ -140,6 +144,16 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
       sqlite3_bind_int64(m.s, 3, r.round);
       sqlite3_bind_int64(m.s, 4, d);
       if (sqlite3_step(m.s) != SQLITE_DONE) return SqlError(db_, "member insert");
+    }
+    Stmt v(db_, "INSERT OR REPLACE INTO mirrors (algorithm, run, device_index, round, v) VALUES (?1, ?2, ?3, ?4, ?5)");
+    for (const auto& [device, vec] : mirrors) {
+      sqlite3_reset(v.s);
+      sqlite3_bind_int64(v.s, 1, r.algorithm);
+      sqlite3_bind_int64(v.s, 2, r.run);
+      sqlite3_bind_int64(v.s, 3, device);
+      sqlite3_bind_int64(v.s, 4, r.round);
+      sqlite3_bind_blob(v.s, 5, vec.data(), static_cast<int>(vec.size() * sizeof(double)), SQLITE_TRANSIENT);
+      if (sqlite3_step(v.s) != SQLITE_DONE) return SqlError(db_, "mirror insert");
     }
     return Status::Ok();
   }();
@@ -168,6 +182,21 @@ Result<std::optional<RoundRecord>> StateStore::get_round(uint32_t alg, uint32_t 
   sqlite3_bind_int64(s.s, 3, round);
   if (sqlite3_step(s.s) == SQLITE_ROW) return std::optional<RoundRecord>(ReadRound(s.s));
   return std::optional<RoundRecord>();
+}
+
+Result<std::map<uint32_t, std::vector<double>>> StateStore::load_mirrors(uint32_t alg, uint32_t run) {
+  Stmt s(db_, "SELECT device_index, v FROM mirrors WHERE algorithm = ?1 AND run = ?2");
+  if (s.s == nullptr) return SqlError(db_, "load mirrors");
+  sqlite3_bind_int64(s.s, 1, alg);
+  sqlite3_bind_int64(s.s, 2, run);
+  std::map<uint32_t, std::vector<double>> out;
+  while (sqlite3_step(s.s) == SQLITE_ROW) {
+    std::vector<double>& v = out[static_cast<uint32_t>(sqlite3_column_int64(s.s, 0))];
+    const int n = sqlite3_column_bytes(s.s, 1);
+    v.resize(static_cast<size_t>(n) / sizeof(double));
+    if (n > 0) std::memcpy(v.data(), sqlite3_column_blob(s.s, 1), v.size() * sizeof(double));
+  }
+  return out;
 }
 
 Result<bool> StateStore::was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device) {

@@ -2,7 +2,8 @@
 // The coordinator's durable state in SQLite: experiment identity, device
 // registry, and the round log (per closed round: theta_{t+1}, which is the
 // whole server-side state of the LSA family, the error, bits and the agents
-// whose updates were aggregated). Written in one transaction per round
+// whose updates were aggregated; with a compressed uplink, the mirrors V_c of
+// the members). Written in one transaction per round
 // before any device learns the result, so a restart resumes from the last
 // completed round. Host only.
 
@@ -42,8 +43,12 @@ class StateStore {
   // identity is an error (a state file belongs to one experiment).
   Status check_experiment(const std::string& identity);
   Status upsert_device(const std::string& id, uint32_t index, const std::string& event);
-  // One transaction: the round row and its members.
-  Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members);
+  // One transaction: the round row, its members, and (compressed uplink with
+  // control variates) the server's mirrors V_c of the members after this round.
+  Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members,
+                    const std::map<uint32_t, std::vector<double>>& mirrors = {});
+  // Latest mirror V_c of every device that has one, for (algorithm, run).
+  Result<std::map<uint32_t, std::vector<double>>> load_mirrors(uint32_t alg, uint32_t run);
   Result<std::vector<RoundRecord>> load_rounds();
   Result<std::optional<RoundRecord>> get_round(uint32_t alg, uint32_t run, uint32_t round);
   Result<bool> was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device);

@@ -1,0 +1,265 @@
+// The compression codec on the wire (issue 5 follow-up, fedrt.proto Update
+// encoding 1): devices send bytes(Q(theta_{t,H}^c - theta_t - V_c)) with the
+// simulator's RNG keys, the coordinator decodes with its mirror of V_c, keeps
+// the mirrors across a restart, and rejects malformed codec payloads without
+// dropping the device. Every round is compared with the in-process simulator.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "fedrt/net/device.h"
+#include "fedrt/net/network_config.h"
+#include "fedrt/net/wire.h"
+#include "net_harness.h"
+
+namespace fedrt::net::testing {
+namespace {
+
+// As fleet_test.cc: devices and simulator encode the same bytes (same local
+// iterates, same CounterRng keys), the coordinator decodes them exactly, and
+// only the arrival-order summation differs (~1e-16 per round).
+constexpr double kRelTol = 1e-12;
+
+std::string Config(int agents, int H, int T, int seed, int deadline_ms, const std::string& compression) {
+  return "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = " + std::to_string(agents) +
+         "\n[algorithm]\nnames = [\"scafflsa\"]\nstep = 0.01\nlocal_steps = " + std::to_string(H) +
+         "\n[participation]\nrate = 1.0\n[run]\nrounds = " + std::to_string(T) + "\nruns = 1\nseed = " +
+         std::to_string(seed) + "\n[network]\ndeadline_ms = " + std::to_string(deadline_ms) +
+         "\nquorum = 0.5\nstart_timeout_ms = 60000\n[compression]\n" + compression;
+}
+
+constexpr const char* kDither4Cv = "quantizer = \"dither\"\nlevels = 4\ncontrol_variates = true\n";
+
+// Acceptance (equivalence, quantized): N=20, H=1000, T=20, SCAFFLSA with
+// 4-level dithering and compression control variates.
+TEST_F(NetTest, QuantizedFleetMatchesSimulatorEveryRound) {
+  const auto cfg = WriteExperiment(Config(20, 1000, 20, 1, 30000, kDither4Cv));
+  Provision(dir_ / "keys", 20);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < 20; ++i) StartDevice(i, port, cfg);
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), 20u);
+  sim::ExperimentConfig e;
+  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), e).ok());
+  e.threads = 1;
+  sim::SimOptions so;
+  so.keep_theta_history = true;
+  auto simres = sim::RunExperiment(e, so);
+  ASSERT_TRUE(simres.ok()) << simres.status().message();
+  const auto& h = simres->algorithms[0].theta_history[0];
+  const std::vector<Eigen::VectorXd> sim(h.begin() + 1, h.end());
+  int identical = 0, compared = 0;
+  const double rel = MaxRelDiff(rounds, sim, 0, &identical, &compared);
+  std::printf("[equivalence, dither s=4 + control variates] rounds compared=%d bit-identical=%d max relative "
+              "difference=%.3e\n",
+              compared, identical, rel);
+  EXPECT_EQ(compared, 20);
+  EXPECT_LE(rel, kRelTol);
+  // Exact bits: 20 fixed-width payloads of 4 + ceil(d (1 + 3) / 8) bytes per round, as the simulator counts.
+  const int d = static_cast<int>(sim[0].size());
+  const uint64_t per = (4 + (static_cast<uint64_t>(d) * 4 + 7) / 8) * 8;
+  for (const auto& r : rounds) {
+    EXPECT_EQ(r.agents, 20u);
+    EXPECT_EQ(r.bits_up, 20 * per);
+    EXPECT_EQ(r.bits_up, simres->algorithms[0].bits_up[0][r.round + 1]);
+  }
+  // Compression changed the iterates (the test would pass vacuously otherwise).
+  sim::ExperimentConfig raw = e;
+  raw.compression = {};
+  auto rawres = sim::RunExperiment(raw, so);
+  ASSERT_TRUE(rawres.ok());
+  EXPECT_GT((rawres->algorithms[0].theta_history[0].back() - sim.back()).norm(), 1e-6 * sim.back().norm());
+}
+
+// The coordinator's mirrors V_c are persisted with each round: a coordinator
+// killed mid-run resumes, devices resubmit the same codec bytes, and the run
+// still equals the simulator.
+TEST_F(NetTest, QuantizedCoordinatorRestartKeepsTheMirrors) {
+  const int n = 6;
+  const auto cfg = WriteExperiment(Config(n, 1000, 10, 3, 20000, kDither4Cv));
+  Provision(dir_ / "keys", n);
+  const int port = FreePort();
+  pid_t co = StartCoordinator(cfg, port, {});
+  ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < n; ++i) StartDevice(i, port, cfg, {"--delay-ms", std::to_string(100 + 60 * i)});
+  const fs::path log = dir_ / "coordinator.log";
+  ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=5 ", 30000)) << ReadFile(log);
+  ASSERT_TRUE(WaitForLog(dir_ / (Id(0) + ".log"), "update alg=0 run=0 round=4", 10000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  Kill(co);
+  const auto before = Rounds();
+  ASSERT_EQ(before.size(), 4u) << ReadFile(log);
+  co = StartCoordinator(cfg, port, {}, "coordinator.restart.log");
+  ASSERT_EQ(Wait(co, 90000), 0) << ReadFile(dir_ / "coordinator.restart.log");
+  const auto after = Rounds();
+  ASSERT_EQ(after.size(), 10u);
+  for (size_t t = 0; t < before.size(); ++t) EXPECT_EQ(after[t].theta, before[t].theta) << "round " << t;
+  for (const auto& r : after) EXPECT_EQ(r.agents, static_cast<uint32_t>(n));
+  int resubmitted = 0;
+  for (int i = 0; i < n; ++i) resubmitted += Count(ReadFile(dir_ / (Id(i) + ".log")), "resubmit alg=0 run=0 round=4");
+  EXPECT_GT(resubmitted, 0);  // acknowledged codec updates were sent again (same bytes) after the restart
+  const auto sim = SimThetas(cfg);
+  int identical = 0, compared = 0;
+  const double rel = MaxRelDiff(after, sim, 0, &identical, &compared);
+  std::printf("[restart, dither s=4 + control variates] rounds compared=%d max relative difference=%.3e\n", compared,
+              rel);
+  EXPECT_LE(rel, kRelTol);
+  EXPECT_EQ(compared, 10);
+}
+
+// V_c as a device's state file holds it ("cv N v1 ... vN" of algorithm 0).
+std::vector<double> DeviceMemory(const fs::path& state) {
+  std::istringstream in(ReadFile(state));
+  std::string w;
+  std::vector<double> v;
+  while (in >> w && w != "cv") {
+  }
+  size_t n = 0;
+  if (!(in >> n)) return v;
+  for (size_t i = 0; i < n; ++i) {
+    std::string x;
+    in >> x;
+    v.push_back(std::strtod(x.c_str(), nullptr));
+  }
+  return v;
+}
+
+// Devices killed in the middle of a round (after computing, before or after
+// sending their codec update) restart from their state files; at the end every
+// device's V_c equals the coordinator's mirror bit for bit, whether or not its
+// update made it into the round.
+TEST_F(NetTest, QuantizedKilledDevicesKeepTheirMemoryConsistentWithTheMirror) {
+  const int n = 6;
+  const auto cfg = WriteExperiment(Config(n, 1000, 8, 2, 2000, kDither4Cv));
+  Provision(dir_ / "keys", n);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0);
+  std::vector<pid_t> dev;
+  const int delay_ms[n] = {150, 900, 1200, 0, 0, 0};
+  for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, cfg, {"--delay-ms", std::to_string(delay_ms[i])}));
+  const fs::path log = dir_ / "coordinator.log";
+  ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=4 ", 30000)) << ReadFile(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // device 0 has sent, devices 1 and 2 not yet
+  for (int i = 0; i < 3; ++i) Kill(dev[i]);
+  ASSERT_TRUE(WaitForLog(log, "round alg=scafflsa run=0 round=4 ", 10000)) << ReadFile(log);
+  for (int i = 0; i < 3; ++i) {
+    fs::rename(dir_ / (Id(i) + ".log"), dir_ / (Id(i) + ".first.log"));
+    StartDevice(i, port, cfg, {"--delay-ms", "100"});
+  }
+  ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(log);
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), 8u);
+  EXPECT_LT(rounds[3].agents, static_cast<uint32_t>(n)) << "the round with the kills closed without some devices";
+  EXPECT_EQ(rounds.back().agents, static_cast<uint32_t>(n));
+  auto st = StateStore::Open((dir_ / "coordinator.db").string());
+  ASSERT_TRUE(st.ok());
+  auto mirrors = (*st)->load_mirrors(0, 0);
+  ASSERT_TRUE(mirrors.ok());
+  for (int i = 0; i < n; ++i) {
+    const std::vector<double> v = DeviceMemory(dir_ / (Id(i) + ".state"));
+    ASSERT_EQ(v.size(), 8u) << "device " << i;
+    ASSERT_TRUE(mirrors->count(static_cast<uint32_t>(i))) << "device " << i;
+    EXPECT_EQ(v, mirrors->at(static_cast<uint32_t>(i))) << "device " << i;
+    double norm = 0;
+    for (double x : v) norm += x * x;
+    EXPECT_GT(norm, 0.0);
+  }
+}
+
+// Acceptance (bad codec payloads over TLS): a device with a valid handshake
+// sends, once per round before its genuine update, a truncated payload, an
+// over-long one, a NaN norm, a level above s, a sign on a zero level and a raw
+// float64 payload (wrong encoding). Each is rejected with ERROR_MALFORMED and
+// a reason, the device stays connected, its mirror V_c does not move, and
+// every round equals the simulator's.
+TEST_F(NetTest, BadCodecPayloadIsRejectedAndRoundsEqualSimulator) {
+  const int n = 4, T = 6;
+  const auto cfg = WriteExperiment(Config(n, 1000, T, 5, 30000, kDither4Cv));
+  Provision(dir_ / "keys", n);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0);
+  for (int i = 1; i < n; ++i) StartDevice(i, port, cfg);
+  DeviceOptions opt;
+  opt.host = "127.0.0.1";
+  opt.port = static_cast<uint16_t>(port);
+  opt.id = Id(0);
+  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), opt.experiment).ok());
+  opt.credentials.identity = Id(0);
+  opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
+  opt.state_file = (dir_ / "dev0000.state").string();
+  opt.give_up_ms = 30000;
+  std::set<uint32_t> done;
+  std::vector<uint32_t> encodings;
+  opt.before_update = [&](const wire::Update& u, const std::function<Status(const std::string&)>& raw) {
+    encodings.push_back(u.encoding());
+    if (!done.insert(u.round()).second) return;
+    wire::Envelope e;
+    *e.mutable_update() = u;
+    std::string p = u.payload();
+    switch (u.round()) {
+      case 0: p.pop_back(); break;        // truncated
+      case 1: p.push_back('\0'); break;   // over-long
+      case 2: {                           // NaN norm
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(&p[0], &nan, 4);
+        break;
+      }
+      case 3: p[4] = static_cast<char>(0x0E); break;  // coordinate 0: level 7 > s = 4
+      case 4: p[4] = static_cast<char>(0x01); break;  // coordinate 0: sign bit on level 0
+      case 5: {                                        // raw float64 instead of the codec
+        std::vector<double> v(8, 0.5);
+        p = EncodeRawPayload(v.data(), 8);
+        e.mutable_update()->set_encoding(0);
+        break;
+      }
+    }
+    e.mutable_update()->set_payload(p);
+    (void)raw(EncodeFrame(e));
+  };
+  Status dev_status = Status::Ok();
+  std::thread dev([&] { dev_status = RunDevice(opt); });
+  const int rc = Wait(co, 120000);
+  dev.join();
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_TRUE(dev_status.ok()) << dev_status.message();
+  for (uint32_t enc : encodings) EXPECT_EQ(enc, 1u);  // the genuine updates use the codec
+  for (const char* reason : {"reason=malformed: codec payload of 7 bytes rejected: dither decode: payload truncated",
+                             "reason=malformed: codec payload of 9 bytes rejected: dither decode: payload longer",
+                             "rejected: dither decode: norm is NaN or infinite",
+                             "rejected: dither decode: level exceeds the number of levels",
+                             "rejected: dither decode: sign bit set on a zero level",
+                             "reason=malformed: payload encoding 0, this experiment uses 1 (compression codec)"})
+    EXPECT_NE(log.find(reason), std::string::npos) << reason << "\n" << log;
+  // Stayed connected until the experiment finished.
+  EXPECT_GT(log.find("disconnected device=" + Id(0)), log.find("finished rounds=")) << log;
+  EXPECT_EQ(Count(log, "registered device=" + Id(0)), 1u) << log;
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
+  for (const auto& r : rounds) EXPECT_EQ(r.agents, static_cast<uint32_t>(n));
+  const auto sim = SimThetas(cfg);
+  int identical = 0, compared = 0;
+  EXPECT_LE(MaxRelDiff(rounds, sim, 0, &identical, &compared), kRelTol);
+  EXPECT_EQ(compared, T);
+}
+
+TEST_F(NetTest, CompressedDownlinkIsRefusedByTheCoordinator) {
+  const auto cfg = WriteExperiment(
+      Config(2, 10, 1, 1, 1000, "quantizer = \"dither\"\nlevels = 4\ncontrol_variates = true\ndownlink = true\n"));
+  Provision(dir_ / "keys", 2);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  EXPECT_NE(Wait(co, 30000), 0);
+  EXPECT_NE(ReadFile(dir_ / "coordinator.log").find("compression.downlink is simulator-only"), std::string::npos)
+      << ReadFile(dir_ / "coordinator.log");
+}
+
+}  // namespace
+}  // namespace fedrt::net::testing
