@@ -29,6 +29,7 @@
 #include "fedrt/net/log_time.h"
 #include "fedrt/sim/outputs.h"
 #include "fedrt/sim/simulator.h"
+#include "../sim/compressed_link.h"  // CompressionSettingsJson: summary.json as the simulator writes it
 
 namespace fedrt::net {
 
@@ -864,19 +865,7 @@ Result<sim::SimResult> Coordinator::build_result() {
                   {"deadline_ms", opt_.network.deadline_ms},
                   {"quorum", opt_.network.quorum},
                   {"auth", opt_.network.auth}};
-  if (compressed_) {
-    const auto& q = cfg.compression.quantizer;
-    out.settings["compression"] = {
-        {"quantizer", sim::QuantizerKindName(q.kind)},
-        {"levels", q.levels},
-        {"elias_gamma", q.elias_gamma},
-        {"bits", q.bits},
-        {"clip", q.clip},
-        {"omega", compression::Omega(q, dim_)},
-        {"control_variates", cfg.compression.control_variates},
-        {"alpha", cfg.compression.control_variates ? compression::ControlVariateStep(q, dim_) : 0.0},
-        {"downlink", false}};
-  }
+  if (compressed_) out.settings["compression"] = sim::CompressionSettingsJson(cfg.compression, dim_);
   const analysis::FedLsaBias bias = analysis::PredictFedLsaBias(lsa, cfg.step, cfg.local_steps, cfg.rounds);
   const Eigen::VectorXd theta0 = lsa.theta_star + Eigen::VectorXd::Ones(dim_);
   for (uint32_t a = 0; a < algs_.size(); ++a) {

@@ -275,17 +275,8 @@ Result<SimResult> RunLsaExperiment(const ExperimentConfig& cfg, const SimOptions
                   {"payload", "raw float64, d values per message (framing not counted)"},
                   {"initial_iterate", "theta_star + (1, ..., 1)"}};
   if (cfg.compression.enabled()) {
-    const auto& q = cfg.compression.quantizer;
     out.settings["payload"] = "encoded bytes of the compressed update difference theta_{t,H}^c - theta_t (bits = 8 * bytes)";
-    out.settings["compression"] = {{"quantizer", QuantizerKindName(q.kind)},
-                                   {"levels", q.levels},
-                                   {"elias_gamma", q.elias_gamma},
-                                   {"bits", q.bits},
-                                   {"clip", q.clip},
-                                   {"omega", compression::Omega(q, lsa.dim)},
-                                   {"control_variates", cfg.compression.control_variates},
-                                   {"alpha", cfg.compression.control_variates ? compression::ControlVariateStep(q, lsa.dim) : 0.0},
-                                   {"downlink", cfg.compression.downlink}};
+    out.settings["compression"] = CompressionSettingsJson(cfg.compression, lsa.dim);
   }
   if (cfg.secagg.enabled)
     out.settings["secure_aggregation"] = secagg::IntegerUplink::Describe(
