@@ -2,8 +2,10 @@
 # the coordinator (standalone Asio, SQLite) and the POSIX device.
 find_package(Protobuf REQUIRED)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(FEDRT_SQLITE REQUIRED IMPORTED_TARGET sqlite3)
-find_path(FEDRT_ASIO_INCLUDE asio.hpp REQUIRED)
+if(NOT FEDRT_DEVICE_ONLY)  # coordinator only
+  pkg_check_modules(FEDRT_SQLITE REQUIRED IMPORTED_TARGET sqlite3)
+  find_path(FEDRT_ASIO_INCLUDE asio.hpp REQUIRED)
+endif()
 find_library(FEDRT_MBEDTLS mbedtls REQUIRED)
 find_library(FEDRT_MBEDX509 mbedx509 REQUIRED)
 find_library(FEDRT_MBEDCRYPTO mbedcrypto REQUIRED)
@@ -23,6 +25,21 @@ add_library(fedrt_wire_proto STATIC ${FEDRT_WIRE_OUT}/fedrt.pb.cc)
 target_include_directories(fedrt_wire_proto SYSTEM PUBLIC ${FEDRT_WIRE_OUT} ${Protobuf_INCLUDE_DIRS})
 target_link_libraries(fedrt_wire_proto PUBLIC ${FEDRT_PROTOBUF_LITE})
 target_compile_options(fedrt_wire_proto PRIVATE -w)
+
+if(FEDRT_DEVICE_ONLY)
+  # ARM boards (cmake/cross_linux.cmake): the device side only; no
+  # coordinator, SQLite or Asio. Keep this list in step with fedrt_net below.
+  add_library(fedrt_net STATIC
+    runtime/src/net/wire.cc
+    runtime/src/net/tls.cc
+    runtime/src/net/network_config.cc
+    runtime/src/net/device.cc)
+  target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire_proto
+    ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
+  add_executable(fedrt-device runtime/apps/fedrt_device.cc)
+  target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
+  return()
+endif()
 
 add_library(fedrt_net STATIC
   runtime/src/net/wire.cc

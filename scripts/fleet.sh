@@ -1,39 +1,105 @@
 #!/usr/bin/env bash
-# A loopback fleet: provisions keys, starts fedrt-coordinator and N
-# fedrt-device processes on 127.0.0.1, waits for the experiment to finish and
-# collects the outputs and per-device logs in --out.
+# A loopback fleet of mixed devices: provisions keys, starts fedrt-coordinator
+# and the devices on 127.0.0.1, waits for the experiment to finish, collects
+# the outputs and one log per device, and prints a summary per device kind.
 #
-#   scripts/fleet.sh --config EXPERIMENT.toml --devices N [--out DIR] [--auth psk|cert|mixed]
-#                    [--bin DIR] [--timeout SECONDS] [-- COORDINATOR_ARGS...]
+#   scripts/fleet.sh --config EXPERIMENT.toml [--native N] [--aarch64 N] [--armhf N]
+#                    [--cortex-m4 N] [--out DIR] [--auth psk|cert|mixed]
+#                    [--bin DIR] [--aarch64-bin DIR] [--armhf-bin DIR]
+#                    [--timeout SECONDS] [-- COORDINATOR_ARGS...]
 #
-# mixed (default): even devices use their PSK, odd devices their certificate.
+# Device kinds (agents are numbered in this order: native, aarch64, armhf, cortex-m4):
+#   native     build/release/bin/fedrt-device (--devices N is an alias of --native N)
+#   aarch64    qemu-aarch64 build/aarch64/bin/fedrt-device (static; ./fedrt build aarch64)
+#   armhf      qemu-arm build/armhf/bin/fedrt-device       (static; ./fedrt build armhf)
+#   cortex-m4  firmware under qemu-system-arm (see launch_cortex_m4 below)
+# mixed auth (default): even devices use their PSK, odd devices their certificate.
+# Outputs: DIR/{metrics.csv,summary.json,error.png,coordinator.log,coordinator.db},
+# DIR/logs/<id>.log (one per device), DIR/devices.tsv (id, agent index, kind),
+# DIR/devices/<id>.state (device state files).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/build/release/bin"
-CONFIG="" DEVICES="" OUT="out/fleet" AUTH="mixed" TIMEOUT=600
+AARCH64_BIN="$ROOT/build/aarch64/bin"
+ARMHF_BIN="$ROOT/build/armhf/bin"
+CONFIG="" OUT="out/fleet" AUTH="mixed" TIMEOUT=600
+N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0
 EXTRA=()
+
+die() { echo "fleet: error: $*" >&2; exit 2; }
+count_arg() {  # count_arg FLAG VALUE -> VALUE if a non-negative integer
+  [[ "$2" =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer (got '$2')"
+  echo "$((10#$2))"
+}
 while (($#)); do
+  (($# >= 2)) || [[ "$1" == -- ]] || die "$1 needs a value"
   case "$1" in
     --config) CONFIG="$2"; shift 2 ;;
-    --devices) DEVICES="$2"; shift 2 ;;
+    --native | --devices) N_NATIVE="$(count_arg "$1" "$2")" || exit 2; shift 2 ;;
+    --aarch64) N_AARCH64="$(count_arg "$1" "$2")" || exit 2; shift 2 ;;
+    --armhf) N_ARMHF="$(count_arg "$1" "$2")" || exit 2; shift 2 ;;
+    --cortex-m4) N_CORTEX_M4="$(count_arg "$1" "$2")" || exit 2; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --auth) AUTH="$2"; shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
+    --aarch64-bin) AARCH64_BIN="$2"; shift 2 ;;
+    --armhf-bin) ARMHF_BIN="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    *) echo "fleet: error: unknown argument '$1'" >&2; exit 2 ;;
+    *) die "unknown argument '$1'" ;;
   esac
 done
-[[ -n "$CONFIG" && -f "$CONFIG" ]] || { echo "fleet: error: --config EXPERIMENT.toml is required (got '${CONFIG}')" >&2; exit 2; }
-[[ "$DEVICES" =~ ^[1-9][0-9]*$ ]] || { echo "fleet: error: --devices must be a positive integer (got '${DEVICES}')" >&2; exit 2; }
-case "$AUTH" in psk|cert|mixed) ;; *) echo "fleet: error: --auth must be psk, cert or mixed (got '$AUTH')" >&2; exit 2 ;; esac
-for b in fedrt-keys fedrt-coordinator fedrt-device; do
-  [[ -x "$BIN/$b" ]] || { echo "fleet: error: $BIN/$b not built (./fedrt build)" >&2; exit 2; }
+DEVICES=$((N_NATIVE + N_AARCH64 + N_ARMHF + N_CORTEX_M4))
+[[ -n "$CONFIG" && -f "$CONFIG" ]] || die "--config EXPERIMENT.toml is required (got '${CONFIG}')"
+((DEVICES > 0)) || die "no devices: give --native N (or --devices N), --aarch64 N, --armhf N or --cortex-m4 N"
+[[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds (got '$TIMEOUT')"
+case "$AUTH" in psk|cert|mixed) ;; *) die "--auth must be psk, cert or mixed (got '$AUTH')" ;; esac
+for b in fedrt-keys fedrt-coordinator; do
+  [[ -x "$BIN/$b" ]] || die "$BIN/$b not built (./fedrt build)"
 done
+((N_NATIVE == 0)) || [[ -x "$BIN/fedrt-device" ]] || die "$BIN/fedrt-device not built (./fedrt build)"
 
-mkdir -p "$OUT/devices"
-rm -rf "$OUT/keys" "$OUT/coordinator.db" "$OUT/coordinator.db-wal" "$OUT/coordinator.db-shm" "$OUT"/devices/*.state "$OUT/port"
+# Emulated Linux boards: a static fedrt-device of the target and qemu-user.
+QEMU_AARCH64="" QEMU_ARM=""
+if ((N_AARCH64 > 0)); then
+  [[ -x "$AARCH64_BIN/fedrt-device" ]] || die "$AARCH64_BIN/fedrt-device not built (./fedrt build aarch64)"
+  QEMU_AARCH64="$(command -v qemu-aarch64)" || die "qemu-aarch64 not found (apt-get install qemu-user)"
+fi
+if ((N_ARMHF > 0)); then
+  [[ -x "$ARMHF_BIN/fedrt-device" ]] || die "$ARMHF_BIN/fedrt-device not built (./fedrt build armhf)"
+  QEMU_ARM="$(command -v qemu-arm)" || die "qemu-arm not found (apt-get install qemu-user)"
+fi
+
+# ---------------------------------------------------------------------------
+# Cortex-M4F firmware devices (issue 6, item 5): fedrt-fw under
+# qemu-system-arm -M mps2-an386 with its UART bridged to the coordinator.
+#   cortex_m4_check           : fail early (exit 2) if the firmware or QEMU is missing
+#   launch_cortex_m4 ID INDEX PORT KEYDIR LOG
+#                             : start one instance in the background, echo its PID
+# Until the firmware launcher lands these refuse --cortex-m4 N > 0 clearly.
+cortex_m4_check() {
+  die "--cortex-m4: the Cortex-M4F firmware launcher is not available yet"
+}
+launch_cortex_m4() {
+  return 1
+}
+# ---------------------------------------------------------------------------
+((N_CORTEX_M4 == 0)) || cortex_m4_check
+
+# Kind of agent INDEX (agents are numbered native, aarch64, armhf, cortex-m4).
+kind_of() {
+  local i="$1"
+  if ((i < N_NATIVE)); then echo native
+  elif ((i < N_NATIVE + N_AARCH64)); then echo aarch64
+  elif ((i < N_NATIVE + N_AARCH64 + N_ARMHF)); then echo armhf
+  else echo cortex-m4
+  fi
+}
+
+mkdir -p "$OUT/devices" "$OUT/logs"
+rm -rf "$OUT/keys" "$OUT/coordinator.db" "$OUT/coordinator.db-wal" "$OUT/coordinator.db-shm" \
+  "$OUT"/devices/*.state "$OUT"/logs/*.log "$OUT/port" "$OUT/devices.tsv"
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$DEVICES" >/dev/null || { echo "fleet: error: provisioning failed" >&2; exit 1; }
 
 PIDS=()
@@ -58,11 +124,20 @@ if [[ ! -s "$OUT/port" ]]; then
   exit 1
 fi
 PORT="$(cat "$OUT/port")"
-echo "[fleet] coordinator on 127.0.0.1:$PORT, starting $DEVICES devices (auth $AUTH)" >&2
+echo "[fleet] coordinator on 127.0.0.1:$PORT, starting $DEVICES devices (native $N_NATIVE, aarch64 $N_AARCH64," \
+  "armhf $N_ARMHF, cortex-m4 $N_CORTEX_M4; auth $AUTH)" >&2
 
 for ((i = 0; i < DEVICES; i++)); do
   id="$(printf 'dev%04d' "$i")"
+  kind="$(kind_of "$i")"
   dir="$OUT/keys/devices/$id"
+  log="$OUT/logs/$id.log"
+  printf '%s\t%d\t%s\n' "$id" "$i" "$kind" >>"$OUT/devices.tsv"
+  if [[ "$kind" == cortex-m4 ]]; then
+    pid="$(launch_cortex_m4 "$id" "$i" "$PORT" "$dir" "$log")" || { echo "fleet: error: starting $id (cortex-m4) failed" >&2; exit 1; }
+    PIDS+=("$pid")
+    continue
+  fi
   mode="$AUTH"
   [[ "$mode" == mixed ]] && mode=$([[ $((i % 2)) == 0 ]] && echo psk || echo cert)
   if [[ "$mode" == psk ]]; then
@@ -70,8 +145,13 @@ for ((i = 0; i < DEVICES; i++)); do
   else
     cred=(--cert "$dir/device.crt" --key "$dir/device.key" --ca "$dir/ca.crt")
   fi
-  "$BIN/fedrt-device" --coordinator "127.0.0.1:$PORT" --id "$id" "${cred[@]}" --config "$CONFIG" \
-    --agents "$DEVICES" --state "$OUT/devices/$id.state" 2>"$OUT/devices/$id.log" &
+  case "$kind" in
+    native) launch=("$BIN/fedrt-device") ;;
+    aarch64) launch=("$QEMU_AARCH64" "$AARCH64_BIN/fedrt-device") ;;
+    armhf) launch=("$QEMU_ARM" "$ARMHF_BIN/fedrt-device") ;;
+  esac
+  "${launch[@]}" --coordinator "127.0.0.1:$PORT" --id "$id" "${cred[@]}" --config "$CONFIG" \
+    --agents "$DEVICES" --state "$OUT/devices/$id.state" 2>"$log" &
   PIDS+=($!)
 done
 
@@ -87,8 +167,9 @@ done
 wait "$COORD_PID"
 RC=$?
 COORD_PID=""
-# Devices exit on the coordinator's shutdown message; give them a moment.
-for _ in $(seq 1 50); do
+# Devices exit on the coordinator's shutdown message; give them a moment
+# (emulated ones are slower).
+for _ in $(seq 1 100); do
   alive=0
   for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
   ((alive)) || break
@@ -98,4 +179,26 @@ if ((RC != 0)); then
   echo "fleet: error: coordinator exited with status $RC (see $OUT/coordinator.log)" >&2
   exit "$RC"
 fi
-echo "[fleet] done: $OUT/{metrics.csv,summary.json,error.png,coordinator.log,coordinator.db} and $OUT/devices/*.log" >&2
+
+# Per kind: devices, how many took part (committed at least one included
+# update), and the min / max number of rounds a device reported.
+echo "[fleet] devices by kind (rounds = updates the coordinator included, from each device's log):" >&2
+PARTICIPATION_OK=1
+for kind in native aarch64 armhf cortex-m4; do
+  n=0 took=0 min="" max=0
+  while IFS=$'\t' read -r id _ k; do
+    [[ "$k" == "$kind" ]] || continue
+    n=$((n + 1))
+    r="$(grep -c ' committed .* included=true' "$OUT/logs/$id.log" 2>/dev/null)" || r=0
+    ((r > 0)) && took=$((took + 1))
+    [[ -z "$min" ]] || ((r < min)) && min=$r
+    ((r > max)) && max=$r
+  done <"$OUT/devices.tsv"
+  ((n > 0)) || continue
+  ((took == n)) || PARTICIPATION_OK=0
+  printf '[fleet]   %-9s devices=%d took_part=%d rounds_reported min=%d max=%d\n' "$kind" "$n" "$took" "$min" "$max" >&2
+done
+echo "[fleet] done: $OUT/{metrics.csv,summary.json,error.png,coordinator.log,coordinator.db} and $OUT/logs/*.log" >&2
+if ((PARTICIPATION_OK == 0)); then
+  echo "fleet: warning: some devices never had an update included (see $OUT/logs)" >&2
+fi
