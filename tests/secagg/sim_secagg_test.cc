@@ -61,6 +61,25 @@ TEST(SimSecAgg, GlobalIteratesBitIdenticalWithAndWithoutSecureAggregation) {
   EXPECT_EQ(b->algorithms[1].extra.value("secagg_failed_rounds", -1), 0);
 }
 
+TEST(SimSecAgg, CompressionControlVariatesWithFullParticipationStayBitIdentical) {
+  ExperimentConfig plain = Base();
+  plain.compression.control_variates = true;
+  plain.compression.quantizer.bits = 6;  // coarse: the control variates matter
+  ExperimentConfig secure = plain;
+  secure.secagg.enabled = true;
+  auto a = RunExperiment(plain);
+  auto b = RunExperiment(secure);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ExpectBitIdentical(*a, *b);
+  // And they differ from the run without control variates.
+  ExperimentConfig nocv = plain;
+  nocv.compression.control_variates = false;
+  auto n = RunExperiment(nocv);
+  ASSERT_TRUE(n.ok());
+  EXPECT_NE(n->algorithms[1].error[0].back(), a->algorithms[1].error[0].back());
+}
+
 TEST(SimSecAgg, PartialParticipationAndProbabilisticCommunicationStayBitIdentical) {
   ExperimentConfig plain = Base();
   plain.garnet.agents = 8;
@@ -119,7 +138,12 @@ TEST(SimSecAgg, RefusesWhatItCannotRun) {
   expect_refused(d, "needs the shared-scale stochastic rounding quantizer");
   d = c;
   d.compression.control_variates = true;
-  expect_refused(d, "would need each device's memory V_c");
+  ASSERT_TRUE(Validate(d).ok()) << Validate(d).message();  // full participation: the server tracks sum_c V_c
+  d.participation = 0.5;
+  expect_refused(d, "would need each sampled device's memory V_c");
+  d.participation = 1.0;
+  d.secagg.dropout = 0.2;
+  expect_refused(d, "needs secagg_dropout = 0");
   d = c;
   d.problem = ProblemKind::kLsq;
   d.algorithms = {"fedavg"};

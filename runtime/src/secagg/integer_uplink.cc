@@ -11,8 +11,11 @@
 
 namespace fedrt::secagg {
 
-Status IntegerUplink::init(int agents, int dim, const compression::QuantizerSpec& q, const SecAggSettings& s) {
-  if (!Applies(q, false)) return Status::InvalidArgument("integer uplink: needs the shared-scale rounding quantizer");
+Status IntegerUplink::init(int agents, int dim, const compression::QuantizerSpec& q, bool control_variates,
+                          const SecAggSettings& s) {
+  if (!Applies(q, false, 1.0)) return Status::InvalidArgument("integer uplink: needs the shared-scale rounding quantizer");
+  if (control_variates && s.dropout > 0.0)
+    return Status::InvalidArgument("secure aggregation: compression control variates need every agent in every round (secagg_dropout = 0)");
   if (s.enabled) {
     const uint64_t top = (uint64_t{1} << q.bits) - 1;
     if (agents < 3) return Status::InvalidArgument("secure aggregation needs at least 3 agents");
@@ -28,15 +31,25 @@ Status IntegerUplink::init(int agents, int dim, const compression::QuantizerSpec
   cap_ = compression::MaxPayloadBytes(q, dim);
   payload_.assign(static_cast<size_t>(agents) * cap_, 0);
   decoded_.assign(static_cast<size_t>(agents) * dim, 0.0);
+  agents_ = agents;
+  cv_ = control_variates;
+  alpha_ = compression::ControlVariateStep(q, dim);  // 1 for rounding (omega = 0)
+  v_.assign(cv_ ? static_cast<size_t>(agents) * dim : 0, 0.0);
+  w_.assign(cv_ ? dim : 0, 0.0);
   return Status::Ok();
 }
 
 Status IntegerUplink::agent_quantize(uint32_t c, const double* update, const double* start, CounterRng rng) {
   double* g = decoded_.data() + static_cast<size_t>(c) * dim_;
   for (int i = 0; i < dim_; ++i) g[i] = update[i] - start[i];  // as CompressedLinks::agent_send
+  double* v = cv_ ? v_.data() + static_cast<size_t>(c) * dim_ : nullptr;
+  if (cv_)  // as CompressedDifference::encode: Q(g - V_c)
+    for (int i = 0; i < dim_; ++i) g[i] -= v[i];
   uint8_t* out = payload_.data() + c * cap_;
   auto n = compression::RoundingEncode<double>(g, dim_, q_.bits, q_.clip, rng, out, cap_, g);
   if (!n.ok()) return n.status();
+  if (cv_)  // V_c <- V_c + alpha m_c (g now holds m_c)
+    for (int i = 0; i < dim_; ++i) v[i] += static_cast<double>(static_cast<double>(alpha_) * g[i]);
   compression::BitReader r(out, *n);  // the integers of the payload
   uint32_t* x = x_.data() + static_cast<size_t>(c) * dim_;
   for (int i = 0; i < dim_; ++i)
@@ -90,10 +103,22 @@ Result<UplinkRound> IntegerUplink::aggregate(const std::vector<uint32_t>& sample
     for (int i = 0; i < dim_; ++i) sum[i] = s.sum[i];
   }
   r.contributors = static_cast<uint32_t>(r.who.size());
+  if (cv_ && r.contributors != static_cast<uint32_t>(agents_))
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("round {}: compression control variates need all {} agents in every round, {} reported{}",
+                              round, agents_, r.contributors, r.failure.empty() ? "" : " (" + r.failure + ")"));
   if (r.contributors == 0) return r;
   const double delta = 2.0 * q_.clip / static_cast<double>((1u << q_.bits) - 1u);
   const double m = static_cast<double>(r.contributors);
-  for (int i = 0; i < dim_; ++i) out[i] = start[i] + static_cast<double>(sum[i]) * delta / m - q_.clip;
+  if (!cv_) {
+    for (int i = 0; i < dim_; ++i) out[i] = start[i] + static_cast<double>(sum[i]) * delta / m - q_.clip;
+    return r;
+  }
+  for (int i = 0; i < dim_; ++i) {  // sum_c m_c = Delta S - m clip; mean g_hat = (W + sum m) / m
+    const double msum = static_cast<double>(sum[i]) * delta - m * q_.clip;
+    out[i] = start[i] + (w_[i] + msum) / m;
+    w_[i] += alpha_ * msum;
+  }
   return r;
 }
 

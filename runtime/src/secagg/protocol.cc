@@ -12,7 +12,7 @@ Status ValidateParams(const RoundParams& p) {
   if (p.n < 3) return Status::InvalidArgument("secure aggregation: needs at least 3 devices in a round");
   if (p.n > kMaxDevices) return Status::InvalidArgument("secure aggregation: more than 2^24 devices in a round");
   if (p.k < 2 || p.k > p.n - 1) return Status::InvalidArgument("secure aggregation: neighbours k must be in [2, n - 1]");
-  if (p.k > kMaxNeighbours) return Status::InvalidArgument("secure aggregation: neighbours k above the device limit (64)");
+  if (p.k > kMaxNeighbours) return Status::InvalidArgument("secure aggregation: neighbours k above the device limit (kMaxNeighbours)");
   if (p.k != p.n - 1 && p.k % 2 != 0)
     return Status::InvalidArgument("secure aggregation: neighbours k must be even unless the graph is complete");
   if (p.t < 2 || p.t > p.k) return Status::InvalidArgument("secure aggregation: threshold t must be in [2, k]");

@@ -21,9 +21,12 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   if (q.kind != compression::QuantizerKind::kRounding)
     return bad("secure_aggregation needs the shared-scale stochastic rounding quantizer (compression.quantizer = "
                "\"rounding\", public clip and bits): the server can only add integers");
-  if (c.compression.control_variates)
-    return bad("secure_aggregation with compression.control_variates is not supported: the server would need each "
-               "device's memory V_c (only sums are available); use control_variates = false");
+  if (c.compression.control_variates && c.participation < 1.0)
+    return bad("secure_aggregation with compression.control_variates needs participation = 1: with partial "
+               "participation the server would need each sampled device's memory V_c (only sums are available)");
+  if (c.compression.control_variates && s.dropout > 0.0)
+    return bad("secure_aggregation with compression.control_variates needs secagg_dropout = 0: a dropped device's "
+               "V_c would leave the server's running sum of the V_c");
   if (c.problem != ProblemKind::kGarnet && c.problem != ProblemKind::kFile)
     return bad("secure_aggregation is wired into the LSA simulator (fedlsa, scafflsa, scafflsa-prob: problem garnet or "
                "file) only so far; the lsq/logistic (FedAvg, Scaffold, FedProx) and gmm (FedEM) drivers do not run it yet");

@@ -85,7 +85,8 @@ Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm 
   // Shared-scale rounding: agents send b-bit integers and the server sums them
   // (plain, or with secure aggregation) and dequantizes once.
   const bool int_uplink =
-      cfg.compression.enabled() && secagg::IntegerUplink::Applies(cfg.compression.quantizer, cfg.compression.control_variates);
+      cfg.compression.enabled() && secagg::IntegerUplink::Applies(cfg.compression.quantizer, cfg.compression.control_variates,
+                                                                  cfg.participation);
   secagg::IntegerUplink uplink;
   std::vector<uint32_t> reported;
   uint64_t secagg_failed = 0;
@@ -93,7 +94,8 @@ Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm 
   for (long run = 0; run < cfg.runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
     FEDRT_TRY(links.init(static_cast<int>(n), d, cfg.compression));
-    if (int_uplink) FEDRT_TRY(uplink.init(static_cast<int>(n), d, cfg.compression.quantizer, cfg.secagg));
+    if (int_uplink) FEDRT_TRY(uplink.init(static_cast<int>(n), d, cfg.compression.quantizer,
+                                            cfg.compression.control_variates, cfg.secagg));
     std::copy(theta0.data(), theta0.data() + d, xhat.begin());
     Arena client_arena(client_mem.data(), client_mem.size());
     for (uint32_t c = 0; c < n; ++c) {

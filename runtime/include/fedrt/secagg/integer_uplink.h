@@ -6,6 +6,10 @@
 // SecAgg+ round run with the device and server state machines, and
 // dequantizes once: mean = theta_t + Delta S / m - clip. Both paths therefore
 // give bit-identical iterates for the same seeds.
+// With compression control variates (DIANA, alpha = 1 for rounding) agent c
+// sends Q(g_c - V_c) and keeps V_c <- V_c + m_c; the server needs
+// sum_c (V_c + m_c), which it can track from sums alone only when every agent
+// reports in every round: it keeps W = sum_c V_c and W <- W + alpha sum_c m_c.
 
 #include <cstdint>
 #include <string>
@@ -31,11 +35,12 @@ struct UplinkRound {
 
 class IntegerUplink {
  public:
-  // True for the quantizer settings this uplink handles (rounding without control variates).
-  static bool Applies(const compression::QuantizerSpec& q, bool control_variates) {
-    return q.kind == compression::QuantizerKind::kRounding && !control_variates;
+  // True for the settings this uplink handles: rounding, and control variates
+  // only with full participation (else the server needs each V_c).
+  static bool Applies(const compression::QuantizerSpec& q, bool control_variates, double participation) {
+    return q.kind == compression::QuantizerKind::kRounding && (!control_variates || participation >= 1.0);
   }
-  Status init(int agents, int dim, const compression::QuantizerSpec& q, const SecAggSettings& s);
+  Status init(int agents, int dim, const compression::QuantizerSpec& q, bool control_variates, const SecAggSettings& s);
   bool secure() const { return settings_.enabled; }
 
   // Agent c (thread-safe across agents): x_c from update - start with `rng`.
@@ -56,6 +61,11 @@ class IntegerUplink {
   std::vector<uint8_t> payload_;   // per-agent encode scratch
   std::vector<double> decoded_;    // per-agent decode scratch
   size_t cap_ = 0;
+  int agents_ = 0;
+  bool cv_ = false;
+  double alpha_ = 1.0;
+  std::vector<double> v_;          // agents' V_c (agent side)
+  std::vector<double> w_;          // server: W = sum_c V_c
 };
 
 }  // namespace fedrt::secagg

@@ -16,7 +16,13 @@
 
 namespace fedrt::secagg {
 
-constexpr uint32_t kMaxNeighbours = 64;  // k of the device's fixed tables (Shamir x <= 255)
+// k of the device's fixed tables (Shamir x <= 255). SecAggDevice holds about
+// 170 bytes per neighbour: a microcontroller build can lower it.
+#ifndef FEDRT_SECAGG_MAX_NEIGHBOURS
+#define FEDRT_SECAGG_MAX_NEIGHBOURS 64
+#endif
+constexpr uint32_t kMaxNeighbours = FEDRT_SECAGG_MAX_NEIGHBOURS;
+static_assert(kMaxNeighbours >= 2 && kMaxNeighbours <= 254, "FEDRT_SECAGG_MAX_NEIGHBOURS must be in [2, 254]");
 constexpr uint32_t kMaxDevices = 1u << 24;
 
 struct RoundParams {
