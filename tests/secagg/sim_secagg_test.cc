@@ -80,6 +80,29 @@ TEST(SimSecAgg, CompressionControlVariatesWithFullParticipationStayBitIdentical)
   EXPECT_NE(n->algorithms[1].error[0].back(), a->algorithms[1].error[0].back());
 }
 
+TEST(SimSecAgg, FedEmFamilyBitIdenticalWithPartialParticipation) {
+  ExperimentConfig plain = Base();
+  plain.problem = ProblemKind::kGmm;
+  plain.algorithms = {"fedem", "fedem-naive", "vr-fedem"};
+  plain.garnet.agents = 8;
+  plain.participation = 0.75;
+  plain.rounds = 4;
+  plain.gmm.points = 60;
+  plain.gmm.batch = 10;
+  plain.compression.quantizer.bits = 8;
+  plain.compression.quantizer.clip = 4.0;
+  ExperimentConfig secure = plain;
+  secure.secagg.enabled = true;
+  ASSERT_TRUE(Validate(secure).ok()) << Validate(secure).message();
+  auto a = RunExperiment(plain);
+  auto b = RunExperiment(secure);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ExpectBitIdentical(*a, *b);
+  EXPECT_NE(a->algorithms[0].error[0][0], a->algorithms[0].error[0].back());
+  EXPECT_GT(b->algorithms[0].bits_up[0][1], 2 * a->algorithms[0].bits_up[0][1]);
+}
+
 TEST(SimSecAgg, PartialParticipationAndProbabilisticCommunicationStayBitIdentical) {
   ExperimentConfig plain = Base();
   plain.garnet.agents = 8;
@@ -151,7 +174,10 @@ TEST(SimSecAgg, RefusesWhatItCannotRun) {
   d = c;
   d.problem = ProblemKind::kGmm;
   d.algorithms = {"fedem"};
-  expect_refused(d, "FedEM");
+  d.participation = 0.5;
+  ASSERT_TRUE(Validate(d).ok()) << Validate(d).message();
+  d.secagg.dropout = 0.2;
+  expect_refused(d, "problem gmm needs secagg_dropout = 0");
   d = c;
   d.compression.quantizer.bits = 24;
   d.garnet.agents = 1000;  // 24 + log2(1000) > 32

@@ -57,51 +57,60 @@ Status IntegerUplink::agent_quantize(uint32_t c, const double* update, const dou
   return Status::Ok();
 }
 
+UplinkRound SumIntegerUplink(const std::vector<uint32_t>& who, const std::vector<const uint32_t*>& x, uint32_t dim,
+                             uint32_t bits, uint64_t payload_bytes, const SecAggSettings& s, uint64_t seed, uint64_t run,
+                             uint32_t round, std::vector<uint64_t>& sum) {
+  UplinkRound r;
+  sum.assign(dim, 0);
+  if (!s.enabled) {
+    for (const uint32_t* xc : x)
+      for (uint32_t i = 0; i < dim; ++i) sum[i] += xc[i];
+    r.who = who;
+    r.bits_up = static_cast<uint64_t>(who.size()) * payload_bytes * 8;
+    r.contributors = static_cast<uint32_t>(r.who.size());
+    return r;
+  }
+  RoundParams p;
+  p.n = static_cast<uint32_t>(who.size());
+  p.dim = dim;
+  p.bits = bits;
+  p.round_id = run << 32 | round;
+  p.graph_seed = Mix64(seed ^ Mix64(p.round_id + 0x6EA9));  // public
+  DefaultGraph(p.n, p.k, p.t, std::max(0.2, s.dropout));
+  if (s.neighbours > 0 && s.neighbours < p.k) {
+    p.k = s.neighbours;
+    p.t = p.k / 2 + 1;
+  }
+  std::vector<DropPoint> drops;
+  if (s.dropout > 0.0 && p.n > 0) {  // the simulated dropouts of this round
+    drops.assign(p.n, DropPoint::kNone);
+    std::vector<uint32_t> order(p.n);
+    for (uint32_t i = 0; i < p.n; ++i) order[i] = i;
+    CounterRng rng(Mix64(seed ^ 0xD209D209ull), run, 0, round, RngStream::kParticipation);
+    for (uint32_t i = p.n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    const uint32_t vanish = static_cast<uint32_t>(s.dropout * p.n);
+    for (uint32_t i = 0; i < vanish; ++i) drops[order[i]] = DropPoint::kBeforeMasked;
+  }
+  const SimulatedRound sr = RunSimulatedRound(p, x, drops, Mix64(seed ^ 0xE27E27ull), nullptr);
+  r.bits_up = sr.traffic.up_bytes * 8;
+  r.bits_down_extra = sr.traffic.down_bytes * 8;
+  if (!sr.status.ok()) {
+    r.failure = sr.status.message();
+    return r;  // contributors = 0: the model stays where it is
+  }
+  for (uint32_t u : sr.contributors) r.who.push_back(who[u]);
+  for (uint32_t i = 0; i < dim; ++i) sum[i] = sr.sum[i];
+  r.contributors = static_cast<uint32_t>(r.who.size());
+  return r;
+}
+
 Result<UplinkRound> IntegerUplink::aggregate(const std::vector<uint32_t>& sampled, const double* start, uint64_t seed,
                                              uint64_t run, uint32_t round, double* out) {
-  UplinkRound r;
-  std::vector<uint64_t> sum(dim_, 0);
-  if (!settings_.enabled) {
-    for (uint32_t c : sampled) {
-      const uint32_t* x = x_.data() + static_cast<size_t>(c) * dim_;
-      for (int i = 0; i < dim_; ++i) sum[i] += x[i];
-    }
-    r.who = sampled;
-    r.bits_up = static_cast<uint64_t>(sampled.size()) * cap_ * 8;
-  } else {
-    RoundParams p;
-    p.n = static_cast<uint32_t>(sampled.size());
-    p.dim = static_cast<uint32_t>(dim_);
-    p.bits = q_.bits;
-    p.round_id = run << 32 | round;
-    p.graph_seed = Mix64(seed ^ Mix64(p.round_id + 0x6EA9));  // public
-    DefaultGraph(p.n, p.k, p.t, std::max(0.2, settings_.dropout));
-    if (settings_.neighbours > 0 && settings_.neighbours < p.k) {
-      p.k = settings_.neighbours;
-      p.t = p.k / 2 + 1;
-    }
-    std::vector<const uint32_t*> inputs;
-    for (uint32_t c : sampled) inputs.push_back(x_.data() + static_cast<size_t>(c) * dim_);
-    std::vector<DropPoint> drops;
-    if (settings_.dropout > 0.0 && p.n > 0) {  // the simulated dropouts of this round
-      drops.assign(p.n, DropPoint::kNone);
-      std::vector<uint32_t> order(p.n);
-      for (uint32_t i = 0; i < p.n; ++i) order[i] = i;
-      CounterRng rng(Mix64(seed ^ 0xD209D209ull), run, 0, round, RngStream::kParticipation);
-      for (uint32_t i = p.n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-      const uint32_t vanish = static_cast<uint32_t>(settings_.dropout * p.n);
-      for (uint32_t i = 0; i < vanish; ++i) drops[order[i]] = DropPoint::kBeforeMasked;
-    }
-    const SimulatedRound s = RunSimulatedRound(p, inputs, drops, Mix64(seed ^ 0xE27E27ull), nullptr);
-    r.bits_up = s.traffic.up_bytes * 8;
-    r.bits_down_extra = s.traffic.down_bytes * 8;
-    if (!s.status.ok()) {
-      r.failure = s.status.message();
-      return r;  // contributors = 0: the model stays where it is
-    }
-    for (uint32_t u : s.contributors) r.who.push_back(sampled[u]);
-    for (int i = 0; i < dim_; ++i) sum[i] = s.sum[i];
-  }
+  std::vector<const uint32_t*> inputs;
+  for (uint32_t c : sampled) inputs.push_back(x_.data() + static_cast<size_t>(c) * dim_);
+  std::vector<uint64_t> sum;
+  UplinkRound r = SumIntegerUplink(sampled, inputs, static_cast<uint32_t>(dim_), q_.bits, cap_, settings_, seed, run,
+                                   round, sum);
   r.contributors = static_cast<uint32_t>(r.who.size());
   if (cv_ && r.contributors != static_cast<uint32_t>(agents_))
     return Status(StatusCode::kFailedPrecondition,

@@ -21,17 +21,22 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   if (q.kind != compression::QuantizerKind::kRounding)
     return bad("secure_aggregation needs the shared-scale stochastic rounding quantizer (compression.quantizer = "
                "\"rounding\", public clip and bits): the server can only add integers");
-  if (c.compression.control_variates && c.participation < 1.0)
+  if (c.problem == ProblemKind::kGmm) {
+    // FedEM's server keeps V = mean_c V_c from sums alone, with any participation.
+    if (s.dropout > 0.0)
+      return bad("secure_aggregation for problem gmm needs secagg_dropout = 0: FedEM agents update V_c when they send, "
+                 "so a dropped message would leave the server's V behind");
+  } else if (c.compression.control_variates && c.participation < 1.0)
     return bad("secure_aggregation with compression.control_variates needs participation = 1: with partial "
                "participation the server would need each sampled device's memory V_c (only sums are available)");
   if (c.compression.control_variates && s.dropout > 0.0)
     return bad("secure_aggregation with compression.control_variates needs secagg_dropout = 0: a dropped device's "
                "V_c would leave the server's running sum of the V_c");
-  if (c.problem != ProblemKind::kGarnet && c.problem != ProblemKind::kFile)
-    return bad("secure_aggregation is wired into the LSA simulator (fedlsa, scafflsa, scafflsa-prob: problem garnet or "
-               "file) only so far; the lsq/logistic (FedAvg, Scaffold, FedProx) and gmm (FedEM) drivers do not run it yet");
+  if (c.problem == ProblemKind::kLsq || c.problem == ProblemKind::kLogistic)
+    return bad("secure_aggregation runs in the LSA (fedlsa, scafflsa, scafflsa-prob) and EM (fedem, fedem-naive, "
+               "vr-fedem) simulators so far; the lsq/logistic driver (FedAvg, Scaffold, FedProx) does not run it yet");
   const uint64_t agents = static_cast<uint64_t>(c.garnet.agents > 0 ? c.garnet.agents : 0);
-  if (c.problem == ProblemKind::kGarnet && agents < 3)
+  if (c.problem != ProblemKind::kFile && agents < 3)
     return bad(fmt::format("secure_aggregation needs at least 3 agents, got {}", agents));
   const uint64_t top = (uint64_t{1} << q.bits) - 1;
   if (agents * top > 0xFFFFFFFFull)

@@ -10,6 +10,8 @@
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/sim/worker_pool.h"
+#include "fedrt/compression/bit_stream.h"
+#include "fedrt/secagg/integer_uplink.h"
 
 namespace fedrt::sim {
 
@@ -239,6 +241,8 @@ Result<SimResult> RunEmExperiment(const ExperimentConfig& cfg, const SimOptions&
       std::vector<Status> errors(n);
       std::vector<uint64_t> agent_evals(n, 0);
       std::vector<char> active(n, 0);
+      std::vector<uint32_t> xs(q.kind == compression::QuantizerKind::kRounding ? static_cast<size_t>(n) * dim : 0);
+      std::vector<double> msg_sum(dim);
       std::vector<double> err(cfg.rounds + 1), dist(cfg.rounds + 1);
       std::vector<uint32_t> agents(cfg.rounds + 1, 0);
       std::vector<uint64_t> up(cfg.rounds + 1, 0), down(cfg.rounds + 1, 0);
@@ -272,7 +276,35 @@ Result<SimResult> RunEmExperiment(const ExperimentConfig& cfg, const SimOptions&
           }
         });
         uint64_t bits = 0;
-        for (uint32_t c = 0; c < n; ++c) {
+        if (q.kind == compression::QuantizerKind::kRounding) {
+          // Shared-scale rounding: the server only needs sum_c Q(Delta_c) = Delta S - m clip,
+          // with S the sum of the agents' b-bit integers (plain, or SecAgg+ with secure_aggregation).
+          std::vector<uint32_t> who;
+          for (uint32_t c = 0; c < n; ++c) {
+            evals += agent_evals[c];
+            if (!active[c]) continue;
+            FEDRT_TRY(errors[c]);
+            compression::BitReader rd(wire.data() + c * cap, wire_size[c]);
+            for (int i = 0; i < dim; ++i)
+              if (!rd.get(q.bits, xs[static_cast<size_t>(c) * dim + i]))
+                return Status(StatusCode::kDataLoss, fmt::format("{}: agent {}: payload shorter than d fields", res.name, c));
+            who.push_back(c);
+          }
+          std::vector<const uint32_t*> xp;
+          for (uint32_t c : who) xp.push_back(xs.data() + static_cast<size_t>(c) * dim);
+          std::vector<uint64_t> isum;
+          const secagg::UplinkRound ur = secagg::SumIntegerUplink(
+              who, xp, static_cast<uint32_t>(dim), q.bits, cap, cfg.secagg, cfg.seed, static_cast<uint64_t>(run), round, isum);
+          if (ur.contributors != who.size())  // agents already moved their V_c: no partial rounds
+            return Status(StatusCode::kFailedPrecondition,
+                          fmt::format("{}: round {}: secure aggregation failed: {}", res.name, round, ur.failure));
+          const double delta = 2.0 * q.clip / static_cast<double>((1u << q.bits) - 1u);
+          for (int i = 0; i < dim; ++i)
+            msg_sum[i] = static_cast<double>(isum[i]) * delta - static_cast<double>(who.size()) * q.clip;
+          server.receive_sum(msg_sum.data());
+          bits = ur.bits_up;
+        }
+        for (uint32_t c = 0; c < n && q.kind != compression::QuantizerKind::kRounding; ++c) {
           evals += agent_evals[c];
           if (!active[c]) continue;
           FEDRT_TRY(errors[c]);

@@ -183,6 +183,10 @@ class FedEmServer {
     for (int i = 0; i < dim_; ++i) sum_[i] += msg_[i];
     return Status::Ok();
   }
+  // Adds sum_{c in A} Q(Delta_c) as one vector (secure aggregation: only the sum is known).
+  void receive_sum(const S* message_sum) {
+    for (int i = 0; i < dim_; ++i) sum_[i] += message_sum[i];
+  }
   void finish_round() {
     const S g = hyper_.step;
     const S scale = g / (static_cast<S>(n_) * static_cast<S>(hyper_.participation));

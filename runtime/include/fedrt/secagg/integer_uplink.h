@@ -33,6 +33,14 @@ struct UplinkRound {
   std::string failure;              // why a secure round failed (empty if it did not)
 };
 
+// S = sum over `who` of x[i] (x[i] is agent who[i]'s d integers): a plain
+// integer sum, or one SecAgg+ round among them with the settings' simulated
+// dropouts. The result lists the contributors (empty and `failure` set when a
+// secure round fails) and the round's bits.
+UplinkRound SumIntegerUplink(const std::vector<uint32_t>& who, const std::vector<const uint32_t*>& x, uint32_t dim,
+                             uint32_t bits, uint64_t payload_bytes, const SecAggSettings& s, uint64_t seed, uint64_t run,
+                             uint32_t round, std::vector<uint64_t>& sum);
+
 class IntegerUplink {
  public:
   // True for the settings this uplink handles: rounding, and control variates
