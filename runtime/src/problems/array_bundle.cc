@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -134,11 +135,14 @@ Result<ArrayBundle> ArrayBundle::parse(std::string_view text, const std::string&
                                   a.name, tokens[2 + k], k + 1));
       }
       a.shape.push_back(dk);
-      count *= dk;
-      if (count > (size_t(1) << 28)) {
+      // In 64 bits: both factors are <= 2^28, and a 32-bit size_t (armhf)
+      // would wrap 65536 x 65536 to 0.
+      const uint64_t wide = uint64_t(count) * dk;
+      if (wide > (uint64_t(1) << 28)) {
         return Status(StatusCode::kInvalidArgument,
-                      fmt::format("{}:{}: array '{}' is too large ({} values)", source, line_no, a.name, count));
+                      fmt::format("{}:{}: array '{}' is too large ({} values)", source, line_no, a.name, wide));
       }
+      count = size_t(wide);
     }
     if (bundle.arrays_.count(a.name)) {
       return Status(StatusCode::kInvalidArgument,
