@@ -26,6 +26,7 @@
 #define MBEDTLS_PLATFORM_MEMORY
 #define MBEDTLS_PLATFORM_NO_STD_FUNCTIONS
 #define MBEDTLS_MEMORY_BUFFER_ALLOC_C
+#define MBEDTLS_MEMORY_ALIGN_MULTIPLE 8 /* blocks hold 64-bit fields (the default 4 misaligns them on 64-bit hosts) */
 #define MBEDTLS_NO_PLATFORM_ENTROPY
 #define MBEDTLS_DEPRECATED_REMOVED
 /* Statistics for the TLS heap high-water mark (mbedtls_memory_buffer_alloc_max_get);
