@@ -77,13 +77,9 @@ fi
 #   cortex_m4_check           : fail early (exit 2) if the firmware or QEMU is missing
 #   launch_cortex_m4 ID INDEX PORT KEYDIR LOG
 #                             : start one instance in the background, echo its PID
-# Until the firmware launcher lands these refuse --cortex-m4 N > 0 clearly.
-cortex_m4_check() {
-  die "--cortex-m4: the Cortex-M4F firmware launcher is not available yet"
-}
-launch_cortex_m4() {
-  return 1
-}
+# Both are defined in scripts/fleet_cortex_m4.sh (FEDRT_CORTEX_M4_ELF overrides
+# build/cortex-m4/bin/fedrt-fw.elf).
+source "$ROOT/scripts/fleet_cortex_m4.sh"
 # ---------------------------------------------------------------------------
 ((N_CORTEX_M4 == 0)) || cortex_m4_check
 
