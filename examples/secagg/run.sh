@@ -3,7 +3,7 @@
 #   secure   the file as is (SecAgg+ in every round)
 #   plain    secure_aggregation = false, same quantizer and seeds
 #   drop20   2 of the 10 agents vanish after sharing keys, every round
-#   drop60   6 of 10 vanish (more than n - t = 5): every round fails safely
+#   drop60   6 of 10 vanish (more than n - t = 4): every round fails safely
 # then checks that secure and plain have bit-identical iterates.
 # Usage: examples/secagg/run.sh [OUT_DIR] (about a minute; X25519 dominates)
 set -euo pipefail

@@ -15,7 +15,7 @@
 namespace fedrt::secagg {
 namespace {
 
-// Default graph, or a sparse k-regular one (t = k / 2 + 1) when k > 0: the
+// Default graph, or a sparse k-regular one (t = (k + 1) / 2 + 1) when k > 0: the
 // tests use small k so that sparse rounds stay fast (X25519 costs ~1.5 ms).
 RoundParams Params(uint32_t n, uint32_t dim, uint32_t bits, uint64_t round_id = 7, uint32_t k = 0) {
   RoundParams p;
@@ -27,7 +27,7 @@ RoundParams Params(uint32_t n, uint32_t dim, uint32_t bits, uint64_t round_id = 
   DefaultGraph(n, p.k, p.t);
   if (k > 0) {
     p.k = k;
-    p.t = k / 2 + 1;
+    p.t = (k + 1) / 2 + 1;
   }
   return p;
 }
@@ -61,7 +61,7 @@ TEST(SecAggProtocol, DefaultGraphAndFailureBound) {
   uint32_t k, t;
   DefaultGraph(10, k, t);
   EXPECT_EQ(k, 9u);  // complete
-  EXPECT_EQ(t, 5u);
+  EXPECT_EQ(t, 6u);  // > (k + 1) / 2: b has 10 holders (9 neighbours and the device itself)
   DefaultGraph(100, k, t);
   EXPECT_EQ(k, 44u);
   EXPECT_EQ(t, 23u);
@@ -75,8 +75,8 @@ TEST(SecAggProtocol, DefaultGraphAndFailureBound) {
   EXPECT_NEAR(UnmaskFailureBound(1000, 30, 16, 0.2), 0.231, 0.001);
   DefaultGraph(1000, k, t, 0.05, 1e-3);  // a lower design dropout allows a sparser graph
   EXPECT_LT(k, 54u);
-  // Complete graph: fewer than t = 5 of the 10 devices answer, P[Bin(10, 0.8) < 5].
-  EXPECT_NEAR(UnmaskFailureBound(10, 9, 5, 0.2), 6.37e-3, 0.01e-3);
+  // Complete graph: fewer than t = 6 of the 10 devices answer, P[Bin(10, 0.8) < 6].
+  EXPECT_NEAR(UnmaskFailureBound(10, 9, 6, 0.2), 3.28e-2, 0.01e-2);
   EXPECT_DOUBLE_EQ(UnmaskFailureBound(10, 9, 5, 0.0), 0.0);
   EXPECT_DOUBLE_EQ(UnmaskFailureBound(10, 9, 5, 1.0), 1.0);
 }
@@ -171,27 +171,26 @@ TEST(SecAggProtocol, MixedDropPointsGiveExactSum) {
 }
 
 TEST(SecAggProtocol, MoreThanNMinusTDropoutsFailSafelyAndTheNextRoundWorks) {
-  const uint32_t n = 10;  // complete graph, k = 9, t = 5: n - t = 5 may vanish
+  const uint32_t n = 10;  // complete graph, k = 9, t = 6: n - t = 4 may vanish
   const RoundParams p = Params(n, 16, 8);
   const Inputs in(p, 13);
   std::vector<DropPoint> drops(n, DropPoint::kNone);
-  for (uint32_t u = 0; u < 6; ++u) drops[u] = DropPoint::kBeforeUnmask;  // 6 > n - t
+  for (uint32_t u = 0; u < 5; ++u) drops[u] = DropPoint::kBeforeUnmask;  // 5 > n - t
   const SimulatedRound r = RunSimulatedRound(p, in.ptrs, drops, 6);
   ASSERT_FALSE(r.status.ok());
   EXPECT_EQ(r.status.code(), StatusCode::kFailedPrecondition);
   const std::string msg = r.status.message();
   EXPECT_NE(msg.find("cannot remove the self mask of device"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("t = 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("t = 6"), std::string::npos) << msg;
   EXPECT_TRUE(r.sum.empty());  // nothing (masked or not) is released
   // Exactly n - t vanishing still works.
-  drops[5] = DropPoint::kNone;
-  std::fill(drops.begin(), drops.begin() + 5, DropPoint::kBeforeUnmask);
+  drops[4] = DropPoint::kNone;
   const SimulatedRound ok5 = RunSimulatedRound(p, in.ptrs, drops, 6);
   ASSERT_TRUE(ok5.status.ok()) << ok5.status.message();
   EXPECT_EQ(ok5.sum, in.sum(All(n)));
   // Too few masked inputs: refused before unmasking.
   std::fill(drops.begin(), drops.end(), DropPoint::kBeforeMasked);
-  drops[0] = drops[1] = drops[2] = drops[3] = DropPoint::kNone;
+  drops[0] = drops[1] = drops[2] = drops[3] = drops[4] = DropPoint::kNone;  // 5 < t
   const SimulatedRound few = RunSimulatedRound(p, in.ptrs, drops, 6);
   ASSERT_FALSE(few.status.ok());
   EXPECT_NE(std::string(few.status.message()).find("masked inputs arrived"), std::string::npos) << few.status.message();
@@ -211,8 +210,10 @@ TEST(SecAggProtocol, RefusesParametersThatCouldWrap) {
   p = Params(256, 4, 24);  // 256 (2^24 - 1) < 2^32: fits
   EXPECT_TRUE(ValidateParams(p).ok());
   p = Params(10, 4, 8);
-  p.t = 4;  // 2t <= k = 9
+  p.t = 5;  // 2t <= k + 1 = 10: a lying server could get t shares of b and of s_sk
   EXPECT_FALSE(ValidateParams(p).ok());
+  p.t = 6;
+  EXPECT_TRUE(ValidateParams(p).ok());
   p = Params(2, 4, 8);
   EXPECT_FALSE(ValidateParams(p).ok());
   p = Params(100, 4, 8);
@@ -222,7 +223,7 @@ TEST(SecAggProtocol, RefusesParametersThatCouldWrap) {
 
 // Drives three devices by hand to check what each refuses.
 TEST(SecAggProtocol, DevicesAndServerRefuseBadMessages) {
-  const RoundParams p = Params(4, 8, 8);  // complete graph, k = 3, t = 2
+  const RoundParams p = Params(4, 8, 8);  // complete graph, k = 3, t = 3
   SecAggServer server;
   ASSERT_TRUE(server.begin(p).ok());
   std::vector<SecAggDevice> dev(4);
@@ -269,7 +270,7 @@ TEST(SecAggProtocol, DevicesAndServerRefuseBadMessages) {
   ASSERT_TRUE(server.on_masked(3, y.data()).ok());
   EXPECT_FALSE(server.on_masked(3, y.data()).ok());  // duplicate
   EXPECT_FALSE(server.on_masked(17, y.data()).ok());
-  // Only one masked input (< t = 2): the server refuses to unmask.
+  // Only one masked input (< t = 3): the server refuses to unmask.
   EXPECT_FALSE(server.close_masked().ok());
 }
 

@@ -131,13 +131,13 @@ TEST(SimSecAgg, DropoutsUseTheSurvivorsAndUnrecoverableRoundsLeaveTheModelUnchan
   EXPECT_EQ(alg.extra.value("secagg_failed_rounds", -1), 0);
   EXPECT_NE(alg.error[0][0], alg.error[0][3]);
 
-  c.secagg.dropout = 0.6;  // 6 > n - t = 5: no round can be unmasked
+  c.secagg.dropout = 0.5;  // 5 > n - t = 4: no round can be unmasked
   auto f = RunExperiment(c);
   ASSERT_TRUE(f.ok()) << f.status().message();
   const auto& fa = f->algorithms[0];
   EXPECT_EQ(fa.extra.value("secagg_failed_rounds", -1), 3);
   const std::string why = fa.extra.value("secagg_first_failure", std::string());
-  EXPECT_NE(why.find("masked inputs arrived, fewer than t = 5"), std::string::npos) << why;
+  EXPECT_NE(why.find("masked inputs arrived, fewer than t = 6"), std::string::npos) << why;
   for (long t = 1; t <= c.rounds; ++t) {
     EXPECT_EQ(fa.agents[0][t], 0u);
     EXPECT_EQ(fa.error[0][t], fa.error[0][0]);  // the model stays where it was

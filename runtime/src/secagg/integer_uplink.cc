@@ -79,7 +79,7 @@ UplinkRound SumIntegerUplink(const std::vector<uint32_t>& who, const std::vector
   DefaultGraph(p.n, p.k, p.t, std::max(0.2, s.dropout));
   if (s.neighbours > 0 && s.neighbours < p.k) {
     p.k = s.neighbours;
-    p.t = p.k / 2 + 1;
+    p.t = (p.k + 1) / 2 + 1;
   }
   std::vector<DropPoint> drops;
   if (s.dropout > 0.0 && p.n > 0) {  // the simulated dropouts of this round
@@ -136,7 +136,7 @@ nlohmann::json IntegerUplink::Describe(const SecAggSettings& s, uint32_t agents,
   DefaultGraph(agents, k, t, std::max(0.2, s.dropout));
   if (s.neighbours > 0 && s.neighbours < k) {
     k = s.neighbours;
-    t = k / 2 + 1;
+    t = (k + 1) / 2 + 1;
   }
   return {{"protocol", "SecAgg+ (X25519, HKDF-SHA256, ChaCha20 masks in Z_(2^32), Shamir over GF(2^8))"},
           {"neighbours_at_full_participation", k},

@@ -16,8 +16,10 @@ Status ValidateParams(const RoundParams& p) {
   if (p.k != p.n - 1 && p.k % 2 != 0)
     return Status::InvalidArgument("secure aggregation: neighbours k must be even unless the graph is complete");
   if (p.t < 2 || p.t > p.k) return Status::InvalidArgument("secure aggregation: threshold t must be in [2, k]");
-  if (2 * p.t <= p.k)
-    return Status::InvalidArgument("secure aggregation: threshold t must exceed k / 2 (else a server could recover both masks)");
+  // A survivor also reveals its own share of b_u: k + 1 holders of b-shares, k of s-shares.
+  if (2 * p.t <= p.k + 1)
+    return Status::InvalidArgument(
+        "secure aggregation: threshold t must exceed (k + 1) / 2 (else a lying server could recover both masks)");
   if (p.dim < 1) return Status::InvalidArgument("secure aggregation: dimension must be positive");
   if (p.bits < 1 || p.bits > 31) return Status::InvalidArgument("secure aggregation: bits must be in [1, 31]");
   const uint64_t top = (uint64_t{1} << p.bits) - 1;
@@ -30,13 +32,13 @@ Status ValidateParams(const RoundParams& p) {
 void DefaultGraph(uint32_t n, uint32_t& k, uint32_t& t, double dropout, double target) {
   k = n >= 1 ? n - 1 : 0;  // complete graph unless a sparse one meets the target
   for (uint32_t c = 2; c < n - 1 && c <= kMaxNeighbours; c += 2) {
-    if (UnmaskFailureBound(n, c, c / 2 + 1, dropout) <= target) {
+    if (UnmaskFailureBound(n, c, (c + 1) / 2 + 1, dropout) <= target) {
       k = c;
       break;
     }
   }
   if (k > kMaxNeighbours) k = kMaxNeighbours;  // n > 65 with no sparse k meeting the target
-  t = k / 2 + 1;
+  t = (k + 1) / 2 + 1;
 }
 
 double UnmaskFailureBound(uint32_t n, uint32_t k, uint32_t t, double dropout) {

@@ -41,11 +41,12 @@ Status ValidateParams(const RoundParams& p);
 
 // Default graph for n devices: the smallest even k <= 64 whose unmasking
 // failure bound (below) at the design dropout is <= target, else the complete
-// graph (k = n - 1; n <= 65), and t = floor(k / 2) + 1 so that no server can
-// collect t shares of both b_u and s_sk_u from honest neighbours. At 20%
-// dropout and target 1e-3: n = 10 complete (k = 9, t = 5: any n - t = 5 may
-// vanish; P[failure] = 6.4e-3), n = 100 k = 44 (bound 8.5e-4), n = 1000 k = 54
-// (bound 8.3e-4).
+// graph (k = n - 1; n <= 65), and t = floor((k + 1) / 2) + 1: b_u has k + 1
+// holders (u reveals its own share when it survives), s_sk_u has k, so no
+// server, even one telling different devices different survivor lists, can
+// collect t shares of both. At 20% dropout and target 1e-3: n = 10 complete
+// (k = 9, t = 6: any n - t = 4 may vanish; P[failure] = 3.3e-2), n = 100
+// k = 44, t = 23 (bound 8.5e-4), n = 1000 k = 54, t = 28 (bound 8.3e-4).
 void DefaultGraph(uint32_t n, uint32_t& k, uint32_t& t, double dropout = 0.2, double target = 1e-3);
 
 // Union bound on the probability that a round fails to unmask when each device
