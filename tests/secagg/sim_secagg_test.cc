@@ -103,6 +103,38 @@ TEST(SimSecAgg, FedEmFamilyBitIdenticalWithPartialParticipation) {
   EXPECT_GT(b->algorithms[0].bits_up[0][1], 2 * a->algorithms[0].bits_up[0][1]);
 }
 
+TEST(SimSecAgg, FedAvgScaffoldFedProxAndFedRrBitIdentical) {
+  ExperimentConfig plain = Base();
+  plain.problem = ProblemKind::kLsq;
+  plain.algorithms = {"fedavg", "scaffold", "fedprox-rr"};
+  plain.garnet.agents = 6;
+  plain.garnet.dim = 3;
+  plain.opt.samples = 40;
+  plain.opt.covariate_shift = 1.0;
+  plain.local_steps = 5;
+  plain.step = 0.05;
+  plain.rounds = 3;
+  plain.participation = 0.9;
+  plain.compression.quantizer.bits = 10;
+  plain.compression.quantizer.clip = 4.0;
+  ExperimentConfig secure = plain;
+  secure.secagg.enabled = true;
+  ASSERT_TRUE(Validate(secure).ok()) << Validate(secure).message();
+  auto a = RunExperiment(plain);
+  auto b = RunExperiment(secure);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ExpectBitIdentical(*a, *b);
+  EXPECT_NE(a->algorithms[1].error[0][0], a->algorithms[1].error[0].back());
+  // FedAvg tolerates dropouts: rounds use the survivors.
+  secure.algorithms = {"fedavg"};
+  secure.secagg.dropout = 0.2;
+  secure.participation = 1.0;
+  auto dr = RunExperiment(secure);
+  ASSERT_TRUE(dr.ok()) << dr.status().message();
+  for (long t = 1; t <= secure.rounds; ++t) EXPECT_EQ(dr->algorithms[0].agents[0][t], 5u);  // 6 - floor(1.2)
+}
+
 TEST(SimSecAgg, PartialParticipationAndProbabilisticCommunicationStayBitIdentical) {
   ExperimentConfig plain = Base();
   plain.garnet.agents = 8;
@@ -169,8 +201,10 @@ TEST(SimSecAgg, RefusesWhatItCannotRun) {
   expect_refused(d, "needs secagg_dropout = 0");
   d = c;
   d.problem = ProblemKind::kLsq;
-  d.algorithms = {"fedavg"};
-  expect_refused(d, "FedAvg, Scaffold");
+  d.algorithms = {"fedavg", "scaffold"};
+  ASSERT_TRUE(Validate(d).ok()) << Validate(d).message();
+  d.secagg.dropout = 0.2;
+  expect_refused(d, "cannot run 'scaffold'");
   d = c;
   d.problem = ProblemKind::kGmm;
   d.algorithms = {"fedem"};

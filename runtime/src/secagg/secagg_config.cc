@@ -1,6 +1,7 @@
 // Validation of the secure-aggregation settings of an experiment.
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -32,9 +33,12 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   if (c.compression.control_variates && s.dropout > 0.0)
     return bad("secure_aggregation with compression.control_variates needs secagg_dropout = 0: a dropped device's "
                "V_c would leave the server's running sum of the V_c");
-  if (c.problem == ProblemKind::kLsq || c.problem == ProblemKind::kLogistic)
-    return bad("secure_aggregation runs in the LSA (fedlsa, scafflsa, scafflsa-prob) and EM (fedem, fedem-naive, "
-               "vr-fedem) simulators so far; the lsq/logistic driver (FedAvg, Scaffold, FedProx) does not run it yet");
+  if ((c.problem == ProblemKind::kLsq || c.problem == ProblemKind::kLogistic) && s.dropout > 0.0)
+    for (const std::string& a : c.algorithms)
+      if (a.rfind("scaffold", 0) == 0)
+        return bad(fmt::format("secure_aggregation with secagg_dropout > 0 cannot run '{}': a Scaffold agent moves its "
+                               "c_c during local steps, so a dropped update would break mean_c c_c = c",
+                               a));
   const uint64_t agents = static_cast<uint64_t>(c.garnet.agents > 0 ? c.garnet.agents : 0);
   if (c.problem != ProblemKind::kFile && agents < 3)
     return bad(fmt::format("secure_aggregation needs at least 3 agents, got {}", agents));

@@ -14,6 +14,7 @@
 #include "fedrt/problems/logistic.h"
 #include "fedrt/sim/worker_pool.h"
 #include "compressed_link.h"
+#include "fedrt/secagg/integer_uplink.h"
 
 namespace fedrt::sim {
 
@@ -98,6 +99,13 @@ Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& s
   CompressedLinks links[2];
   std::vector<double> xhat[2], sent[2], recon(udim), zeros(udim, 0.0);
   std::vector<Status> link_errors[2];
+  // Shared-scale rounding: the server sums the agents' b-bit integers (plain, or
+  // secure aggregation) and dequantizes once (fedrt/secagg/integer_uplink.h).
+  const bool int_uplink =
+      cfg.compression.enabled() && secagg::IntegerUplink::Applies(cfg.compression.quantizer,
+                                                                  cfg.compression.control_variates, cfg.participation);
+  secagg::IntegerUplink uplink[2];
+  uint64_t secagg_failed = 0;
 
   for (long run = 0; run < cfg.runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -109,6 +117,9 @@ Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& s
       for (uint32_t c = 0; c < n; ++c) clients[k][c] = *FedOptClient<double>::create(client_arena, d, hyper[k]);
       server[k] = *FedOptServer<double>::create(server_arena, d, hyper[k], x0.data(), n);
       FEDRT_TRY(links[k].init(static_cast<int>(n), udim, cfg.compression));
+      if (int_uplink)
+        FEDRT_TRY(uplink[k].init(static_cast<int>(n), udim, cfg.compression.quantizer, cfg.compression.control_variates,
+                                 cfg.secagg));
       xhat[k].assign(server[k].broadcast(), server[k].broadcast() + udim);
       if (links[k].enabled()) sent[k].assign(static_cast<size_t>(n) * udim, 0.0);
       link_errors[k].assign(n, Status::Ok());
@@ -143,6 +154,10 @@ Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& s
               CounterRng crng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression);
               double* sp = sent[k].data() + static_cast<size_t>(c) * udim;
               link_errors[k][c] = links[k].agent_send(c, clients[k][c].update(), zeros.data(), crng, sp);
+              if (int_uplink && link_errors[k][c].ok())  // the same draws: the payload's integers
+                link_errors[k][c] = uplink[k].agent_quantize(
+                    c, clients[k][c].update(), zeros.data(),
+                    CounterRng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression));
               if (link_errors[k][c].ok()) clients[k][c].set_sent_update(sp);
             }
           }
@@ -151,8 +166,20 @@ Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& s
       const double work = static_cast<double>(sampled.size()) * plan[0].local_steps * chains * work_per_step;
       if (work >= static_cast<double>(kMinParallelWork)) pool.parallel_for(sampled.size(), local_work);
       else local_work(0, sampled.size());
+      uint32_t reporters = static_cast<uint32_t>(sampled.size());
       for (int k = 0; k < chains; ++k) {
-        if (links[k].enabled()) {
+        if (int_uplink) {
+          for (uint32_t c : sampled) FEDRT_TRY(link_errors[k][c]);
+          // Each Fed-RR chain is its own secure round (fresh keys: seed differs per chain).
+          auto agg = uplink[k].aggregate(sampled, zeros.data(), cfg.seed ^ (static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull),
+                                         static_cast<uint64_t>(run), round, recon.data());
+          if (!agg.ok()) return agg.status();
+          up[t + 1] += agg->bits_up;
+          down[t + 1] += agg->bits_down_extra;
+          for (uint32_t i = 0; i < agg->contributors; ++i) server[k].accumulate(recon.data());  // |S| reports
+          if (!agg->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = agg->failure;
+          if (k == 0) reporters = agg->contributors;
+        } else if (links[k].enabled()) {
           for (uint32_t c : sampled) {  // fixed agent order
             FEDRT_TRY(link_errors[k][c]);
             auto bits = links[k].server_receive(c, zeros.data(), recon.data());
@@ -177,7 +204,7 @@ Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& s
       avg.observe(round + 1, server[0].global(), spec.rr ? server[1].global() : server[0].global());
       report = spec.rr ? avg.output() : server[0].global();
       err[t + 1] = SquaredError(report, x_star);
-      agents[t + 1] = static_cast<uint32_t>(sampled.size());
+      agents[t + 1] = reporters;
       if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(report, d));
       if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, t + 1, err[t + 1]});
     }
@@ -187,6 +214,7 @@ Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& s
     res.bits_up.push_back(std::move(up));
     res.bits_down.push_back(std::move(down));
     res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(report, d));
+    if (cfg.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
     pr_gamma.push_back(Eigen::Map<const Eigen::VectorXd>(avg.average_gamma(), d));
     pr_2gamma.push_back(Eigen::Map<const Eigen::VectorXd>(avg.average_2gamma(), d));
     if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
