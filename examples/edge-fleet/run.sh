@@ -14,7 +14,7 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CONFIG="$ROOT/examples/edge-fleet/experiment.toml"
-N_NATIVE=2 N_AARCH64=8 N_ARMHF=2 OUT="$ROOT/out/edge-fleet"
+N_NATIVE=2 N_AARCH64=8 N_ARMHF=2 OUT="out/edge-fleet"  # relative to the repo root
 while (($#)); do
   (($# >= 2)) || { echo "edge-fleet: error: $1 needs a value" >&2; exit 2; }
   case "$1" in
@@ -30,6 +30,9 @@ for n in "$N_NATIVE" "$N_AARCH64" "$N_ARMHF"; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "edge-fleet: error: device counts must be non-negative integers (got '$n')" >&2; exit 2; }
 done
 AGENTS=$((N_NATIVE + N_AARCH64 + N_ARMHF))
+[[ "$OUT" == /* ]] || OUT="$(pwd)/$OUT"
+cd "$ROOT" || exit 2
+[[ "$OUT" != "$ROOT"/* ]] || OUT="${OUT#"$ROOT"/}"
 SIM="$ROOT/build/release/bin/fedrt-sim"
 [[ -x "$SIM" ]] || { echo "edge-fleet: error: $SIM not built (./fedrt build release)" >&2; exit 2; }
 
