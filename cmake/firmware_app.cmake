@@ -91,11 +91,12 @@ if(COMMAND fedrt_add_firmware)
              --fw 2 --native 2 --compare-sim)
     add_test(NAME fw_link_qemu_fleet_dither COMMAND ${_fw_link} --out "${CMAKE_BINARY_DIR}/fw_link/fleet-dither"
              --fw 2 --native 2 --compare-sim --config "${CMAKE_SOURCE_DIR}/tests/fw_link/experiment_dither.toml")
-    foreach(mode corrupt-record bad-frames)
+    foreach(mode corrupt-record bad-frames huge-frame)
       add_test(NAME fw_link_qemu_${mode} COMMAND ${_fw_link} --out "${CMAKE_BINARY_DIR}/fw_link/${mode}"
                --fw 1 --native 1 --mode ${mode})
     endforeach()
-    set_tests_properties(fw_link_qemu_fleet fw_link_qemu_fleet_dither fw_link_qemu_corrupt-record fw_link_qemu_bad-frames PROPERTIES
+    set_tests_properties(fw_link_qemu_fleet fw_link_qemu_fleet_dither fw_link_qemu_corrupt-record fw_link_qemu_bad-frames
+                         fw_link_qemu_huge-frame PROPERTIES
                          LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
   endif()
 endif()

@@ -14,7 +14,7 @@ if(TARGET fedrt_net)  # also used by the cortex-m presets' QEMU link tests
   target_link_libraries(fw-link-relay PRIVATE fedrt_net CLI11::CLI11)
 endif()
 if(TARGET fedrt-fw-host)
-  foreach(mode corrupt-record bad-frames)
+  foreach(mode corrupt-record bad-frames huge-frame)
     add_test(NAME fw_link_host_${mode}
              COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_link.sh --bin ${CMAKE_BINARY_DIR}/bin
                      --out ${CMAKE_BINARY_DIR}/fw_link/host-${mode} --fw 1 --native 1 --mode ${mode})

@@ -9,7 +9,9 @@
 //                   relay is provisioned like the coordinator) and, before the
 //                   N-th round announcement, sends the device an undecodable
 //                   frame and an oversized frame (the device must reject both
-//                   and go on with the round).
+//                   and go on with the round);
+//   huge-frame      like bad-frames, but announces a frame of 1 MB (beyond any
+//                   limit: the device must drop the session and rejoin).
 // Every tampering is logged on stderr ("relay: ...").
 
 #include <poll.h>
@@ -118,7 +120,7 @@ std::string Frame(const std::string& body, uint32_t declared_len) {
 // TLS-terminating relay; before announcement number `target` sends the
 // device an undecodable frame and an oversized frame.
 void RelayBadFrames(mbedtls_net_context* dev_net, net::TlsServerConfig& server, const std::string& keys,
-                    const std::string& host, uint16_t port, int target, int& seen, bool& done) {
+                    const std::string& host, uint16_t port, int target, bool huge, int& seen, bool& done) {
   mbedtls_ssl_context ssl;
   mbedtls_ssl_init(&ssl);
   struct Guard {
@@ -166,6 +168,11 @@ void RelayBadFrames(mbedtls_net_context* dev_net, net::TlsServerConfig& server, 
       if (net::ParseEnvelope(body, env, err) && env.body_case() == wire::Envelope::kAnnounce && !done &&
           ++seen == target) {
         done = true;
+        if (huge) {  // a length header only: the device cannot skip 1 MB
+          if (!SslWriteAll(&ssl, Frame(std::string(), 1000000))) return Say("device write failed");
+          Say("sent a frame header of 1000000 bytes before announcement " + std::to_string(seen));
+          continue;
+        }
         const std::string garbage(12, '\xff');
         const std::string oversized(5000, '\0');
         if (!SslWriteAll(&ssl, Frame(garbage, 12)) || !SslWriteAll(&ssl, Frame(oversized, 5000)))
@@ -185,19 +192,20 @@ int main(int argc, char** argv) {
   std::string coordinator, mode, port_file, keys;
   int target = 3;
   app.add_option("--coordinator", coordinator, "HOST:PORT of the coordinator")->required();
-  app.add_option("--mode", mode, "corrupt-record or bad-frames")->required();
+  app.add_option("--mode", mode, "corrupt-record, bad-frames or huge-frame")->required();
   app.add_option("--port-file", port_file, "write the listening port here")->required();
   app.add_option("--keys", keys, "fleet keys directory (bad-frames: the relay terminates TLS)");
   app.add_option("--at", target, "tamper with the N-th application record (corrupt-record) or announcement");
   CLI11_PARSE(app, argc, argv);
-  if (mode != "corrupt-record" && mode != "bad-frames") return Fail("--mode must be corrupt-record or bad-frames");
-  if (mode == "bad-frames" && keys.empty()) return Fail("--mode bad-frames needs --keys");
+  if (mode != "corrupt-record" && mode != "bad-frames" && mode != "huge-frame")
+    return Fail("--mode must be corrupt-record, bad-frames or huge-frame");
+  if (mode != "corrupt-record" && keys.empty()) return Fail("--mode " + mode + " needs --keys");
   const auto colon = coordinator.rfind(':');
   if (colon == std::string::npos) return Fail("--coordinator must be HOST:PORT");
   const std::string host = coordinator.substr(0, colon), cport = coordinator.substr(colon + 1);
 
   net::TlsServerConfig server;
-  if (mode == "bad-frames") {
+  if (mode != "corrupt-record") {
     auto reg = net::LoadRegistry(keys + "/registry.tsv");
     if (!reg.ok()) return Fail(reg.status().message());
     Status st = server.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", *reg, "psk");
@@ -229,7 +237,8 @@ int main(int argc, char** argv) {
         ::close(up);
       }
     } else {
-      RelayBadFrames(&dev, server, keys, host, static_cast<uint16_t>(std::stoi(cport)), target, seen, done);
+      RelayBadFrames(&dev, server, keys, host, static_cast<uint16_t>(std::stoi(cport)), target, mode == "huge-frame",
+                     seen, done);
     }
     Say("connection closed");
     mbedtls_net_free(&dev);

@@ -8,7 +8,7 @@
 # still complete the federation.
 #
 #   run_fw_link.sh --bin HOST_BIN_DIR --out DIR [--elf fedrt-fw.elf --machine mps2-an386]
-#                  [--fw N] [--native M] [--mode none|corrupt-record|bad-frames] [--compare-sim]
+#                  [--fw N] [--native M] [--mode none|corrupt-record|bad-frames|huge-frame] [--compare-sim]
 #                  [--config EXPERIMENT.toml]   (default: tests/fw_link/experiment.toml)
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
@@ -124,6 +124,11 @@ case "$MODE" in
     grep -q "rejected frame: DATA_LOSS: undecodable" "$OUT/dev0000.log" || fail "dev0000 did not reject the undecodable frame"
     grep -q "rejected frame: OUT_OF_RANGE: frame of 5000 bytes" "$OUT/dev0000.log" \
       || fail "dev0000 did not reject the oversized frame"
+    grep "rejected frame" "$OUT/dev0000.log" ;;
+  huge-frame)
+    grep -q "frame header of 1000000 bytes" "$OUT/relay.log" || fail "the relay injected nothing"
+    grep -q "rejected frame: OUT_OF_RANGE: frame of 1000000 bytes.*new session" "$OUT/dev0000.log" \
+      || fail "dev0000 did not reject the 1 MB frame by starting a new session"
     grep "rejected frame" "$OUT/dev0000.log" ;;
 esac
 if ((COMPARE)); then
