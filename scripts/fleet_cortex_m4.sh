@@ -23,7 +23,11 @@ launch_cortex_m4() {
     2>"$log" || return 1
   "$ROOT/platform/mps2/make_provision.py" --out "$base.blob" --index "$index" --id "$id" \
     --psk-hex "$(tr -d ' \n' <"$keydir/device.psk")" --extension "$base.img" >>"$log" 2>&1 || return 1
-  "$ROOT/platform/mps2/qemu-run.sh" --machine mps2-an386 --timeout "$TIMEOUT" --provision "$base.blob" \
+  # SIGTERM to the echoed PID (fleet.sh's cleanup) must reach QEMU: qemu-run.sh
+  # runs it under timeout(1), in timeout's own process group, so the wrapper
+  # signals qemu-run.sh's child (timeout forwards the signal to QEMU).
+  bash -c 'c=; trap "pkill -TERM -P \$c; kill \$c" TERM; "$@" & c=$!; wait $c' fedrt-fw-"$id" \
+    "$ROOT/platform/mps2/qemu-run.sh" --machine mps2-an386 --timeout "$TIMEOUT" --provision "$base.blob" \
     --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
   echo $!
 }

@@ -47,11 +47,12 @@ N=$((NFW + NNATIVE))
 rm -rf "$OUT" && mkdir -p "$OUT"
 PIDS=()
 FW_PIDS=()
-# Firmware instances run in their own process group (setsid): killing the group
-# also stops qemu-run.sh's timeout and QEMU.
+# qemu-run.sh runs QEMU under timeout(1), which puts itself in its own process
+# group: stop the firmware by signalling that child (it forwards to QEMU).
 cleanup() {
   local p
-  for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null; done
+  for p in "${FW_PIDS[@]}"; do pkill -TERM -P "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -82,7 +83,7 @@ for ((i = 0; i < NFW; i++)); do
     "$ROOT/platform/mps2/make_provision.py" --out "$OUT/$id.blob" --index "$i" --id "$id" \
       --psk-hex "$(tr -d ' \n' <"$psk")" --extension "$OUT/$id.img" >>"$OUT/provision.log" 2>&1 \
       || fail "make_provision.py $id"
-    setsid "$ROOT/platform/mps2/qemu-run.sh" --machine "$MACHINE" --timeout "$TIMEOUT" --provision "$OUT/$id.blob" \
+    "$ROOT/platform/mps2/qemu-run.sh" --machine "$MACHINE" --timeout "$TIMEOUT" --provision "$OUT/$id.blob" \
       --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$ELF" >"$OUT/$id.log" 2>&1 &
   else
     "$BIN/fedrt-fw-host" --coordinator "127.0.0.1:$port" --id "$id" --key "$psk" --problem "$OUT/$id.img" \
