@@ -16,7 +16,7 @@ namespace fedrt::secagg {
 namespace {
 
 // Default graph, or a sparse k-regular one (t = (k + 1) / 2 + 1) when k > 0: the
-// tests use small k so that sparse rounds stay fast (X25519 costs ~1.5 ms).
+// tests use small k so that sparse rounds stay fast (X25519 costs ~0.75 ms of CPU).
 RoundParams Params(uint32_t n, uint32_t dim, uint32_t bits, uint64_t round_id = 7, uint32_t k = 0) {
   RoundParams p;
   p.n = n;

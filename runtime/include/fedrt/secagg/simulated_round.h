@@ -36,7 +36,7 @@ struct RoundTraffic {
   uint64_t up_bytes = 0;    // all devices -> server, every round of the protocol
   uint64_t down_bytes = 0;  // server -> all devices
   uint64_t up_max = 0;      // largest single device's uplink bytes
-  double device_seconds = 0.0;  // CPU time in device calls, summed over devices
+  double device_seconds = 0.0;  // CPU time (this thread) in device calls, summed over devices
   double device_max_seconds = 0.0;
   double server_seconds = 0.0;
 };
@@ -55,6 +55,9 @@ struct SimulatedRound {
 SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,
                                  const std::vector<DropPoint>& drops, uint64_t entropy_seed,
                                  Transcript* transcript = nullptr);
+
+// CPU time of the calling thread (the cost figures are CPU, not wall, time).
+double ThreadCpuSeconds();
 
 // The per-round entropy of device `id` in the simulator.
 DeviceEntropy SimulatedEntropy(uint64_t entropy_seed, uint64_t round_id, uint32_t id);
