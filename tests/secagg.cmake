@@ -22,3 +22,17 @@ if(NOT FEDRT_SANITIZE)
   set_tests_properties(secagg_device_heap secagg_device_heap_detects_leak PROPERTIES LABELS device)
   set_tests_properties(secagg_device_heap_detects_leak PROPERTIES WILL_FAIL TRUE)
 endif()
+
+# Bad secure-aggregation settings in an experiment file: exit 2 and a message naming the setting.
+function(fedrt_secagg_fails name regex file)
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND}
+                   "-DCMD=$<TARGET_FILE:fedrt-sim>;--config;${CMAKE_CURRENT_SOURCE_DIR}/secagg/data/${file};--no-plot;--local-steps;1;--out;${CMAKE_CURRENT_BINARY_DIR}/out_${name}"
+                   "-DREGEX=${regex}" -DEXPECT_RC=2 -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS cli TIMEOUT 60)
+endfunction()
+fedrt_secagg_fails(secagg_bad_quantizer "secure_aggregation needs the shared-scale stochastic rounding quantizer" secagg_dither.toml)
+fedrt_secagg_fails(secagg_bad_wrap "1000 agents x 24-bit inputs can wrap Z_.2.32." secagg_wrap.toml)
+fedrt_secagg_fails(secagg_bad_type "compression.secure_aggregation" secagg_wrong_type.toml)
+fedrt_secagg_fails(secagg_bad_dropout_alone "need compression.secure_aggregation = true" secagg_dropout_without.toml)
+fedrt_secagg_fails(secagg_bad_neighbours "secagg_neighbours must be 0 .automatic. or an even number" secagg_odd_neighbours.toml)
