@@ -67,7 +67,7 @@ bool MeasureDevice(const RoundParams& p, DeviceCost& cost) {
     uint8_t key[kKeyBytes], plain[kSharePlainBytes] = {}, nonce[kNonceBytes], aad[16];
     if (!DeriveKey(p, ent[j].c_sk, mine.c_pk, kShareChannelLabel, key).ok()) return false;
     for (int i = 0; i < 4; ++i) plain[i] = static_cast<uint8_t>(nbr[j] >> (8 * i));
-    plain[8] = 1;
+    plain[8] = HolderX(p, nbr[j], 0);
     for (size_t i = 9; i < kSharePlainBytes; ++i) plain[i] = static_cast<uint8_t>(rng.next_u64());
     in[j].from = nbr[j];
     in[j].to = 0;

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     uint8_t key[kKeyBytes], plain[kSharePlainBytes] = {}, nonce[kNonceBytes], aad[16];
     if (!DeriveKey(p, ent[j].c_sk, mine_pub.c_pk, kShareChannelLabel, key).ok()) return 1;
     for (int i = 0; i < 4; ++i) plain[i] = static_cast<uint8_t>(nbr[j] >> (8 * i));
-    plain[8] = 1;
+    plain[8] = HolderX(p, nbr[j], 0);
     in[j].from = nbr[j];
     ShareNonce(nbr[j], 0, nonce);
     ShareAad(p, nbr[j], 0, aad);

@@ -274,5 +274,58 @@ TEST(SecAggProtocol, DevicesAndServerRefuseBadMessages) {
   EXPECT_FALSE(server.close_masked().ok());
 }
 
+TEST(SecAggProtocol, HolderXIsPublicAndForgedXIsRefused) {
+  const RoundParams p = Params(5, 4, 8);  // complete graph, k = 4, t = 3
+  EXPECT_EQ(HolderX(p, 2, 0), 1);  // 2's neighbours: 0 1 3 4
+  EXPECT_EQ(HolderX(p, 2, 4), 4);
+  EXPECT_EQ(HolderX(p, 2, 2), 5);  // its own share of b: k + 1
+  const RoundParams sparse = Params(41, 4, 8, 7, 4);
+  uint32_t nb[kMaxNeighbours];
+  Neighbours(sparse, 9, nb);
+  uint32_t stranger = 0;
+  while (stranger == 9 || std::find(nb, nb + 4, stranger) != nb + 4) ++stranger;
+  EXPECT_EQ(HolderX(sparse, 9, stranger), 0);  // not a holder
+
+  SecAggServer server;
+  ASSERT_TRUE(server.begin(p).ok());
+  std::vector<SecAggDevice> dev(p.n);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    Advertise a;
+    ASSERT_TRUE(dev[u].advertise(p, u, SimulatedEntropy(3, p.round_id, u), a).ok());
+    ASSERT_TRUE(server.on_advertise(a).ok());
+  }
+  ASSERT_TRUE(server.close_advertise().ok());
+  std::vector<ShareCiphertext> out(kMaxNeighbours);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    const auto ads = server.neighbour_ads(u);
+    size_t w = 0;
+    ASSERT_TRUE(dev[u].share_keys(ads.data(), ads.size(), out.data(), out.size(), w).ok());
+    ASSERT_TRUE(server.on_shares(u, out.data(), w).ok());
+  }
+  ASSERT_TRUE(server.close_shares().ok());
+  std::vector<uint32_t> x(p.dim, 2), y(p.dim);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    const auto in = server.shares_for(u);
+    ASSERT_TRUE(dev[u].masked_input(in.data(), in.size(), x.data(), y.data()).ok());
+    ASSERT_TRUE(server.on_masked(u, y.data()).ok());
+  }
+  ASSERT_TRUE(server.close_masked().ok());
+  std::vector<UnmaskShare> sh(kMaxNeighbours + 1);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    const auto surv = server.survivors_for(u);
+    size_t w = 0;
+    ASSERT_TRUE(dev[u].unmask(surv.data(), surv.size(), sh.data(), sh.size(), w).ok());
+    if (u == 0) {  // a device claiming another holder's point is refused
+      sh[1].x = static_cast<uint8_t>(sh[1].x % p.k + 1);
+      EXPECT_EQ(server.on_unmask(u, sh.data(), w).code(), StatusCode::kInvalidArgument);
+      sh[1].x = HolderX(p, sh[1].about, u);
+    }
+    ASSERT_TRUE(server.on_unmask(u, sh.data(), w).ok());
+  }
+  std::vector<uint32_t> sum;
+  ASSERT_TRUE(server.finish(sum).ok());
+  EXPECT_EQ(sum, std::vector<uint32_t>(p.dim, 2 * p.n));
+}
+
 }  // namespace
 }  // namespace fedrt::secagg

@@ -131,7 +131,8 @@ Status SecAggDevice::masked_input(const ShareCiphertext* in, size_t count, const
     ShareAad(p_, c.from, c.to, aad);
     Status st = AeadOpen(peer.channel, nonce, aad, sizeof aad, c.ct, kSharePlainBytes, c.tag, plain);
     if (!st.ok()) return fail(st);
-    if (GetLe32(plain) != c.from || GetLe32(plain + 4) != id_ || plain[8] == 0 || plain[8] > p_.k) {
+    // Our x in the sender's sharing is public (our position in its neighbour list + 1).
+    if (GetLe32(plain) != c.from || GetLe32(plain + 4) != id_ || plain[8] != HolderX(p_, c.from, id_)) {
       Wipe(plain, sizeof plain);
       return fail(Status::DataLoss("secagg device: share header does not match its envelope"));
     }

@@ -133,6 +133,15 @@ uint32_t Neighbours(const RoundParams& p, uint32_t id, uint32_t* out) {
   return count;
 }
 
+uint8_t HolderX(const RoundParams& p, uint32_t owner, uint32_t holder) {
+  uint32_t nb[kMaxNeighbours];
+  const uint32_t c = Neighbours(p, owner, nb);
+  if (holder == owner) return static_cast<uint8_t>(c + 1);
+  for (uint32_t i = 0; i < c; ++i)
+    if (nb[i] == holder) return static_cast<uint8_t>(i + 1);
+  return 0;
+}
+
 Status DeriveKey(const RoundParams& p, const uint8_t sk[kKeyBytes], const uint8_t peer_pk[kKeyBytes], const char* label,
                  uint8_t out[kKeyBytes]) {
   uint8_t shared[kKeyBytes];

@@ -149,6 +149,8 @@ Status SecAggServer::on_unmask(uint32_t from, const UnmaskShare* shares, size_t 
       return Status::InvalidArgument("secagg server: unmask share about a device that did not share with the sender");
     const ShareKind want = u3_[s.about] ? ShareKind::kSelfSeed : ShareKind::kMaskKey;
     if (s.kind != want) return Status::InvalidArgument("secagg server: unmask share of the wrong kind");
+    if (s.x != HolderX(p_, s.about, from))  // public: a device cannot claim another holder's point
+      return Status::InvalidArgument("secagg server: unmask share with the wrong x-coordinate");
     seen[s.about] = 1;
   }
   for (size_t i = 0; i < count; ++i) {

@@ -59,6 +59,11 @@ double UnmaskFailureBound(uint32_t n, uint32_t k, uint32_t t, double dropout);
 // device when k >= n - 1. Returns the count; out must hold kMaxNeighbours.
 uint32_t Neighbours(const RoundParams& p, uint32_t id, uint32_t* out);
 
+// Shamir x-coordinate of `holder` in `owner`'s sharing (public): holder's
+// position in owner's sorted neighbour list + 1, or k + 1 for the owner's own
+// share of b; 0 if holder is not a neighbour.
+uint8_t HolderX(const RoundParams& p, uint32_t owner, uint32_t holder);
+
 // ---- messages ----
 struct Advertise {  // round 0, device -> server -> neighbours
   uint32_t id = 0;
