@@ -198,6 +198,9 @@ Result<SimResult> RunEmExperiment(const ExperimentConfig& cfg, const SimOptions&
                   {"initial_iterate", "uniform weights, means 0.5 * true + 0.5; Shat_0 = (pi, pi mu)"},
                   {"payload", "uplink: encoded bytes of Q(Delta_c) (bits = 8 * bytes), plus V_{0,c} as float32 in "
                               "round 0; downlink: Shat_k and T(Shat_k) as float64 to each agent that needs them"}};
+  if (cfg.secagg.enabled)
+    out.settings["secure_aggregation"] = secagg::IntegerUplink::Describe(
+        cfg.secagg, static_cast<uint32_t>(cfg.garnet.agents), cfg.compression.quantizer.bits);
 
   const int dim = d.dim;
   const uint32_t n = d.n;

@@ -345,6 +345,9 @@ Result<SimResult> RunOptExperiment(const ExperimentConfig& cfg, const SimOptions
       out.settings["compression"]["downlink_model"] =
           "agents use xhat <- xhat + Q(broadcast - xhat); the server keeps its own x_t (and c)";
   }
+  if (cfg.secagg.enabled)
+    out.settings["secure_aggregation"] = secagg::IntegerUplink::Describe(
+        cfg.secagg, static_cast<uint32_t>(data.agents()), cfg.compression.quantizer.bits);
   if (data.source == "synthetic")
     out.settings.update({{"heterogeneity", fmt::format("covariate {}, concept {}, quantity {}", cfg.opt.covariate_shift,
                                                        cfg.opt.concept_shift, cfg.opt.quantity_skew)},
