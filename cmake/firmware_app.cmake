@@ -44,15 +44,18 @@ target_include_directories(fedrt_fw_mbedtls SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/
 target_compile_definitions(fedrt_fw_mbedtls PUBLIC MBEDTLS_CONFIG_FILE="mbedtls_config.h")
 target_compile_options(fedrt_fw_mbedtls PRIVATE -w)
 
-# nanopb messages from the same .proto/.options as the host's protobuf-lite code.
+# nanopb messages from the same .proto/.options as the host's protobuf-lite code,
+# with the firmware's tighter SecAgg+ bounds (runtime/fw/fedrt_fw.options) appended.
 set(FEDRT_NANOPB_OUT "${CMAKE_BINARY_DIR}/generated/nanopb")
 file(MAKE_DIRECTORY "${FEDRT_NANOPB_OUT}")
+set(_fw_opts "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.options" "${CMAKE_SOURCE_DIR}/runtime/fw/fedrt_fw.options")
 add_custom_command(
   OUTPUT "${FEDRT_NANOPB_OUT}/fedrt.npb.c" "${FEDRT_NANOPB_OUT}/fedrt.npb.h"
+  COMMAND ${CMAKE_COMMAND} -E cat ${_fw_opts} > "${FEDRT_NANOPB_OUT}/fedrt_fw_merged.options"
   COMMAND "${FEDRT_NANOPB_GENERATOR}" -q -e .npb -D "${FEDRT_NANOPB_OUT}" -I "${CMAKE_SOURCE_DIR}/runtime/wire"
-          -f "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.options" "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto"
-  DEPENDS "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto" "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.options"
-  COMMENT "nanopb fedrt.proto (bounded by fedrt.options)")
+          -f "${FEDRT_NANOPB_OUT}/fedrt_fw_merged.options" "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto"
+  DEPENDS "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto" ${_fw_opts}
+  COMMENT "nanopb fedrt.proto (bounded by fedrt.options + runtime/fw/fedrt_fw.options)")
 add_library(fedrt_fw_nanopb STATIC "${FEDRT_NANOPB_SRC}/pb_encode.c" "${FEDRT_NANOPB_SRC}/pb_decode.c"
             "${FEDRT_NANOPB_SRC}/pb_common.c" "${FEDRT_NANOPB_OUT}/fedrt.npb.c")
 target_include_directories(fedrt_fw_nanopb SYSTEM PUBLIC "${FEDRT_NANOPB_SRC}" "${FEDRT_NANOPB_OUT}")

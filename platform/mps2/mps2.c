@@ -22,11 +22,27 @@ static CmsdkUart* const kUarts[kMps2UartCount] = {
     (CmsdkUart*)0x40007000u, (CmsdkUart*)0x40009000u,
 };
 
+// RX interrupt (external IRQ) of each UART on mps2-an385/an386.
+static const uint8_t kUartRxIrq[kMps2UartCount] = {0, 2, 4, 18, 20};
+#define NVIC_ISER0 (*(volatile uint32_t*)0xE000E100u)
+#define kUartStateRxFull 0x2u
+#define kUartCtrlTxRxEnable 0x3u
+#define kUartCtrlRxIntEnable 0x8u
+#define kUartIntRx 0x2u
+
 void mps2_uart_init(int index) {
   if (index < 0 || index >= kMps2UartCount) return;
   CmsdkUart* u = kUarts[index];
   u->bauddiv = 16;  // the smallest divider the CMSDK UART accepts
-  u->ctrl = 0x3u;   // TX and RX enabled, no interrupts
+  // TX and RX enabled; the RX interrupt only wakes mps2_uart_read's WFI (the
+  // handler acknowledges it, the byte stays in the UART for the reader).
+  u->ctrl = kUartCtrlTxRxEnable | kUartCtrlRxIntEnable;
+  NVIC_ISER0 = 1u << kUartRxIrq[index];
+}
+
+// Shared RX interrupt handler (vector table in startup.c): acknowledge.
+void mps2_uart_rx_handler(void) {
+  for (int i = 0; i < kMps2UartCount; ++i) kUarts[i]->intstatus = kUartIntRx;  // write 1 to clear
 }
 
 void mps2_uart_write(int index, const void* data, size_t n) {
@@ -43,11 +59,23 @@ void mps2_uart_write(int index, const void* data, size_t n) {
 int mps2_uart_getc(int index) {
   if (index < 0 || index >= kMps2UartCount) return -1;
   CmsdkUart* u = kUarts[index];
-  if (!(u->state & 0x2u)) return -1;
+  if (!(u->state & kUartStateRxFull)) return -1;
   return (int)(u->data & 0xFFu);
 }
 
+// Sleeps until an interrupt: a received byte (RX interrupt) or the next
+// SysTick (every MPS2_SYSTICK_PERIOD_TICKS). Interrupts are masked around the
+// RX check so a byte arriving between the check and WFI still ends the WFI
+// (a pending interrupt wakes WFI even with PRIMASK set); QEMU then idles
+// instead of spinning a host core.
+static void uart_wait_rx(CmsdkUart* u) {
+  __asm volatile("cpsid i" ::: "memory");
+  if (!(u->state & kUartStateRxFull)) __asm volatile("dsb\n wfi" ::: "memory");
+  __asm volatile("cpsie i\n isb" ::: "memory");
+}
+
 size_t mps2_uart_read(int index, void* data, size_t n, uint32_t timeout_ms) {
+  if (index < 0 || index >= kMps2UartCount) return 0;
   uint8_t* p = (uint8_t*)data;
   size_t got = 0;
   uint32_t last = mps2_millis();
@@ -58,6 +86,8 @@ size_t mps2_uart_read(int index, void* data, size_t n, uint32_t timeout_ms) {
       last = mps2_millis();
     } else if ((uint32_t)(mps2_millis() - last) >= timeout_ms) {
       break;
+    } else {
+      uart_wait_rx(kUarts[index]);
     }
   }
   return got;
@@ -68,7 +98,8 @@ size_t mps2_uart_read(int index, void* data, size_t n, uint32_t timeout_ms) {
 #define SYST_RVR (*(volatile uint32_t*)0xE000E014u)
 #define SYST_CVR (*(volatile uint32_t*)0xE000E018u)
 #define SCB_ICSR (*(volatile uint32_t*)0xE000ED04u)
-#define kSysTickReload 0x00FFFFFFu
+#define kSysTickReload (MPS2_SYSTICK_PERIOD_TICKS - 1u)
+#define kIcsrPendStSet (1u << 26)
 #define kCpuHz 25000000u  // mps2 SYSCLK (QEMU: 25 MHz)
 
 static volatile uint32_t g_systick_wraps;
@@ -85,16 +116,26 @@ static void systick_start(void) {
   }
 }
 
+// ticks = wraps * period + (reload - counter), read with interrupts masked so
+// the wrap count cannot change in between. A wrap whose interrupt has not run
+// yet (ICSR.PENDSTSET) is counted, and the counter is then read again AFTER
+// the pending bit: that read is certainly from after the wrap. Without a
+// pending bit, the counter read before the check is certainly from before any
+// uncounted wrap. (Guessing pre/post-wrap from the counter's value instead
+// fails under QEMU, where the vCPU thread can be descheduled for milliseconds
+// between two instructions while the counter follows the host clock.)
+// Correct as long as the SysTick handler runs within one period of a wrap.
 uint64_t mps2_ticks(void) {
-  uint32_t hi, lo;
-  do {
-    hi = g_systick_wraps;
+  uint32_t primask;
+  __asm volatile("mrs %0, primask\n cpsid i" : "=r"(primask)::"memory");
+  uint32_t hi = g_systick_wraps;
+  uint32_t lo = SYST_CVR;
+  if (SCB_ICSR & kIcsrPendStSet) {
+    ++hi;
     lo = SYST_CVR;
-  } while (hi != g_systick_wraps);
-  // With interrupts masked a wrap may be pending, not yet counted: the
-  // counter has then restarted near the reload value.
-  if ((SCB_ICSR & (1u << 26)) && lo > kSysTickReload / 2) ++hi;
-  return (uint64_t)hi * (kSysTickReload + 1u) + (kSysTickReload - lo);
+  }
+  __asm volatile("msr primask, %0" ::"r"(primask) : "memory");
+  return (uint64_t)hi * MPS2_SYSTICK_PERIOD_TICKS + (kSysTickReload - lo);
 }
 
 uint32_t mps2_ticks_per_second(void) { return kCpuHz; }

@@ -25,7 +25,9 @@ void mps2_uart_write(int index, const void* data, size_t n);
 // Next received byte (0..255), or -1 when none is waiting. Never blocks.
 int mps2_uart_getc(int index);
 // Reads up to n bytes; returns when n bytes arrived or when no byte arrived
-// for timeout_ms. Returns the number of bytes read (0 on timeout).
+// for timeout_ms. Returns the number of bytes read (0 on timeout). While no
+// byte is waiting the CPU sleeps (WFI) until the UART's RX interrupt or the
+// next SysTick, so an idle firmware does not keep QEMU busy.
 size_t mps2_uart_read(int index, void* data, size_t n, uint32_t timeout_ms);
 
 // ---- Console (UART0): small formatted output without stdio (newlib's printf
@@ -44,6 +46,9 @@ void mps2_report_u32(const char* key, uint32_t value);
 // its wrap interrupt. Under QEMU -icount shift=0 the virtual clock advances
 // 1 ns per instruction, so ticks count instructions (40 per tick at 25 MHz).
 // (QEMU 7.2 does not implement the DWT cycle counter: DWT->CYCCNT reads 0.)
+// SysTick period: 100 ms at 25 MHz (an interrupt every period, which also
+// bounds how long mps2_uart_read sleeps in WFI before checking its timeout).
+#define MPS2_SYSTICK_PERIOD_TICKS 2500000u
 uint64_t mps2_ticks(void);
 uint32_t mps2_ticks_per_second(void);
 uint32_t mps2_millis(void);  // ticks / (ticks_per_second / 1000), wraps after 49 days

@@ -49,8 +49,27 @@ if [[ -n "$provision" ]]; then
 fi
 cmd+=(-kernel "$elf")
 
+# timeout --foreground stays in our process group (without it, timeout(1)
+# moves to a group of its own, so signalling this script's group or this
+# script left QEMU running). A signal to this script is forwarded to timeout,
+# which forwards it to QEMU; we then wait for QEMU to be gone.
 rc=0
-timeout --kill-after=5 "$timeout_s" "${cmd[@]}" </dev/null || rc=$?
+timeout --foreground --kill-after=5 "$timeout_s" "${cmd[@]}" </dev/null &
+child=$!
+signalled=0
+forward() { signalled=$2; kill -"$1" "$child" 2>/dev/null || true; }
+trap 'forward TERM 143' TERM
+trap 'forward INT 130' INT
+trap 'forward HUP 129' HUP
+wait "$child" || rc=$?
+# wait returns > 128 when a trapped signal interrupted it: wait for timeout
+# (and QEMU) to exit, keeping its status.
+while ((rc > 128)) && kill -0 "$child" 2>/dev/null; do
+  rc=0
+  wait "$child" || rc=$?
+done
+# QEMU exits with 0 on SIGTERM: report the signal instead.
+((signalled)) && rc=$signalled
 if ((rc == 124)); then
   echo "qemu-run.sh: $(basename "$elf") did not exit within ${timeout_s} s (killed)" >&2
 fi

@@ -14,6 +14,7 @@ int main(void);
 void __libc_init_array(void);
 void mps2_platform_init(void);     // mps2.c
 void mps2_systick_handler(void);   // mps2.c
+void mps2_uart_rx_handler(void);   // mps2.c
 
 #define MPS2_STACK_PAINT 0xC5C5C5C5u
 
@@ -42,7 +43,14 @@ __attribute__((section(".isr_vector"), used)) const Vector fedrt_vector_table[16
     0,
     Default_Handler,     // PendSV
     mps2_systick_handler,
-    [16 ... 47] = Default_Handler,
+    // External interrupts: UART0..4 RX are IRQ 0, 2, 4, 18, 20.
+    mps2_uart_rx_handler, Default_Handler,                    // 0, 1
+    mps2_uart_rx_handler, Default_Handler,                    // 2, 3
+    mps2_uart_rx_handler,                                     // 4
+    [16 + 5 ... 16 + 17] = Default_Handler,
+    mps2_uart_rx_handler, Default_Handler,                    // 18, 19
+    mps2_uart_rx_handler,                                     // 20
+    [16 + 21 ... 47] = Default_Handler,
 };
 
 void Reset_Handler(void) {

@@ -27,27 +27,10 @@ int UartWrite(void*, const uint8_t* data, size_t n) {
   return static_cast<int>(n);
 }
 
-// Up to n bytes, until timeout_ms pass without a byte. Elapsed time is
-// accumulated from forward steps of mps2_millis() only: a clock read that
-// lands before the previous one (seen under QEMU around SysTick wraps) must
-// not end a wait of minutes at once.
+// Up to n bytes, until timeout_ms pass without a byte (the CPU sleeps on the
+// UART's RX interrupt meanwhile).
 int UartRead(void*, uint8_t* data, size_t n, uint32_t timeout_ms) {
-  size_t got = 0;
-  uint32_t last = mps2_millis(), quiet = 0;
-  while (got < n) {
-    const int c = mps2_uart_getc(kMps2UartLink);
-    const uint32_t now = mps2_millis();
-    const uint32_t step = now - last;
-    last = now;
-    if (c >= 0) {
-      data[got++] = static_cast<uint8_t>(c);
-      quiet = 0;
-      continue;
-    }
-    if (step < 0x80000000u) quiet += step;
-    if (quiet >= timeout_ms) break;
-  }
-  return static_cast<int>(got);
+  return static_cast<int>(mps2_uart_read(kMps2UartLink, data, n, timeout_ms));
 }
 
 void ConsoleLog(void*, const char* line) {

@@ -113,3 +113,18 @@ set_tests_properties(fw_provision_rejects_bad_psk PROPERTIES LABELS device
   PASS_REGULAR_EXPRESSION "--psk-hex is not hex")
 set_tests_properties(fw_provision_rejects_long_id PROPERTIES LABELS device
   PASS_REGULAR_EXPRESSION "device id must be 1..32 bytes, got 35")
+
+# The time base is monotonic over many SysTick wraps, and an idle UART wait
+# (WFI on the RX interrupt) still times out.
+# NO_STANDALONE_RUN: the footprint run (-icount) would take minutes for its 3 s of busy reads.
+fedrt_add_firmware(fw_time_test SOURCES ${FEDRT_FW_TEST_DIR}/time_test.cc NO_STANDALONE_RUN)
+target_include_directories(fw_time_test PRIVATE ${FEDRT_FW_TEST_DIR})
+add_test(NAME fw_time_test COMMAND fw_time_test)
+set_tests_properties(fw_time_test PROPERTIES LABELS device TIMEOUT 120)
+
+# qemu-run.sh passes SIGTERM on to QEMU, and a firmware waiting on its UART
+# sleeps (WFI) instead of spinning a host core.
+add_test(NAME fw_qemu_run_signal_idle
+  COMMAND ${Python3_EXECUTABLE} ${FEDRT_FW_TEST_DIR}/qemu_signal_test.py ${FEDRT_FW_RUN} --timeout 60
+          $<TARGET_FILE:fw_uart_link_test>)
+set_tests_properties(fw_qemu_run_signal_idle PROPERTIES LABELS device TIMEOUT 60 PASS_REGULAR_EXPRESSION "PASS")
