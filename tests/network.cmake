@@ -5,7 +5,7 @@ target_link_libraries(fedrt_net_unit_tests PRIVATE fedrt_net GTest::gtest_main)
 gtest_discover_tests(fedrt_net_unit_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 
 add_executable(fedrt_net_integration_tests net/fleet_test.cc net/security_test.cc net/bad_input_test.cc
-  net/compressed_fleet_test.cc)
+  net/compressed_fleet_test.cc net/secagg_fleet_test.cc)
 target_link_libraries(fedrt_net_integration_tests PRIVATE fedrt_net GTest::gtest_main)
 target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"

@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   app.add_option("--algorithm", algorithm, "comma-separated algorithms (fedlsa,scafflsa,scafflsa-prob)");
   app.add_option("--stop-after-rounds", stop_after, "exit after closing this many rounds (tests)");
   app.add_flag("--no-plot", no_plot, "do not draw error.png");
+  std::string secagg_dump;
+  app.add_option("--secagg-dump", secagg_dump, "append every secure-aggregation message received to FILE (tests)");
   CLI11_PARSE(app, argc, argv);
 
   net::CoordinatorOptions opt;
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
   opt.port_file = port_file;
   opt.plot = !no_plot;
   opt.stop_after_rounds = stop_after;
+  opt.secagg_dump = secagg_dump;
   st = net::RunCoordinator(opt);
   if (!st.ok()) return Fail(st.message());
   return 0;

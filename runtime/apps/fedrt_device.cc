@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   app.add_option("--agents", agents, "number of agents N (overrides problem.agents; give the same to every process)");
   app.add_option("--state", state, "state file keeping xi_c across restarts (default: none)");
   app.add_option("--delay-ms", delay_ms, "sleep before sending each update (simulates a slow board)");
+  long drop_after_masked = -1;
+  app.add_option("--test-drop-after-masked", drop_after_masked,
+                 "tests: drop the connection after sending the secure-aggregation masked input of round t (0-based)");
   app.add_option("--give-up-ms", give_up_ms, "exit with an error after this long without a connection");
   CLI11_PARSE(app, argc, argv);
 
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   }
   opt.state_file = state;
   opt.delay_ms = delay_ms;
+  opt.secagg_drop_after_masked_round = drop_after_masked;
   opt.give_up_ms = give_up_ms;
   st = net::RunDevice(opt);
   if (!st.ok()) return Fail(st.message());

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -23,10 +24,12 @@
 #include "fedrt/analysis/fedlsa_bias.h"
 #include "fedrt/compression/diana.h"
 #include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/net/tls.h"
 #include "fedrt/net/wire.h"
 #include "fedrt/net/log_time.h"
+#include "fedrt/secagg/server.h"
 #include "fedrt/sim/outputs.h"
 #include "fedrt/sim/simulator.h"
 #include "../sim/compressed_link.h"  // CompressionSettingsJson: summary.json as the simulator writes it
@@ -123,6 +126,15 @@ class Coordinator {
   void accept();
   void on_hello(Conn& c, const wire::Hello& h);
   void on_update(Conn& c, const wire::Update& u);
+  // Secure aggregation (fedrt.proto "Secure aggregation"): one SecAgg+ round per
+  // model round over the sampled devices, phase by phase.
+  Status sa_begin();
+  void sa_receive(Conn& c, const wire::Envelope& env);
+  void sa_check_complete();
+  void sa_advance(const char* by);
+  void sa_fail(const std::string& why);
+  void sa_send(uint32_t u, const wire::Envelope& env);
+  void sa_dump(uint32_t u, const wire::Envelope& env);
   void maybe_start();
   void start_next_round();
   void announce(Conn& c);
@@ -178,6 +190,19 @@ class Coordinator {
   std::vector<uint8_t> codec_mem_;
   compression::CompressedDifference<double> codec_;
   uint64_t bits_up_round_ = 0;
+
+  // Secure aggregation: the SecAgg+ server of the open round; ids u = position
+  // of the agent among the sampled ones (ascending). Phase 1..4 = advertise,
+  // shares, masked, unmask (0: no secure round open).
+  bool secure_ = false;
+  secagg::SecAggServer sa_;
+  secagg::RoundParams sa_p_{};
+  int sa_phase_ = 0;
+  std::vector<uint32_t> sa_agent_;   // u -> agent
+  std::vector<int> sa_id_;           // agent -> u (-1: not in the round)
+  std::vector<char> sa_expected_, sa_answered_, sa_left_;  // left: lost its connection after advertising
+  uint64_t sa_down_bytes_ = 0;
+  std::string sa_failure_;
 };
 
 // ---------------------------------------------------------------- Conn
@@ -392,6 +417,16 @@ Status Coordinator::init() {
     if (!cd.ok()) return cd.status();
     codec_ = *cd;
   }
+  secure_ = cfg.secagg.enabled;
+  if (secure_) {
+    if (cfg.compression.quantizer.kind != compression::QuantizerKind::kRounding || cfg.compression.control_variates)
+      return Status(StatusCode::kInvalidArgument,
+                    std::string("secure_aggregation over the network needs quantizer = \"rounding\" and "
+                                "control_variates = false (the coordinator only sees sums, not each V_c)"));
+    if (cfg.secagg.dropout > 0.0)
+      return Status(StatusCode::kInvalidArgument,
+                    std::string("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)"));
+  }
 
   const std::string keys = opt_.network.keys;
   auto reg = LoadRegistry(keys + "/registry.tsv");
@@ -497,6 +532,16 @@ void Coordinator::on_closed(Conn& c, const std::string& why) {
     device_conn_[static_cast<size_t>(c.device)] = nullptr;
     Log("disconnected device={} index={} reason={}", c.identity(), c.device, why);
     (void)store_->upsert_device(c.identity(), static_cast<uint32_t>(c.device), "disconnected");
+    // After the keys are advertised a lost connection is a dropout: the device
+    // leaves the secure round (its SecAggDevice state is gone or stale).
+    if (secure_ && round_open_ && sa_phase_ > 0 && sa_id_[static_cast<size_t>(c.device)] >= 0) {
+      const size_t u = static_cast<size_t>(sa_id_[static_cast<size_t>(c.device)]);
+      if (sa_phase_ >= 2 || sa_answered_[u]) {
+        sa_left_[u] = 1;
+        sa_expected_[u] = sa_answered_[u];  // an answer it already gave still counts in this phase
+        asio::post(io_, [this] { sa_check_complete(); });
+      }
+    }
   }
   for (auto it = conns_.begin(); it != conns_.end(); ++it) {
     if (it->get() == &c) {
@@ -530,6 +575,10 @@ void Coordinator::on_frame(Conn& c, const std::string& body) {
   }
   switch (env.body_case()) {
     case wire::Envelope::kUpdate: on_update(c, env.update()); break;
+    case wire::Envelope::kSecaggAdvertise:
+    case wire::Envelope::kSecaggShares:
+    case wire::Envelope::kSecaggMasked:
+    case wire::Envelope::kSecaggUnmask: sa_receive(c, env); break;
     default:
       Log("rejected device={} reason=malformed: unexpected message type {}", c.identity(),
           static_cast<int>(env.body_case()));
@@ -601,7 +650,8 @@ void Coordinator::on_hello(Conn& c, const wire::Hello& h) {
           h.pending_run(), h.pending_round(), *member);
     }
   }
-  if (round_open_ && sampled_[idx] && !reported_[idx]) announce(c);
+  // A secure round takes new devices only while keys are advertised.
+  if (round_open_ && sampled_[idx] && !reported_[idx] && (!secure_ || sa_phase_ == 1)) announce(c);
   maybe_start();
 }
 
@@ -631,6 +681,15 @@ void Coordinator::announce(Conn& c) {
     a->set_clip(k.quantizer.clip);
     a->set_control_variates(k.control_variates);
   }
+  if (secure_) {
+    auto* sp = a->mutable_secagg();
+    sp->set_round_id(sa_p_.round_id);
+    sp->set_graph_seed(sa_p_.graph_seed);
+    sp->set_n(sa_p_.n);
+    sp->set_k(sa_p_.k);
+    sp->set_t(sa_p_.t);
+    sp->set_id(static_cast<uint32_t>(sa_id_[static_cast<size_t>(c.device)]));
+  }
   c.send(env);
 }
 
@@ -656,6 +715,9 @@ void Coordinator::on_update(Conn& c, const wire::Update& u) {
   const uint32_t idx = static_cast<uint32_t>(c.device);
   if (!sampled_[idx]) return reject(wire::ERROR_NOT_SAMPLED, fmt::format("agent {} is not sampled in this round", idx));
   if (reported_[idx]) return reject(wire::ERROR_DUPLICATE, "an update for this round was already accepted");
+  if (secure_)
+    return reject(wire::ERROR_MALFORMED, "this experiment uses secure aggregation: answer the announcement with "
+                                         "SecAggAdvertise, not an Update");
   const uint32_t want = compressed_ ? kEncodingCodec : kEncodingRaw;
   if (u.encoding() != want)
     return reject(wire::ERROR_MALFORMED, fmt::format("payload encoding {}, this experiment uses {} ({})", u.encoding(),
@@ -691,6 +753,266 @@ void Coordinator::on_update(Conn& c, const wire::Update& u) {
   if (members_.size() == n_sampled_) close_round("all");
 }
 
+// ---------------------------------------------------------------- secure aggregation
+
+Status Coordinator::sa_begin() {
+  const auto& cfg = opt_.experiment;
+  sa_agent_.clear();
+  sa_id_.assign(agents_, -1);
+  for (uint32_t c = 0; c < agents_; ++c)
+    if (sampled_[c]) {
+      sa_id_[c] = static_cast<int>(sa_agent_.size());
+      sa_agent_.push_back(c);
+    }
+  // Same public parameters as the simulator (secagg/integer_uplink.cc), with
+  // the algorithm index in round_id's top bits (one round id per model round).
+  sa_p_ = secagg::RoundParams{};
+  sa_p_.n = static_cast<uint32_t>(sa_agent_.size());
+  sa_p_.dim = static_cast<uint32_t>(dim_);
+  sa_p_.bits = cfg.compression.quantizer.bits;
+  sa_p_.round_id = static_cast<uint64_t>(cur_.alg) << 48 | static_cast<uint64_t>(cur_.run) << 32 | cur_.round;
+  sa_p_.graph_seed = Mix64(cfg.seed ^ Mix64(sa_p_.round_id + 0x6EA9));
+  secagg::DefaultGraph(sa_p_.n, sa_p_.k, sa_p_.t, 0.2);
+  if (cfg.secagg.neighbours > 0 && cfg.secagg.neighbours < sa_p_.k) {
+    sa_p_.k = cfg.secagg.neighbours;
+    sa_p_.t = (sa_p_.k + 1) / 2 + 1;
+  }
+  sa_expected_.assign(sa_p_.n, 1);
+  sa_answered_.assign(sa_p_.n, 0);
+  sa_left_.assign(sa_p_.n, 0);
+  sa_failure_.clear();
+  sa_phase_ = 1;
+  Status st = sa_.begin(sa_p_);
+  if (!st.ok()) return st;
+  Log("secagg alg={} run={} round={} n={} k={} t={}", cfg.algorithms[cur_.alg], cur_.run, cur_.round + 1, sa_p_.n,
+      sa_p_.k, sa_p_.t);
+  return Status::Ok();
+}
+
+void Coordinator::sa_send(uint32_t u, const wire::Envelope& env) {
+  Conn* c = device_conn_[sa_agent_[u]];
+  if (c == nullptr) return;
+  sa_down_bytes_ += env.ByteSizeLong();
+  c->send(env);
+}
+
+void Coordinator::sa_dump(uint32_t u, const wire::Envelope& env) {
+  if (opt_.secagg_dump.empty()) return;
+  std::ofstream out(opt_.secagg_dump, std::ios::app);
+  std::string bytes;
+  env.SerializeToString(&bytes);
+  out << cur_.alg << ' ' << cur_.run << ' ' << cur_.round << ' ' << u << ' ' << static_cast<int>(env.body_case())
+      << ' ' << BytesToHex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()) << '\n';
+}
+
+template <class M>
+static bool SameRound(const M& m, uint32_t alg, uint32_t run, uint32_t round) {
+  return m.algorithm_index() == alg && m.run() == run && m.round() == round;
+}
+
+static bool CopyKey(const std::string& in, uint8_t out[secagg::kKeyBytes]) {
+  if (in.size() != secagg::kKeyBytes) return false;
+  std::memcpy(out, in.data(), secagg::kKeyBytes);
+  return true;
+}
+
+void Coordinator::sa_receive(Conn& c, const wire::Envelope& env) {
+  auto reject = [&](wire::ErrorReason r, const std::string& m) {
+    Log("rejected device={} secagg message={} reason={}: {}", c.identity(), static_cast<int>(env.body_case()),
+        ErrorReasonName(r), m);
+    c.send_error(r, m, false);
+  };
+  if (c.device < 0) return reject(wire::ERROR_NOT_REGISTERED, "secure aggregation message before registration");
+  if (!secure_) return reject(wire::ERROR_MALFORMED, "this experiment does not use secure aggregation");
+  int phase = 0;
+  bool same = false;
+  const uint32_t a = cur_.alg, r = cur_.run, t = cur_.round;
+  switch (env.body_case()) {
+    case wire::Envelope::kSecaggAdvertise: phase = 1; same = SameRound(env.secagg_advertise(), a, r, t); break;
+    case wire::Envelope::kSecaggShares: phase = 2; same = SameRound(env.secagg_shares(), a, r, t); break;
+    case wire::Envelope::kSecaggMasked: phase = 3; same = SameRound(env.secagg_masked(), a, r, t); break;
+    default: phase = 4; same = SameRound(env.secagg_unmask(), a, r, t); break;
+  }
+  if (!round_open_ || !same) return reject(wire::ERROR_STALE_ROUND, "secure aggregation message for another round");
+  const int ui = sa_id_[static_cast<size_t>(c.device)];
+  if (ui < 0) return reject(wire::ERROR_NOT_SAMPLED, "not sampled in this round");
+  const uint32_t u = static_cast<uint32_t>(ui);
+  if (phase != sa_phase_ || !sa_expected_[u])
+    return reject(wire::ERROR_STALE_ROUND, fmt::format("secure aggregation phase {} message while phase {} is open "
+                                                       "(or this device left the round)", phase, sa_phase_));
+  if (sa_answered_[u]) return reject(wire::ERROR_DUPLICATE, "this phase already has this device's message");
+  sa_dump(u, env);
+  Status st = Status::Ok();
+  if (phase == 1) {
+    const auto& m = env.secagg_advertise();
+    secagg::Advertise ad;
+    ad.id = u;
+    if (!CopyKey(m.c_pk(), ad.c_pk) || !CopyKey(m.s_pk(), ad.s_pk))
+      return reject(wire::ERROR_MALFORMED, "SecAggAdvertise keys must be 32 bytes");
+    st = sa_.on_advertise(ad);
+    if (st.ok()) reported_[static_cast<size_t>(c.device)] = 1;
+  } else if (phase == 2) {
+    const auto& m = env.secagg_shares();
+    if (m.shares_size() > static_cast<int>(secagg::kMaxNeighbours))
+      return reject(wire::ERROR_MALFORMED, "more share ciphertexts than neighbours");
+    std::vector<secagg::ShareCiphertext> cts(static_cast<size_t>(m.shares_size()));
+    for (int i = 0; i < m.shares_size(); ++i) {
+      const auto& w = m.shares(i);
+      if (w.ciphertext().size() != secagg::kSharePlainBytes + secagg::kTagBytes)
+        return reject(wire::ERROR_MALFORMED, fmt::format("share ciphertext of {} bytes, expected {}",
+                                                         w.ciphertext().size(),
+                                                         secagg::kSharePlainBytes + secagg::kTagBytes));
+      cts[i].from = u;
+      cts[i].to = w.peer();
+      std::memcpy(cts[i].ct, w.ciphertext().data(), secagg::kSharePlainBytes);
+      std::memcpy(cts[i].tag, w.ciphertext().data() + secagg::kSharePlainBytes, secagg::kTagBytes);
+    }
+    st = sa_.on_shares(u, cts.data(), cts.size());
+  } else if (phase == 3) {
+    const auto& m = env.secagg_masked();
+    if (m.masked_size() != dim_)
+      return reject(wire::ERROR_DIMENSION, fmt::format("masked input has {} values, expected d = {}", m.masked_size(), dim_));
+    st = sa_.on_masked(u, m.masked().data());
+  } else {
+    const auto& m = env.secagg_unmask();
+    if (m.shares_size() > static_cast<int>(secagg::kMaxNeighbours) + 1)
+      return reject(wire::ERROR_MALFORMED, "more unmask shares than neighbours + 1");
+    std::vector<secagg::UnmaskShare> sh(static_cast<size_t>(m.shares_size()));
+    for (int i = 0; i < m.shares_size(); ++i) {
+      const auto& w = m.shares(i);
+      if (w.kind() < 1 || w.kind() > 2 || w.x() < 1 || w.x() > 255 || !CopyKey(w.share(), sh[i].share))
+        return reject(wire::ERROR_MALFORMED, "unmask share needs kind 1 or 2, x in [1, 255] and 32 bytes");
+      sh[i].from = u;
+      sh[i].about = w.about();
+      sh[i].kind = static_cast<secagg::ShareKind>(w.kind());
+      sh[i].x = static_cast<uint8_t>(w.x());
+    }
+    st = sa_.on_unmask(u, sh.data(), sh.size());
+  }
+  if (!st.ok()) {
+    // The server state machine refused it: this device leaves the round.
+    sa_expected_[u] = 0;
+    reject(wire::ERROR_MALFORMED, st.message());
+  } else {
+    sa_answered_[u] = 1;
+    bits_up_round_ += static_cast<uint64_t>(env.ByteSizeLong()) * 8;
+  }
+  sa_check_complete();
+}
+
+// A phase closes early when every device still expected in it answered: in
+// the advertise phase every sampled device (an offline one may still connect
+// before the deadline, as in a plain round), later the devices of the previous
+// phase that are still connected.
+void Coordinator::sa_check_complete() {
+  if (!round_open_ || !secure_ || sa_phase_ == 0) return;
+  for (uint32_t u = 0; u < sa_p_.n; ++u)
+    if (sa_expected_[u] && !sa_answered_[u]) return;
+  sa_advance("all");
+}
+
+void Coordinator::sa_fail(const std::string& why) {
+  if (!round_open_) return;
+  sa_failure_ = why;
+  Log("secagg_failed alg={} run={} round={} reason={}: the model stays at theta_t", opt_.experiment.algorithms[cur_.alg],
+      cur_.run, cur_.round + 1, why);
+  members_.clear();
+  sa_phase_ = 0;
+  close_round("secagg-failed");
+}
+
+void Coordinator::sa_advance(const char* by) {
+  if (!round_open_ || sa_phase_ == 0) return;
+  deadline_.cancel();
+  const uint32_t n = sa_p_.n;
+  auto head = [&](auto* m) {
+    m->set_algorithm_index(cur_.alg);
+    m->set_run(cur_.run);
+    m->set_round(cur_.round);
+  };
+  auto next = [&](const char* what, Status st) -> bool {
+    uint32_t got = 0;
+    for (uint32_t u = 0; u < n; ++u) got += sa_answered_[u] ? 1 : 0;
+    Log("secagg_phase alg={} run={} round={} phase={} answered={}/{} closed_by={}", opt_.experiment.algorithms[cur_.alg],
+        cur_.run, cur_.round + 1, what, got, n, by);
+    if (!st.ok()) {
+      sa_fail(st.message());
+      return false;
+    }
+    for (uint32_t u = 0; u < n; ++u) sa_expected_[u] = sa_answered_[u] && !sa_left_[u];
+    sa_answered_.assign(n, 0);
+    ++sa_phase_;
+    return true;
+  };
+  if (sa_phase_ == 1) {
+    if (!next("advertise", sa_.close_advertise())) return;
+    for (uint32_t u = 0; u < n; ++u) {
+      if (!sa_expected_[u]) continue;
+      wire::Envelope env;
+      auto* m = env.mutable_secagg_keys();
+      head(m);
+      for (const auto& ad : sa_.neighbour_ads(u)) {
+        auto* pk = m->add_peers();
+        pk->set_id(ad.id);
+        pk->set_c_pk(std::string(reinterpret_cast<const char*>(ad.c_pk), secagg::kKeyBytes));
+        pk->set_s_pk(std::string(reinterpret_cast<const char*>(ad.s_pk), secagg::kKeyBytes));
+      }
+      sa_send(u, env);
+    }
+  } else if (sa_phase_ == 2) {
+    if (!next("shares", sa_.close_shares())) return;
+    for (uint32_t u = 0; u < n; ++u) {
+      if (!sa_expected_[u]) continue;
+      wire::Envelope env;
+      auto* m = env.mutable_secagg_shares_in();
+      head(m);
+      for (const auto& ct : sa_.shares_for(u)) {
+        auto* w = m->add_shares();
+        w->set_peer(ct.from);
+        std::string b(reinterpret_cast<const char*>(ct.ct), secagg::kSharePlainBytes);
+        b.append(reinterpret_cast<const char*>(ct.tag), secagg::kTagBytes);
+        w->set_ciphertext(b);
+      }
+      sa_send(u, env);
+    }
+  } else if (sa_phase_ == 3) {
+    if (!next("masked", sa_.close_masked())) return;
+    for (uint32_t u = 0; u < n; ++u) {
+      if (!sa_expected_[u]) continue;
+      wire::Envelope env;
+      auto* m = env.mutable_secagg_unmask_request();
+      head(m);
+      for (uint32_t v : sa_.survivors_for(u)) m->add_survivors(v);
+      sa_send(u, env);
+    }
+  } else {
+    uint32_t got = 0;
+    for (uint32_t u = 0; u < n; ++u) got += sa_answered_[u] ? 1 : 0;
+    Log("secagg_phase alg={} run={} round={} phase=unmask answered={}/{} closed_by={}",
+        opt_.experiment.algorithms[cur_.alg], cur_.run, cur_.round + 1, got, n, by);
+    std::vector<uint32_t> sum;
+    Status st = sa_.finish(sum);
+    if (!st.ok()) return sa_fail(st.message());
+    // S = sum_{u in U3} x_u; theta_hat = theta_t + Delta S / m - clip, weight m (as the simulator).
+    const auto contributors = sa_.contributors();
+    const auto& q = opt_.experiment.compression.quantizer;
+    const double delta = 2.0 * q.clip / static_cast<double>((1u << q.bits) - 1u);
+    const double m = static_cast<double>(contributors.size());
+    const double* theta_t = server_.global();
+    scratch_.resize(static_cast<size_t>(dim_));
+    for (int i = 0; i < dim_; ++i) scratch_[i] = theta_t[i] + static_cast<double>(sum[i]) * delta / m - q.clip;
+    server_.accumulate(scratch_.data(), m);
+    members_.clear();
+    for (uint32_t u : contributors) members_.push_back(sa_agent_[u]);
+    sa_phase_ = 0;
+    close_round("secagg");
+    return;
+  }
+  // Next phase: its own deadline; it may already be complete (everyone offline).
+  arm_deadline();
+  sa_check_complete();
+}
+
 Coordinator::Phase Coordinator::next_phase() const {
   const auto& cfg = opt_.experiment;
   for (uint32_t a = 0; a < algs_.size(); ++a)
@@ -716,6 +1038,7 @@ void Coordinator::arm_deadline() {
   const Phase p = cur_;
   deadline_.async_wait([this, p](const std::error_code& ec) {
     if (ec || !round_open_ || p.alg != cur_.alg || p.run != cur_.run || p.round != cur_.round) return;
+    if (secure_) return sa_advance("deadline");  // per-phase deadline
     const uint32_t need = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(opt_.network.quorum * n_sampled_ - 1e-9)));
     if (members_.size() >= need) {
       close_round("deadline");
@@ -762,6 +1085,7 @@ void Coordinator::start_next_round() {
     }
   }
   bits_up_round_ = 0;
+  sa_down_bytes_ = 0;
   cur_ = p;
   plan_ = server_.start_round(p.round);
   members_.clear();
@@ -779,6 +1103,10 @@ void Coordinator::start_next_round() {
   if (n_sampled_ == 0) {
     close_round("empty");
     return;
+  }
+  if (secure_) {
+    Status st = sa_begin();
+    if (!st.ok()) return sa_fail(st.message());
   }
   for (uint32_t c = 0; c < agents_; ++c)
     if (sampled_[c] && device_conn_[c] != nullptr) announce(*device_conn_[c]);
@@ -804,7 +1132,7 @@ void Coordinator::close_round(const char* by) {
   }
   rec.error = e;
   rec.bits_up = compressed_ ? bits_up_round_ : static_cast<uint64_t>(members_.size()) * dim_ * kBitsPerScalar;
-  rec.bits_down = static_cast<uint64_t>(n_sampled_) * dim_ * kBitsPerScalar;
+  rec.bits_down = static_cast<uint64_t>(n_sampled_) * dim_ * kBitsPerScalar + sa_down_bytes_ * 8;
   rec.closed_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   rec.closed_by = by;
   // Durable before anyone learns the result (write-ahead): a restart resumes after this round.
@@ -825,6 +1153,7 @@ void Coordinator::close_round(const char* by) {
   Log("round alg={} run={} round={} agents={}/{} closed_by={} error={:.6e} bits_up={} latency_ms={:.1f}",
       opt_.experiment.algorithms[cur_.alg], cur_.run, cur_.round + 1, members_.size(), n_sampled_, by, e,
       rec.bits_up, ms);
+  sa_phase_ = 0;
   wire::Envelope env;
   auto* r = env.mutable_result();
   r->set_algorithm_index(cur_.alg);

@@ -1,6 +1,8 @@
 #include "fedrt/net/device.h"
 
 #include <chrono>
+#include <cstring>
+#include <memory>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/algorithms/lsa.h"
+#include "fedrt/compression/bit_stream.h"
 #include "fedrt/compression/diana.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
@@ -21,6 +24,7 @@
 #include "fedrt/net/log_time.h"
 #include "fedrt/problems/expected_oracle.h"
 #include "fedrt/problems/td_oracle.h"
+#include "fedrt/secagg/device.h"
 #include "fedrt/sim/simulator.h"
 
 namespace fedrt::net {
@@ -183,6 +187,22 @@ class Device {
   Status on_result(const wire::RoundResult& r);
   Status send_update(uint32_t alg, const AlgState& st, uint64_t samples);
   Status compress(const wire::RoundAnnouncement& a, const std::vector<double>& theta_t, AlgState& st);
+  // Secure aggregation (fedrt.proto "Secure aggregation"): SecAggDevice over
+  // the x_u of the pending rounding payload, fresh secrets from CTR-DRBG.
+  Status sa_start(const wire::RoundAnnouncement& a, const AlgState& st);
+  Status sa_keys(const wire::SecAggKeys& m);
+  Status sa_shares_in(const wire::SecAggSharesIn& m);
+  Status sa_unmask(const wire::SecAggUnmaskRequest& m);
+  template <class M>
+  bool sa_current(const M& m) const {
+    return sa_ != nullptr && m.algorithm_index() == sa_alg_ && m.run() == sa_run_ && m.round() == sa_round_;
+  }
+  template <class M>
+  void sa_head(M* m) const {
+    m->set_algorithm_index(sa_alg_);
+    m->set_run(sa_run_);
+    m->set_round(sa_round_);
+  }
 
   DeviceOptions opt_;
   TlsClient tls_;
@@ -198,6 +218,10 @@ class Device {
   std::vector<uint8_t> codec_mem_;
   std::map<uint32_t, LsaClient<double>> clients_;
   std::map<uint32_t, std::vector<uint8_t>> client_arenas_;
+  std::unique_ptr<secagg::SecAggDevice> sa_;  // about 15 KB: the open secure round
+  std::unique_ptr<TlsRandom> sa_rng_;
+  uint32_t sa_alg_ = 0, sa_run_ = 0, sa_round_ = 0;
+  std::vector<uint32_t> sa_x_;
 };
 
 Status Device::build_oracle(uint32_t c) {
@@ -304,6 +328,7 @@ Status Device::on_announce(const wire::RoundAnnouncement& a) {
   if (st.pending && st.pending_round == a.round()) {
     // The coordinator has not got (or lost, after a restart) our update: resubmit the same one.
     log("resubmit alg={} run={} round={}", ai, st.run, st.pending_round);
+    if (a.has_secagg()) return sa_start(a, st);  // fresh keys, same input
     return send_update(ai, st, a.local_steps());
   }
   if (st.pending) log("dropped uncommitted update alg={} run={} round={}", ai, st.run, st.pending_round);
@@ -343,7 +368,141 @@ Status Device::on_announce(const wire::RoundAnnouncement& a) {
   st.pending_cv.clear();
   if (a.quantizer() != 0) FEDRT_TRY(compress(a, theta, st));
   FEDRT_TRY(SaveState(opt_.state_file, state_));
+  if (a.has_secagg()) return sa_start(a, st);
   return send_update(ai, st, a.local_steps());
+}
+
+Status Device::sa_start(const wire::RoundAnnouncement& a, const AlgState& st) {
+  sa_.reset();
+  const auto& sp = a.secagg();
+  if (a.quantizer() != static_cast<uint32_t>(compression::QuantizerKind::kRounding) || a.control_variates())
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("secure aggregation announced without the rounding quantizer (or with control variates)"));
+  secagg::RoundParams p;
+  p.round_id = sp.round_id();
+  p.graph_seed = sp.graph_seed();
+  p.n = sp.n();
+  p.k = sp.k();
+  p.t = sp.t();
+  p.dim = static_cast<uint32_t>(dim_);
+  p.bits = a.bits();
+  Status v = secagg::ValidateParams(p);
+  if (!v.ok()) return Status(v.code(), std::string("secure aggregation parameters: ") + v.message());
+  if (sp.id() >= p.n)
+    return Status(StatusCode::kInvalidArgument, fmt::format("secure aggregation id {} outside 0..{}", sp.id(), p.n - 1));
+  // x_u: the d b-bit fields of the rounding payload (fedrt.proto, Update encoding 1).
+  sa_x_.assign(static_cast<size_t>(dim_), 0);
+  compression::BitReader r(reinterpret_cast<const uint8_t*>(st.pending_payload.data()), st.pending_payload.size());
+  for (int i = 0; i < dim_; ++i)
+    if (!r.get(p.bits, sa_x_[static_cast<size_t>(i)]))
+      return Status(StatusCode::kInternal, std::string("secure aggregation: payload shorter than d fields"));
+  if (sa_rng_ == nullptr) {
+    sa_rng_ = std::make_unique<TlsRandom>();
+    FEDRT_TRY(sa_rng_->init("fedrt-secagg " + opt_.id));
+  }
+  secagg::DeviceEntropy e;
+  if (mbedtls_ctr_drbg_random(sa_rng_->drbg(), reinterpret_cast<unsigned char*>(&e), sizeof e) != 0)
+    return Status(StatusCode::kInternal, std::string("secure aggregation: CTR-DRBG failed"));
+  sa_ = std::make_unique<secagg::SecAggDevice>();
+  secagg::Advertise ad;
+  Status as = sa_->advertise(p, sp.id(), e, ad);
+  std::memset(&e, 0, sizeof e);
+  if (!as.ok()) {
+    sa_.reset();
+    return as;
+  }
+  sa_alg_ = a.algorithm_index();
+  sa_run_ = a.run();
+  sa_round_ = a.round();
+  wire::Envelope env;
+  auto* m = env.mutable_secagg_advertise();
+  sa_head(m);
+  m->set_c_pk(std::string(reinterpret_cast<const char*>(ad.c_pk), secagg::kKeyBytes));
+  m->set_s_pk(std::string(reinterpret_cast<const char*>(ad.s_pk), secagg::kKeyBytes));
+  if (opt_.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.delay_ms));
+  log("secagg advertise alg={} run={} round={} id={} n={} k={} t={}", sa_alg_, sa_run_, sa_round_, sp.id(), p.n, p.k,
+      p.t);
+  return send(env);
+}
+
+Status Device::sa_keys(const wire::SecAggKeys& m) {
+  if (!sa_current(m)) return Status::Ok();  // an old round's message
+  if (m.peers_size() > static_cast<int>(secagg::kMaxNeighbours))
+    return Status(StatusCode::kInvalidArgument, std::string("SecAggKeys: more peers than neighbours"));
+  std::vector<secagg::Advertise> ads(static_cast<size_t>(m.peers_size()));
+  for (int i = 0; i < m.peers_size(); ++i) {
+    const auto& pk = m.peers(i);
+    if (pk.c_pk().size() != secagg::kKeyBytes || pk.s_pk().size() != secagg::kKeyBytes)
+      return Status(StatusCode::kInvalidArgument, std::string("SecAggKeys: keys must be 32 bytes"));
+    ads[i].id = pk.id();
+    std::memcpy(ads[i].c_pk, pk.c_pk().data(), secagg::kKeyBytes);
+    std::memcpy(ads[i].s_pk, pk.s_pk().data(), secagg::kKeyBytes);
+  }
+  std::vector<secagg::ShareCiphertext> out(secagg::kMaxNeighbours);
+  size_t written = 0;
+  FEDRT_TRY(sa_->share_keys(ads.data(), ads.size(), out.data(), out.size(), written));
+  wire::Envelope env;
+  auto* s = env.mutable_secagg_shares();
+  sa_head(s);
+  for (size_t i = 0; i < written; ++i) {
+    auto* w = s->add_shares();
+    w->set_peer(out[i].to);
+    std::string b(reinterpret_cast<const char*>(out[i].ct), secagg::kSharePlainBytes);
+    b.append(reinterpret_cast<const char*>(out[i].tag), secagg::kTagBytes);
+    w->set_ciphertext(b);
+  }
+  return send(env);
+}
+
+Status Device::sa_shares_in(const wire::SecAggSharesIn& m) {
+  if (!sa_current(m)) return Status::Ok();
+  if (m.shares_size() > static_cast<int>(secagg::kMaxNeighbours))
+    return Status(StatusCode::kInvalidArgument, std::string("SecAggSharesIn: more shares than neighbours"));
+  std::vector<secagg::ShareCiphertext> in(static_cast<size_t>(m.shares_size()));
+  for (int i = 0; i < m.shares_size(); ++i) {
+    const auto& w = m.shares(i);
+    if (w.ciphertext().size() != secagg::kSharePlainBytes + secagg::kTagBytes)
+      return Status(StatusCode::kInvalidArgument, std::string("SecAggSharesIn: ciphertext must be 89 bytes"));
+    in[i].from = w.peer();
+    in[i].to = sa_->id();
+    std::memcpy(in[i].ct, w.ciphertext().data(), secagg::kSharePlainBytes);
+    std::memcpy(in[i].tag, w.ciphertext().data() + secagg::kSharePlainBytes, secagg::kTagBytes);
+  }
+  std::vector<uint32_t> y(static_cast<size_t>(dim_));
+  FEDRT_TRY(sa_->masked_input(in.data(), in.size(), sa_x_.data(), y.data()));
+  wire::Envelope env;
+  auto* s = env.mutable_secagg_masked();
+  sa_head(s);
+  for (uint32_t v : y) s->add_masked(v);
+  FEDRT_TRY(send(env));
+  log("secagg masked alg={} run={} round={}", sa_alg_, sa_run_, sa_round_);
+  if (opt_.secagg_drop_after_masked_round >= 0 && sa_round_ == static_cast<uint32_t>(opt_.secagg_drop_after_masked_round)) {
+    sa_.reset();
+    return Status(StatusCode::kUnavailable, std::string("test: connection dropped after the masked input"));
+  }
+  return Status::Ok();
+}
+
+Status Device::sa_unmask(const wire::SecAggUnmaskRequest& m) {
+  if (!sa_current(m)) return Status::Ok();
+  if (m.survivors_size() > static_cast<int>(secagg::kMaxNeighbours) + 1)
+    return Status(StatusCode::kInvalidArgument, std::string("SecAggUnmaskRequest: more survivors than neighbours + 1"));
+  std::vector<uint32_t> surv(m.survivors().begin(), m.survivors().end());
+  std::vector<secagg::UnmaskShare> out(secagg::kMaxNeighbours + 1);
+  size_t written = 0;
+  FEDRT_TRY(sa_->unmask(surv.data(), surv.size(), out.data(), out.size(), written));
+  wire::Envelope env;
+  auto* s = env.mutable_secagg_unmask();
+  sa_head(s);
+  for (size_t i = 0; i < written; ++i) {
+    auto* w = s->add_shares();
+    w->set_about(out[i].about);
+    w->set_kind(static_cast<uint32_t>(out[i].kind));
+    w->set_x(out[i].x);
+    w->set_share(std::string(reinterpret_cast<const char*>(out[i].share), secagg::kKeyBytes));
+  }
+  sa_.reset();  // the round's secrets are no longer needed
+  return send(env);
 }
 
 Status Device::on_result(const wire::RoundResult& r) {
@@ -424,6 +583,9 @@ Status Device::handle(const wire::Envelope& env, bool& stop, bool& done) {
     }
     case wire::Envelope::kAck:
       return Status::Ok();
+    case wire::Envelope::kSecaggKeys: return sa_keys(env.secagg_keys());
+    case wire::Envelope::kSecaggSharesIn: return sa_shares_in(env.secagg_shares_in());
+    case wire::Envelope::kSecaggUnmaskRequest: return sa_unmask(env.secagg_unmask_request());
     case wire::Envelope::kShutdown:
       log("shutdown reason={}", env.shutdown().reason());
       stop = true;

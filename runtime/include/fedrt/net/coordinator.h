@@ -25,6 +25,9 @@ struct CoordinatorOptions {
   bool plot = true;
   // Test/bench hook: stop after this many rounds closed by this process (0 = never).
   long stop_after_rounds = 0;
+  // Test hook (--secagg-dump FILE): appends every secure-aggregation message the
+  // coordinator receives, one line "alg run round u body_case hex(Envelope)".
+  std::string secagg_dump;
 };
 
 // Runs the experiment to completion (or until stop_after_rounds). Returns

@@ -28,6 +28,9 @@ struct DeviceOptions {
   TlsClientCredentials credentials;
   std::string state_file;   // xi_c and the pending update; empty = in memory only
   long delay_ms = 0;        // sleep before sending each update (tests: slow boards)
+  // Test hook: drop the connection right after sending the secure-aggregation
+  // masked input of this round t (0-based; -1 = never), then reconnect.
+  long secagg_drop_after_masked_round = -1;
   long give_up_ms = 60000;  // exit with an error after this long without a connection
   bool quiet = false;       // no log lines (load driver)
   // The problem, when the caller already built it (load driver: many devices
