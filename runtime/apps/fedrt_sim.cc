@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   app.add_option("--bits", cx_bits, "rounding: bits b per coordinate");
   app.add_option("--clip", cx_clip, "rounding: public clip c (values outside [-c, c] are clipped)");
   app.add_flag("--compress-cv", cx_cv, "compressed differences with control variates Q(g_c - V_c) (DIANA / FedEM V_c)");
-  app.add_flag("--compress-downlink", cx_down, "also compress the broadcast (LSA family)");
+  app.add_flag("--compress-downlink", cx_down, "also compress the broadcast (LSA and optimisation families; not gmm)");
   app.add_option("--inner-iters", em_inner, "vr-fedem: SPIDER cycle length k_in");
   app.add_option("--em-step", em_step, "gmm: FedEM step gamma in (0, 1]");
   app.add_option("--points", em_points, "gmm: data points per agent");

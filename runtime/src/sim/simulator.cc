@@ -45,9 +45,9 @@ Result<problems::TdProblem> BuildProblem(const ExperimentConfig& cfg) {
 
 namespace {
 
-constexpr uint64_t kBitsPerScalar = 64;
+constexpr uint64_t kBitsPerScalar = 64;  // uncompressed links: raw float64 payloads
 constexpr int kMaxStackDim = 64;  // compressed uplink: per-agent scratch on the stack up to this d
-constexpr uint64_t kMinParallelSteps = 1u << 15;  // raw float64 payloads (no compression yet)
+constexpr uint64_t kMinParallelSteps = 1u << 15;  // below this many local steps per round, run on one thread
 
 double SquaredError(const double* theta, const Eigen::VectorXd& star) {
   double e = 0.0;
