@@ -29,6 +29,7 @@
 #include "fedrt/net/tls.h"
 #include "fedrt/net/wire.h"
 #include "fedrt/net/log_time.h"
+#include "fedrt/secagg/integer_uplink.h"
 #include "fedrt/secagg/server.h"
 #include "fedrt/sim/outputs.h"
 #include "fedrt/sim/simulator.h"
@@ -1195,6 +1196,14 @@ Result<sim::SimResult> Coordinator::build_result() {
                   {"quorum", opt_.network.quorum},
                   {"auth", opt_.network.auth}};
   if (compressed_) out.settings["compression"] = sim::CompressionSettingsJson(cfg.compression, dim_);
+  if (secure_) {
+    out.settings["aggregation"] = "SecAgg+ sum S of the devices' b-bit integers, theta_t + Delta S / m - clip";
+    out.settings["payload"] = "SecAgg+ messages (fedrt.proto); bits_up/bits_down include all protocol traffic";
+    out.settings["secure_aggregation"] = secagg::IntegerUplink::Describe(cfg.secagg, agents_, cfg.compression.quantizer.bits);
+    uint64_t failed = 0;
+    for (const auto& rec : *rounds) failed += rec.closed_by == "secagg-failed" ? 1 : 0;
+    out.settings["secagg_failed_rounds"] = failed;
+  }
   const analysis::FedLsaBias bias = analysis::PredictFedLsaBias(lsa, cfg.step, cfg.local_steps, cfg.rounds);
   const Eigen::VectorXd theta0 = lsa.theta_star + Eigen::VectorXd::Ones(dim_);
   for (uint32_t a = 0; a < algs_.size(); ++a) {
