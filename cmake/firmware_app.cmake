@@ -33,7 +33,8 @@ message(STATUS "fedrt-fw: mbedTLS from ${FEDRT_MBEDTLS_SRC}, nanopb from ${FEDRT
 
 # mbedTLS with the firmware's configuration (runtime/fw/mbedtls_config.h).
 set(_fedrt_mbedtls_modules chacha20 chachapoly cipher cipher_wrap constant_time hkdf hmac_drbg md
-    memory_buffer_alloc platform platform_util poly1305 sha256 ssl_ciphersuites ssl_cli ssl_msg ssl_tls)
+    memory_buffer_alloc platform platform_util poly1305 sha256 ssl_ciphersuites ssl_cli ssl_msg ssl_tls
+    bignum ecp ecp_curves)  # the last three: X25519 for secure aggregation (tests/firmware/secagg_bench.cc)
 set(_fedrt_mbedtls_sources "")
 foreach(m IN LISTS _fedrt_mbedtls_modules)
   list(APPEND _fedrt_mbedtls_sources "${FEDRT_MBEDTLS_SRC}/library/${m}.c")

@@ -46,6 +46,18 @@
 #define MBEDTLS_HMAC_DRBG_C
 #define MBEDTLS_HKDF_C
 
+/* Secure aggregation (SecAgg+, runtime/src/secagg): X25519 through the ECP
+ * module with Curve25519 only (Montgomery ladder; no Weierstrass curves, no
+ * ECDH/ECDSA modules). --gc-sections keeps it out of firmware that does not
+ * call it (fedrt-fw today). Small windows/limbs: no fixed-point tables. */
+#define MBEDTLS_BIGNUM_C
+#define MBEDTLS_ECP_C
+#define MBEDTLS_ECP_DP_CURVE25519_ENABLED
+#define MBEDTLS_ECP_WINDOW_SIZE 2
+#define MBEDTLS_ECP_FIXED_POINT_OPTIM 0
+#define MBEDTLS_MPI_MAX_SIZE 64
+#define MBEDTLS_MPI_WINDOW_SIZE 1
+
 /* TLS 1.2 client, PSK only */
 #define MBEDTLS_SSL_TLS_C
 #define MBEDTLS_SSL_CLI_C

@@ -128,3 +128,21 @@ add_test(NAME fw_qemu_run_signal_idle
   COMMAND ${Python3_EXECUTABLE} ${FEDRT_FW_TEST_DIR}/qemu_signal_test.py ${FEDRT_FW_RUN} --timeout 60
           $<TARGET_FILE:fw_uart_link_test>)
 set_tests_properties(fw_qemu_run_signal_idle PROPERTIES LABELS device TIMEOUT 60 PASS_REGULAR_EXPRESSION "PASS")
+
+# SecAgg+ on the device (issue 7): one device's full round for n = 10, 100,
+# 1000 (k up to 54), instructions per phase under -icount, outputs bit-equal
+# to the host's SecAggDevice. Needs the fetched mbedTLS (cmake/firmware_app.cmake).
+if(TARGET fedrt_fw_mbedtls)
+  add_library(fedrt_fw_secagg STATIC
+    ${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc
+    ${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc
+    ${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc)
+  target_link_libraries(fedrt_fw_secagg PUBLIC fedrt_firmware_config fedrt_fw_mbedtls)
+  # k = 54 for n = 1000 (DefaultGraph): tables for 54 neighbours, not 64.
+  target_compile_definitions(fedrt_fw_secagg PUBLIC FEDRT_SECAGG_MAX_NEIGHBOURS=54)
+  fedrt_add_firmware(fedrt-fw-secagg-bench SOURCES ${FEDRT_FW_TEST_DIR}/secagg_bench.cc
+    STACK_SIZE 5120 LIBRARIES fedrt_fw_secagg)
+  target_include_directories(fedrt-fw-secagg-bench PRIVATE ${FEDRT_FW_TEST_DIR})
+  add_test(NAME fw_secagg_round COMMAND ${FEDRT_FW_RUN} --icount --timeout 600 $<TARGET_FILE:fedrt-fw-secagg-bench>)
+  set_tests_properties(fw_secagg_round PROPERTIES LABELS device TIMEOUT 620 PASS_REGULAR_EXPRESSION "host=equal")
+endif()
