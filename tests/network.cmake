@@ -12,7 +12,7 @@ target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp")
 add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
-set(FEDRT_NET_FAST "SecurityTest.*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator")
+set(FEDRT_NET_FAST "SecurityTest.*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 # Fleets of processes over several seconds (equivalence, faults, bad input):

@@ -171,5 +171,23 @@ TEST_F(SecAggFleetTest, TooManyDropoutsFailTheRoundSafelyAndTheNextRoundComplete
   EXPECT_EQ(Count(log, "round=3 phase=unmask answered=10/10"), 1u) << log;
 }
 
+// Settings the fleet cannot honour are refused at start with a reason.
+TEST_F(SecAggFleetTest, CoordinatorRefusesSecureAggregationSettingsItCannotRun) {
+  Provision(dir_ / "keys", kAgents);
+  const std::string base = Config("\"fedlsa\"", 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"secagg_dropout = 0.2\n", "secagg_dropout is simulator-only"},
+      {"control_variates = true\n", "control_variates = false"},
+  };
+  for (const auto& [extra, reason] : cases) {
+    const auto cfg = WriteExperiment(base + extra);
+    const pid_t co = StartCoordinator(cfg, 0, {}, "refused.log");
+    EXPECT_NE(Wait(co, 30000), 0) << extra;
+    const std::string log = ReadFile(dir_ / "refused.log");
+    EXPECT_NE(log.find(reason), std::string::npos) << extra << log;
+    fs::remove(dir_ / "refused.log");
+  }
+}
+
 }  // namespace
 }  // namespace fedrt::net::testing
