@@ -471,6 +471,10 @@ Status FwClient::Impl::handle(bool& shutdown) {
     case fedrt_wire_Envelope_welcome_tag: return on_welcome(in.body.welcome);
     case fedrt_wire_Envelope_announce_tag:
       if (!welcomed) return Status::FailedPrecondition("announcement before Welcome");
+      // A SecAgg+ round expects SecAggAdvertise instead of an Update: this
+      // firmware does not take part yet (the coordinator counts it as a dropout).
+      if (in.body.announce.has_secagg)
+        return Status::Unimplemented("secure aggregation round: not supported by this firmware, no Update sent");
       return on_announce(in.body.announce);
     case fedrt_wire_Envelope_result_tag: return on_result(in.body.result);
     case fedrt_wire_Envelope_ack_tag: return Status::Ok();
