@@ -10,7 +10,11 @@
 #include <map>
 #include <sstream>
 
+#include <thread>
+
+#include "fedrt/net/device.h"
 #include "fedrt/net/state_store.h"
+#include "fedrt/net/wire.h"
 #include "fedrt.pb.h"
 #include "net_harness.h"
 
@@ -169,6 +173,86 @@ TEST_F(SecAggFleetTest, TooManyDropoutsFailTheRoundSafelyAndTheNextRoundComplete
   const std::string log = ReadFile(dir_ / "coordinator.log");
   EXPECT_EQ(Count(log, "secagg_failed alg=fedlsa run=0 round=2 reason="), 1u) << log;
   EXPECT_EQ(Count(log, "round=3 phase=unmask answered=10/10"), 1u) << log;
+}
+
+// Bad input in every phase: device 0 runs in this process and, before each of
+// its genuine SecAgg+ messages, sends malformed or misplaced ones (short key,
+// another round, a later phase's message, a plain Update, a short ciphertext,
+// a masked vector of d - 1 values, an unknown share kind). Each is rejected
+// with a reason before it reaches the SecAgg+ server, the device stays in the
+// round, and every round still equals the simulator bit for bit.
+TEST_F(SecAggFleetTest, MalformedSecAggMessagesAreRejectedAndRoundsStayExact) {
+  const int T = 2;
+  const auto cfg = WriteExperiment(Config("\"fedlsa\"", T));
+  Provision(dir_ / "keys", kAgents);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 1; i < kAgents; ++i) StartDevice(i, port, cfg);
+  DeviceOptions opt;
+  opt.host = "127.0.0.1";
+  opt.port = static_cast<uint16_t>(port);
+  opt.id = Id(0);
+  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), opt.experiment).ok());
+  opt.credentials.identity = Id(0);
+  opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
+  opt.state_file = (dir_ / "dev0000.state").string();
+  opt.give_up_ms = 30000;
+  opt.before_secagg = [&](const wire::Envelope& m, const std::function<Status(const std::string&)>& raw) {
+    wire::Envelope bad = m;
+    if (m.has_secagg_advertise()) {
+      const auto& a = m.secagg_advertise();
+      bad.mutable_secagg_advertise()->mutable_c_pk()->pop_back();  // 31-byte key
+      (void)raw(EncodeFrame(bad));
+      bad = m;
+      bad.mutable_secagg_advertise()->set_round(a.round() + 1);  // another round
+      (void)raw(EncodeFrame(bad));
+      wire::Envelope early;  // a masked input before keys were even shared
+      auto* em = early.mutable_secagg_masked();
+      em->set_algorithm_index(a.algorithm_index());
+      em->set_run(a.run());
+      em->set_round(a.round());
+      for (int i = 0; i < 8; ++i) em->add_masked(1u);
+      (void)raw(EncodeFrame(early));
+      wire::Envelope upd;  // the plain path's message
+      auto* u = upd.mutable_update();
+      u->set_algorithm_index(a.algorithm_index());
+      u->set_run(a.run());
+      u->set_round(a.round());
+      u->set_encoding(1);
+      u->set_payload(std::string(16, '\0'));
+      (void)raw(EncodeFrame(upd));
+    } else if (m.has_secagg_shares() && m.secagg_shares().shares_size() > 0) {
+      bad.mutable_secagg_shares()->mutable_shares(0)->mutable_ciphertext()->pop_back();
+      (void)raw(EncodeFrame(bad));
+    } else if (m.has_secagg_masked()) {
+      bad.mutable_secagg_masked()->mutable_masked()->RemoveLast();
+      (void)raw(EncodeFrame(bad));
+    } else if (m.has_secagg_unmask() && m.secagg_unmask().shares_size() > 0) {
+      bad.mutable_secagg_unmask()->mutable_shares(0)->set_kind(3);
+      (void)raw(EncodeFrame(bad));
+    }
+  };
+  std::thread dev([&] { (void)RunDevice(opt); });
+  const int rc = Wait(co, 120000);
+  dev.join();
+  ASSERT_EQ(rc, 0) << ReadFile(dir_ / "coordinator.log");
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
+  int identical = 0, compared = 0;
+  MaxRelDiff(rounds, PlainSim(cfg, 0), 0, &identical, &compared);
+  EXPECT_EQ(identical, T);
+  for (const auto& r : rounds) EXPECT_EQ(r.agents, static_cast<uint32_t>(kAgents));
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(log, "rejected device=dev0000"), 7u * T) << log;
+  EXPECT_EQ(Count(log, "keys must be 32 bytes"), 1u * T);
+  EXPECT_EQ(Count(log, "message for another round"), 1u * T);
+  EXPECT_EQ(Count(log, "phase 3 message while phase 1 is open"), 1u * T);
+  EXPECT_EQ(Count(log, "answer the announcement with SecAggAdvertise"), 1u * T);
+  EXPECT_EQ(Count(log, "share ciphertext of 88 bytes"), 1u * T);
+  EXPECT_EQ(Count(log, "masked input has 7 values"), 1u * T);
+  EXPECT_EQ(Count(log, "unmask share needs kind 1 or 2"), 1u * T);
+  EXPECT_EQ(Count(log, "secagg_failed"), 0u);
 }
 
 // Settings the fleet cannot honour are refused at start with a reason.

@@ -193,6 +193,13 @@ class Device {
   Status sa_keys(const wire::SecAggKeys& m);
   Status sa_shares_in(const wire::SecAggSharesIn& m);
   Status sa_unmask(const wire::SecAggUnmaskRequest& m);
+  Status sa_send(const wire::Envelope& env) {
+    if (opt_.before_secagg) {
+      opt_.before_secagg(env, [this](const std::string& bytes) { return tls_.write_all(bytes); });
+      if (!tls_.connected()) return Status(StatusCode::kUnavailable, std::string("connection lost in test hook"));
+    }
+    return send(env);
+  }
   template <class M>
   bool sa_current(const M& m) const {
     return sa_ != nullptr && m.algorithm_index() == sa_alg_ && m.run() == sa_run_ && m.round() == sa_round_;
@@ -422,7 +429,7 @@ Status Device::sa_start(const wire::RoundAnnouncement& a, const AlgState& st) {
   if (opt_.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.delay_ms));
   log("secagg advertise alg={} run={} round={} id={} n={} k={} t={}", sa_alg_, sa_run_, sa_round_, sp.id(), p.n, p.k,
       p.t);
-  return send(env);
+  return sa_send(env);
 }
 
 Status Device::sa_keys(const wire::SecAggKeys& m) {
@@ -451,7 +458,7 @@ Status Device::sa_keys(const wire::SecAggKeys& m) {
     b.append(reinterpret_cast<const char*>(out[i].tag), secagg::kTagBytes);
     w->set_ciphertext(b);
   }
-  return send(env);
+  return sa_send(env);
 }
 
 Status Device::sa_shares_in(const wire::SecAggSharesIn& m) {
@@ -474,7 +481,7 @@ Status Device::sa_shares_in(const wire::SecAggSharesIn& m) {
   auto* s = env.mutable_secagg_masked();
   sa_head(s);
   for (uint32_t v : y) s->add_masked(v);
-  FEDRT_TRY(send(env));
+  FEDRT_TRY(sa_send(env));
   log("secagg masked alg={} run={} round={}", sa_alg_, sa_run_, sa_round_);
   if (opt_.secagg_drop_after_masked_round >= 0 && sa_round_ == static_cast<uint32_t>(opt_.secagg_drop_after_masked_round)) {
     sa_.reset();
@@ -502,7 +509,7 @@ Status Device::sa_unmask(const wire::SecAggUnmaskRequest& m) {
     w->set_share(std::string(reinterpret_cast<const char*>(out[i].share), secagg::kKeyBytes));
   }
   sa_.reset();  // the round's secrets are no longer needed
-  return send(env);
+  return sa_send(env);
 }
 
 Status Device::on_result(const wire::RoundResult& r) {

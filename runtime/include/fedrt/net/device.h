@@ -40,6 +40,9 @@ struct DeviceOptions {
   // TLS session (a deliberately misbehaving client).
   std::function<void(const wire::Update& update, const std::function<Status(const std::string&)>& raw)>
       before_update;
+  // Test hook, the same before each secure-aggregation message (fedrt.proto SecAgg*).
+  std::function<void(const wire::Envelope& message, const std::function<Status(const std::string&)>& raw)>
+      before_secagg;
 };
 
 // Runs until the coordinator says the experiment is over (Ok), a fatal
