@@ -194,6 +194,7 @@ class Device {
   Status sa_shares_in(const wire::SecAggSharesIn& m);
   Status sa_unmask(const wire::SecAggUnmaskRequest& m);
   Status sa_send(const wire::Envelope& env) {
+    if (opt_.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.delay_ms));  // a slow board
     if (opt_.before_secagg) {
       opt_.before_secagg(env, [this](const std::string& bytes) { return tls_.write_all(bytes); });
       if (!tls_.connected()) return Status(StatusCode::kUnavailable, std::string("connection lost in test hook"));
@@ -426,7 +427,6 @@ Status Device::sa_start(const wire::RoundAnnouncement& a, const AlgState& st) {
   sa_head(m);
   m->set_c_pk(std::string(reinterpret_cast<const char*>(ad.c_pk), secagg::kKeyBytes));
   m->set_s_pk(std::string(reinterpret_cast<const char*>(ad.s_pk), secagg::kKeyBytes));
-  if (opt_.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.delay_ms));
   log("secagg advertise alg={} run={} round={} id={} n={} k={} t={}", sa_alg_, sa_run_, sa_round_, sp.id(), p.n, p.k,
       p.t);
   return sa_send(env);

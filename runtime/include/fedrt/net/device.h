@@ -27,7 +27,7 @@ struct DeviceOptions {
   sim::ExperimentConfig experiment;
   TlsClientCredentials credentials;
   std::string state_file;   // xi_c and the pending update; empty = in memory only
-  long delay_ms = 0;        // sleep before sending each update (tests: slow boards)
+  long delay_ms = 0;        // sleep before sending each update or SecAgg+ message (tests: slow boards)
   // Test hook: drop the connection right after sending the secure-aggregation
   // masked input of this round t (0-based; -1 = never), then reconnect.
   long secagg_drop_after_masked_round = -1;
