@@ -95,8 +95,15 @@ class TdOracle {
     TdOracle o;
     o.dim_ = dim;
     o.gamma_ = static_cast<S>(gamma);
+    // Weights below 2^-48 of the total are round-off (e.g. a transient state's
+    // stationary mass from the eigen-solver: 1e-22 on x86-64, 1e-90 on ARM),
+    // and below what 32-bit alias thresholds resolve in a table of up to 2^16
+    // atoms: they get no atom, so every architecture builds the same table.
+    double total = 0.0;
+    for (int i = 0; i < n_states * n_states; ++i) total += joint[i] > 0.0 ? joint[i] : 0.0;
+    const double cutoff = total * 0x1p-48;
     uint32_t atoms = 0;
-    for (int i = 0; i < n_states * n_states; ++i) atoms += joint[i] > 0.0 ? 1u : 0u;
+    for (int i = 0; i < n_states * n_states; ++i) atoms += joint[i] > cutoff ? 1u : 0u;
     if (atoms == 0) return Status::InvalidArgument("td oracle: the joint law of (s, s') is zero");
     auto phi_r = arena.allocate<S>(static_cast<size_t>(n_states) * dim);
     if (!phi_r.ok()) return phi_r.status();
@@ -110,7 +117,7 @@ class TdOracle {
     for (int s = 0; s < n_states; ++s) {
       for (int s2 = 0; s2 < n_states; ++s2) {
         const double w = joint[s * n_states + s2];
-        if (w > 0.0) {
+        if (w > cutoff) {
           atoms_r->data[k].state = static_cast<uint16_t>(s);
           atoms_r->data[k].next_state = static_cast<uint16_t>(s2);
           atoms_r->data[k].reward = static_cast<S>(reward[s]);
