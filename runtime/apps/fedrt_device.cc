@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   int agents = 0;
   app.add_option("--agents", agents, "number of agents N (overrides problem.agents; give the same to every process)");
   app.add_option("--state", state, "state file keeping xi_c across restarts (default: none)");
-  app.add_option("--delay-ms", delay_ms, "sleep before sending each update (simulates a slow board)");
+  app.add_option("--delay-ms", delay_ms, "sleep before sending each update or SecAgg+ message (simulates a slow board)");
   long drop_after_masked = -1;
   app.add_option("--test-drop-after-masked", drop_after_masked,
                  "tests: drop the connection after sending the secure-aggregation masked input of round t (0-based)");
