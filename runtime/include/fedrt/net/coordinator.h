@@ -5,7 +5,10 @@
 // samples agents, announces theta_t, streams the validated updates into the
 // server's O(d) accumulator, closes the round when every sampled device
 // reported or, at the deadline, when a quorum did, persists the result to
-// SQLite and only then tells the devices. Host only.
+// SQLite and only then tells the devices. With secure_aggregation = true each
+// round is one SecAgg+ round (secagg/server.h, fedrt.proto "Secure
+// aggregation") and the server only receives masked inputs and their sum:
+// theta_{t+1} = theta_t + Delta S / m - clip. Host only.
 
 #include <cstdint>
 #include <functional>

@@ -6,7 +6,9 @@
 // keeps its stateful variables (xi_c per algorithm, the uncommitted update)
 // in a state file across disconnections and restarts. Its local problem is
 // built from the experiment file and its agent index, so no data crosses the
-// network. Reconnects with exponential backoff. Host (Linux boards).
+// network. Reconnects with exponential backoff. Under secure aggregation it
+// runs SecAggDevice (secagg/device.h) on the integers of its rounding payload,
+// with fresh secrets from mbedTLS CTR-DRBG every round. Host (Linux boards).
 
 #include <cstdint>
 #include <functional>
