@@ -26,4 +26,9 @@ if(TARGET fedrt-fw-host)
                    --out ${CMAKE_BINARY_DIR}/fw_link/host-dither --fw 2 --native 1
                    --config ${CMAKE_CURRENT_LIST_DIR}/experiment_dither.toml)
   set_tests_properties(fw_link_host_dither PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # Secure aggregation (issue 7): the firmware client in SecAgg+ rounds equals the plain run.
+  add_test(NAME fw_link_host_secagg
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_secagg.sh --bin ${CMAKE_BINARY_DIR}/bin
+                   --out ${CMAKE_BINARY_DIR}/fw_link/host-secagg --fw 2 --native 2)
+  set_tests_properties(fw_link_host_secagg PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()

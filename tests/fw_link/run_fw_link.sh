@@ -110,10 +110,11 @@ for p in "${FW_PIDS[@]}"; do wait "$p" || rc_all=1; done
 ((rc_all == 0)) || fail "a firmware device exited with an error (logs in $OUT)"
 
 rounds="$(sed -n 's/^rounds *= *\([0-9]*\).*/\1/p' "$CFG")"
-grep -q "finished rounds=$rounds" "$OUT/coordinator.log" || fail "coordinator did not finish $rounds rounds"
+nalgs="$(sed -n 's/^names *= *\[\(.*\)\].*/\1/p' "$CFG" | tr ',' '\n' | grep -c .)"  # rounds of every algorithm
+grep -q "finished rounds=$((rounds * nalgs))" "$OUT/coordinator.log" || fail "coordinator did not finish $rounds rounds"
 for ((i = 0; i < N; i++)); do
   id="$(printf 'dev%04d' "$i")"
-  grep -q "update alg=" "$OUT/$id.log" || fail "$id sent no update"
+  grep -q -E "update alg=|secagg masked alg=" "$OUT/$id.log" || fail "$id sent no update"  # plain or SecAgg+ round
   grep -q "shutdown reason=" "$OUT/$id.log" || fail "$id did not see the coordinator's shutdown"
 done
 for ((i = 0; i < NFW; i++)); do

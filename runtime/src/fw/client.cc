@@ -1,25 +1,29 @@
 #include "fedrt/fw/client.h"
 
 #include <cstring>
+#include <new>
 
 #include <mbedtls/hmac_drbg.h>
 #include <mbedtls/md.h>
 #include <mbedtls/memory_buffer_alloc.h>
 #include <mbedtls/net_sockets.h>
+#include <mbedtls/platform_util.h>
 #include <mbedtls/sha256.h>
 #include <mbedtls/ssl.h>
 #include <pb_decode.h>
 #include <pb_encode.h>
 
 #include "fedrt.npb.h"
+#include "fedrt/compression/bit_stream.h"
 #include "fedrt/compression/codec.h"
 #include "fedrt/compression/quantizer.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/fw/log_line.h"
+#include "fedrt/secagg/device.h"
 
 #ifndef FEDRT_FW_TLS_HEAP_BYTES
-#define FEDRT_FW_TLS_HEAP_BYTES 6144
+#define FEDRT_FW_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase
 #endif
 
 namespace fedrt::fw {
@@ -80,11 +84,19 @@ struct FwClient::Impl {
   int index = -1;
   bool welcomed = false;
   AlgSlot algs[kFwMaxAlgorithms];
-  uint8_t frame[4 + kMaxFrame];
+  // The received frame; once decoded into `in`, its bytes hold a SecAgg+
+  // phase's ciphertexts or unmask shares until `out` is encoded into it (RAM).
+  alignas(8) uint8_t frame[4 + kMaxFrame];
   fedrt_wire_Envelope in;
   fedrt_wire_Envelope out;
   ClientStats stats;
   Status fatal;
+  // Secure aggregation (fedrt.proto "Secure aggregation"): the open SecAgg+
+  // round over x_u, the d b-bit fields of the pending rounding payload.
+  secagg::SecAggDevice sa;
+  bool sa_open = false;
+  uint32_t sa_alg = 0, sa_run = 0, sa_round = 0;
+  uint32_t sa_x[kFwMaxDim];
 
   void log(const LogLine& l) {
     if (opt.log != nullptr) opt.log(opt.log_ctx, l.c_str());
@@ -111,6 +123,20 @@ struct FwClient::Impl {
   Status on_welcome(const fedrt_wire_Welcome& w);
   Status on_announce(const fedrt_wire_RoundAnnouncement& a);
   Status on_result(const fedrt_wire_RoundResult& r);
+  Status sa_start(const fedrt_wire_RoundAnnouncement& a, const AlgSlot& s);
+  Status sa_keys(const fedrt_wire_SecAggKeys& m);
+  Status sa_shares_in(const fedrt_wire_SecAggSharesIn& m);
+  Status sa_unmask(const fedrt_wire_SecAggUnmaskRequest& m);
+  template <class M>
+  bool sa_current(const M& m) const {
+    return sa_open && m.algorithm_index == sa_alg && m.run == sa_run && m.round == sa_round;
+  }
+  template <class M>
+  void sa_head(M& m) const {
+    m.algorithm_index = sa_alg;
+    m.run = sa_run;
+    m.round = sa_round;
+  }
   Status send_update(const AlgSlot& s);
   Status encode_update(const fedrt_wire_RoundAnnouncement& a, const float* theta_t, AlgSlot& s);
   AlgSlot* slot(uint32_t algorithm_index, bool create);
@@ -414,6 +440,7 @@ Status FwClient::Impl::on_announce(const fedrt_wire_RoundAnnouncement& a) {
     LogLine l;
     l.add("resubmit alg=").add_u(a.algorithm_index).add(" run=").add_u(s->run).add(" round=").add_u(a.round);
     log(l);
+    if (a.has_secagg) return sa_start(a, *s);  // fresh keys, same input
     return send_update(*s);
   }
   s->pending = false;
@@ -430,7 +457,158 @@ Status FwClient::Impl::on_announce(const fedrt_wire_RoundAnnouncement& a) {
   s->pending = true;
   s->pending_round = a.round;
   s->pending_samples = a.local_steps;
+  if (a.has_secagg) return sa_start(a, *s);
   return send_update(*s);
+}
+
+// Round 0 of SecAgg+: x_u = the d b-bit fields of the rounding payload
+// (Update encoding 1, same draws as a plain round), fresh secrets from the
+// provisioned-seed HMAC-DRBG, SecAggAdvertise (c_pk, s_pk).
+Status FwClient::Impl::sa_start(const fedrt_wire_RoundAnnouncement& a, const AlgSlot& s) {
+  sa_open = false;
+  const auto& sp = a.secagg;
+  if (a.quantizer != static_cast<uint32_t>(compression::QuantizerKind::kRounding) || a.control_variates || !s.compressed)
+    return Status::InvalidArgument("secure aggregation announced without the rounding quantizer (or with control variates)");
+  secagg::RoundParams p;
+  p.round_id = sp.round_id;
+  p.graph_seed = sp.graph_seed;
+  p.n = sp.n;
+  p.k = sp.k;
+  p.t = sp.t;
+  p.dim = static_cast<uint32_t>(opt.problem.dim);
+  p.bits = a.bits;
+  FEDRT_TRY(secagg::ValidateParams(p));
+  if (sp.id >= p.n) return Status::InvalidArgument("secure aggregation id outside 0..n-1");
+  if (p.k > secagg::kMaxNeighbours)  // fedrt.proto: a device that cannot hold k neighbours must not advertise
+    return Status::ResourceExhausted("secure aggregation: more neighbours than this firmware holds (16)");
+  compression::BitReader r(s.payload, s.payload_len);
+  for (int i = 0; i < opt.problem.dim; ++i)
+    if (!r.get(p.bits, sa_x[i])) return Status::Internal("secure aggregation: payload shorter than d fields");
+  secagg::DeviceEntropy e;
+  if (mbedtls_hmac_drbg_random(&drbg, reinterpret_cast<unsigned char*>(&e), sizeof e) != 0)
+    return Status::Internal("secure aggregation: HMAC-DRBG failed");
+  secagg::Advertise ad;
+  Status st = sa.advertise(p, sp.id, e, ad);
+  mbedtls_platform_zeroize(&e, sizeof e);
+  FEDRT_TRY(st);
+  sa_open = true;
+  sa_alg = a.algorithm_index;
+  sa_run = a.run;
+  sa_round = a.round;
+  out = fedrt_wire_Envelope_init_zero;
+  out.which_body = fedrt_wire_Envelope_secagg_advertise_tag;
+  auto& m = out.body.secagg_advertise;
+  sa_head(m);
+  m.c_pk.size = secagg::kKeyBytes;
+  std::memcpy(m.c_pk.bytes, ad.c_pk, secagg::kKeyBytes);
+  m.s_pk.size = secagg::kKeyBytes;
+  std::memcpy(m.s_pk.bytes, ad.s_pk, secagg::kKeyBytes);
+  LogLine l;
+  l.add("secagg advertise alg=").add_u(sa_alg).add(" run=").add_u(sa_run).add(" round=").add_u(sa_round)
+      .add(" id=").add_u(sp.id).add(" n=").add_u(p.n).add(" k=").add_u(p.k).add(" t=").add_u(p.t);
+  log(l);
+  return send_envelope();
+}
+
+// Round 1: one share ciphertext per advertised neighbour (SecAggDevice::share_keys).
+Status FwClient::Impl::sa_keys(const fedrt_wire_SecAggKeys& m) {
+  if (!sa_current(m)) return Status::Ok();  // an old round's message
+  // `in` is decoded and `out` is written only after share_keys: their bytes are free.
+  static_assert(sizeof(secagg::Advertise) * secagg::kMaxNeighbours <= sizeof out, "out too small for the keys");
+  static_assert(sizeof(secagg::ShareCiphertext) * secagg::kMaxNeighbours <= sizeof frame, "frame too small");
+  auto* ads = reinterpret_cast<secagg::Advertise*>(static_cast<void*>(&out));
+  auto* cts = reinterpret_cast<secagg::ShareCiphertext*>(frame);
+  for (uint32_t i = 0; i < secagg::kMaxNeighbours; ++i) new (&cts[i]) secagg::ShareCiphertext();
+  if (m.peers_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggKeys: more peers than neighbours");
+  for (pb_size_t i = 0; i < m.peers_count; ++i) {
+    const auto& pk = m.peers[i];
+    if (pk.c_pk.size != secagg::kKeyBytes || pk.s_pk.size != secagg::kKeyBytes)
+      return Status::InvalidArgument("SecAggKeys: keys must be 32 bytes");
+    new (&ads[i]) secagg::Advertise();
+    ads[i].id = pk.id;
+    std::memcpy(ads[i].c_pk, pk.c_pk.bytes, secagg::kKeyBytes);
+    std::memcpy(ads[i].s_pk, pk.s_pk.bytes, secagg::kKeyBytes);
+  }
+  size_t written = 0;
+  Status st = sa.share_keys(ads, m.peers_count, cts, secagg::kMaxNeighbours, written);
+  if (!st.ok()) {
+    sa_open = false;
+    return st;
+  }
+  out = fedrt_wire_Envelope_init_zero;
+  out.which_body = fedrt_wire_Envelope_secagg_shares_tag;
+  auto& s = out.body.secagg_shares;
+  sa_head(s);
+  s.shares_count = static_cast<pb_size_t>(written);
+  for (size_t i = 0; i < written; ++i) {
+    s.shares[i].peer = cts[i].to;
+    s.shares[i].ciphertext.size = secagg::kSharePlainBytes + secagg::kTagBytes;
+    std::memcpy(s.shares[i].ciphertext.bytes, cts[i].ct, secagg::kSharePlainBytes);
+    std::memcpy(s.shares[i].ciphertext.bytes + secagg::kSharePlainBytes, cts[i].tag, secagg::kTagBytes);
+  }
+  return send_envelope();
+}
+
+// Round 2: y_u = x_u + PRG(b_u) + sum_v +-PRG(s_uv) mod 2^32 (SecAggDevice::masked_input).
+Status FwClient::Impl::sa_shares_in(const fedrt_wire_SecAggSharesIn& m) {
+  if (!sa_current(m)) return Status::Ok();
+  static_assert(sizeof(secagg::ShareCiphertext) * secagg::kMaxNeighbours <= sizeof frame,
+                "frame too small for the ciphertexts");
+  auto* cts = reinterpret_cast<secagg::ShareCiphertext*>(frame);
+  if (m.shares_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggSharesIn: more shares than neighbours");
+  for (pb_size_t i = 0; i < m.shares_count; ++i) {
+    const auto& w = m.shares[i];
+    if (w.ciphertext.size != secagg::kSharePlainBytes + secagg::kTagBytes)
+      return Status::InvalidArgument("SecAggSharesIn: ciphertext must be 89 bytes");
+    new (&cts[i]) secagg::ShareCiphertext();
+    cts[i].from = w.peer;
+    cts[i].to = sa.id();
+    std::memcpy(cts[i].ct, w.ciphertext.bytes, secagg::kSharePlainBytes);
+    std::memcpy(cts[i].tag, w.ciphertext.bytes + secagg::kSharePlainBytes, secagg::kTagBytes);
+  }
+  const pb_size_t count = m.shares_count;  // `in` and `out` are distinct: m stays valid
+  out = fedrt_wire_Envelope_init_zero;
+  out.which_body = fedrt_wire_Envelope_secagg_masked_tag;
+  auto& s = out.body.secagg_masked;
+  Status st = sa.masked_input(cts, count, sa_x, s.masked);
+  if (!st.ok()) {
+    sa_open = false;
+    return st;
+  }
+  sa_head(s);
+  s.masked_count = static_cast<pb_size_t>(opt.problem.dim);
+  FEDRT_TRY(send_envelope());
+  ++stats.rounds;  // the masked input is this round's update
+  LogLine l;
+  l.add("secagg masked alg=").add_u(sa_alg).add(" run=").add_u(sa_run).add(" round=").add_u(sa_round);
+  log(l);
+  return Status::Ok();
+}
+
+// Round 3: our share of b_u and, per neighbour, the share of b_v (v survived)
+// or of s_sk_v (v dropped), never both (SecAggDevice::unmask).
+Status FwClient::Impl::sa_unmask(const fedrt_wire_SecAggUnmaskRequest& m) {
+  if (!sa_current(m)) return Status::Ok();
+  static_assert(sizeof(secagg::UnmaskShare) * (secagg::kMaxNeighbours + 1) <= sizeof frame, "frame too small");
+  auto* shares = reinterpret_cast<secagg::UnmaskShare*>(frame);
+  for (uint32_t i = 0; i < secagg::kMaxNeighbours + 1; ++i) new (&shares[i]) secagg::UnmaskShare();
+  size_t written = 0;
+  Status st = sa.unmask(m.survivors, m.survivors_count, shares, secagg::kMaxNeighbours + 1, written);
+  sa_open = false;  // answered once: the round's secrets are no longer needed
+  FEDRT_TRY(st);
+  out = fedrt_wire_Envelope_init_zero;
+  out.which_body = fedrt_wire_Envelope_secagg_unmask_tag;
+  auto& s = out.body.secagg_unmask;
+  sa_head(s);
+  s.shares_count = static_cast<pb_size_t>(written);
+  for (size_t i = 0; i < written; ++i) {
+    s.shares[i].about = shares[i].about;
+    s.shares[i].kind = static_cast<uint32_t>(shares[i].kind);
+    s.shares[i].x = shares[i].x;
+    s.shares[i].share.size = secagg::kKeyBytes;
+    std::memcpy(s.shares[i].share.bytes, shares[i].share, secagg::kKeyBytes);
+  }
+  return send_envelope();
 }
 
 Status FwClient::Impl::on_result(const fedrt_wire_RoundResult& r) {
@@ -471,11 +649,10 @@ Status FwClient::Impl::handle(bool& shutdown) {
     case fedrt_wire_Envelope_welcome_tag: return on_welcome(in.body.welcome);
     case fedrt_wire_Envelope_announce_tag:
       if (!welcomed) return Status::FailedPrecondition("announcement before Welcome");
-      // A SecAgg+ round expects SecAggAdvertise instead of an Update: this
-      // firmware does not take part yet (the coordinator counts it as a dropout).
-      if (in.body.announce.has_secagg)
-        return Status::Unimplemented("secure aggregation round: not supported by this firmware, no Update sent");
-      return on_announce(in.body.announce);
+      return on_announce(in.body.announce);  // a SecAgg+ round answers with SecAggAdvertise
+    case fedrt_wire_Envelope_secagg_keys_tag: return sa_keys(in.body.secagg_keys);
+    case fedrt_wire_Envelope_secagg_shares_in_tag: return sa_shares_in(in.body.secagg_shares_in);
+    case fedrt_wire_Envelope_secagg_unmask_request_tag: return sa_unmask(in.body.secagg_unmask_request);
     case fedrt_wire_Envelope_result_tag: return on_result(in.body.result);
     case fedrt_wire_Envelope_ack_tag: return Status::Ok();
     case fedrt_wire_Envelope_shutdown_tag: {
