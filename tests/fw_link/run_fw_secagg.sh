@@ -4,15 +4,18 @@
 # tests/fw_link/experiment_secagg.toml twice through run_fw_link.sh, with
 # secure_aggregation = true (every uplink a SecAgg+ input, the coordinator sees
 # only masked vectors and their sum) and = false (plain rounding payloads,
-# same quantizer and draws). Every device sends the same integers x_u in both
-# runs (the firmware's float arithmetic is the same in both), so the runs
-# differ only in how the coordinator turns them into theta_{t+1}: the sum S
+# same quantizer and draws). Every device computes its integers x_u the same
+# way in both runs (the firmware's float arithmetic too), so the runs differ
+# only in how the coordinator turns them into theta_{t+1}: the sum S
 # then Delta S / m - clip (secure) against the mean of the m decoded
 # Delta x_u - clip in double (plain), a few ulps apart per round. The model
 # error of every round must agree to 1e-12 relative: observed about 3e-16,
 # while one integer off by one on one coordinate of one device moves theta by
 # Delta / m = (2 clip / (2^16 - 1)) / 4 ~ 1.5e-5, about 1e-6 of the error,
-# six orders above the tolerance. Every device must be in every round.
+# six orders above the tolerance. (The ulp-level difference in theta_t could
+# flip a stochastic rounding only with probability ~1e-12 per coordinate; the
+# draws are seeded, so this run is deterministic either way.) Every device
+# must be in every round.
 #
 #   run_fw_secagg.sh --bin HOST_BIN_DIR --out DIR [run_fw_link.sh options: --elf, --machine, --fw, --native]
 # Exit: 0 pass, 1 fail, 77 skipped.
