@@ -133,6 +133,28 @@ TEST_F(SecAggFleetTest, SecureFleetIsBitIdenticalToPlainRoundingAndCoordinatorSe
   EXPECT_EQ(share_b, per * kAgents);
 }
 
+// The other half of acceptance line 1: the same fleet with secure aggregation
+// off also sums the rounding integers exactly and dequantizes once, so the
+// plain fleet, the secure fleet and the simulator agree bit for bit.
+TEST_F(SecAggFleetTest, PlainRoundingFleetIsBitIdenticalToo) {
+  const int T = 3;
+  std::string toml = Config("\"fedlsa\", \"scafflsa\"", T);
+  const std::string on = "secure_aggregation = true\n";
+  toml.replace(toml.find(on), on.size(), "secure_aggregation = false\n");
+  const auto cfg = WriteExperiment(toml);
+  RunFleet(cfg, {});
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), 2u * T);
+  for (uint32_t alg = 0; alg < 2; ++alg) {
+    int identical = 0, compared = 0;
+    MaxRelDiff(rounds, PlainSim(cfg, alg), alg, &identical, &compared);
+    std::printf("[plain rounding fleet vs simulator, alg %u] rounds bit-identical=%d/%d\n", alg, identical, compared);
+    EXPECT_EQ(compared, T);
+    EXPECT_EQ(identical, T);
+  }
+  EXPECT_EQ(Count(ReadFile(dir_ / "coordinator.log"), "secagg"), 0u);
+}
+
 // Partial participation: each round's secure round runs over the sampled
 // devices only (ids 0..n-1 in agent order), still bit-identical.
 TEST_F(SecAggFleetTest, PartialParticipationIsBitIdentical) {

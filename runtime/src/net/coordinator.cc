@@ -22,6 +22,7 @@
 
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/analysis/fedlsa_bias.h"
+#include "fedrt/compression/bit_stream.h"
 #include "fedrt/compression/diana.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
@@ -191,6 +192,12 @@ class Coordinator {
   std::vector<uint8_t> codec_mem_;
   compression::CompressedDifference<double> codec_;
   uint64_t bits_up_round_ = 0;
+  // Shared-scale rounding without control variates (as the simulator's
+  // IntegerUplink): the round sums the devices' b-bit integers exactly and
+  // dequantizes once at the close, theta_t + Delta S / m - clip, so the plain
+  // and the secure fleet give the same bits as the simulator.
+  bool int_sum_ = false;
+  std::vector<uint64_t> int_acc_;
 
   // Secure aggregation: the SecAgg+ server of the open round; ids u = position
   // of the agent among the sampled ones (ascending). Phase 1..4 = advertise,
@@ -419,6 +426,8 @@ Status Coordinator::init() {
     codec_ = *cd;
   }
   secure_ = cfg.secagg.enabled;
+  int_sum_ = compressed_ && !secure_ && cfg.compression.quantizer.kind == compression::QuantizerKind::kRounding &&
+             !cfg.compression.control_variates;
   if (secure_) {
     if (cfg.compression.quantizer.kind != compression::QuantizerKind::kRounding || cfg.compression.control_variates)
       return Status(StatusCode::kInvalidArgument,
@@ -739,11 +748,20 @@ void Coordinator::on_update(Conn& c, const wire::Update& u) {
     const double* theta_t = server_.global();
     for (int i = 0; i < dim_; ++i) scratch_[i] += theta_t[i];
     bits_up_round_ += static_cast<uint64_t>(u.payload().size()) * 8;
+    if (int_sum_) {  // the payload's b-bit fields (validated by the decoder above)
+      compression::BitReader r(reinterpret_cast<const uint8_t*>(u.payload().data()), u.payload().size());
+      const unsigned bits = opt_.experiment.compression.quantizer.bits;
+      for (int i = 0; i < dim_; ++i) {
+        uint32_t x = 0;
+        (void)r.get(bits, x);
+        int_acc_[static_cast<size_t>(i)] += x;
+      }
+    }
   } else {
     WireError err;
     if (!DecodeRawPayload(u.payload(), dim_, scratch_, err)) return reject(err.reason, err.message);
   }
-  server_.accumulate(scratch_.data());  // arrival order; see README (equivalence)
+  if (!int_sum_) server_.accumulate(scratch_.data());  // arrival order; see README (equivalence)
   reported_[idx] = 1;
   members_.push_back(idx);
   wire::Envelope ack;
@@ -1087,6 +1105,7 @@ void Coordinator::start_next_round() {
   }
   bits_up_round_ = 0;
   sa_down_bytes_ = 0;
+  int_acc_.assign(static_cast<size_t>(dim_), 0);
   cur_ = p;
   plan_ = server_.start_round(p.round);
   members_.clear();
@@ -1117,6 +1136,15 @@ void Coordinator::close_round(const char* by) {
   if (!round_open_) return;
   round_open_ = false;
   deadline_.cancel();
+  if (int_sum_ && !members_.empty()) {
+    const auto& q = opt_.experiment.compression.quantizer;
+    const double delta = 2.0 * q.clip / static_cast<double>((1u << q.bits) - 1u);
+    const double m = static_cast<double>(members_.size());
+    const double* theta_t = server_.global();
+    scratch_.resize(static_cast<size_t>(dim_));
+    for (int i = 0; i < dim_; ++i) scratch_[i] = theta_t[i] + static_cast<double>(int_acc_[i]) * delta / m - q.clip;
+    server_.accumulate(scratch_.data(), m);
+  }
   server_.finish_round();
   const double* th = server_.global();
   RoundRecord rec;
@@ -1196,6 +1224,8 @@ Result<sim::SimResult> Coordinator::build_result() {
                   {"quorum", opt_.network.quorum},
                   {"auth", opt_.network.auth}};
   if (compressed_) out.settings["compression"] = sim::CompressionSettingsJson(cfg.compression, dim_);
+  if (int_sum_)
+    out.settings["aggregation"] = "integer sum S of the b-bit payloads, theta_t + Delta S / m - clip (as the simulator)";
   if (secure_) {
     out.settings["aggregation"] = "SecAgg+ sum S of the devices' b-bit integers, theta_t + Delta S / m - clip";
     out.settings["payload"] = "SecAgg+ messages (fedrt.proto); bits_up/bits_down include all protocol traffic";
