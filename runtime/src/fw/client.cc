@@ -542,9 +542,8 @@ Status FwClient::Impl::sa_keys(const fedrt_wire_SecAggKeys& m) {
   s.shares_count = static_cast<pb_size_t>(written);
   for (size_t i = 0; i < written; ++i) {
     s.shares[i].peer = cts[i].to;
-    s.shares[i].ciphertext.size = secagg::kSharePlainBytes + secagg::kTagBytes;
-    std::memcpy(s.shares[i].ciphertext.bytes, cts[i].ct, secagg::kSharePlainBytes);
-    std::memcpy(s.shares[i].ciphertext.bytes + secagg::kSharePlainBytes, cts[i].tag, secagg::kTagBytes);
+    s.shares[i].ciphertext.size = secagg::kShareWireBytes;
+    secagg::PackShareCiphertext(cts[i], s.shares[i].ciphertext.bytes);
   }
   return send_envelope();
 }
@@ -558,13 +557,9 @@ Status FwClient::Impl::sa_shares_in(const fedrt_wire_SecAggSharesIn& m) {
   if (m.shares_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggSharesIn: more shares than neighbours");
   for (pb_size_t i = 0; i < m.shares_count; ++i) {
     const auto& w = m.shares[i];
-    if (w.ciphertext.size != secagg::kSharePlainBytes + secagg::kTagBytes)
-      return Status::InvalidArgument("SecAggSharesIn: ciphertext must be 89 bytes");
     new (&cts[i]) secagg::ShareCiphertext();
-    cts[i].from = w.peer;
-    cts[i].to = sa.id();
-    std::memcpy(cts[i].ct, w.ciphertext.bytes, secagg::kSharePlainBytes);
-    std::memcpy(cts[i].tag, w.ciphertext.bytes + secagg::kSharePlainBytes, secagg::kTagBytes);
+    if (!secagg::UnpackShareCiphertext(w.ciphertext.bytes, w.ciphertext.size, w.peer, sa.id(), cts[i]))
+      return Status::InvalidArgument("SecAggSharesIn: ciphertext must be 89 bytes");
   }
   const pb_size_t count = m.shares_count;  // `in` and `out` are distinct: m stays valid
   out = fedrt_wire_Envelope_init_zero;

@@ -877,14 +877,9 @@ void Coordinator::sa_receive(Conn& c, const wire::Envelope& env) {
     std::vector<secagg::ShareCiphertext> cts(static_cast<size_t>(m.shares_size()));
     for (int i = 0; i < m.shares_size(); ++i) {
       const auto& w = m.shares(i);
-      if (w.ciphertext().size() != secagg::kSharePlainBytes + secagg::kTagBytes)
+      if (!secagg::UnpackShareCiphertext(w.ciphertext().data(), w.ciphertext().size(), u, w.peer(), cts[i]))
         return reject(wire::ERROR_MALFORMED, fmt::format("share ciphertext of {} bytes, expected {}",
-                                                         w.ciphertext().size(),
-                                                         secagg::kSharePlainBytes + secagg::kTagBytes));
-      cts[i].from = u;
-      cts[i].to = w.peer();
-      std::memcpy(cts[i].ct, w.ciphertext().data(), secagg::kSharePlainBytes);
-      std::memcpy(cts[i].tag, w.ciphertext().data() + secagg::kSharePlainBytes, secagg::kTagBytes);
+                                                         w.ciphertext().size(), secagg::kShareWireBytes));
     }
     st = sa_.on_shares(u, cts.data(), cts.size());
   } else if (phase == 3) {
@@ -988,9 +983,9 @@ void Coordinator::sa_advance(const char* by) {
       for (const auto& ct : sa_.shares_for(u)) {
         auto* w = m->add_shares();
         w->set_peer(ct.from);
-        std::string b(reinterpret_cast<const char*>(ct.ct), secagg::kSharePlainBytes);
-        b.append(reinterpret_cast<const char*>(ct.tag), secagg::kTagBytes);
-        w->set_ciphertext(b);
+        std::string b(secagg::kShareWireBytes, '\0');
+        secagg::PackShareCiphertext(ct, reinterpret_cast<uint8_t*>(&b[0]));
+        w->set_ciphertext(std::move(b));
       }
       sa_send(u, env);
     }

@@ -454,9 +454,9 @@ Status Device::sa_keys(const wire::SecAggKeys& m) {
   for (size_t i = 0; i < written; ++i) {
     auto* w = s->add_shares();
     w->set_peer(out[i].to);
-    std::string b(reinterpret_cast<const char*>(out[i].ct), secagg::kSharePlainBytes);
-    b.append(reinterpret_cast<const char*>(out[i].tag), secagg::kTagBytes);
-    w->set_ciphertext(b);
+    std::string b(secagg::kShareWireBytes, '\0');
+    secagg::PackShareCiphertext(out[i], reinterpret_cast<uint8_t*>(&b[0]));
+    w->set_ciphertext(std::move(b));
   }
   return sa_send(env);
 }
@@ -468,12 +468,8 @@ Status Device::sa_shares_in(const wire::SecAggSharesIn& m) {
   std::vector<secagg::ShareCiphertext> in(static_cast<size_t>(m.shares_size()));
   for (int i = 0; i < m.shares_size(); ++i) {
     const auto& w = m.shares(i);
-    if (w.ciphertext().size() != secagg::kSharePlainBytes + secagg::kTagBytes)
+    if (!secagg::UnpackShareCiphertext(w.ciphertext().data(), w.ciphertext().size(), w.peer(), sa_->id(), in[i]))
       return Status(StatusCode::kInvalidArgument, std::string("SecAggSharesIn: ciphertext must be 89 bytes"));
-    in[i].from = w.peer();
-    in[i].to = sa_->id();
-    std::memcpy(in[i].ct, w.ciphertext().data(), secagg::kSharePlainBytes);
-    std::memcpy(in[i].tag, w.ciphertext().data() + secagg::kSharePlainBytes, secagg::kTagBytes);
   }
   std::vector<uint32_t> y(static_cast<size_t>(dim_));
   FEDRT_TRY(sa_->masked_input(in.data(), in.size(), sa_x_.data(), y.data()));

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "fedrt/core/status.h"
 #include "fedrt/secagg/crypto.h"
@@ -82,6 +83,24 @@ struct ShareCiphertext {  // round 1, device u -> server -> neighbour v
   uint8_t tag[kTagBytes] = {};
 };
 constexpr size_t kShareCiphertextBytes = 8 + kSharePlainBytes + kTagBytes;
+
+// A share ciphertext on the wire (SecAggShares / SecAggSharesIn.ciphertext):
+// ct || tag, kShareWireBytes bytes; the sender and receiver travel as fields.
+constexpr size_t kShareWireBytes = kSharePlainBytes + kTagBytes;
+static_assert(kShareWireBytes == 89, "the decoders' messages say 89 bytes");
+inline void PackShareCiphertext(const ShareCiphertext& c, uint8_t* out /* kShareWireBytes */) {
+  std::memcpy(out, c.ct, kSharePlainBytes);
+  std::memcpy(out + kSharePlainBytes, c.tag, kTagBytes);
+}
+// Inverse of PackShareCiphertext; false when `len` is not kShareWireBytes.
+inline bool UnpackShareCiphertext(const void* bytes, size_t len, uint32_t from, uint32_t to, ShareCiphertext& c) {
+  if (len != kShareWireBytes) return false;
+  c.from = from;
+  c.to = to;
+  std::memcpy(c.ct, bytes, kSharePlainBytes);
+  std::memcpy(c.tag, static_cast<const uint8_t*>(bytes) + kSharePlainBytes, kTagBytes);
+  return true;
+}
 
 enum class ShareKind : uint8_t { kSelfSeed = 1, kMaskKey = 2 };
 struct UnmaskShare {  // round 3, survivor -> server
