@@ -27,5 +27,8 @@ target_link_libraries(fedrt_host PUBLIC fedrt_secagg)
 target_sources(fedrt_host PRIVATE runtime/src/secagg/secagg_config.cc)
 
 # Benchmark (./fedrt bench runs it): bandwidth expansion and device cost per round.
-add_executable(fedrt-secagg-bench bench/fedrt_secagg_bench.cc)
-target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_secagg)
+# Host only: the ARM board presets (FEDRT_DEVICE_ONLY) never run it.
+if(NOT FEDRT_DEVICE_ONLY)
+  add_executable(fedrt-secagg-bench bench/fedrt_secagg_bench.cc)
+  target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_secagg)
+endif()
