@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "fedrt/algorithms/fedem.h"
+#include "fedrt/compression/diana.h"
 #include "fedrt/problems/gmm_oracle.h"
 
 namespace fedrt {
@@ -68,20 +69,25 @@ TEST(FedEm, UncompressedFullParticipationStepIsAnEmStep) {
     std::vector<uint8_t> mem(1 << 14);
     Arena arena(mem.data(), mem.size());
     std::vector<FedEmClient<double>> clients;
+    std::vector<compression::CompressedDifference<double>> links;  // V_c: the uplink's memory
     auto server = FedEmServer<double>::create(arena, dim, G, p, n, h, shat0.data());
     ASSERT_TRUE(server.ok());
-    std::vector<double> v0(dim);
+    std::vector<double> v0(dim), g(dim), sent(dim);
     for (int c = 0; c < n; ++c) {
       clients.push_back(*FedEmClient<double>::create(arena, dim, h));
+      links.push_back(*compression::CompressedDifference<double>::create(arena, dim, h.quantizer,
+                                                                       alg != EmAlgorithm::kFedEmNaive));
       clients[c].init(oracles[c], shat0.data(), theta0.data(), v0.data());
+      links[c].set_memory(v0.data());
       server->add_initial_control_variate(v0.data());
     }
     server->start_round();
-    std::vector<uint8_t> wire(clients[0].max_payload_bytes());
+    std::vector<uint8_t> wire(links[0].max_payload_bytes());
     for (int c = 0; c < n; ++c) {
       CounterRng rng(c);
       EXPECT_EQ(clients[c].compute_statistic(oracles[c], server->params(), 0, rng), uint64_t(m));
-      auto sz = clients[c].send(server->statistic(), rng, wire.data(), wire.size());
+      for (int k = 0; k < dim; ++k) g[k] = clients[c].statistic()[k] - server->statistic()[k];
+      auto sz = links[c].encode(g.data(), rng, wire.data(), wire.size(), sent.data());
       ASSERT_TRUE(sz.ok());
       EXPECT_EQ(*sz, size_t(dim) * 8);
       ASSERT_TRUE(server->receive(wire.data(), *sz).ok());

@@ -73,7 +73,8 @@ struct TinyFleet {
   }
 };
 
-TEST(FedOptCompression, SentUpdateEqualToTheUpdateChangesNothing) {
+// Committing the update itself is the uncompressed path (c_c <- c_c + dc).
+TEST(FedOptCompression, CommittingTheUpdateItselfChangesNothing) {
   TinyFleet f;
   FedOptHyper<double> h;
   h.algorithm = FedOptAlgorithm::kScaffold;
@@ -92,7 +93,8 @@ TEST(FedOptCompression, SentUpdateEqualToTheUpdateChangesNothing) {
     a.run_local_steps(f.oracles[0], ra);
     b.run_local_steps(f.oracles[0], rb);
     copy.assign(b.update(), b.update() + b.update_dim());
-    b.set_sent_update(copy.data());
+    a.commit(a.update());
+    b.commit(copy.data());
     for (int i = 0; i < a.update_dim(); ++i) ASSERT_EQ(a.update()[i], b.update()[i]);
     for (int i = 0; i < TinyFleet::kDim; ++i) ASSERT_EQ(a.control_variate()[i], b.control_variate()[i]);
     server.accumulate(a.update());
@@ -135,8 +137,9 @@ TEST(FedOptCompression, ScaffoldControlVariatesFollowTheDecodedUpdate) {
       std::copy(clients[c].update(), clients[c].update() + 2 * d, u);
       auto bytes = up[c].encode(u, crng, wire, sizeof(wire), sent);
       ASSERT_TRUE(bytes.ok());
-      clients[c].set_sent_update(sent);
       ASSERT_TRUE(down[c].decode(wire, *bytes, recon).ok());
+      up[c].commit();  // the server took the message
+      clients[c].commit(sent);
       for (int i = 0; i < 2 * d; ++i) {
         ASSERT_EQ(recon[i], sent[i]);
         ASSERT_EQ(up[c].memory()[i], down[c].memory()[i]);

@@ -471,7 +471,7 @@ Status Coordinator::init() {
   device_conn_.assign(agents_, nullptr);
   sampled_.assign(agents_, 0);
   reported_.assign(agents_, 0);
-  server_mem_.resize(sizeof(double) * 2 * static_cast<size_t>(dim_) + 256);
+  server_mem_.resize(LsaServer<double>::ArenaBytes(dim_) + 256);
 
   asio::ip::tcp::endpoint ep(asio::ip::make_address(opt_.network.listen), static_cast<uint16_t>(opt_.network.port));
   std::error_code ec;

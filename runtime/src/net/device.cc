@@ -310,6 +310,7 @@ Status Device::compress(const wire::RoundAnnouncement& a, const std::vector<doub
   if (!n.ok()) return n.status();
   bytes.resize(*n);
   st.pending_payload = std::move(bytes);
+  cd->commit();  // V_c after this update, committed when the result says it was included
   st.pending_cv.assign(cd->memory(), cd->memory() + dim_);
   for (int i = 0; i < dim_; ++i) st.pending_theta[i] = theta_t[i] + g_hat[i];
   return Status::Ok();

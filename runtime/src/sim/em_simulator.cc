@@ -9,16 +9,14 @@
 #include "fedrt/algorithms/fedem.h"
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/problems/gmm_oracle.h"
+#include "fedrt/sim/session_driver.h"
+#include "fedrt/sim/task_builder.h"
 #include "fedrt/sim/worker_pool.h"
-#include "fedrt/compression/bit_stream.h"
 #include "fedrt/secagg/integer_uplink.h"
 
 namespace fedrt::sim {
 
 using algorithms::EmAlgorithm;
-using algorithms::EmHyper;
-using algorithms::FedEmClient;
-using algorithms::FedEmServer;
 using problems::GmmOracle;
 
 namespace {
@@ -203,135 +201,68 @@ Result<SimResult> RunEmExperiment(const ExperimentConfig& cfg, const SimOptions&
         cfg.secagg, static_cast<uint32_t>(cfg.garnet.agents), cfg.compression.quantizer.bits);
 
   const int dim = d.dim;
-  const uint32_t n = d.n;
+  auto task_r = MakeTask(cfg);
+  if (!task_r.ok()) return task_r.status();
+  const config::Task task = *task_r;
+  std::vector<protocol::LocalProblem<double>> agents(d.n);
+  for (uint32_t c = 0; c < d.n; ++c) agents[c].gmm = &d.oracles[c];
   for (size_t a = 0; a < algs.size(); ++a) {
     const EmAlgorithm alg = algs[a];
     AlgorithmResult res;
     res.name = algorithms::EmAlgorithmName(alg);
-    EmHyper<double> hyper;
-    hyper.algorithm = alg;
-    hyper.step = cfg.gmm.em_step;
-    hyper.participation = cfg.participation;
-    hyper.batch = static_cast<uint32_t>(cfg.gmm.batch);
-    hyper.inner_iters = static_cast<uint32_t>(cfg.gmm.inner_iters);
-    hyper.quantizer = q;
-    const size_t per_client = sizeof(double) * 5 * dim + 4 * Arena::kAlignment;
-    std::vector<uint8_t> client_mem(per_client * n + 256), server_mem(sizeof(double) * 5 * dim + 256);
-    std::vector<FedEmClient<double>> clients(n);
     std::vector<double> final_dist;
     uint64_t evals_total = 0;
     for (long run = 0; run < cfg.runs; ++run) {
       const auto t0 = std::chrono::steady_clock::now();
-      Arena ca(client_mem.data(), client_mem.size());
-      for (uint32_t c = 0; c < n; ++c) {
-        auto cl = FedEmClient<double>::create(ca, dim, hyper);
-        if (!cl.ok()) return cl.status();
-        clients[c] = *cl;
-      }
-      Arena sa(server_mem.data(), server_mem.size());
-      auto srv = FedEmServer<double>::create(sa, dim, d.G, d.p, n, hyper, shat0.data());
-      if (!srv.ok()) return srv.status();
-      FedEmServer<double>& server = *srv;
-      std::vector<double> v0(dim);
-      for (uint32_t c = 0; c < n; ++c) {
-        clients[c].init(d.oracles[c], shat0.data(), theta0.data(), v0.data());
-        server.add_initial_control_variate(v0.data());
-      }
-      uint64_t evals = static_cast<uint64_t>(n) * d.m;  // the initial local pass
-      const size_t cap = clients[0].max_payload_bytes();
-      std::vector<uint8_t> wire(cap * n);
-      std::vector<size_t> wire_size(n, 0);
-      std::vector<Status> errors(n);
-      std::vector<uint64_t> agent_evals(n, 0);
-      std::vector<char> active(n, 0);
-      std::vector<uint32_t> xs(q.kind == compression::QuantizerKind::kRounding ? static_cast<size_t>(n) * dim : 0);
-      std::vector<double> msg_sum(dim);
       std::vector<double> err(cfg.rounds + 1), dist(cfg.rounds + 1);
-      std::vector<uint32_t> agents(cfg.rounds + 1, 0);
+      std::vector<uint32_t> members(cfg.rounds + 1, 0);
       std::vector<uint64_t> up(cfg.rounds + 1, 0), down(cfg.rounds + 1, 0);
-      up[0] = alg == EmAlgorithm::kFedEmNaive ? 0 : static_cast<uint64_t>(n) * dim * 32;
-      down[0] = static_cast<uint64_t>(n) * 2 * dim * 64;
-      err[0] = HSquared(d, server.statistic(), pool, scratch);
-      dist[0] = Dist2(server.params(), theta_star);
-      const bool vr = alg == EmAlgorithm::kVrFedEm;
-      for (long k = 0; k < cfg.rounds; ++k) {
-        const uint32_t round = static_cast<uint32_t>(k);
-        uint32_t n_active = 0;
-        for (uint32_t c = 0; c < n; ++c) {
-          active[c] = algorithms::IsSampled(cfg.seed, static_cast<uint64_t>(run), c, round, cfg.participation);
-          n_active += active[c];
-        }
-        server.start_round();
-        const double* shat = server.statistic();
-        const double* theta = server.params();
-        pool.parallel_for(n, [&](size_t b, size_t e) {
-          for (size_t i = b; i < e; ++i) {
-            const uint32_t c = static_cast<uint32_t>(i);
-            agent_evals[c] = 0;
-            if (!active[c] && !vr) continue;  // SPIDER keeps every agent's estimate current
-            CounterRng rng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kLocalSteps);
-            agent_evals[c] = clients[c].compute_statistic(d.oracles[c], theta, round, rng);
-            if (!active[c]) continue;
-            CounterRng crng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression);
-            auto sz = clients[c].send(shat, crng, wire.data() + c * cap, cap);
-            if (!sz.ok()) { errors[c] = sz.status(); continue; }
-            wire_size[c] = *sz;
-          }
-        });
-        uint64_t bits = 0;
-        if (q.kind == compression::QuantizerKind::kRounding) {
-          // Shared-scale rounding: the server only needs sum_c Q(Delta_c) = Delta S - m clip,
-          // with S the sum of the agents' b-bit integers (plain, or SecAgg+ with secure_aggregation).
-          std::vector<uint32_t> who;
-          for (uint32_t c = 0; c < n; ++c) {
-            evals += agent_evals[c];
-            if (!active[c]) continue;
-            FEDRT_TRY(errors[c]);
-            compression::BitReader rd(wire.data() + c * cap, wire_size[c]);
-            for (int i = 0; i < dim; ++i)
-              if (!rd.get(q.bits, xs[static_cast<size_t>(c) * dim + i]))
-                return Status(StatusCode::kDataLoss, fmt::format("{}: agent {}: payload shorter than d fields", res.name, c));
-            who.push_back(c);
-          }
-          std::vector<const uint32_t*> xp;
-          for (uint32_t c : who) xp.push_back(xs.data() + static_cast<size_t>(c) * dim);
-          std::vector<uint64_t> isum;
-          const secagg::UplinkRound ur = secagg::SumIntegerUplink(
-              who, xp, static_cast<uint32_t>(dim), q.bits, cap, cfg.secagg, cfg.seed, static_cast<uint64_t>(run), round, isum);
-          if (ur.contributors != who.size())  // agents already moved their V_c: no partial rounds
-            return Status(StatusCode::kFailedPrecondition,
-                          fmt::format("{}: round {}: secure aggregation failed: {}", res.name, round, ur.failure));
-          const double delta = 2.0 * q.clip / static_cast<double>((1u << q.bits) - 1u);
-          for (int i = 0; i < dim; ++i)
-            msg_sum[i] = static_cast<double>(isum[i]) * delta - static_cast<double>(who.size()) * q.clip;
-          server.receive_sum(msg_sum.data());
-          bits = ur.bits_up;
-        }
-        for (uint32_t c = 0; c < n && q.kind != compression::QuantizerKind::kRounding; ++c) {
-          evals += agent_evals[c];
-          if (!active[c]) continue;
-          FEDRT_TRY(errors[c]);
-          Status st = server.receive(wire.data() + c * cap, wire_size[c]);
-          if (!st.ok()) return Status(st.code(), fmt::format("{}: agent {}: {}", res.name, c, st.message()));
-          bits += 8ull * wire_size[c];
-        }
-        server.finish_round();
-        err[k + 1] = HSquared(d, server.statistic(), pool, scratch);
-        dist[k + 1] = Dist2(server.params(), theta_star);
-        agents[k + 1] = n_active;
-        up[k + 1] = bits;
-        down[k + 1] = static_cast<uint64_t>(vr ? n : n_active) * 2 * dim * 64;
-        if (opt.on_round) opt.on_round(RoundEvent{a, res.name, run, k + 1, err[k + 1]});
+      uint64_t evals = 0;
+      {
+        std::vector<double> theta0_params(dim);
+        problems::GmmMStep(shat0.data(), d.G, d.p, theta0_params.data());
+        err[0] = HSquared(d, shat0.data(), pool, scratch);
+        dist[0] = Dist2(theta0_params.data(), theta_star);
       }
+      DriverOptions o;
+      o.task = &task;
+      o.algorithm = static_cast<uint32_t>(a);
+      o.run = static_cast<uint32_t>(run);
+      o.agents = &agents;
+      o.initial = shat0;
+      o.pool = &pool;
+      o.work_per_sample = d.m;
+      SessionDriver driver;
+      Status st = driver.run(o, [&](const DriverRound& r) -> Status {
+        evals += r.samples;
+        if (r.round == protocol::kInitRound) {  // V_{0,c} as float32; the initial broadcast
+          up[0] = r.commit->bits_up;
+          down[0] = r.commit->bits_down;
+          return Status::Ok();
+        }
+        const uint32_t k = r.round;
+        const protocol::ServerCore& core = r.server->core();
+        if (!r.commit->failure.empty())
+          return Status(StatusCode::kFailedPrecondition,
+                        fmt::format("{}: round {}: secure aggregation failed: {}", res.name, k, r.commit->failure));
+        err[k + 1] = HSquared(d, core.statistic(), pool, scratch);
+        dist[k + 1] = Dist2(core.model(), theta_star);
+        members[k + 1] = static_cast<uint32_t>(r.commit->members.size());
+        up[k + 1] = r.commit->bits_up;
+        down[k + 1] = r.commit->bits_down;
+        if (opt.on_round) opt.on_round(RoundEvent{a, res.name, run, static_cast<long>(k) + 1, err[k + 1]});
+        return Status::Ok();
+      });
+      if (!st.ok()) return st;
       res.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       res.agent_steps += evals;
       evals_total += evals;
       final_dist.push_back(dist.back());
       res.error.push_back(std::move(err));
-      res.agents.push_back(std::move(agents));
+      res.agents.push_back(std::move(members));
       res.bits_up.push_back(std::move(up));
       res.bits_down.push_back(std::move(down));
-      res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(server.params(), dim));
+      res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(driver.server().core().model(), dim));
       if (run == 0) res.extra["param_distance_sq_run0"] = dist;
     }
     double md = 0;

@@ -12,6 +12,9 @@
 #include "fedrt/core/arena.h"
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/problems/logistic.h"
+#include "fedrt/config/names.h"
+#include "fedrt/sim/session_driver.h"
+#include "fedrt/sim/task_builder.h"
 #include "fedrt/sim/worker_pool.h"
 #include "compressed_link.h"
 #include "fedrt/secagg/integer_uplink.h"
@@ -19,18 +22,10 @@
 namespace fedrt::sim {
 
 using algorithms::FedOptAlgorithm;
-using algorithms::FedOptClient;
-using algorithms::FedOptHyper;
-using algorithms::FedOptServer;
-using algorithms::IsSampled;
-using algorithms::RichardsonRomberg;
-using algorithms::RoundPlan;
 
 namespace {
 
-constexpr uint64_t kBitsPerScalar = 64;
-constexpr uint64_t kMinParallelWork = 1u << 16;  // flops below which a round runs inline
-constexpr const char* kRrSuffix = "-rr";
+constexpr double kMinParallelWork = 1u << 16;  // flops below which a round runs inline
 
 std::vector<double> ToVec(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
 
@@ -46,177 +41,58 @@ struct AlgSpec {
   bool rr = false;
 };
 
-Result<AlgSpec> ParseOptAlgorithm(const std::string& name) {
-  AlgSpec s;
-  s.name = name;
-  std::string base = name;
-  if (base.size() > 3 && base.compare(base.size() - 3, 3, kRrSuffix) == 0) {
-    s.rr = true;
-    base.resize(base.size() - 3);
-  }
-  for (FedOptAlgorithm a : {FedOptAlgorithm::kFedAvg, FedOptAlgorithm::kScaffold, FedOptAlgorithm::kFedProx,
-                            FedOptAlgorithm::kFedProxExact}) {
-    if (base == algorithms::FedOptAlgorithmName(a)) {
-      s.base = a;
-      return s;
-    }
-  }
-  return Status(StatusCode::kInvalidArgument, fmt::format("unknown algorithm '{}' for federated optimisation", name));
-}
-
-// Runs one algorithm (one chain, or the gamma / 2 gamma chains of Fed-RR) for every run.
-// Compression (ALGORITHMS.md 4), per chain: agent c sends the codec bytes of
-// Q(u_c - V_c), u_c = update() (dx, and dc for Scaffold, one vector of
-// update_dim() scalars); the server decodes u_hat_c = V_c + m and averages
-// u_hat_c; the agent keeps u_hat_c too (Scaffold: c_c = c_c^prev + dc_hat).
-// Optional downlink: the agents' model xhat (x_t, and c for Scaffold) follows
-// xhat <- xhat + Q(broadcast_{t+1} - xhat); the server keeps its own x_t.
-template <class Oracle>
-Status RunChains(const ExperimentConfig& cfg, size_t alg_index, const AlgSpec& spec, const std::vector<Oracle>& oracles,
-               double work_per_step, const Eigen::VectorXd& x_star, const Eigen::VectorXd& x0, WorkerPool& pool,
-               const SimOptions& opt, AlgorithmResult& res, std::vector<Eigen::VectorXd>& pr_gamma,
-               std::vector<Eigen::VectorXd>& pr_2gamma) {
+// Runs algorithm `alg_index` of the task (one chain, or the gamma / 2 gamma
+// chains of Fed-RR) for every run through the round protocol
+// (sim/session_driver.h); the reported iterate is x_t, or x_RR for Fed-RR.
+Status RunChains(const ExperimentConfig& cfg, const config::Task& task, size_t alg_index,
+                 const std::vector<protocol::LocalProblem<double>>& agents, double work_per_step,
+                 const Eigen::VectorXd& x_star, const Eigen::VectorXd& x0, WorkerPool& pool, const SimOptions& opt,
+                 AlgorithmResult& res, std::vector<Eigen::VectorXd>& pr_gamma, std::vector<Eigen::VectorXd>& pr_2gamma) {
   const int d = static_cast<int>(x_star.size());
-  const uint32_t n = static_cast<uint32_t>(oracles.size());
   const long T = cfg.rounds;
-  const int chains = spec.rr ? 2 : 1;
-  const uint32_t burn_in = static_cast<uint32_t>(cfg.opt.burn_in.value_or(T / 2));
-  FedOptHyper<double> hyper[2];
-  for (int k = 0; k < chains; ++k) {
-    hyper[k].algorithm = spec.base;
-    hyper[k].step_size = cfg.step * (k == 0 ? 1.0 : 2.0);  // gamma, 2 gamma
-    hyper[k].local_steps = static_cast<uint32_t>(cfg.local_steps);
-    hyper[k].batch = static_cast<uint32_t>(cfg.opt.batch);
-    hyper[k].prox_mu = cfg.opt.prox_mu;
-    hyper[k].server_step = cfg.opt.server_step;
-  }
-  std::vector<uint8_t> client_mem(FedOptClient<double>::ArenaBytes(d) * n * chains + 4096);
-  std::vector<uint8_t> server_mem(2 * FedOptServer<double>::ArenaBytes(d) + sizeof(double) * 3 * d + 4096);
-  std::vector<FedOptClient<double>> clients[2];
-  std::vector<uint32_t> sampled;
-  sampled.reserve(n);
-  const int udim = algorithms::FedOptUpdateDim(spec.base, d);  // == broadcast dim
-  CompressedLinks links[2];
-  std::vector<double> xhat[2], sent[2], recon(udim), zeros(udim, 0.0);
-  std::vector<Status> link_errors[2];
-  // Shared-scale rounding: the server sums the agents' b-bit integers (plain, or
-  // secure aggregation) and dequantizes once (fedrt/secagg/integer_uplink.h).
-  const bool int_uplink =
-      cfg.compression.enabled() && secagg::IntegerUplink::Applies(cfg.compression.quantizer,
-                                                                  cfg.compression.control_variates, cfg.participation);
-  secagg::IntegerUplink uplink[2];
   uint64_t secagg_failed = 0;
-
   for (long run = 0; run < cfg.runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
-    Arena client_arena(client_mem.data(), client_mem.size());
-    Arena server_arena(server_mem.data(), server_mem.size());
-    FedOptServer<double> server[2];
-    for (int k = 0; k < chains; ++k) {
-      clients[k].assign(n, FedOptClient<double>());
-      for (uint32_t c = 0; c < n; ++c) clients[k][c] = *FedOptClient<double>::create(client_arena, d, hyper[k]);
-      server[k] = *FedOptServer<double>::create(server_arena, d, hyper[k], x0.data(), n);
-      FEDRT_TRY(links[k].init(static_cast<int>(n), udim, cfg.compression));
-      if (int_uplink)
-        FEDRT_TRY(uplink[k].init(static_cast<int>(n), udim, cfg.compression.quantizer, cfg.compression.control_variates,
-                                 cfg.secagg));
-      xhat[k].assign(server[k].broadcast(), server[k].broadcast() + udim);
-      if (links[k].enabled()) sent[k].assign(static_cast<size_t>(n) * udim, 0.0);
-      link_errors[k].assign(n, Status::Ok());
-    }
-    // Polyak-Ruppert averages after the burn-in (for every algorithm; Fed-RR extrapolates them).
-    RichardsonRomberg<double> avg = *RichardsonRomberg<double>::create(server_arena, d, burn_in);
-
     std::vector<double> err(T + 1);
-    std::vector<uint32_t> agents(T + 1, 0);
+    std::vector<uint32_t> members(T + 1, 0);
     std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
     std::vector<Eigen::VectorXd> history;
-    Eigen::VectorXd x_rr0 = x0;  // 2 x0 - x0
-    err[0] = SquaredError(x_rr0.data(), x_star);
+    err[0] = SquaredError(x0.data(), x_star);  // x_RR = 2 x0 - x0
     if (opt.keep_theta_history) history.push_back(x0);
-    const double* report = nullptr;
-    for (long t = 0; t < T; ++t) {
-      const uint32_t round = static_cast<uint32_t>(t);
-      RoundPlan plan[2];
-      for (int k = 0; k < chains; ++k) plan[k] = server[k].start_round(round);
-      sampled.clear();
-      for (uint32_t c = 0; c < n; ++c)
-        if (IsSampled(cfg.seed, static_cast<uint64_t>(run), c, round, cfg.participation)) sampled.push_back(c);
-      auto local_work = [&](size_t b, size_t e) {
-        for (size_t i = b; i < e; ++i) {
-          const uint32_t c = sampled[i];
-          for (int k = 0; k < chains; ++k) {
-            clients[k][c].begin_round(links[k].downlink() ? xhat[k].data() : server[k].broadcast(), plan[k]);
-            // Both Fed-RR chains see the same samples Z (common random numbers).
-            CounterRng rng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kLocalSteps);
-            clients[k][c].run_local_steps(oracles[c], rng);
-            if (links[k].enabled()) {  // the agent encodes Q(u_c - V_c), same key as the LSA family
-              CounterRng crng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression);
-              double* sp = sent[k].data() + static_cast<size_t>(c) * udim;
-              link_errors[k][c] = links[k].agent_send(c, clients[k][c].update(), zeros.data(), crng, sp);
-              if (int_uplink && link_errors[k][c].ok())  // the same draws: the payload's integers
-                link_errors[k][c] = uplink[k].agent_quantize(
-                    c, clients[k][c].update(), zeros.data(),
-                    CounterRng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression));
-              if (link_errors[k][c].ok()) clients[k][c].set_sent_update(sp);
-            }
-          }
-        }
-      };
-      const double work = static_cast<double>(sampled.size()) * plan[0].local_steps * chains * work_per_step;
-      if (work >= static_cast<double>(kMinParallelWork)) pool.parallel_for(sampled.size(), local_work);
-      else local_work(0, sampled.size());
-      uint32_t reporters = static_cast<uint32_t>(sampled.size());
-      for (int k = 0; k < chains; ++k) {
-        if (int_uplink) {
-          for (uint32_t c : sampled) FEDRT_TRY(link_errors[k][c]);
-          // Each Fed-RR chain is its own secure round (fresh keys: seed differs per chain).
-          auto agg = uplink[k].aggregate(sampled, zeros.data(), cfg.seed ^ (static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull),
-                                         static_cast<uint64_t>(run), round, recon.data());
-          if (!agg.ok()) return agg.status();
-          up[t + 1] += agg->bits_up;
-          down[t + 1] += agg->bits_down_extra;
-          for (uint32_t i = 0; i < agg->contributors; ++i) server[k].accumulate(recon.data());  // |S| reports
-          if (!agg->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = agg->failure;
-          if (k == 0) reporters = agg->contributors;
-        } else if (links[k].enabled()) {
-          for (uint32_t c : sampled) {  // fixed agent order
-            FEDRT_TRY(link_errors[k][c]);
-            auto bits = links[k].server_receive(c, zeros.data(), recon.data());
-            if (!bits.ok()) return bits.status();
-            up[t + 1] += *bits;
-            server[k].accumulate(recon.data());
-          }
-        } else {
-          for (uint32_t c : sampled) server[k].accumulate(clients[k][c].update());  // fixed agent order
-          up[t + 1] += sampled.size() * static_cast<uint64_t>(server[k].update_dim()) * kBitsPerScalar;
-        }
-        server[k].finish_round();
-        res.agent_steps += static_cast<uint64_t>(sampled.size()) * plan[k].local_steps;
-        if (links[k].downlink()) {  // one encoded broadcast, received by each sampled agent
-          auto bits = links[k].broadcast(server[k].broadcast(), xhat[k].data(), cfg.seed, static_cast<uint64_t>(run), round);
-          if (!bits.ok()) return bits.status();
-          down[t + 1] += sampled.size() * *bits;
-        } else {
-          down[t + 1] += sampled.size() * static_cast<uint64_t>(server[k].broadcast_dim()) * kBitsPerScalar;
-        }
-      }
-      avg.observe(round + 1, server[0].global(), spec.rr ? server[1].global() : server[0].global());
-      report = spec.rr ? avg.output() : server[0].global();
+    DriverOptions o;
+    o.task = &task;
+    o.algorithm = static_cast<uint32_t>(alg_index);
+    o.run = static_cast<uint32_t>(run);
+    o.agents = &agents;
+    o.initial.assign(x0.data(), x0.data() + d);
+    o.pool = &pool;
+    o.min_parallel_work = kMinParallelWork;
+    o.work_per_sample = work_per_step;
+    SessionDriver driver;
+    Status st = driver.run(o, [&](const DriverRound& r) -> Status {
+      const uint32_t t = r.round;
+      const double* report = r.server->core().model();
       err[t + 1] = SquaredError(report, x_star);
-      agents[t + 1] = reporters;
+      members[t + 1] = static_cast<uint32_t>(r.commit->members.size());
+      up[t + 1] = r.commit->bits_up;
+      down[t + 1] = r.commit->bits_down;
+      res.agent_steps += r.samples;
+      if (!r.commit->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = r.commit->failure;
       if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(report, d));
-      if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, t + 1, err[t + 1]});
-    }
+      if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, static_cast<long>(t) + 1, err[t + 1]});
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    const protocol::ServerCore& core = driver.server().core();
     res.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.error.push_back(std::move(err));
-    res.agents.push_back(std::move(agents));
+    res.agents.push_back(std::move(members));
     res.bits_up.push_back(std::move(up));
     res.bits_down.push_back(std::move(down));
-    res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(report, d));
+    res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), d));
     if (cfg.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
-    pr_gamma.push_back(Eigen::Map<const Eigen::VectorXd>(avg.average_gamma(), d));
-    pr_2gamma.push_back(Eigen::Map<const Eigen::VectorXd>(avg.average_2gamma(), d));
+    pr_gamma.push_back(Eigen::Map<const Eigen::VectorXd>(core.average_gamma(), d));
+    pr_2gamma.push_back(Eigen::Map<const Eigen::VectorXd>(core.average_2gamma(), d));
     if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
   }
   return Status::Ok();
@@ -254,20 +130,17 @@ Result<problems::FedDataset> BuildFedData(const ExperimentConfig& cfg) {
 }
 
 Result<SimResult> RunOptExperiment(const ExperimentConfig& cfg, const SimOptions& opt) {
+  auto task_r = MakeTask(cfg);
+  if (!task_r.ok()) return task_r.status();
+  config::Task task = *task_r;
   std::vector<AlgSpec> specs;
-  for (const std::string& name : cfg.algorithms) {
-    auto s = ParseOptAlgorithm(name);
-    if (!s.ok()) return s.status();
-    specs.push_back(*s);
-    if (cfg.opt.rr && !s->rr) {  // --rr: each selected algorithm also runs wrapped in Fed-RR
-      const std::string rr_name = name + kRrSuffix;
-      if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), rr_name) == cfg.algorithms.end()) {
-        AlgSpec w = *s;
-        w.rr = true;
-        w.name = rr_name;
-        specs.push_back(w);
-      }
-    }
+  for (uint32_t a = 0; a < task.num_algorithms; ++a) {
+    AlgSpec s;
+    s.name = config::AlgorithmName(task.algorithms[a]);
+    s.base = static_cast<FedOptAlgorithm>(static_cast<unsigned>(task.algorithms[a].kind) -
+                                          static_cast<unsigned>(config::AlgorithmKind::kFedAvg));
+    s.rr = task.algorithms[a].rr;
+    specs.push_back(s);
   }
   const bool lsq = cfg.problem == ProblemKind::kLsq;
   for (const AlgSpec& s : specs)
@@ -411,14 +284,19 @@ Result<SimResult> RunOptExperiment(const ExperimentConfig& cfg, const SimOptions
   std::optional<analysis::FedLsaBias> fedavg_bias;
   if (lsq) fedavg_bias = analysis::PredictFedLsaBias(*lsa, cfg.step, cfg.local_steps, cfg.rounds);
 
+  task.problem.agents = static_cast<uint32_t>(n);
+  task.problem.dim = static_cast<uint32_t>(d);
+  std::vector<protocol::LocalProblem<double>> agents(static_cast<size_t>(n));
+  for (int c = 0; c < n; ++c) {
+    if (lsq) agents[c].least_squares = &lsq_oracles[c];
+    else agents[c].logistic = &log_oracles[c];
+  }
   for (size_t a = 0; a < specs.size(); ++a) {
     const AlgSpec& spec = specs[a];
     AlgorithmResult res;
     res.name = spec.name;
     std::vector<Eigen::VectorXd> pr_gamma, pr_2gamma;
-    const Status st =
-        lsq ? RunChains(cfg, a, spec, lsq_oracles, work_per_step, x_star, x0, pool, opt, res, pr_gamma, pr_2gamma)
-            : RunChains(cfg, a, spec, log_oracles, work_per_step, x_star, x0, pool, opt, res, pr_gamma, pr_2gamma);
+    const Status st = RunChains(cfg, task, a, agents, work_per_step, x_star, x0, pool, opt, res, pr_gamma, pr_2gamma);
     if (!st.ok()) return Status(st.code(), fmt::format("{}: {}", res.name, st.message()));
 
     // Distances to x_star (not squared) of the final iterate and of the Polyak-Ruppert averages.

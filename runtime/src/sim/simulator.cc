@@ -14,16 +14,13 @@
 #include "fedrt/sim/worker_pool.h"
 #include "compressed_link.h"
 #include "fedrt/sim/em_simulator.h"
+#include "fedrt/sim/session_driver.h"
+#include "fedrt/sim/task_builder.h"
 #include "fedrt/secagg/integer_uplink.h"
 
 namespace fedrt::sim {
 
-using algorithms::IsSampled;
 using algorithms::LsaAlgorithm;
-using algorithms::LsaClient;
-using algorithms::LsaHyper;
-using algorithms::LsaServer;
-using algorithms::RoundPlan;
 
 Result<problems::TdProblem> BuildProblem(const ExperimentConfig& cfg) {
   if (cfg.problem == ProblemKind::kFile) {
@@ -45,9 +42,7 @@ Result<problems::TdProblem> BuildProblem(const ExperimentConfig& cfg) {
 
 namespace {
 
-constexpr uint64_t kBitsPerScalar = 64;  // uncompressed links: raw float64 payloads
-constexpr int kMaxStackDim = 64;  // compressed uplink: per-agent scratch on the stack up to this d
-constexpr uint64_t kMinParallelSteps = 1u << 15;  // below this many local steps per round, run on one thread
+constexpr double kMinParallelSteps = 1u << 15;  // below this many local steps per round, run on one thread
 
 double SquaredError(const double* theta, const Eigen::VectorXd& star) {
   double e = 0.0;
@@ -58,140 +53,52 @@ double SquaredError(const double* theta, const Eigen::VectorXd& star) {
   return e;
 }
 
-template <int D, class Oracle>
-Status RunAlgorithm(const ExperimentConfig& cfg, size_t alg_index, LsaAlgorithm alg, const std::vector<Oracle>& oracles,
-                    const Eigen::VectorXd& theta_star, WorkerPool& pool, const SimOptions& opt, AlgorithmResult& res) {
+// Runs algorithm `alg_index` of the task for every run through the round
+// protocol (sim/session_driver.h) and records its metrics.
+Status RunAlgorithm(const ExperimentConfig& cfg, const config::Task& task, size_t alg_index,
+                    const std::vector<protocol::LocalProblem<double>>& agents, const Eigen::VectorXd& theta_star,
+                    WorkerPool& pool, const SimOptions& opt, AlgorithmResult& res) {
   const int d = static_cast<int>(theta_star.size());
-  const uint32_t n = static_cast<uint32_t>(oracles.size());
   const long T = cfg.rounds;
-  LsaHyper<double> hyper;
-  hyper.algorithm = alg;
-  hyper.step_size = cfg.step;
-  hyper.local_steps = static_cast<uint32_t>(cfg.local_steps);
-  hyper.comm_prob = cfg.effective_comm_prob();
-
-  const size_t per_client = sizeof(double) * 3 * static_cast<size_t>(d) + 2 * Arena::kAlignment;
-  std::vector<uint8_t> client_mem(per_client * n + 4096);
-  std::vector<uint8_t> server_mem(sizeof(double) * 2 * static_cast<size_t>(d) + 256);
-  std::vector<LsaClient<double>> clients(n);
-  std::vector<uint32_t> sampled;
-  sampled.reserve(n);
   const Eigen::VectorXd theta0 = theta_star + Eigen::VectorXd::Ones(d);
-  // Compression (ALGORITHMS.md 4): uplink codecs per agent, optional downlink;
-  // xhat is the agents' model when the broadcast is compressed.
-  CompressedLinks links;
-  std::vector<double> xhat(d), recon(d);
-  std::vector<Status> link_errors(n);
-  // Shared-scale rounding: agents send b-bit integers and the server sums them
-  // (plain, or with secure aggregation) and dequantizes once.
-  const bool int_uplink =
-      cfg.compression.enabled() && secagg::IntegerUplink::Applies(cfg.compression.quantizer, cfg.compression.control_variates,
-                                                                  cfg.participation);
-  secagg::IntegerUplink uplink;
-  std::vector<uint32_t> reported;
   uint64_t secagg_failed = 0;
-
   for (long run = 0; run < cfg.runs; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
-    FEDRT_TRY(links.init(static_cast<int>(n), d, cfg.compression));
-    if (int_uplink) FEDRT_TRY(uplink.init(static_cast<int>(n), d, cfg.compression.quantizer,
-                                            cfg.compression.control_variates, cfg.secagg));
-    std::copy(theta0.data(), theta0.data() + d, xhat.begin());
-    Arena client_arena(client_mem.data(), client_mem.size());
-    for (uint32_t c = 0; c < n; ++c) {
-      auto cl = LsaClient<double>::create(client_arena, d, hyper);
-      clients[c] = *cl;  // sized above: cannot fail
-    }
-    Arena server_arena(server_mem.data(), server_mem.size());
-    LsaServer<double> server = *LsaServer<double>::create(server_arena, d, hyper, theta0.data(), cfg.seed,
-                                                          static_cast<uint64_t>(run));
     std::vector<double> err(T + 1);
-    std::vector<uint32_t> agents(T + 1, 0);
+    std::vector<uint32_t> members(T + 1, 0);
     std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
     std::vector<Eigen::VectorXd> history;
-    err[0] = SquaredError(server.global(), theta_star);
-    if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
-
-    for (long t = 0; t < T; ++t) {
-      const uint32_t round = static_cast<uint32_t>(t);
-      const RoundPlan plan = server.start_round(round);
-      sampled.clear();
-      for (uint32_t c = 0; c < n; ++c)
-        if (IsSampled(cfg.seed, static_cast<uint64_t>(run), c, round, cfg.participation)) sampled.push_back(c);
-      const double* theta_t = links.downlink() ? xhat.data() : server.global();
-      auto local_work = [&](size_t b, size_t e) {
-        for (size_t i = b; i < e; ++i) {
-          const uint32_t c = sampled[i];
-          clients[c].begin_round(theta_t, plan);
-          CounterRng rng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kLocalSteps);
-          clients[c].template run_local_steps<D>(oracles[c], rng);
-          if (links.enabled()) {  // the agent encodes Q(theta_{t,H}^c - theta_t - V_c)
-            CounterRng crng(cfg.seed, static_cast<uint64_t>(run), c, round, RngStream::kCompression);
-            double sent[kMaxStackDim];
-            std::vector<double> sent_heap;
-            double* sp = sent;
-            if (d > kMaxStackDim) {
-              sent_heap.resize(d);
-              sp = sent_heap.data();
-            }
-            link_errors[c] = links.agent_send(c, clients[c].update(), theta_t, crng, sp);
-            if (int_uplink && link_errors[c].ok())  // the same draws: x_c, the integers of the payload
-              link_errors[c] = uplink.agent_quantize(c, clients[c].update(), theta_t,
-                                                     CounterRng(cfg.seed, static_cast<uint64_t>(run), c, round,
-                                                                RngStream::kCompression));
-            if (link_errors[c].ok()) clients[c].set_sent_update(sp);
-          }
-        }
-      };
-      // Waking the workers costs tens of microseconds: small rounds run inline.
-      if (static_cast<uint64_t>(sampled.size()) * plan.local_steps >= kMinParallelSteps)
-        pool.parallel_for(sampled.size(), local_work);
-      else
-        local_work(0, sampled.size());
-      uint64_t bits_up = 0, bits_down_one = 0, bits_down_protocol = 0;
-      const std::vector<uint32_t>* reporters = &sampled;
-      if (int_uplink) {
-        for (uint32_t c : sampled) FEDRT_TRY(link_errors[c]);
-        auto agg = uplink.aggregate(sampled, theta_t, cfg.seed, static_cast<uint64_t>(run), round, recon.data());
-        if (!agg.ok()) return agg.status();
-        bits_up = agg->bits_up;
-        bits_down_protocol = agg->bits_down_extra;
-        if (agg->contributors > 0) server.accumulate(recon.data(), static_cast<double>(agg->contributors));
-        if (!agg->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = agg->failure;
-        reported = std::move(agg->who);  // dropped devices (and all, in a failed round) do not apply the round
-        reporters = &reported;
-      } else if (links.enabled()) {
-        for (uint32_t c : sampled) {  // fixed agent order
-          FEDRT_TRY(link_errors[c]);
-          auto bits = links.server_receive(c, theta_t, recon.data());
-          if (!bits.ok()) return bits.status();
-          bits_up += *bits;
-          server.accumulate(recon.data());
-        }
-      } else {
-        for (uint32_t c : sampled) server.accumulate(clients[c].update());  // fixed agent order
-      }
-      server.finish_round();
-      if (links.downlink()) {
-        auto bits = links.broadcast(server.global(), xhat.data(), cfg.seed, static_cast<uint64_t>(run), round);
-        if (!bits.ok()) return bits.status();
-        bits_down_one = *bits;
-      }
-      for (uint32_t c : *reporters) clients[c].apply_global(links.downlink() ? xhat.data() : server.global());
-      res.agent_steps += static_cast<uint64_t>(sampled.size()) * plan.local_steps;
-      err[t + 1] = SquaredError(server.global(), theta_star);
-      agents[t + 1] = static_cast<uint32_t>(reporters->size());
-      up[t + 1] = links.enabled() ? bits_up : sampled.size() * d * kBitsPerScalar;
-      down[t + 1] = sampled.size() * (links.downlink() ? bits_down_one : d * kBitsPerScalar) + bits_down_protocol;
-      if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
-      if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, t + 1, err[t + 1]});
-    }
+    err[0] = SquaredError(theta0.data(), theta_star);
+    if (opt.keep_theta_history) history.push_back(theta0);
+    DriverOptions o;
+    o.task = &task;
+    o.algorithm = static_cast<uint32_t>(alg_index);
+    o.run = static_cast<uint32_t>(run);
+    o.agents = &agents;
+    o.initial.assign(theta0.data(), theta0.data() + d);
+    o.pool = &pool;
+    o.min_parallel_work = kMinParallelSteps;
+    SessionDriver driver;
+    Status st = driver.run(o, [&](const DriverRound& r) -> Status {
+      const uint32_t t = r.round;
+      const double* theta = r.server->core().model();
+      err[t + 1] = SquaredError(theta, theta_star);
+      members[t + 1] = static_cast<uint32_t>(r.commit->members.size());
+      up[t + 1] = r.commit->bits_up;
+      down[t + 1] = r.commit->bits_down;
+      res.agent_steps += r.samples;
+      if (!r.commit->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = r.commit->failure;
+      if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(theta, d));
+      if (opt.on_round) opt.on_round(RoundEvent{alg_index, res.name, run, static_cast<long>(t) + 1, err[t + 1]});
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
     res.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.error.push_back(std::move(err));
-    res.agents.push_back(std::move(agents));
+    res.agents.push_back(std::move(members));
     res.bits_up.push_back(std::move(up));
     res.bits_down.push_back(std::move(down));
-    res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(server.global(), d));
+    res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(driver.server().core().model(), d));
     if (cfg.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
     if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
   }
@@ -312,15 +219,21 @@ Result<SimResult> RunLsaExperiment(const ExperimentConfig& cfg, const SimOptions
     FEDRT_TRY(BuildTdOracles(p, td_fleet, out.problem.oracle_atoms_max));
   }
 
+  auto task_r = MakeTask(cfg);
+  if (!task_r.ok()) return task_r.status();
+  config::Task task = *task_r;
+  task.problem.agents = static_cast<uint32_t>(lsa.agents());
+  task.problem.dim = static_cast<uint32_t>(lsa.dim);
+  std::vector<protocol::LocalProblem<double>> agents(static_cast<size_t>(lsa.agents()));
+  for (size_t c = 0; c < agents.size(); ++c) {
+    if (cfg.noise_free) agents[c].expected = &exp_fleet.oracles[c];
+    else agents[c].td = &td_fleet.oracles[c];
+  }
   for (size_t a = 0; a < algs.size(); ++a) {
     const LsaAlgorithm alg = algs[a];
     AlgorithmResult res;
     res.name = algorithms::LsaAlgorithmName(alg);
-    Status run_status = DispatchDim(lsa.dim, [&](auto dim_tag) {
-      constexpr int D = decltype(dim_tag)::value;
-      if (cfg.noise_free) return RunAlgorithm<D>(cfg, a, alg, exp_fleet.oracles, lsa.theta_star, pool, opt, res);
-      return RunAlgorithm<D>(cfg, a, alg, td_fleet.oracles, lsa.theta_star, pool, opt, res);
-    });
+    Status run_status = RunAlgorithm(cfg, task, a, agents, lsa.theta_star, pool, opt, res);
     if (!run_status.ok())
       return Status(run_status.code(), fmt::format("{}: {}", res.name, run_status.message()));
     if (alg == LsaAlgorithm::kFedLsa) {

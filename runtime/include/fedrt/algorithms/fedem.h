@@ -1,5 +1,5 @@
 #pragma once
-// Federated EM (FedEM talk; ALGORITHMS.md 5) as client/server pairs: FedEM
+// Federated EM (FedEM talk; docs/algorithms.md 5) as client/server pairs: FedEM
 // (quantized Delta_c with control variates V_c, partial participation p),
 // naive FedEM (no V's) and VR-FedEM (SPIDER local statistics in cycles of
 // k_in iterations). The M-step T runs on the server only; agents receive
@@ -9,8 +9,9 @@
 #include <cstring>
 
 #include "fedrt/compression/codec.h"
-#include "fedrt/compression/diana.h"
+#include "fedrt/compression/quantizer.h"
 #include "fedrt/core/arena.h"
+#include "fedrt/core/exact_sum.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/gmm_oracle.h"
@@ -42,32 +43,34 @@ struct EmHyper {
   compression::QuantizerSpec quantizer;
 };
 
-// Agent c. Keeps V_c and (VR-FedEM) the SPIDER state across iterations.
+// Agent c: its local statistic S_{k,c} and (VR-FedEM) the SPIDER state. The
+// control variate V_c is the memory of the agent's compressed uplink
+// (compression/diana.h with g_c = S_c - Shat_k and alpha = 1/(1+omega); naive
+// FedEM: no memory): the agent sends Q(S_c - Shat_k - V_c) = Q(Delta_c) and
+// moves V_c once the server took the message (docs/algorithms.md 5).
 template <class S>
 class FedEmClient {
  public:
   FedEmClient() = default;
 
+  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 2 * static_cast<size_t>(dim) + Arena::kAlignment; }
+
   static Result<FedEmClient> create(Arena& arena, int dim, const EmHyper<S>& hyper) {
     if (dim <= 0) return Status::InvalidArgument("fedem client: dimension must be positive");
-    const bool cv = hyper.algorithm != EmAlgorithm::kFedEmNaive;
-    auto link = compression::CompressedDifference<S>::create(arena, dim, hyper.quantizer, cv);
-    if (!link.ok()) return link.status();
-    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 3);
+    if (hyper.inner_iters == 0) return Status::InvalidArgument("fedem client: inner iterations must be positive");
+    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 2);
     if (!buf.ok()) return buf.status();
     FedEmClient c;
     c.dim_ = dim;
     c.hyper_ = hyper;
-    c.link_ = *link;
-    c.stat_ = buf->data;               // S_{k,c}
-    c.prev_theta_ = buf->data + dim;   // T(Shat_{k-1}) (VR-FedEM)
-    c.scratch_ = buf->data + 2 * dim;
+    c.stat_ = buf->data;              // S_{k,c}
+    c.prev_theta_ = buf->data + dim;  // T(Shat_{k-1}) (VR-FedEM)
     return c;
   }
 
-  // V_{0,c} = sbar_c(T(Shat_0)) - Shat_0, rounded to float32 (it is sent once,
-  // as float32, so that the server's V_0 = mean_c V_{0,c} is exact). Naive
-  // FedEM: V = 0. Writes the float32-rounded V_{0,c} to `v0` (dim values).
+  // V_{0,c} = sbar_c(T(Shat_0)) - Shat_0 rounded to float32 (it is sent once,
+  // as float32, so that the server's V_0 = mean_c V_{0,c} is exact); naive
+  // FedEM: 0. Writes V_{0,c} to `v0` (dim values) and starts the SPIDER state.
   void init(const problems::GmmOracle<S>& oracle, const S* shat0, const S* theta0, S* v0) {
     oracle.mean_stat(theta0, stat_);
     std::memcpy(prev_theta_, theta0, sizeof(S) * dim_);
@@ -75,7 +78,6 @@ class FedEmClient {
       v0[i] = hyper_.algorithm == EmAlgorithm::kFedEmNaive ? S(0)
                                                            : static_cast<S>(static_cast<float>(stat_[i] - shat0[i]));
     }
-    link_.set_memory(v0);
   }
 
   // S_{k+1,c}, the local approximation of sbar_c(T(Shat_k)). Returns the
@@ -114,24 +116,14 @@ class FedEmClient {
     return b;
   }
 
-  // Active agent: writes bytes(Q(Delta_c)), Delta_c = S_c - Shat_k - V_c, and
-  // sets V_c <- V_c + alpha Q(Delta_c). Returns the payload size in bytes.
-  Result<size_t> send(const S* shat, CounterRng& rng, uint8_t* out, size_t cap) {
-    for (int i = 0; i < dim_; ++i) scratch_[i] = stat_[i] - shat[i];
-    return link_.encode(scratch_, rng, out, cap, scratch_);
-  }
-
-  size_t max_payload_bytes() const { return link_.max_payload_bytes(); }
-  const S* control_variate() const { return link_.memory(); }
-  const S* statistic() const { return stat_; }
+  const S* statistic() const { return stat_; }  // S_{k,c}
+  int dim() const { return dim_; }
 
  private:
   int dim_ = 0;
   EmHyper<S> hyper_{};
-  compression::CompressedDifference<S> link_;
   S* stat_ = nullptr;
   S* prev_theta_ = nullptr;
-  S* scratch_ = nullptr;
 };
 
 // Server: Shat_{k+1} = Shat_k + gamma/(n p) sum_{c in A} Q(Delta_c) + gamma V_k,
@@ -141,6 +133,10 @@ class FedEmServer {
  public:
   FedEmServer() = default;
 
+  static constexpr size_t ArenaBytes(int dim) {
+    return (4 * sizeof(S) + 2 * sizeof(ExactSum)) * static_cast<size_t>(dim) + 3 * Arena::kAlignment;
+  }
+
   static Result<FedEmServer> create(Arena& arena, int dim, int components, int data_dim, uint32_t agents,
                                     const EmHyper<S>& hyper, const S* shat0) {
     if (dim != components * (1 + data_dim)) return Status::InvalidArgument("fedem server: dim must be G (1 + p)");
@@ -148,8 +144,10 @@ class FedEmServer {
     if (!(hyper.participation > 0 && hyper.participation <= 1))
       return Status::InvalidArgument("fedem server: participation must be in (0, 1]");
     FEDRT_TRY(compression::ValidateSpec(hyper.quantizer));
-    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 5);
+    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 4);
     if (!buf.ok()) return buf.status();
+    auto sums = arena.allocate<ExactSum>(static_cast<size_t>(dim) * 2);
+    if (!sums.ok()) return sums.status();
     FedEmServer s;
     s.dim_ = dim;
     s.G_ = components;
@@ -161,39 +159,47 @@ class FedEmServer {
                    : static_cast<S>(compression::ControlVariateStep(hyper.quantizer, dim));
     s.shat_ = buf->data;
     s.v_ = buf->data + dim;
-    s.sum_ = buf->data + 2 * dim;
-    s.theta_ = buf->data + 3 * dim;
-    s.msg_ = buf->data + 4 * dim;
+    s.theta_ = buf->data + 2 * dim;
+    s.msg_ = buf->data + 3 * dim;
+    s.sum_ = sums->data;
+    s.v0_sum_ = sums->data + dim;
     std::memcpy(s.shat_, shat0, sizeof(S) * dim);
     problems::GmmMStep(s.shat_, components, data_dim, s.theta_);
     return s;
   }
 
-  // V_0 += V_{0,c} / n for each agent's initial control variate.
+  // V_0 = sum_c V_{0,c} / n over the agents' initial control variates (an
+  // exact sum: the order in which they arrive does not matter).
   void add_initial_control_variate(const S* v0c) {
-    for (int i = 0; i < dim_; ++i) v_[i] += v0c[i] / static_cast<S>(n_);
+    for (int i = 0; i < dim_; ++i) {
+      v0_sum_[i].add(static_cast<double>(v0c[i] / static_cast<S>(n_)));
+      v_[i] = static_cast<S>(v0_sum_[i].value());
+    }
   }
 
   void start_round() {
-    for (int i = 0; i < dim_; ++i) sum_[i] = 0;
+    for (int i = 0; i < dim_; ++i) sum_[i].clear();
   }
   // Decodes one active agent's payload (untrusted) and adds Q(Delta_c).
   Status receive(const uint8_t* bytes, size_t n) {
     FEDRT_TRY(compression::Decode<S>(hyper_.quantizer, bytes, n, dim_, msg_));
-    for (int i = 0; i < dim_; ++i) sum_[i] += msg_[i];
+    accumulate(msg_);
     return Status::Ok();
   }
-  // Adds sum_{c in A} Q(Delta_c) as one vector (secure aggregation: only the sum is known).
-  void receive_sum(const S* message_sum) {
-    for (int i = 0; i < dim_; ++i) sum_[i] += message_sum[i];
+  // Adds one active agent's decoded Q(Delta_c).
+  void accumulate(const S* message) {
+    for (int i = 0; i < dim_; ++i) sum_[i].add(static_cast<double>(message[i]));
   }
+  // Adds sum_{c in A} Q(Delta_c) as one vector (secure aggregation: only the sum is known).
+  void receive_sum(const S* message_sum) { accumulate(message_sum); }
   void finish_round() {
     const S g = hyper_.step;
     const S scale = g / (static_cast<S>(n_) * static_cast<S>(hyper_.participation));
     const S a = alpha_ / static_cast<S>(n_);
     for (int i = 0; i < dim_; ++i) {
-      shat_[i] += scale * sum_[i] + g * v_[i];
-      v_[i] += a * sum_[i];
+      const S sum = static_cast<S>(sum_[i].value());
+      shat_[i] += scale * sum + g * v_[i];
+      v_[i] += a * sum;
     }
     problems::GmmMStep(shat_, G_, p_, theta_);
   }
@@ -202,6 +208,12 @@ class FedEmServer {
   const S* params() const { return theta_; }    // T(Shat_k), broadcast with Shat_k
   const S* control_variate() const { return v_; }
   int dim() const { return dim_; }
+  // Restore from storage: Shat_k and V_k (theta_k = T(Shat_k) is recomputed).
+  void restore(const S* shat, const S* v) {
+    std::memcpy(shat_, shat, sizeof(S) * dim_);
+    std::memcpy(v_, v, sizeof(S) * dim_);
+    problems::GmmMStep(shat_, G_, p_, theta_);
+  }
 
  private:
   int dim_ = 0, G_ = 0, p_ = 0;
@@ -210,9 +222,10 @@ class FedEmServer {
   S alpha_ = 0;
   S* shat_ = nullptr;
   S* v_ = nullptr;
-  S* sum_ = nullptr;
   S* theta_ = nullptr;
   S* msg_ = nullptr;
+  ExactSum* sum_ = nullptr;
+  ExactSum* v0_sum_ = nullptr;
 };
 
 }  // namespace fedrt::algorithms

@@ -11,6 +11,7 @@
 
 #include "fedrt/algorithms/lsa.h"  // RoundPlan, IsSampled
 #include "fedrt/core/arena.h"
+#include "fedrt/core/exact_sum.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
 
@@ -56,7 +57,7 @@ class FedOptClient {
   FedOptClient() = default;
 
   // Bytes of arena memory one client needs (for sizing a static arena).
-  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 8 * static_cast<size_t>(dim) + Arena::kAlignment; }
+  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 7 * static_cast<size_t>(dim) + Arena::kAlignment; }
 
   static Result<FedOptClient> create(Arena& arena, int dim, const FedOptHyper<S>& hyper) {
     if (dim <= 0) return Status::InvalidArgument("fedopt client: dimension must be positive");
@@ -66,7 +67,7 @@ class FedOptClient {
         !(hyper.prox_mu >= S(0)))
       return Status::InvalidArgument("fedopt client: prox weight mu must be >= 0");
     const size_t d = static_cast<size_t>(dim);
-    auto buf = arena.allocate<S>(8 * d);
+    auto buf = arena.allocate<S>(7 * d);
     if (!buf.ok()) return buf.status();
     FedOptClient c;
     c.dim_ = dim;
@@ -77,7 +78,6 @@ class FedOptClient {
     c.c_own_ = buf->data + 3 * d;
     c.c_global_ = buf->data + 4 * d;
     c.update_ = buf->data + 5 * d;  // 2d: dx then dc
-    c.c_prev_ = buf->data + 7 * d;  // c_c at the start of the round (Scaffold)
     return c;
   }
 
@@ -94,8 +94,8 @@ class FedOptClient {
 
   // plan.local_steps local steps of the rule above (one proximal step for
   // fedprox-exact), samples Z drawn from `rng` in step order; then fills
-  // update(): dx = x^c - x_t and, for Scaffold,
-  // c_c^+ = c_c - c + (x_t - x^c)/(eta H), dc = c_c^+ - c_c, c_c <- c_c^+.
+  // update(): dx = x^c - x_t and, for Scaffold, dc = c_c^+ - c_c with
+  // c_c^+ = c_c - c + (x_t - x^c)/(eta H). c_c itself moves only in commit().
   template <class Oracle>
   void run_local_steps(const Oracle& oracle, CounterRng& rng) {
     const int d = dim_;
@@ -129,31 +129,26 @@ class FedOptClient {
     for (int i = 0; i < d; ++i) update_[i] = x_[i] - x_t_[i];
     if (hyper_.algorithm == FedOptAlgorithm::kScaffold) {
       const S inv = S(1) / (eta * static_cast<S>(H));
-      for (int i = 0; i < d; ++i) {
-        const S dc = -c_global_[i] - update_[i] * inv;  // c_c^+ - c_c
-        update_[d + i] = dc;
-        c_prev_[i] = c_own_[i];
-        c_own_[i] += dc;
-      }
+      for (int i = 0; i < d; ++i) update_[d + i] = -c_global_[i] - update_[i] * inv;  // c_c^+ - c_c
     }
   }
 
-  // Compressed uplink (ALGORITHMS.md 4): `sent` (update_dim() scalars) is the
-  // update the server reconstructs, dx_hat (and dc_hat). It replaces update(),
-  // and Scaffold sets c_c = c_c^{prev} + dc_hat, so the agent's c_c and the
-  // server's c = c + (|S|/N) mean(dc_hat) keep mean_c c_c = c. Call after
-  // run_local_steps, once per round; passing update() itself changes nothing.
-  void set_sent_update(const S* sent) {
-    const int d = dim_;
-    if (sent != update_) std::memcpy(update_, sent, sizeof(S) * update_dim());
-    if (hyper_.algorithm == FedOptAlgorithm::kScaffold)
-      for (int i = 0; i < d; ++i) c_own_[i] = c_prev_[i] + update_[d + i];
+  // The server aggregated this round's update as `sent` (update_dim()
+  // scalars: update() itself, or what a compressed uplink let the server
+  // reconstruct, dx_hat and dc_hat): Scaffold sets c_c <- c_c + dc_hat, so the
+  // agents' c_c and the server's c = c + (|S|/N) mean(dc_hat) keep
+  // mean_c c_c = c (docs/algorithms.md 2, 4). An update that was not
+  // aggregated is never committed. Other algorithms keep no state.
+  void commit(const S* sent) {
+    if (hyper_.algorithm != FedOptAlgorithm::kScaffold) return;
+    for (int i = 0; i < dim_; ++i) c_own_[i] += sent[dim_ + i];
   }
 
   // The upload: update_dim() scalars (dx, then dc for Scaffold).
   const S* update() const { return update_; }
   const S* local_iterate() const { return x_; }  // x^c_{t,H}
   const S* control_variate() const { return c_own_; }  // c_c (Scaffold)
+  S* mutable_update() { return update_; }                // for restoring a pending update
   int dim() const { return dim_; }
 
  private:
@@ -166,16 +161,18 @@ class FedOptClient {
   S* c_own_ = nullptr;
   S* c_global_ = nullptr;
   S* update_ = nullptr;
-  S* c_prev_ = nullptr;
 };
 
-// Coordinator side: streaming weighted mean of the updates, O(d) memory.
+// Coordinator side: streaming weighted mean of the updates, O(d) memory. The
+// sums are exact (core/exact_sum.h), so the arrival order does not matter.
 template <class S>
 class FedOptServer {
  public:
   FedOptServer() = default;
 
-  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 4 * static_cast<size_t>(dim) + Arena::kAlignment; }
+  static constexpr size_t ArenaBytes(int dim) {
+    return (sizeof(S) + sizeof(ExactSum)) * 2 * static_cast<size_t>(dim) + 2 * Arena::kAlignment;
+  }
 
   // x_0 = x0, c = 0.
   static Result<FedOptServer> create(Arena& arena, int dim, const FedOptHyper<S>& hyper, const S* x0,
@@ -185,14 +182,16 @@ class FedOptServer {
     if (num_agents == 0) return Status::InvalidArgument("fedopt server: needs at least one agent");
     if (!(hyper.server_step > S(0))) return Status::InvalidArgument("fedopt server: server step must be positive");
     const size_t d = static_cast<size_t>(dim);
-    auto buf = arena.allocate<S>(4 * d);
+    auto buf = arena.allocate<S>(2 * d);
     if (!buf.ok()) return buf.status();
+    auto sums = arena.allocate<ExactSum>(2 * d);
+    if (!sums.ok()) return sums.status();
     FedOptServer s;
     s.dim_ = dim;
     s.hyper_ = hyper;
     s.agents_ = num_agents;
     s.broadcast_ = buf->data;  // x_t then c
-    s.sum_ = buf->data + 2 * d;
+    s.sum_ = sums->data;
     std::memcpy(s.broadcast_, x0, sizeof(S) * d);
     return s;
   }
@@ -201,7 +200,7 @@ class FedOptServer {
   RoundPlan start_round(uint32_t round) {
     weight_ = S(0);
     reports_ = 0;
-    for (int i = 0; i < update_dim(); ++i) sum_[i] = S(0);
+    for (int i = 0; i < update_dim(); ++i) sum_[i].clear();
     RoundPlan plan;
     plan.round = round;
     plan.local_steps = hyper_.algorithm == FedOptAlgorithm::kFedProxExact ? 1u : hyper_.local_steps;
@@ -213,12 +212,13 @@ class FedOptServer {
   int update_dim() const { return FedOptUpdateDim(hyper_.algorithm, dim_); }
   int broadcast_dim() const { return FedOptBroadcastDim(hyper_.algorithm, dim_); }
 
-  // Streaming sum of w_c * update_c.
-  void accumulate(const S* update, S weight = S(1)) {
+  // Streaming sum of w_c * update_c; `reports` agents stand behind it (an
+  // aggregate of m updates passes their mean with weight m and reports m).
+  void accumulate(const S* update, S weight = S(1), uint32_t reports = 1) {
     const int m = update_dim();
-    for (int i = 0; i < m; ++i) sum_[i] += weight * update[i];
+    for (int i = 0; i < m; ++i) sum_[i].add(static_cast<double>(weight * update[i]));
     weight_ += weight;
-    ++reports_;
+    reports_ += reports;
   }
 
   // x_{t+1} = x_t + eta_g sum_c w_c dx_c / sum_c w_c; Scaffold also
@@ -226,22 +226,23 @@ class FedOptServer {
   void finish_round() {
     if (reports_ == 0) return;
     const S inv = S(1) / weight_;
-    for (int i = 0; i < dim_; ++i) broadcast_[i] += hyper_.server_step * sum_[i] * inv;
+    for (int i = 0; i < dim_; ++i) broadcast_[i] += hyper_.server_step * static_cast<S>(sum_[i].value()) * inv;
     if (hyper_.algorithm == FedOptAlgorithm::kScaffold) {
       const S frac = static_cast<S>(reports_) / static_cast<S>(agents_);
-      for (int i = 0; i < dim_; ++i) broadcast_[dim_ + i] += frac * sum_[dim_ + i] * inv;
+      for (int i = 0; i < dim_; ++i) broadcast_[dim_ + i] += frac * static_cast<S>(sum_[dim_ + i].value()) * inv;
     }
   }
 
   uint32_t reports() const { return reports_; }
   int dim() const { return dim_; }
+  S* mutable_broadcast() { return broadcast_; }  // for restore from storage
 
  private:
   int dim_ = 0;
   FedOptHyper<S> hyper_{};
   uint32_t agents_ = 0;
   S* broadcast_ = nullptr;
-  S* sum_ = nullptr;
+  ExactSum* sum_ = nullptr;
   S weight_ = S(0);
   uint32_t reports_ = 0;
 };

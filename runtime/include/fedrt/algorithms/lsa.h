@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "fedrt/core/arena.h"
+#include "fedrt/core/exact_sum.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
 #include "fedrt/core/types.h"
@@ -44,6 +45,8 @@ template <class S>
 class LsaClient {
  public:
   LsaClient() = default;
+
+  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 3 * static_cast<size_t>(dim) + Arena::kAlignment; }
 
   // Allocates theta_hat^c, xi_c (zero) and eta xi_c in `arena`.
   static Result<LsaClient> create(Arena& arena, int dim, const LsaHyper<S>& hyper) {
@@ -88,10 +91,11 @@ class LsaClient {
 
   // The update sent to the server: theta_{t,H}^c.
   const S* update() const { return theta_hat_; }
+  S* mutable_update() { return theta_hat_; }  // for restoring a pending update
 
   // Compressed uplink: replaces theta_{t,H}^c by what the server reconstructs
   // from the payload, so xi_c's update in apply_global uses the same value as
-  // the server's average and mean_c xi_c stays 0 (ALGORITHMS.md 2, 4).
+  // the server's average and mean_c xi_c stays 0 (docs/algorithms.md 2, 4).
   void set_sent_update(const S* sent) { std::memcpy(theta_hat_, sent, sizeof(S) * dim_); }
 
   // After the server's average theta_{t+1}: xi_c <- xi_c + coef (theta_{t+1} - theta_{t,H}^c),
@@ -119,11 +123,17 @@ class LsaClient {
 };
 
 // Coordinator side: plans rounds and averages the reported local iterates by
-// streaming accumulation, O(d) memory whatever the number of agents.
+// streaming accumulation, O(d) memory whatever the number of agents. The sums
+// are exact (core/exact_sum.h): the arrival order of the updates does not
+// change a bit of theta_{t+1}.
 template <class S>
 class LsaServer {
  public:
   LsaServer() = default;
+
+  static constexpr size_t ArenaBytes(int dim) {
+    return (sizeof(S) + sizeof(ExactSum)) * static_cast<size_t>(dim) + 2 * Arena::kAlignment;
+  }
 
   static Result<LsaServer> create(Arena& arena, int dim, const LsaHyper<S>& hyper, const S* theta0,
                                   uint64_t seed, uint64_t run) {
@@ -131,13 +141,15 @@ class LsaServer {
     if (hyper.local_steps == 0) return Status::InvalidArgument("lsa server: local steps must be positive");
     if (hyper.algorithm == LsaAlgorithm::kScaffLsaProb && !(hyper.comm_prob > 0.0 && hyper.comm_prob <= 1.0))
       return Status::InvalidArgument("lsa server: communication probability must be in (0, 1]");
-    auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 2);
+    auto buf = arena.allocate<S>(static_cast<size_t>(dim));
     if (!buf.ok()) return buf.status();
+    auto sums = arena.allocate<ExactSum>(static_cast<size_t>(dim));
+    if (!sums.ok()) return sums.status();
     LsaServer s;
     s.dim_ = dim;
     s.hyper_ = hyper;
     s.theta_ = buf->data;
-    s.sum_ = buf->data + dim;
+    s.sum_ = sums->data;
     s.seed_ = seed;
     s.run_ = run;
     std::memcpy(s.theta_, theta0, sizeof(S) * dim);
@@ -150,7 +162,7 @@ class LsaServer {
     round_ = round;
     weight_ = 0;
     reports_ = 0;
-    for (int i = 0; i < dim_; ++i) sum_[i] = S(0);
+    for (int i = 0; i < dim_; ++i) sum_[i].clear();
     RoundPlan plan;
     plan.round = round;
     if (hyper_.algorithm == LsaAlgorithm::kScaffLsaProb) {
@@ -169,7 +181,7 @@ class LsaServer {
 
   // Streaming sum of the reported theta_{t,H}^c with weight w_c.
   void accumulate(const S* update, S weight = S(1)) {
-    for (int i = 0; i < dim_; ++i) sum_[i] += weight * update[i];
+    for (int i = 0; i < dim_; ++i) sum_[i].add(static_cast<double>(weight * update[i]));
     weight_ += weight;
     ++reports_;
   }
@@ -178,7 +190,7 @@ class LsaServer {
   void finish_round() {
     if (reports_ == 0) return;
     const S inv = S(1) / weight_;
-    for (int i = 0; i < dim_; ++i) theta_[i] = sum_[i] * inv;
+    for (int i = 0; i < dim_; ++i) theta_[i] = static_cast<S>(sum_[i].value()) * inv;
   }
 
   uint32_t reports() const { return reports_; }
@@ -191,7 +203,7 @@ class LsaServer {
   int dim_ = 0;
   LsaHyper<S> hyper_{};
   S* theta_ = nullptr;
-  S* sum_ = nullptr;
+  ExactSum* sum_ = nullptr;
   S weight_ = 0;
   uint32_t reports_ = 0;
   uint32_t round_ = 0;

@@ -48,6 +48,17 @@ class RichardsonRomberg {
     }
   }
 
+  // Restore from storage: the averages and the number of rounds in them.
+  void restore(uint32_t averaged, const S* avg_gamma, const S* avg_2gamma, const S* output) {
+    count_ = averaged;
+    for (int i = 0; i < dim_; ++i) {
+      avg_gamma_[i] = avg_gamma[i];
+      avg_2gamma_[i] = avg_2gamma[i];
+      out_[i] = output[i];
+    }
+  }
+  static constexpr size_t ArenaBytes(int dim) { return sizeof(S) * 3 * static_cast<size_t>(dim) + Arena::kAlignment; }
+
   const S* output() const { return out_; }            // x_RR
   const S* average_gamma() const { return avg_gamma_; }    // xbar_gamma (valid once averaged() > 0)
   const S* average_2gamma() const { return avg_2gamma_; }  // xbar_2gamma

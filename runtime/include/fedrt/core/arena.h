@@ -51,6 +51,7 @@ class Arena {
   }
 
   size_t used() const { return used_; }
+  uint8_t* base() const { return base_; }
   size_t capacity() const { return capacity_; }
   size_t high_water() const { return high_water_; }
   // Marker-based release for scratch memory used only during initialisation.

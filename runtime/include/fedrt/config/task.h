@@ -1,0 +1,144 @@
+#pragma once
+// The task: everything a device needs to take part in an experiment, as plain
+// data (docs/architecture.md, "The task travels"). The coordinator builds it
+// from the experiment file and sends it at registration; the simulator builds
+// the same struct. Device code: fixed sizes, no strings, no heap.
+//
+// A device regenerates its local data from (problem, its agent index) until
+// devices hold their own data: the generator settings travel with the task.
+
+#include <cstdint>
+
+#include "fedrt/compression/quantizer.h"
+#include "fedrt/config/limits.h"
+
+namespace fedrt::config {
+
+// The problem families; each has one pair of client/server cores per algorithm.
+enum class Family : uint8_t {
+  kLsa = 0,  // federated LSA / TD(0): FedLSA, SCAFFLSA (docs/algorithms.md 2)
+  kOpt = 1,  // federated optimisation: FedAvg, Scaffold, FedProx (+ Fed-RR)
+  kEm = 2,   // federated EM: FedEM, naive FedEM, VR-FedEM
+};
+
+enum class ProblemKind : uint8_t {
+  kGarnet = 0,    // generated Garnet MDPs, TD(0) with linear features
+  kBundle = 1,    // a federated TD(0) problem from an array-bundle file
+  kLeastSquares = 2,
+  kLogistic = 3,  // L2-regularised binary logistic regression
+  kGmm = 4,       // Gaussian mixture (EM)
+};
+
+enum class AlgorithmKind : uint8_t {
+  kFedLsa = 0,
+  kScaffLsa = 1,      // deterministic communication every H steps ("H2")
+  kScaffLsaProb = 2,  // Bernoulli(p) communication per step ("H1")
+  kFedAvg = 3,
+  kScaffold = 4,
+  kFedProx = 5,
+  kFedProxExact = 6,  // the exact proximal point (least squares only)
+  kFedEm = 7,
+  kFedEmNaive = 8,
+  kVrFedEm = 9,
+};
+
+// One algorithm of an experiment; rr wraps an optimisation algorithm in
+// Federated Richardson-Romberg (two chains with steps gamma and 2 gamma).
+struct AlgorithmChoice {
+  AlgorithmKind kind = AlgorithmKind::kFedLsa;
+  bool rr = false;
+};
+
+constexpr Family FamilyOf(AlgorithmKind a) {
+  return a <= AlgorithmKind::kScaffLsaProb ? Family::kLsa : (a <= AlgorithmKind::kFedProxExact ? Family::kOpt : Family::kEm);
+}
+constexpr Family FamilyOf(ProblemKind p) {
+  return p <= ProblemKind::kBundle ? Family::kLsa : (p == ProblemKind::kGmm ? Family::kEm : Family::kOpt);
+}
+
+enum class Heterogeneity : uint8_t { kLow = 0, kHigh = 1 };
+
+// Garnet MDPs (docs/algorithms.md 1.3).
+struct GarnetSpec {
+  uint32_t states = 30;
+  uint32_t actions = 2;
+  uint32_t branching = 2;
+  double gamma = 0.95;
+  double epsilon = 0.02;
+  Heterogeneity heterogeneity = Heterogeneity::kLow;
+  bool noise_free = false;  // expected-operator oracle (returns Abar_c, bbar_c)
+};
+
+// Synthetic supervised data (docs/algorithms.md 1.4).
+struct SyntheticSpec {
+  uint32_t samples = 200;  // mean n_c
+  double covariate_shift = 0.0;
+  double concept_shift = 0.0;
+  double quantity_skew = 0.0;
+  double noise = 0.5;  // least-squares label noise
+  double l2 = 0.01;    // logistic regression's lambda (a model parameter too)
+};
+
+// Gaussian mixture data (docs/algorithms.md 1.5).
+struct GmmSpec {
+  uint32_t components = 2;  // G
+  uint32_t data_dim = 2;    // p
+  uint32_t points = 500;    // m_c
+  double own_weight = 0.9;
+  double separation = 4.0;
+};
+
+struct ProblemSpec {
+  ProblemKind kind = ProblemKind::kGarnet;
+  uint32_t agents = 100;   // N
+  uint32_t dim = 8;        // d of the model (Garnet features, data features); EM: G (1 + p)
+  uint64_t seed = 1;       // problem seed
+  // A problem read from files (array bundle, CSV) cannot be regenerated on a
+  // device: data_fingerprint (FNV-1a of the data) identifies it instead.
+  bool from_files = false;
+  uint64_t data_fingerprint = 0;
+  GarnetSpec garnet;
+  SyntheticSpec synthetic;
+  GmmSpec gmm;
+};
+
+// Hyper-parameters shared by the experiment's algorithms.
+struct HyperSpec {
+  double step = 0.01;          // eta (gamma of the Fed-RR talk)
+  uint32_t local_steps = 1000; // H
+  double comm_prob = 0.001;    // p of SCAFFLSA-H1 (default 1/H)
+  uint32_t batch = 0;          // samples per stochastic gradient / statistic (0 = full)
+  double prox_mu = 1.0;        // FedProx mu
+  double server_step = 1.0;    // eta_g
+  uint32_t burn_in = 0;        // Fed-RR: rounds before the Polyak-Ruppert averages
+  double em_step = 1.0;        // FedEM gamma
+  uint32_t inner_iters = 10;   // VR-FedEM k_in
+};
+
+struct CompressionSpec {
+  compression::QuantizerSpec quantizer;  // kNone: raw float64 uplink
+  bool control_variates = false;         // compressed differences Q(g_c - V_c) (DIANA)
+  bool downlink = false;                 // compress the broadcast too (simulator only)
+  bool enabled() const { return quantizer.kind != compression::QuantizerKind::kNone; }
+};
+
+struct SecAggSpec {
+  bool enabled = false;      // SecAgg+ on the rounding quantizer's integers
+  uint32_t neighbours = 0;   // k (0 = the default graph for each round's n)
+  double dropout = 0.0;      // simulator only: devices that vanish after sharing keys
+};
+
+struct Task {
+  ProblemSpec problem;
+  uint32_t num_algorithms = 0;
+  AlgorithmChoice algorithms[kMaxAlgorithms];
+  HyperSpec hyper;
+  CompressionSpec compression;
+  SecAggSpec secagg;
+  double participation = 1.0;  // q: each agent takes part in a round with probability q
+  uint64_t seed = 1;           // seed of every random stream of the run
+  uint32_t rounds = 100;       // T
+  uint32_t runs = 1;           // R
+};
+
+}  // namespace fedrt::config

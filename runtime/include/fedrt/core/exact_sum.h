@@ -1,0 +1,117 @@
+#pragma once
+// ExactSum: the exact sum of finite doubles, independent of the order in which
+// they are added, rounded once to the nearest double (ties to even) when read.
+// The coordinator adds the devices' updates in arrival order and the
+// simulator in agent order; both read the same bits (docs/architecture.md,
+// "Same iterates in every driver").
+//
+// Every finite double is an integer multiple of 2^-1074 below 2^1024, i.e. an
+// integer of at most 2098 bits. It is kept as 67 signed 64-bit chunks of 32
+// bits each: an addend adds less than 2^33 to each of three chunks, so the
+// spare bits of every chunk absorb 2^20 additions before carries are
+// propagated (67 steps, about once per million additions).
+// Fixed memory (536 bytes), no heap; device-safe but meant for servers.
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace fedrt {
+
+class ExactSum {
+ public:
+  static constexpr int kChunkBits = 32;
+  static constexpr int kChunks = 67;
+
+  void clear() {
+    std::memset(chunk_, 0, sizeof chunk_);
+    pending_ = 0;
+  }
+
+  // sum += x. x must be finite (callers validate what comes from the wire).
+  void add(double x) {
+    uint64_t bits;
+    std::memcpy(&bits, &x, 8);
+    const int e = static_cast<int>((bits >> 52) & 0x7FF);
+    uint64_t mant = bits & ((uint64_t{1} << 52) - 1);
+    if (e != 0) mant |= uint64_t{1} << 52;
+    if (mant == 0) return;
+    const int pos = e == 0 ? 0 : e - 1;  // x = mant * 2^(pos - 1074)
+    const int idx = pos / kChunkBits, off = pos % kChunkBits;
+    const uint64_t lo = (mant & 0xFFFFFFFFu) << off;  // < 2^63
+    const uint64_t hi = (mant >> 32) << off;          // < 2^52
+    const int64_t c0 = static_cast<int64_t>(lo & 0xFFFFFFFFu);
+    const int64_t c1 = static_cast<int64_t>((lo >> 32) + (hi & 0xFFFFFFFFu));
+    const int64_t c2 = static_cast<int64_t>(hi >> 32);
+    if (bits >> 63) {
+      chunk_[idx] -= c0;
+      chunk_[idx + 1] -= c1;
+      chunk_[idx + 2] -= c2;
+    } else {
+      chunk_[idx] += c0;
+      chunk_[idx + 1] += c1;
+      chunk_[idx + 2] += c2;
+    }
+    if (++pending_ == kCarryInterval) carry();
+  }
+
+  // The exact sum rounded to the nearest double (ties to even); +-inf when it
+  // exceeds the double range.
+  double value() const {
+    int64_t c[kChunks];
+    std::memcpy(c, chunk_, sizeof c);
+    Normalize(c);
+    const bool negative = c[kChunks - 1] < 0;
+    if (negative) Negate(c);
+    int top = kChunks - 1;
+    while (top >= 0 && c[top] == 0) --top;
+    if (top < 0) return 0.0;
+    const uint64_t h = static_cast<uint64_t>(c[top]);
+    int len = 0;  // bit length of the top chunk, 1..32
+    while (len < 32 && (h >> len) != 0) ++len;
+    double r;
+    if (top * kChunkBits + len <= 53) {  // fewer than 54 bits: exactly representable
+      const uint64_t v = top == 0 ? h : (h << kChunkBits) | static_cast<uint64_t>(c[0]);
+      r = std::ldexp(static_cast<double>(v), -1074);
+    } else {
+      // W = the 64 leading bits of the 96-bit window h:m:l; the bits below W
+      // (the low `len` bits of l and every lower chunk) only set `sticky`.
+      const uint64_t m = static_cast<uint64_t>(c[top - 1]);
+      const uint64_t l = top >= 2 ? static_cast<uint64_t>(c[top - 2]) : 0;
+      const uint64_t w = (h << (64 - len)) | (m << (32 - len)) | (l >> len);
+      bool sticky = (l & ((uint64_t{1} << len) - 1)) != 0;
+      for (int i = 0; i < top - 2 && !sticky; ++i) sticky = c[i] != 0;
+      uint64_t mant = w >> 11;  // 53 bits, leading one set
+      const bool half = (w >> 10) & 1u;
+      const bool below = (w & 0x3FFu) != 0 || sticky;
+      if (half && (below || (mant & 1u))) ++mant;
+      r = std::ldexp(static_cast<double>(mant), (top - 2) * kChunkBits + len + 11 - 1074);
+    }
+    return negative ? -r : r;
+  }
+
+ private:
+  static constexpr uint32_t kCarryInterval = 1u << 20;
+
+  void carry() {
+    Normalize(chunk_);
+    pending_ = 0;
+  }
+  // Every chunk but the top into [0, 2^32); the top keeps the sign.
+  static void Normalize(int64_t* c) {
+    for (int i = 0; i < kChunks - 1; ++i) {
+      const int64_t k = c[i] >> kChunkBits;  // floor division by 2^32
+      c[i] -= k * (int64_t{1} << kChunkBits);
+      c[i + 1] += k;
+    }
+  }
+  // Two's-complement negation of a normalized number (top chunk negative).
+  static void Negate(int64_t* c) {
+    for (int i = 0; i < kChunks; ++i) c[i] = -c[i];
+    Normalize(c);
+  }
+  int64_t chunk_[kChunks] = {};
+  uint32_t pending_ = 0;
+};
+
+}  // namespace fedrt

@@ -1,0 +1,326 @@
+#pragma once
+// ClientSession: the device side of the round protocol, sans I/O
+// (docs/architecture.md, "Round protocol"). For one algorithm and run of a
+// task it takes the server's messages and returns the device's: an
+// announcement runs the local work, codes the update (raw, or compressed with
+// its memory) and answers with an Update or, in a secure round, with the
+// SecAgg+ phases; a round result commits the round (control variates,
+// compression memory). Every driver runs it: the simulator per agent, the
+// POSIX device, the firmware. It never blocks, reads a clock or allocates:
+// all memory comes from the caller's Arena at init. Device code.
+//
+// Persistence: everything that must survive a restart (control variates,
+// compression memory, FedEM statistics, the pending update) lies in one
+// region at the start of the arena; state() / restore() copy it.
+
+#include <cstdint>
+#include <cstring>
+
+#include "fedrt/config/fingerprint.h"
+#include "fedrt/config/task.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/core/status.h"
+#include "fedrt/protocol/client_secagg.h"
+#include "fedrt/protocol/client_work.h"
+#include "fedrt/protocol/local_problem.h"
+#include "fedrt/protocol/messages.h"
+#include "fedrt/protocol/uplink.h"
+
+namespace fedrt::protocol {
+
+// What the session asks its driver to send (views into session memory).
+struct ClientOutput {
+  MessageKind kind = MessageKind::kNone;
+  Update update;
+  SecAggAdvertiseMsg advertise;
+  SecAggSharesMsg shares;
+  SecAggMaskedMsg masked;
+  SecAggUnmaskMsg unmask;
+};
+
+template <class S, uint32_t kFamilies = kAllFamilies>
+class ClientSession {
+ public:
+  using Work = ClientWork<S, kFamilies>;
+
+  struct Options {
+    const config::Task* task = nullptr;  // copied
+    uint32_t algorithm = 0;              // index in task->algorithms
+    uint32_t run = 0;
+    uint32_t agent = 0;  // c: the device's index, keys its random streams
+    LocalProblem<S> problem;
+    EntropyFn entropy = nullptr;  // fresh SecAgg+ secrets (secure tasks)
+    void* entropy_ctx = nullptr;
+  };
+
+  ClientSession() = default;
+  ClientSession(const ClientSession&) = delete;
+  ClientSession& operator=(const ClientSession&) = delete;
+
+  // Arena bytes for algorithm `a` of `task`.
+  static size_t WorkspaceBytes(const config::Task& task, uint32_t a) {
+    const config::AlgorithmChoice alg = task.algorithms[a];
+    const typename Work::Shape s = Work::ShapeOf(task, alg);
+    size_t n = sizeof(State) + Arena::kAlignment + Work::ArenaBytes(task, alg) +
+               s.chains * SegmentCoder<S>::ArenaBytes(s.segment_dim, task.compression.quantizer) +
+               sizeof(S) * static_cast<size_t>(s.broadcast_dim) + Arena::kAlignment;
+    if (task.secagg.enabled) n += ClientSecAgg::ArenaBytes(s.chains * static_cast<uint32_t>(s.segment_dim));
+    return n;
+  }
+
+  // Why this device cannot take `task` (nullptr: it can), given its local
+  // problem and `capacity` bytes of arena: a family not in this build, no
+  // data for the problem, a dimension or workspace above its limits.
+  static const char* Refusal(const config::Task& task, const LocalProblem<S>& problem, size_t capacity) {
+    if (task.num_algorithms == 0 || task.num_algorithms > config::kMaxAlgorithms) return "the task names no algorithm";
+    for (uint32_t a = 0; a < task.num_algorithms; ++a)
+      if (const char* why = RefusalFor(task, a, problem, capacity)) return why;
+    return nullptr;
+  }
+  // The same for algorithm `a` alone.
+  static const char* RefusalFor(const config::Task& task, uint32_t a, const LocalProblem<S>& problem, size_t capacity) {
+    if (task.problem.dim == 0 || task.problem.dim > config::kMaxDim) return "the model dimension exceeds this device's wire limit";
+    if (!Has(kFamilies, config::FamilyOf(task.algorithms[a].kind)))
+      return "this device build does not include the task's algorithm family";
+    if (config::FamilyOf(task.algorithms[a].kind) != config::FamilyOf(task.problem.kind))
+      return "the task's algorithm does not match its problem";
+    if (const char* why = MissingOracle(task.problem, problem)) return why;
+    if (WorkspaceBytes(task, a) > capacity) return "the task's vectors do not fit this device's memory";
+    return nullptr;
+  }
+
+  Status init(Arena& arena, const Options& o) {
+    if (o.task == nullptr || o.algorithm >= o.task->num_algorithms)
+      return Status::InvalidArgument("client session: no such algorithm in the task");
+    if (const char* why = RefusalFor(*o.task, o.algorithm, o.problem, arena.capacity() - arena.used()))
+      return Status::FailedPrecondition(why);
+    task_ = *o.task;
+    problem_ = o.problem;
+    entropy_ = o.entropy;
+    entropy_ctx_ = o.entropy_ctx;
+    const config::AlgorithmChoice alg = task_.algorithms[o.algorithm];
+    auto st = arena.allocate<State>(1);
+    if (!st.ok()) return st.status();
+    state_ = st->data;
+    state_->magic = kStateMagic;
+    state_->scalar_bytes = sizeof(S);
+    state_->fingerprint = config::SessionFingerprint(task_, o.algorithm, o.run);
+    state_->algorithm = o.algorithm;
+    state_->run = o.run;
+    state_->agent = o.agent;
+    state_begin_ = reinterpret_cast<uint8_t*>(state_);
+    FEDRT_TRY(work_.create(arena, task_, alg, o.run));
+    const typename Work::Shape& s = work_.shape();
+    const bool em = s.family == config::Family::kEm;
+    const bool memory = em ? alg.kind != config::AlgorithmKind::kFedEmNaive : task_.compression.control_variates;
+    for (uint32_t k = 0; k < s.chains; ++k) {
+      auto c = SegmentCoder<S>::create(arena, s.segment_dim, task_.compression.quantizer, memory);
+      if (!c.ok()) return c.status();
+      coder_[k] = *c;
+    }
+    auto b = arena.allocate<S>(static_cast<size_t>(s.broadcast_dim));
+    if (!b.ok()) return b.status();
+    broadcast_ = b->data;
+    state_size_ = static_cast<size_t>(arena.base() + arena.used() - state_begin_);
+    if (task_.secagg.enabled) FEDRT_TRY(secagg_.create(arena, s.chains * static_cast<uint32_t>(s.segment_dim)));
+    coded_ = em || task_.compression.enabled();
+    return Status::Ok();
+  }
+
+  // An announcement: runs the local work (once per round: a repeated
+  // announcement of the pending round sends the same update again, with fresh
+  // SecAgg+ keys in a secure round).
+  Status on_announce(const Announcement& a, ClientOutput& out) {
+    out.kind = MessageKind::kNone;
+    FEDRT_TRY(check_announcement(a));
+    if (state_->pending && state_->pending_id == a.id) return send_pending(a, out);
+    if (state_->pending) discard();  // a new round began without our update: it was not aggregated
+    const typename Work::Shape& s = work_.shape();
+    for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] = static_cast<S>(a.model[static_cast<uint32_t>(i)]);
+    if (a.kind == WorkKind::kInitialStatistic) {
+      S* v0 = const_cast<S*>(coder_[0].sent());  // V_{0,c} is what the server adds
+      last_samples_ = work_.run_initial(broadcast_, problem_, v0);
+      FEDRT_TRY(coder_[0].encode_float32(v0));
+      state_->encoding = static_cast<uint8_t>(Encoding::kRawFloat32);
+    } else {
+      const S* value[config::kMaxSegments] = {};
+      const S* start[config::kMaxSegments] = {};
+      last_samples_ = work_.run(broadcast_, a.id.round, a.local_steps, state_->agent, problem_, value, start);
+      if (!a.report) return Status::Ok();  // VR-FedEM: the estimate moved, nothing to send
+      for (uint32_t k = 0; k < s.chains; ++k) {
+        if (coded_) {
+          CounterRng rng(task_.seed, state_->run, state_->agent, a.id.round, RngStream::kCompression);
+          FEDRT_TRY(coder_[k].encode(value[k], start[k], rng));
+        } else {
+          FEDRT_TRY(coder_[k].encode_raw(value[k]));
+        }
+      }
+      state_->encoding = static_cast<uint8_t>(coded_ ? Encoding::kCodec : Encoding::kRawFloat64);
+    }
+    state_->pending = 1;
+    state_->pending_id = a.id;
+    state_->samples = last_samples_;
+    for (uint32_t k = 0; k < s.chains; ++k) state_->payload_len[k] = static_cast<uint32_t>(coder_[k].payload_size());
+    return send_pending(a, out);
+  }
+
+  // The round closed: commit the pending update if the server aggregated it.
+  Status on_result(const RoundResult& r) {
+    if (!state_->pending || r.id != state_->pending_id) return Status::Ok();  // not ours, or already settled
+    secagg_.close();
+    if (!r.included) {
+      discard();
+      return Status::Ok();
+    }
+    const typename Work::Shape& s = work_.shape();
+    const S* sent[config::kMaxSegments] = {};
+    for (uint32_t k = 0; k < s.chains; ++k) sent[k] = coder_[k].sent();
+    if (work_.result_needs_model() && state_->pending_id.round != kInitRound) {
+      if (r.model.size != static_cast<uint32_t>(s.dim)) return Status::InvalidArgument("round result: model of the wrong dimension");
+      for (int i = 0; i < s.dim; ++i) {
+        const double v = r.model[static_cast<uint32_t>(i)];
+        if (!(v - v == 0.0)) return Status::InvalidArgument("round result: model has a NaN or Inf entry");
+        broadcast_[i] = static_cast<S>(v);
+      }
+      work_.commit(sent, broadcast_);
+    } else if (state_->pending_id.round != kInitRound) {
+      work_.commit(sent, nullptr);
+    }
+    for (uint32_t k = 0; k < s.chains; ++k) coder_[k].commit();
+    state_->pending = 0;
+    return Status::Ok();
+  }
+
+  Status on_secagg_keys(const SecAggKeysMsg& m, ClientOutput& out) {
+    out.kind = MessageKind::kNone;
+    if (!secagg_.open_for(m.id)) return Status::Ok();  // another round's message
+    FEDRT_TRY(secagg_.on_keys(m, out.shares));
+    out.kind = MessageKind::kSecAggShares;
+    return Status::Ok();
+  }
+  Status on_secagg_shares_in(const SecAggSharesMsg& m, ClientOutput& out) {
+    out.kind = MessageKind::kNone;
+    if (!secagg_.open_for(m.id)) return Status::Ok();
+    FEDRT_TRY(secagg_.on_shares_in(m, out.masked));
+    out.kind = MessageKind::kSecAggMasked;
+    return Status::Ok();
+  }
+  Status on_secagg_unmask_request(const SecAggUnmaskRequestMsg& m, ClientOutput& out) {
+    out.kind = MessageKind::kNone;
+    if (!secagg_.open_for(m.id)) return Status::Ok();
+    FEDRT_TRY(secagg_.on_unmask_request(m, out.unmask));
+    out.kind = MessageKind::kSecAggUnmask;
+    return Status::Ok();
+  }
+
+  // The update not yet settled by a round result (for Hello after a restart).
+  bool pending(RoundId* id) const {
+    if (state_ == nullptr || !state_->pending) return false;
+    if (id != nullptr) *id = state_->pending_id;
+    return true;
+  }
+  uint32_t algorithm() const { return state_->algorithm; }
+  uint32_t run() const { return state_->run; }
+  uint64_t last_samples() const { return last_samples_; }
+  const typename Work::Shape& shape() const { return work_.shape(); }
+  const SegmentCoder<S>& coder(uint32_t k) const { return coder_[k]; }
+  const Work& work() const { return work_; }
+
+  // The persistent region (see the header comment), to store as it is.
+  const uint8_t* state() const { return state_begin_; }
+  size_t state_size() const { return state_size_; }
+  // Restores a region saved by state() of a session of the same task,
+  // algorithm, run and build; refuses anything else.
+  Status restore(const uint8_t* bytes, size_t n) {
+    if (n != state_size_) return Status::DataLoss("client state: size differs from this session's");
+    State h;
+    std::memcpy(&h, bytes, sizeof h);
+    if (h.magic != kStateMagic || h.scalar_bytes != sizeof(S)) return Status::DataLoss("client state: not a state of this build");
+    if (h.fingerprint != state_->fingerprint || h.agent != state_->agent)
+      return Status::FailedPrecondition("client state: saved for another task, run or agent");
+    std::memcpy(state_begin_, bytes, n);
+    for (uint32_t k = 0; k < work_.shape().chains; ++k) coder_[k].restore_length(state_->payload_len[k]);
+    if (state_->pending && state_->encoding == static_cast<uint8_t>(Encoding::kRawFloat32)) coder_[0].restore_float32_pending();
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr uint32_t kStateMagic = 0x53435246u;  // "FRCS"
+
+  struct State {
+    uint32_t magic;
+    uint32_t scalar_bytes;
+    uint64_t fingerprint;
+    uint32_t algorithm, run, agent;
+    uint8_t pending;
+    uint8_t encoding;
+    RoundId pending_id;
+    uint32_t payload_len[config::kMaxSegments];
+    uint64_t samples;
+  };
+
+  Status check_announcement(const Announcement& a) const {
+    if (a.id.algorithm != state_->algorithm || a.id.run != state_->run)
+      return Status::InvalidArgument("announcement for another algorithm or run than this session's");
+    const typename Work::Shape& s = work_.shape();
+    if (a.model.size != static_cast<uint32_t>(s.broadcast_dim))
+      return Status::InvalidArgument("announcement: broadcast of the wrong length");
+    for (uint32_t i = 0; i < a.model.size; ++i)
+      if (!(a.model[i] - a.model[i] == 0.0)) return Status::InvalidArgument("announcement: broadcast has a NaN or Inf entry");
+    if (a.kind == WorkKind::kInitialStatistic) {
+      const config::AlgorithmKind k = task_.algorithms[state_->algorithm].kind;
+      if (s.family != config::Family::kEm || k == config::AlgorithmKind::kFedEmNaive || a.id.round != kInitRound)
+        return Status::InvalidArgument("announcement: an initial exchange for an algorithm without one");
+    } else {
+      if (a.id.round == kInitRound) return Status::InvalidArgument("announcement: bad round number");
+      if (s.family != config::Family::kEm && (a.local_steps == 0 || a.local_steps > (1u << 30)))
+        return Status::InvalidArgument("announcement: local steps out of range");
+    }
+    if (a.secagg.enabled && !task_.secagg.enabled)
+      return Status::InvalidArgument("announcement: a secure round in a task without secure aggregation");
+    return Status::Ok();
+  }
+
+  Status send_pending(const Announcement& a, ClientOutput& out) {
+    const typename Work::Shape& s = work_.shape();
+    if (a.secagg.enabled && state_->encoding != static_cast<uint8_t>(Encoding::kRawFloat32)) {
+      uint32_t* x = secagg_.input();
+      for (uint32_t k = 0; k < s.chains; ++k) FEDRT_TRY(coder_[k].integers(x + k * static_cast<uint32_t>(s.segment_dim)));
+      FEDRT_TRY(secagg_.start(a.id, a.secagg, s.chains * static_cast<uint32_t>(s.segment_dim),
+                              task_.compression.quantizer.bits, entropy_, entropy_ctx_, out.advertise));
+      out.kind = MessageKind::kSecAggAdvertise;
+      return Status::Ok();
+    }
+    Update& u = out.update;
+    u.id = state_->pending_id;
+    u.encoding = static_cast<Encoding>(state_->encoding);
+    u.segments = s.chains;
+    for (uint32_t k = 0; k < s.chains; ++k)
+      u.payload[k] = View<uint8_t>{coder_[k].payload(), static_cast<uint32_t>(coder_[k].payload_size())};
+    u.sample_count = state_->samples;
+    out.kind = MessageKind::kUpdate;
+    return Status::Ok();
+  }
+
+  void discard() {
+    state_->pending = 0;
+    for (uint32_t k = 0; k < work_.shape().chains; ++k) coder_[k].discard();
+    secagg_.close();
+  }
+
+  config::Task task_{};
+  LocalProblem<S> problem_{};
+  EntropyFn entropy_ = nullptr;
+  void* entropy_ctx_ = nullptr;
+  State* state_ = nullptr;
+  uint8_t* state_begin_ = nullptr;
+  size_t state_size_ = 0;
+  Work work_;
+  SegmentCoder<S> coder_[config::kMaxSegments];
+  S* broadcast_ = nullptr;
+  ClientSecAgg secagg_;
+  bool coded_ = false;
+  uint64_t last_samples_ = 0;
+};
+
+}  // namespace fedrt::protocol

@@ -1,0 +1,224 @@
+#pragma once
+// ClientWork: the client cores of one algorithm of a task and the layout of
+// its messages (docs/architecture.md, "Families"). Per family:
+//   LSA (FedLSA, SCAFFLSA):  broadcast theta_t (d); one segment theta_{t,H}^c,
+//                            coded relative to theta_t; commit xi_c with theta_{t+1}
+//   optimisation:            broadcast per chain x_t (and c for Scaffold); one
+//                            segment per chain (dx, and dc for Scaffold),
+//                            coded as is; commit Scaffold's c_c
+//   EM (FedEM, VR-FedEM):    broadcast Shat_k and T(Shat_k); one segment
+//                            S_{k,c}, coded relative to Shat_k with the
+//                            memory V_c; the initial exchange sends V_{0,c}
+// Fed-RR runs two chains (steps gamma and 2 gamma) on the same samples.
+// Device code: cores carved from an Arena, no heap, no virtual calls.
+
+#include <cstdint>
+#include <cstring>
+
+#include "fedrt/algorithms/fedem.h"
+#include "fedrt/algorithms/fedopt.h"
+#include "fedrt/algorithms/lsa.h"
+#include "fedrt/config/task.h"
+#include "fedrt/core/types.h"
+#include "fedrt/protocol/local_problem.h"
+
+namespace fedrt::protocol {
+
+template <class S, uint32_t kFamilies = kAllFamilies>
+class ClientWork {
+ public:
+  static constexpr bool kLsa = Has(kFamilies, config::Family::kLsa);
+  static constexpr bool kOpt = Has(kFamilies, config::Family::kOpt);
+  static constexpr bool kEm = Has(kFamilies, config::Family::kEm);
+
+  // Vector lengths of algorithm `a` of `task`.
+  struct Shape {
+    config::Family family = config::Family::kLsa;
+    int dim = 0;           // d (EM: the statistic's G (1 + p))
+    uint32_t chains = 1;   // segments of an update (2 for Fed-RR)
+    int segment_dim = 0;   // scalars per segment
+    int broadcast_dim = 0; // scalars of the broadcast
+  };
+  static Shape ShapeOf(const config::Task& task, config::AlgorithmChoice a) {
+    Shape s;
+    s.family = config::FamilyOf(a.kind);
+    s.dim = static_cast<int>(task.problem.dim);
+    s.chains = s.family == config::Family::kOpt && a.rr ? 2u : 1u;
+    s.segment_dim = a.kind == config::AlgorithmKind::kScaffold ? 2 * s.dim : s.dim;
+    s.broadcast_dim = s.family == config::Family::kEm ? 2 * s.dim : static_cast<int>(s.chains) * s.segment_dim;
+    return s;
+  }
+
+  static size_t ArenaBytes(const config::Task& task, config::AlgorithmChoice a) {
+    const Shape s = ShapeOf(task, a);
+    switch (s.family) {
+      case config::Family::kLsa: return algorithms::LsaClient<S>::ArenaBytes(s.dim);
+      case config::Family::kOpt: return s.chains * algorithms::FedOptClient<S>::ArenaBytes(s.dim);
+      case config::Family::kEm: return algorithms::FedEmClient<S>::ArenaBytes(s.dim);
+    }
+    return 0;
+  }
+
+  Status create(Arena& arena, const config::Task& task, config::AlgorithmChoice a, uint32_t run) {
+    shape_ = ShapeOf(task, a);
+    seed_ = task.seed;
+    run_ = run;
+    kind_ = task.problem.kind;
+    noise_free_ = task.problem.garnet.noise_free;
+    const config::HyperSpec& h = task.hyper;
+    switch (shape_.family) {
+      case config::Family::kLsa:
+        if constexpr (kLsa) {
+          algorithms::LsaHyper<S> hy;
+          hy.algorithm = static_cast<algorithms::LsaAlgorithm>(a.kind);
+          hy.step_size = static_cast<S>(h.step);
+          hy.local_steps = h.local_steps;
+          hy.comm_prob = h.comm_prob;
+          auto c = algorithms::LsaClient<S>::create(arena, shape_.dim, hy);
+          if (!c.ok()) return c.status();
+          lsa_ = *c;
+          return Status::Ok();
+        }
+        break;
+      case config::Family::kOpt:
+        if constexpr (kOpt) {
+          for (uint32_t k = 0; k < shape_.chains; ++k) {
+            algorithms::FedOptHyper<S> hy;
+            hy.algorithm = static_cast<algorithms::FedOptAlgorithm>(static_cast<unsigned>(a.kind) -
+                                                                    static_cast<unsigned>(config::AlgorithmKind::kFedAvg));
+            hy.step_size = static_cast<S>(h.step * (k == 0 ? 1.0 : 2.0));  // Fed-RR: gamma, 2 gamma
+            hy.local_steps = h.local_steps;
+            hy.batch = h.batch;
+            hy.prox_mu = static_cast<S>(h.prox_mu);
+            hy.server_step = static_cast<S>(h.server_step);
+            auto c = algorithms::FedOptClient<S>::create(arena, shape_.dim, hy);
+            if (!c.ok()) return c.status();
+            opt_[k] = *c;
+          }
+          return Status::Ok();
+        }
+        break;
+      case config::Family::kEm:
+        if constexpr (kEm) {
+          auto c = algorithms::FedEmClient<S>::create(arena, shape_.dim, EmHyperOf(task, a));
+          if (!c.ok()) return c.status();
+          em_ = *c;
+          return Status::Ok();
+        }
+        break;
+    }
+    return Status::Unimplemented("this device build does not include the task's algorithm family");
+  }
+
+  const Shape& shape() const { return shape_; }
+
+  // Local work from `broadcast` (broadcast_dim scalars). Writes, per chain,
+  // the value to send (`value[k]`) and what it is coded relative to
+  // (`start[k]`, null = zero). Returns the samples drawn.
+  uint64_t run(const S* broadcast, uint32_t round, uint32_t local_steps, uint32_t agent, const LocalProblem<S>& p,
+               const S* value[], const S* start[]) {
+    uint64_t samples = 0;
+    if constexpr (kLsa) {
+      if (shape_.family == config::Family::kLsa) {
+        algorithms::RoundPlan plan;
+        plan.round = round;
+        plan.local_steps = local_steps;
+        lsa_.begin_round(broadcast, plan);
+        // The generator is created inside the dispatched kernel so that its
+        // state stays in a register (a captured reference would be stored
+        // every step and force theta to be reloaded).
+        const uint64_t key = RngKey(seed_, run_, agent, round, RngStream::kLocalSteps);
+        DispatchDim(shape_.dim, [this, key, &p](auto tag) {
+          constexpr int D = decltype(tag)::value;
+          CounterRng rng(key);
+          if (noise_free_) lsa_.template run_local_steps<D>(*p.expected, rng);
+          else lsa_.template run_local_steps<D>(*p.td, rng);
+        });
+        value[0] = lsa_.update();
+        start[0] = broadcast;
+        return local_steps;
+      }
+    }
+    if constexpr (kOpt) {
+      if (shape_.family == config::Family::kOpt) {
+        for (uint32_t k = 0; k < shape_.chains; ++k) {
+          algorithms::RoundPlan plan;
+          plan.round = round;
+          plan.local_steps = local_steps;
+          opt_[k].begin_round(broadcast + k * shape_.segment_dim, plan);
+          // Both Fed-RR chains see the same samples Z (common random numbers).
+          CounterRng rng(seed_, run_, agent, round, RngStream::kLocalSteps);
+          if (kind_ == config::ProblemKind::kLogistic) opt_[k].run_local_steps(*p.logistic, rng);
+          else opt_[k].run_local_steps(*p.least_squares, rng);
+          value[k] = opt_[k].update();
+          start[k] = nullptr;
+          samples += local_steps;
+        }
+        return samples;
+      }
+    }
+    if constexpr (kEm) {
+      if (shape_.family == config::Family::kEm) {
+        CounterRng rng(seed_, run_, agent, round, RngStream::kLocalSteps);
+        samples = em_.compute_statistic(*p.gmm, broadcast + shape_.dim, round, rng);
+        value[0] = em_.statistic();
+        start[0] = broadcast;  // Shat_k
+        return samples;
+      }
+    }
+    return samples;
+  }
+
+  // FedEM's initial exchange: V_{0,c} from the broadcast (Shat_0, T(Shat_0)).
+  uint64_t run_initial(const S* broadcast, const LocalProblem<S>& p, S* v0) {
+    if constexpr (kEm) {
+      if (shape_.family == config::Family::kEm) {
+        em_.init(*p.gmm, broadcast, broadcast + shape_.dim, v0);
+        return p.gmm->points();
+      }
+    }
+    return 0;
+  }
+
+  // The server aggregated the round: chain k's `sent[k]` (what it reconstructed)
+  // and, for the LSA family, the result model theta_{t+1}.
+  void commit(const S* const sent[], const S* result_model) {
+    if constexpr (kLsa) {
+      if (shape_.family == config::Family::kLsa) {
+        lsa_.set_sent_update(sent[0]);
+        lsa_.apply_global(result_model);
+      }
+    }
+    if constexpr (kOpt) {
+      if (shape_.family == config::Family::kOpt)
+        for (uint32_t k = 0; k < shape_.chains; ++k) opt_[k].commit(sent[k]);
+    }
+  }
+
+  // Whether the round result must carry the model (LSA: theta_{t+1} for xi_c).
+  bool result_needs_model() const { return shape_.family == config::Family::kLsa; }
+
+  static algorithms::EmHyper<S> EmHyperOf(const config::Task& t, config::AlgorithmChoice a) {
+    algorithms::EmHyper<S> hy;
+    hy.algorithm = static_cast<algorithms::EmAlgorithm>(static_cast<unsigned>(a.kind) -
+                                                        static_cast<unsigned>(config::AlgorithmKind::kFedEm));
+    hy.step = static_cast<S>(t.hyper.em_step);
+    hy.participation = t.participation;
+    hy.batch = t.hyper.batch;
+    hy.inner_iters = t.hyper.inner_iters;
+    hy.quantizer = t.compression.quantizer;
+    return hy;
+  }
+
+ private:
+  Shape shape_{};
+  uint64_t seed_ = 0;
+  uint32_t run_ = 0;
+  config::ProblemKind kind_ = config::ProblemKind::kGarnet;
+  bool noise_free_ = false;
+  algorithms::LsaClient<S> lsa_;
+  algorithms::FedOptClient<S> opt_[config::kMaxSegments];
+  algorithms::FedEmClient<S> em_;
+};
+
+}  // namespace fedrt::protocol

@@ -1,0 +1,123 @@
+#pragma once
+// The round protocol's messages as plain data (docs/architecture.md, "Round
+// protocol"). The sessions consume and produce these; the wire module turns
+// them into fedrt.proto frames (protobuf-lite on Linux, nanopb on
+// microcontrollers) and the simulator passes them in memory. Vectors are views
+// (pointer + count) into memory owned by whoever produced the message, valid
+// until that object's next call. Device code.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fedrt/config/limits.h"
+#include "fedrt/secagg/protocol.h"
+
+namespace fedrt::protocol {
+
+template <class T>
+struct View {
+  const T* data = nullptr;
+  uint32_t size = 0;
+  const T& operator[](uint32_t i) const { return data[i]; }
+};
+
+// (algorithm, run, round) of the experiment's schedule. The initial exchange
+// of FedEM's control variates uses round kInitRound.
+struct RoundId {
+  uint32_t algorithm = 0;  // index in the task's algorithm list
+  uint32_t run = 0;
+  uint32_t round = 0;  // t
+  bool operator==(const RoundId& o) const { return algorithm == o.algorithm && run == o.run && round == o.round; }
+  bool operator!=(const RoundId& o) const { return !(*this == o); }
+};
+constexpr uint32_t kInitRound = 0xFFFFFFFFu;
+
+enum class WorkKind : uint8_t {
+  kLocalWork = 0,         // the family's local rule from the broadcast
+  kInitialStatistic = 1,  // FedEM: V_{0,c} = sbar_c(T(Shat_0)) - Shat_0, sent once per run
+};
+
+// SecAgg+ parameters of a secure round as one device sees them.
+struct SecAggRound {
+  bool enabled = false;
+  uint64_t round_id = 0;
+  uint64_t graph_seed = 0;
+  uint32_t n = 0, k = 0, t = 0;  // devices, neighbours, threshold
+  uint32_t id = 0;               // this device's id u in 0..n-1
+};
+
+// Server -> device: the round's broadcast and what to do with it.
+struct Announcement {
+  RoundId id;
+  WorkKind kind = WorkKind::kLocalWork;
+  uint32_t local_steps = 0;  // this round's block length (H, geometric under SCAFFLSA-H1)
+  bool report = true;        // false: update local state only (VR-FedEM agents not sampled)
+  uint32_t deadline_ms = 0;  // time left to report
+  View<double> model;        // the broadcast (layout: docs/architecture.md, per family)
+  SecAggRound secagg;
+};
+
+enum class Encoding : uint8_t {
+  kRawFloat64 = 0,  // d little-endian float64 values per segment
+  kCodec = 1,       // the compression codec's bytes (fedrt.proto, Update)
+  kRawFloat32 = 2,  // FedEM's V_{0,c}, float32 little-endian
+};
+
+// Device -> server: the local result, one coded segment per chain.
+struct Update {
+  RoundId id;
+  Encoding encoding = Encoding::kRawFloat64;
+  uint32_t segments = 0;
+  View<uint8_t> payload[config::kMaxSegments];
+  uint64_t sample_count = 0;  // samples (or statistic evaluations) the local work drew
+};
+
+// Server -> devices whose update was aggregated (included) or dropped.
+struct RoundResult {
+  RoundId id;
+  bool included = false;
+  View<double> model;  // what the family's commit needs (LSA: theta_{t+1}); may be empty
+};
+
+// SecAgg+ phases (secagg/protocol.h), every message tagged with its round.
+struct SecAggAdvertiseMsg {
+  RoundId id;
+  secagg::Advertise keys;  // keys.id is set by the server from the device's identity
+};
+struct SecAggKeysMsg {  // server -> device: the advertisements of its neighbours
+  RoundId id;
+  View<secagg::Advertise> peers;
+};
+struct SecAggSharesMsg {  // device -> server (to = recipient) and server -> device (from = sender)
+  RoundId id;
+  View<secagg::ShareCiphertext> shares;
+};
+struct SecAggMaskedMsg {
+  RoundId id;
+  View<uint32_t> masked;  // y_u
+};
+struct SecAggUnmaskRequestMsg {
+  RoundId id;
+  View<uint32_t> survivors;
+};
+struct SecAggUnmaskMsg {
+  RoundId id;
+  View<secagg::UnmaskShare> shares;
+};
+
+// What a session asks its driver to send.
+enum class MessageKind : uint8_t {
+  kNone = 0,
+  kAnnouncement,
+  kUpdate,
+  kRoundResult,
+  kSecAggAdvertise,
+  kSecAggKeys,
+  kSecAggShares,    // device -> server
+  kSecAggSharesIn,  // server -> device
+  kSecAggMasked,
+  kSecAggUnmaskRequest,
+  kSecAggUnmask,
+};
+
+}  // namespace fedrt::protocol

@@ -1,0 +1,87 @@
+#pragma once
+// ServerCore: the server cores of one algorithm of a task behind one
+// interface (docs/architecture.md, "Families"): the round's plan and
+// broadcast, the streaming aggregation of the devices' values, the server
+// rule, the reported iterate and the state a coordinator persists. The
+// layouts are those of protocol/client_work.h. Host code (double).
+
+#include <cstdint>
+#include <vector>
+
+#include "fedrt/algorithms/fedem.h"
+#include "fedrt/algorithms/fedopt.h"
+#include "fedrt/algorithms/lsa.h"
+#include "fedrt/algorithms/richardson_romberg.h"
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+
+namespace fedrt::protocol {
+
+// How the server turns one segment of an update into the value it aggregates.
+enum class Reconstruction : uint8_t {
+  kValue,         // raw float64 values, aggregated as sent (LSA, optimisation without a quantizer)
+  kStartPlusCoded,  // start + V_c + m (LSA, optimisation with a quantizer; V_c = 0 without memory)
+  kMessage,       // the message m itself (FedEM: the server keeps V from sums)
+};
+
+class ServerCore {
+ public:
+  // `initial`: LSA theta_0 (d), optimisation x_0 (d), EM Shat_0 (G (1 + p)).
+  Status init(const config::Task& task, uint32_t algorithm, uint32_t run, const std::vector<double>& initial);
+
+  config::Family family() const { return family_; }
+  uint32_t chains() const { return chains_; }
+  int dim() const { return dim_; }
+  int segment_dim() const { return segment_dim_; }
+  int broadcast_dim() const { return broadcast_dim_; }
+  Reconstruction reconstruction(bool quantized) const;
+  bool has_initial_exchange() const;  // FedEM, VR-FedEM: V_{0,c} before round 0
+  bool informs_all() const;           // VR-FedEM: every agent keeps its estimate current
+  bool result_needs_model() const { return family_ == config::Family::kLsa; }
+
+  // Round t: returns its local steps (H, or SCAFFLSA-H1's geometric block).
+  uint32_t start_round(uint32_t t);
+  const double* broadcast() const { return broadcast_.data(); }
+  // What segment k of an update is coded relative to, given the broadcast the
+  // devices received (null: zero): LSA theta_t, EM Shat_k, optimisation zero.
+  const double* start(uint32_t k, const double* announced) const;
+
+  // Aggregation: one device's value of segment k; the mean of m devices'
+  // values (the integer uplink); FedEM's sum of m messages; V_{0,c}.
+  void add(uint32_t k, const double* value);
+  void add_mean(uint32_t k, const double* mean, uint32_t m);
+  void add_message_sum(const double* sum);
+  void add_initial(const double* v0c);
+  // The server rule after round t; unchanged when nothing was aggregated.
+  void finish_round(uint32_t t);
+
+  // The reported iterate (LSA theta, optimisation x or Fed-RR's x_RR, EM
+  // T(Shat)) and what a round result carries (LSA: theta_{t+1}).
+  const double* model() const;
+  int model_dim() const { return family_ == config::Family::kEm ? dim_ : dim_; }
+  const double* statistic() const;  // EM: Shat_k
+  // Polyak-Ruppert averages of the optimisation family (after the burn-in).
+  const double* average_gamma() const { return rr_.average_gamma(); }
+  const double* average_2gamma() const { return rr_.average_2gamma(); }
+  uint32_t averaged() const { return rr_.averaged(); }
+
+  // The whole server state (to persist after each round) and its restore.
+  void export_state(std::vector<double>& out) const;
+  Status import_state(const std::vector<double>& in);
+
+ private:
+  void refresh_broadcast();
+
+  config::Family family_ = config::Family::kLsa;
+  config::AlgorithmChoice choice_{};
+  uint32_t chains_ = 1;
+  int dim_ = 0, segment_dim_ = 0, broadcast_dim_ = 0;
+  std::vector<uint8_t> memory_;
+  std::vector<double> broadcast_;
+  algorithms::LsaServer<double> lsa_;
+  algorithms::FedOptServer<double> opt_[config::kMaxSegments];
+  algorithms::RichardsonRomberg<double> rr_;
+  algorithms::FedEmServer<double> em_;
+};
+
+}  // namespace fedrt::protocol

@@ -1,0 +1,168 @@
+#pragma once
+// ServerSession: the coordinator side of the round protocol, sans I/O
+// (docs/architecture.md, "Round protocol"). For one algorithm and run of a
+// task, told which agents are connected and what time it is, it samples each
+// round, queues the broadcast, takes updates as they arrive (validated, then
+// streamed into the server core's exact sums), runs the SecAgg+ phases,
+// applies deadline and quorum, closes the round and, once the driver has
+// persisted the commit, queues the round results. The simulator drives it
+// with messages in memory and no clock; the coordinator with TLS sessions, a
+// timer and SQLite. Host code: memory is sized at init.
+//
+//   open_round(t) -> next_outgoing()* -> on_update / on_secagg_*  (tick(now))
+//     -> round_closed(): persist commit() and export_state() -> publish()
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fedrt/compression/diana.h"
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/protocol/messages.h"
+#include "fedrt/protocol/server_core.h"
+#include "fedrt/protocol/server_secagg.h"
+#include "fedrt/protocol/server_uplink.h"
+
+namespace fedrt::protocol {
+
+struct ServerOptions {
+  config::Task task;
+  uint32_t algorithm = 0;
+  uint32_t run = 0;
+  std::vector<double> initial;  // the family's initial iterate (ServerCore::init)
+  uint32_t deadline_ms = 0;     // per round (per SecAgg+ phase); 0 = none (the simulator)
+  double quorum = 1.0;          // fraction of the sampled agents needed at the deadline
+};
+
+// Why a device's message was refused (the driver sends it back).
+enum class Refusal : uint8_t {
+  kNone = 0,
+  kStaleRound,   // for a round that is closed
+  kFutureRound,  // for a round that is not open yet
+  kDuplicate,
+  kNotSampled,
+  kMalformed,   // undecodable payload, wrong encoding, wrong phase
+  kDimension,
+  kNonFinite,
+};
+struct Verdict {
+  Refusal refusal = Refusal::kNone;
+  std::string why;
+  bool ok() const { return refusal == Refusal::kNone; }
+};
+
+struct Outgoing {
+  uint32_t agent = 0;
+  MessageKind kind = MessageKind::kNone;
+};
+
+// A closed round: what the driver persists before anyone learns the result.
+struct Commit {
+  RoundId id;
+  std::vector<uint32_t> members;  // agents whose updates were aggregated
+  uint32_t sampled = 0;
+  uint32_t local_steps = 0;
+  uint64_t bits_up = 0;    // payload bits received (all SecAgg+ traffic in a secure round)
+  uint64_t bits_down = 0;  // broadcast bits sent (and SecAgg+ traffic)
+  uint64_t samples = 0;    // sum of the updates' sample counts
+  const char* closed_by = "";  // all | deadline | empty | secagg | failed
+  std::string failure;         // why a round aggregated nothing (a secure round that could not be unmasked)
+};
+
+class ServerSession {
+ public:
+  Status init(const ServerOptions& options);
+  const ServerCore& core() const { return core_; }
+  const ServerUplink& uplink() const { return uplink_; }
+  ServerUplink& mutable_uplink() { return uplink_; }
+  const config::Task& task() const { return task_; }
+
+  // Presence: connected (and registered) devices; refused ones never take part.
+  void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
+  void set_refused(uint32_t agent, bool refused);
+
+  // FedEM and VR-FedEM start each run with the exchange of V_{0,c} (round kInitRound).
+  bool needs_initial_exchange() const { return core_.has_initial_exchange() && !init_done_; }
+  void mark_initial_exchange_done() { init_done_ = true; }
+  Status open_round(uint32_t round, uint64_t now_ms);
+  bool round_open() const { return state_ == State::kOpen; }
+  bool round_closed() const { return state_ == State::kClosed; }
+  const RoundId& current() const { return id_; }
+  bool sampled(uint32_t agent) const { return sampled_[agent] != 0; }
+
+  // The next message to send; its contents come from the accessors below.
+  bool next_outgoing(Outgoing& out);
+  Announcement announcement(uint32_t agent, uint64_t now_ms) const;
+  SecAggKeysMsg secagg_keys(uint32_t agent) { return secagg_.keys_for(agent); }
+  SecAggSharesMsg secagg_shares_in(uint32_t agent) { return secagg_.shares_for(agent); }
+  SecAggUnmaskRequestMsg secagg_unmask_request(uint32_t agent) { return secagg_.survivors_for(agent); }
+  RoundResult result(uint32_t agent) const;
+
+  // Device messages.
+  Verdict on_update(uint32_t agent, const Update& u, uint64_t now_ms);
+  Verdict on_secagg_advertise(uint32_t agent, const SecAggAdvertiseMsg& m, uint64_t now_ms);
+  Verdict on_secagg_shares(uint32_t agent, const SecAggSharesMsg& m, uint64_t now_ms);
+  Verdict on_secagg_masked(uint32_t agent, const SecAggMaskedMsg& m, uint64_t now_ms);
+  Verdict on_secagg_unmask(uint32_t agent, const SecAggUnmaskMsg& m, uint64_t now_ms);
+
+  // Deadlines: closes the round (or the SecAgg+ phase) when one has passed.
+  void tick(uint64_t now_ms);
+  uint64_t next_deadline_ms() const { return state_ == State::kOpen ? deadline_ : kNoDeadline; }
+  static constexpr uint64_t kNoDeadline = ~uint64_t{0};
+
+  const Commit& commit() const { return commit_; }
+  // After the commit is durable: queues the round results to its members.
+  void publish();
+
+  // What a restart needs besides the commits: the server cores' state (and
+  // the uplink's memory sum); mirrors through mutable_uplink().
+  void export_state(std::vector<double>& out) const;
+  Status import_state(const std::vector<double>& in);
+
+ private:
+  enum class State : uint8_t { kIdle, kOpen, kClosed };
+
+  void queue(uint32_t agent, MessageKind kind) { outbox_.push_back(Outgoing{agent, kind}); }
+  void announce(uint32_t agent);
+  Verdict secagg_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
+                         const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggUnmaskMsg* un,
+                         uint64_t now_ms);
+  void advance_secagg();
+  void close(const char* by);
+  void fail(const std::string& why);
+  uint64_t compress_broadcast();
+  uint32_t quorum_needed() const;
+
+  config::Task task_{};
+  uint32_t agents_ = 0;
+  ServerCore core_;
+  ServerUplink uplink_;
+  ServerSecAgg secagg_;
+  bool secure_ = false;
+  bool init_done_ = false;
+  State state_ = State::kIdle;
+  RoundId id_{};
+  uint32_t local_steps_ = 0;
+  uint32_t deadline_ms_ = 0;
+  double quorum_ = 1.0;
+  uint64_t deadline_ = kNoDeadline;
+  uint64_t now_ = 0;
+  std::vector<char> connected_, refused_, sampled_, informed_, announced_, reported_;
+  uint32_t expected_ = 0;
+  std::vector<Outgoing> outbox_;
+  size_t outbox_head_ = 0;
+  std::vector<double> model_;   // what the round's announcements carry (the broadcast, or xhat)
+  std::vector<double> result_;  // what round results carry (LSA: theta_{t+1} or xhat_{t+1})
+  uint64_t announced_count_ = 0;  // agents that received this round's broadcast
+  // Compressed broadcast (simulator): the agents' model xhat per chain.
+  bool downlink_ = false;
+  std::vector<uint8_t> down_memory_;
+  compression::CompressedDifference<double> down_[config::kMaxSegments];
+  std::vector<uint8_t> down_wire_;
+  std::vector<double> xhat_, down_g_;
+  Commit commit_;
+  std::vector<uint32_t> notify_;
+};
+
+}  // namespace fedrt::protocol

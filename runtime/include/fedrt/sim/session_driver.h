@@ -1,0 +1,66 @@
+#pragma once
+// SessionDriver: the simulator's driver of the round protocol. One server
+// session and one client session per agent, messages passed in memory, no
+// clock; the agents' local work runs on the worker pool (every agent's
+// randomness is keyed by (seed, run, agent, round), so the thread count never
+// changes a result). Simulated SecAgg+ dropouts (secagg_dropout) vanish
+// before sending their masked input. Host code.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "fedrt/config/task.h"
+#include "fedrt/protocol/client_session.h"
+#include "fedrt/protocol/server_session.h"
+#include "fedrt/sim/worker_pool.h"
+
+namespace fedrt::sim {
+
+struct DriverOptions {
+  const config::Task* task = nullptr;
+  uint32_t algorithm = 0;
+  uint32_t run = 0;
+  const std::vector<protocol::LocalProblem<double>>* agents = nullptr;
+  std::vector<double> initial;  // the family's initial iterate
+  WorkerPool* pool = nullptr;
+  // Local work below this many samples per round runs inline (waking the
+  // workers costs tens of microseconds).
+  double min_parallel_work = 0;
+  double work_per_sample = 1;
+};
+
+// One closed round (round = protocol::kInitRound for FedEM's initial exchange).
+struct DriverRound {
+  uint32_t round = 0;
+  const protocol::ServerSession* server = nullptr;
+  const protocol::Commit* commit = nullptr;
+  uint64_t samples = 0;  // drawn by every agent that worked this round
+};
+
+class SessionDriver {
+ public:
+  // Runs the task's rounds; on_round sees each closed round before its
+  // results reach the agents. Stops at the first error.
+  Status run(const DriverOptions& options, const std::function<Status(const DriverRound&)>& on_round);
+  const protocol::ServerSession& server() const { return server_; }
+
+ private:
+  Status play_round(uint32_t round);
+  Status deliver_announcements(uint32_t round);
+  Status feed(uint32_t agent, const protocol::ClientOutput& out);
+
+  DriverOptions opt_;
+  protocol::ServerSession server_;
+  std::unique_ptr<protocol::ClientSession<double>[]> clients_;
+  std::vector<uint8_t> arena_memory_;
+  std::vector<protocol::ClientOutput> outputs_;
+  std::vector<Status> errors_;
+  std::vector<uint32_t> batch_;
+  std::vector<char> dropped_;
+  uint64_t entropy_seed_ = 0;
+  uint64_t samples_ = 0;
+};
+
+}  // namespace fedrt::sim

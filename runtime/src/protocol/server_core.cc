@@ -1,0 +1,204 @@
+#include "fedrt/protocol/server_core.h"
+
+#include <cstring>
+
+namespace fedrt::protocol {
+
+using config::AlgorithmKind;
+using config::Family;
+
+Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t run, const std::vector<double>& initial) {
+  if (algorithm >= task.num_algorithms) return Status::InvalidArgument("server: no such algorithm in the task");
+  choice_ = task.algorithms[algorithm];
+  family_ = config::FamilyOf(choice_.kind);
+  dim_ = static_cast<int>(task.problem.dim);
+  chains_ = family_ == Family::kOpt && choice_.rr ? 2u : 1u;
+  segment_dim_ = choice_.kind == AlgorithmKind::kScaffold ? 2 * dim_ : dim_;
+  broadcast_dim_ = family_ == Family::kEm ? 2 * dim_ : static_cast<int>(chains_) * segment_dim_;
+  if (static_cast<int>(initial.size()) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
+  const config::HyperSpec& h = task.hyper;
+  memory_.assign(algorithms::LsaServer<double>::ArenaBytes(dim_) + 2 * algorithms::FedOptServer<double>::ArenaBytes(dim_) +
+                     algorithms::RichardsonRomberg<double>::ArenaBytes(dim_) +
+                     algorithms::FedEmServer<double>::ArenaBytes(dim_) + 256,
+                 0);
+  Arena arena(memory_.data(), memory_.size());
+  broadcast_.assign(static_cast<size_t>(broadcast_dim_), 0.0);
+  switch (family_) {
+    case Family::kLsa: {
+      algorithms::LsaHyper<double> hy;
+      hy.algorithm = static_cast<algorithms::LsaAlgorithm>(choice_.kind);
+      hy.step_size = h.step;
+      hy.local_steps = h.local_steps;
+      hy.comm_prob = h.comm_prob;
+      auto s = algorithms::LsaServer<double>::create(arena, dim_, hy, initial.data(), task.seed, run);
+      if (!s.ok()) return s.status();
+      lsa_ = *s;
+      break;
+    }
+    case Family::kOpt: {
+      for (uint32_t k = 0; k < chains_; ++k) {
+        algorithms::FedOptHyper<double> hy;
+        hy.algorithm = static_cast<algorithms::FedOptAlgorithm>(static_cast<unsigned>(choice_.kind) -
+                                                                static_cast<unsigned>(AlgorithmKind::kFedAvg));
+        hy.step_size = h.step * (k == 0 ? 1.0 : 2.0);
+        hy.local_steps = h.local_steps;
+        hy.batch = h.batch;
+        hy.prox_mu = h.prox_mu;
+        hy.server_step = h.server_step;
+        auto s = algorithms::FedOptServer<double>::create(arena, dim_, hy, initial.data(), task.problem.agents);
+        if (!s.ok()) return s.status();
+        opt_[k] = *s;
+      }
+      auto r = algorithms::RichardsonRomberg<double>::create(arena, dim_, h.burn_in);
+      if (!r.ok()) return r.status();
+      rr_ = *r;
+      break;
+    }
+    case Family::kEm: {
+      algorithms::EmHyper<double> hy;
+      hy.algorithm = static_cast<algorithms::EmAlgorithm>(static_cast<unsigned>(choice_.kind) -
+                                                          static_cast<unsigned>(AlgorithmKind::kFedEm));
+      hy.step = h.em_step;
+      hy.participation = task.participation;
+      hy.batch = h.batch;
+      hy.inner_iters = h.inner_iters;
+      hy.quantizer = task.compression.quantizer;
+      const int G = static_cast<int>(task.problem.gmm.components), p = static_cast<int>(task.problem.gmm.data_dim);
+      auto s = algorithms::FedEmServer<double>::create(arena, dim_, G, p, task.problem.agents, hy, initial.data());
+      if (!s.ok()) return s.status();
+      em_ = *s;
+      break;
+    }
+  }
+  refresh_broadcast();
+  return Status::Ok();
+}
+
+Reconstruction ServerCore::reconstruction(bool quantized) const {
+  if (family_ == Family::kEm) return Reconstruction::kMessage;
+  return quantized ? Reconstruction::kStartPlusCoded : Reconstruction::kValue;
+}
+
+bool ServerCore::has_initial_exchange() const {
+  return family_ == Family::kEm && choice_.kind != AlgorithmKind::kFedEmNaive;
+}
+
+bool ServerCore::informs_all() const { return choice_.kind == AlgorithmKind::kVrFedEm; }
+
+uint32_t ServerCore::start_round(uint32_t t) {
+  uint32_t steps = 0;
+  switch (family_) {
+    case Family::kLsa: steps = lsa_.start_round(t).local_steps; break;
+    case Family::kOpt:
+      for (uint32_t k = 0; k < chains_; ++k) steps = opt_[k].start_round(t).local_steps;
+      break;
+    case Family::kEm: em_.start_round(); break;
+  }
+  refresh_broadcast();
+  return steps;
+}
+
+void ServerCore::refresh_broadcast() {
+  switch (family_) {
+    case Family::kLsa: std::memcpy(broadcast_.data(), lsa_.global(), sizeof(double) * dim_); break;
+    case Family::kOpt:
+      for (uint32_t k = 0; k < chains_; ++k)
+        std::memcpy(broadcast_.data() + k * segment_dim_, opt_[k].broadcast(), sizeof(double) * segment_dim_);
+      break;
+    case Family::kEm:
+      std::memcpy(broadcast_.data(), em_.statistic(), sizeof(double) * dim_);
+      std::memcpy(broadcast_.data() + dim_, em_.params(), sizeof(double) * dim_);
+      break;
+  }
+}
+
+const double* ServerCore::start(uint32_t /*k*/, const double* announced) const {
+  return family_ == Family::kOpt ? nullptr : announced;  // LSA: theta_t; EM: Shat_k (the first half)
+}
+
+void ServerCore::add(uint32_t k, const double* value) {
+  switch (family_) {
+    case Family::kLsa: lsa_.accumulate(value); break;
+    case Family::kOpt: opt_[k].accumulate(value); break;
+    case Family::kEm: em_.accumulate(value); break;
+  }
+}
+
+void ServerCore::add_mean(uint32_t k, const double* mean, uint32_t m) {
+  switch (family_) {
+    case Family::kLsa: lsa_.accumulate(mean, static_cast<double>(m)); break;
+    case Family::kOpt: opt_[k].accumulate(mean, static_cast<double>(m), m); break;
+    case Family::kEm: break;  // FedEM aggregates sums (add_message_sum)
+  }
+}
+
+void ServerCore::add_message_sum(const double* sum) {
+  if (family_ == Family::kEm) em_.receive_sum(sum);
+}
+
+void ServerCore::add_initial(const double* v0c) {
+  if (family_ == Family::kEm) em_.add_initial_control_variate(v0c);
+}
+
+void ServerCore::finish_round(uint32_t t) {
+  switch (family_) {
+    case Family::kLsa: lsa_.finish_round(); break;
+    case Family::kOpt:
+      for (uint32_t k = 0; k < chains_; ++k) opt_[k].finish_round();
+      rr_.observe(t + 1, opt_[0].global(), chains_ == 2 ? opt_[1].global() : opt_[0].global());
+      break;
+    case Family::kEm: em_.finish_round(); break;
+  }
+  refresh_broadcast();
+}
+
+const double* ServerCore::model() const {
+  switch (family_) {
+    case Family::kLsa: return lsa_.global();
+    case Family::kOpt: return chains_ == 2 ? rr_.output() : opt_[0].global();
+    case Family::kEm: return em_.params();
+  }
+  return nullptr;
+}
+
+const double* ServerCore::statistic() const { return family_ == Family::kEm ? em_.statistic() : nullptr; }
+
+void ServerCore::export_state(std::vector<double>& out) const {
+  out.clear();
+  switch (family_) {
+    case Family::kLsa: out.insert(out.end(), lsa_.global(), lsa_.global() + dim_); break;
+    case Family::kOpt:
+      for (uint32_t k = 0; k < chains_; ++k) out.insert(out.end(), opt_[k].broadcast(), opt_[k].broadcast() + segment_dim_);
+      out.push_back(static_cast<double>(rr_.averaged()));
+      out.insert(out.end(), rr_.average_gamma(), rr_.average_gamma() + dim_);
+      out.insert(out.end(), rr_.average_2gamma(), rr_.average_2gamma() + dim_);
+      out.insert(out.end(), rr_.output(), rr_.output() + dim_);
+      break;
+    case Family::kEm:
+      out.insert(out.end(), em_.statistic(), em_.statistic() + dim_);
+      out.insert(out.end(), em_.control_variate(), em_.control_variate() + dim_);
+      break;
+  }
+}
+
+Status ServerCore::import_state(const std::vector<double>& in) {
+  std::vector<double> probe;
+  export_state(probe);
+  if (in.size() != probe.size()) return Status::DataLoss("server state: size does not match the algorithm");
+  switch (family_) {
+    case Family::kLsa: std::memcpy(lsa_.mutable_global(), in.data(), sizeof(double) * dim_); break;
+    case Family::kOpt: {
+      const double* p = in.data();
+      for (uint32_t k = 0; k < chains_; ++k, p += segment_dim_)
+        std::memcpy(opt_[k].mutable_broadcast(), p, sizeof(double) * segment_dim_);
+      const uint32_t count = static_cast<uint32_t>(*p++);
+      rr_.restore(count, p, p + dim_, p + 2 * dim_);
+      break;
+    }
+    case Family::kEm: em_.restore(in.data(), in.data() + dim_); break;
+  }
+  refresh_broadcast();
+  return Status::Ok();
+}
+
+}  // namespace fedrt::protocol

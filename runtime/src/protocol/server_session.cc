@@ -1,0 +1,364 @@
+#include "fedrt/protocol/server_session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fedrt/algorithms/lsa.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
+
+namespace fedrt::protocol {
+
+namespace {
+constexpr uint64_t kServerRngAgent = 0xFFFFFFFFull;  // key of the broadcast's compression stream
+}  // namespace
+
+Status ServerSession::init(const ServerOptions& o) {
+  task_ = o.task;
+  agents_ = task_.problem.agents;
+  if (agents_ == 0) return Status::InvalidArgument("server: the task has no agents");
+  FEDRT_TRY(core_.init(task_, o.algorithm, o.run, o.initial));
+  FEDRT_TRY(uplink_.init(task_, core_, agents_));
+  secure_ = task_.secagg.enabled;
+  deadline_ms_ = o.deadline_ms;
+  quorum_ = o.quorum;
+  id_ = RoundId{o.algorithm, o.run, 0};
+  init_done_ = false;
+  state_ = State::kIdle;
+  for (auto* v : {&connected_, &refused_, &sampled_, &informed_, &announced_, &reported_}) v->assign(agents_, 0);
+  outbox_.clear();
+  outbox_.reserve(4 * static_cast<size_t>(agents_) + 16);
+  outbox_head_ = 0;
+  commit_.members.reserve(agents_);
+  notify_.reserve(agents_);
+  model_.assign(core_.broadcast(), core_.broadcast() + core_.broadcast_dim());
+  result_.assign(static_cast<size_t>(core_.dim()), 0.0);
+  downlink_ = task_.compression.downlink && task_.compression.enabled() && core_.family() != config::Family::kEm;
+  if (downlink_) {
+    const int seg = core_.segment_dim();
+    down_memory_.assign(core_.chains() * compression::CompressedDifference<double>::ArenaBytes(seg) + 64, 0);
+    Arena arena(down_memory_.data(), down_memory_.size());
+    for (uint32_t k = 0; k < core_.chains(); ++k) {
+      auto d = compression::CompressedDifference<double>::create(arena, seg, task_.compression.quantizer, false);
+      if (!d.ok()) return d.status();
+      down_[k] = *d;
+    }
+    down_wire_.assign(compression::MaxPayloadBytes(task_.compression.quantizer, seg), 0);
+    xhat_ = model_;
+    down_g_.assign(static_cast<size_t>(seg), 0.0);
+  }
+  return Status::Ok();
+}
+
+void ServerSession::set_connected(uint32_t agent, bool connected, uint64_t now_ms) {
+  now_ = now_ms;
+  if (agent >= agents_) return;
+  connected_[agent] = connected ? 1 : 0;
+  if (state_ != State::kOpen) return;
+  if (!connected) {
+    if (secure_ && id_.round != kInitRound && secagg_.member(agent)) {
+      secagg_.on_disconnect(agent);
+      if (secagg_.phase_complete()) advance_secagg();
+    }
+    return;
+  }
+  // (Re)connected during the round: it may still report (a secure round
+  // takes devices only while keys are advertised).
+  if (informed_[agent] && !reported_[agent] && !refused_[agent] &&
+      (!secure_ || id_.round == kInitRound || secagg_.phase() == 1))
+    announce(agent);
+}
+
+void ServerSession::set_refused(uint32_t agent, bool refused) {
+  if (agent < agents_) refused_[agent] = refused ? 1 : 0;
+}
+
+void ServerSession::announce(uint32_t agent) {
+  if (!announced_[agent]) {
+    announced_[agent] = 1;
+    ++announced_count_;
+    if (!downlink_) commit_.bits_down += 64ull * model_.size();  // raw float64 broadcast
+  }
+  queue(agent, MessageKind::kAnnouncement);
+}
+
+Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
+  if (state_ != State::kIdle) return Status::FailedPrecondition("server: a round is still open or unpublished");
+  const bool initial = round == kInitRound;
+  if (initial && !needs_initial_exchange()) return Status::FailedPrecondition("server: no initial exchange to run");
+  if (!initial && needs_initial_exchange()) return Status::FailedPrecondition("server: the initial exchange comes first");
+  now_ = now_ms;
+  id_.round = round;
+  commit_ = Commit{};
+  commit_.id = id_;
+  commit_.members.clear();
+  std::fill(announced_.begin(), announced_.end(), 0);
+  std::fill(reported_.begin(), reported_.end(), 0);
+  uplink_.start_round();
+  local_steps_ = initial ? 0 : core_.start_round(round);
+  commit_.local_steps = local_steps_;
+  expected_ = 0;
+  std::vector<uint32_t>& sampled_list = notify_;
+  sampled_list.clear();
+  for (uint32_t c = 0; c < agents_; ++c) {
+    const bool s = !refused_[c] && (initial || algorithms::IsSampled(task_.seed, id_.run, c, round, task_.participation));
+    sampled_[c] = s ? 1 : 0;
+    informed_[c] = s || (!initial && !refused_[c] && core_.informs_all()) ? 1 : 0;
+    if (s) {
+      ++expected_;
+      sampled_list.push_back(c);
+    }
+  }
+  commit_.sampled = expected_;
+  if (downlink_) model_ = xhat_;
+  else model_.assign(core_.broadcast(), core_.broadcast() + core_.broadcast_dim());
+  announced_count_ = 0;
+  state_ = State::kOpen;
+  deadline_ = deadline_ms_ > 0 ? now_ms + deadline_ms_ : kNoDeadline;
+  if (expected_ == 0) {
+    close("empty");
+    return Status::Ok();
+  }
+  if (secure_ && !initial) {
+    const uint32_t dim = core_.chains() * static_cast<uint32_t>(core_.segment_dim());
+    Status st = secagg_.begin(task_, id_, sampled_list, dim, task_.compression.quantizer.bits);
+    if (!st.ok()) {
+      fail(st.message());
+      return Status::Ok();
+    }
+  }
+  for (uint32_t c = 0; c < agents_; ++c)
+    if (informed_[c] && connected_[c]) announce(c);
+  return Status::Ok();
+}
+
+bool ServerSession::next_outgoing(Outgoing& out) {
+  if (outbox_head_ >= outbox_.size()) {
+    outbox_.clear();
+    outbox_head_ = 0;
+    return false;
+  }
+  out = outbox_[outbox_head_++];
+  return true;
+}
+
+Announcement ServerSession::announcement(uint32_t agent, uint64_t now_ms) const {
+  Announcement a;
+  a.id = id_;
+  a.kind = id_.round == kInitRound ? WorkKind::kInitialStatistic : WorkKind::kLocalWork;
+  a.local_steps = local_steps_;
+  a.report = sampled_[agent] != 0;
+  a.model = View<double>{model_.data(), static_cast<uint32_t>(model_.size())};
+  if (deadline_ != kNoDeadline)
+    a.deadline_ms = deadline_ > now_ms ? static_cast<uint32_t>(std::min<uint64_t>(deadline_ - now_ms, 0xFFFFFFFFu)) : 0;
+  if (secure_ && a.kind == WorkKind::kLocalWork) a.secagg = secagg_.params_for(agent);
+  return a;
+}
+
+RoundResult ServerSession::result(uint32_t agent) const {
+  RoundResult r;
+  r.id = commit_.id;
+  r.included = std::find(commit_.members.begin(), commit_.members.end(), agent) != commit_.members.end();
+  if (core_.result_needs_model() && commit_.id.round != kInitRound)
+    r.model = View<double>{result_.data(), static_cast<uint32_t>(result_.size())};
+  return r;
+}
+
+Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_ms) {
+  now_ = now_ms;
+  auto refuse = [](Refusal r, std::string why) { return Verdict{r, std::move(why)}; };
+  if (agent >= agents_) return refuse(Refusal::kMalformed, "unknown agent");
+  const bool same_run = u.id.algorithm == id_.algorithm && u.id.run == id_.run;
+  const bool is_open = state_ == State::kOpen;
+  // kInitRound (0xFFFFFFFF) precedes round 0 of a run.
+  auto order = [](uint32_t r) { return r == kInitRound ? -1.0 : static_cast<double>(r); };
+  if (same_run && u.id.round == id_.round && reported_[agent])
+    return refuse(Refusal::kDuplicate, fmt::format("round {} already has this device's update", u.id.round));
+  if (!is_open || !same_run || order(u.id.round) < order(id_.round))
+    return refuse(Refusal::kStaleRound, fmt::format("round {} is closed; the open round is {}", u.id.round,
+                                                    is_open ? std::to_string(id_.round) : std::string("none")));
+  if (u.id.round != id_.round)
+    return refuse(Refusal::kFutureRound, fmt::format("round {} is not open yet; the open round is {}", u.id.round, id_.round));
+  if (!sampled_[agent]) return refuse(Refusal::kNotSampled, fmt::format("agent {} is not sampled in this round", agent));
+  if (secure_ && id_.round != kInitRound)
+    return refuse(Refusal::kMalformed, "this round uses secure aggregation: answer with SecAggAdvertise, not an Update");
+  auto bits = uplink_.accept(agent, u, model_.data(), core_);
+  if (!bits.ok()) {
+    const StatusCode c = bits.status().code();
+    return refuse(c == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed, bits.status().message());
+  }
+  reported_[agent] = 1;
+  commit_.members.push_back(agent);
+  commit_.bits_up += *bits;
+  commit_.samples += u.sample_count;
+  if (commit_.members.size() == expected_) close("all");
+  return Verdict{};
+}
+
+Verdict ServerSession::secagg_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
+                                      const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggUnmaskMsg* un,
+                                      uint64_t now_ms) {
+  now_ = now_ms;
+  if (agent >= agents_) return Verdict{Refusal::kMalformed, "unknown agent"};
+  if (!secure_) return Verdict{Refusal::kMalformed, "this experiment does not use secure aggregation"};
+  if (state_ != State::kOpen || id != id_) return Verdict{Refusal::kStaleRound, "secure aggregation message for another round"};
+  Status st = secagg_.on_message(agent, phase, id, ad, sh, ma, un);
+  if (!st.ok()) {
+    Refusal r = Refusal::kMalformed;
+    if (st.code() == StatusCode::kFailedPrecondition) r = Refusal::kNotSampled;
+    else if (st.code() == StatusCode::kAlreadyExists) r = Refusal::kDuplicate;
+    else if (st.code() == StatusCode::kOutOfRange) r = phase == 3 ? Refusal::kDimension : Refusal::kStaleRound;
+    Verdict v{r, st.message()};
+    if (secagg_.phase_complete()) advance_secagg();  // a refusal may end the phase
+    return v;
+  }
+  if (phase == 1) reported_[agent] = 1;
+  if (secagg_.phase_complete()) advance_secagg();
+  return Verdict{};
+}
+
+Verdict ServerSession::on_secagg_advertise(uint32_t agent, const SecAggAdvertiseMsg& m, uint64_t now_ms) {
+  return secagg_message(agent, 1, m.id, &m, nullptr, nullptr, nullptr, now_ms);
+}
+Verdict ServerSession::on_secagg_shares(uint32_t agent, const SecAggSharesMsg& m, uint64_t now_ms) {
+  return secagg_message(agent, 2, m.id, nullptr, &m, nullptr, nullptr, now_ms);
+}
+Verdict ServerSession::on_secagg_masked(uint32_t agent, const SecAggMaskedMsg& m, uint64_t now_ms) {
+  return secagg_message(agent, 3, m.id, nullptr, nullptr, &m, nullptr, now_ms);
+}
+Verdict ServerSession::on_secagg_unmask(uint32_t agent, const SecAggUnmaskMsg& m, uint64_t now_ms) {
+  return secagg_message(agent, 4, m.id, nullptr, nullptr, nullptr, &m, now_ms);
+}
+
+void ServerSession::advance_secagg() {
+  while (state_ == State::kOpen) {
+    Status st = secagg_.advance(notify_);
+    if (!st.ok()) return fail(st.message());
+    if (secagg_.finished()) {
+      commit_.members = secagg_.contributors();
+      uplink_.close_integer(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), model_.data(), core_);
+      return close("secagg");
+    }
+    const MessageKind kind = secagg_.phase() == 2   ? MessageKind::kSecAggKeys
+                             : secagg_.phase() == 3 ? MessageKind::kSecAggSharesIn
+                                                    : MessageKind::kSecAggUnmaskRequest;
+    for (uint32_t a : notify_)
+      if (connected_[a]) queue(a, kind);
+    if (deadline_ms_ > 0) deadline_ = now_ + deadline_ms_;  // each phase has its own deadline
+    if (!secagg_.phase_complete()) return;  // wait for the answers (or the phase deadline)
+  }
+}
+
+void ServerSession::tick(uint64_t now_ms) {
+  if (state_ != State::kOpen || now_ms < deadline_) return;
+  now_ = now_ms;
+  if (secure_ && id_.round != kInitRound) {
+    advance_secagg();  // the phase closes with the devices that answered
+    return;
+  }
+  if (commit_.members.size() >= quorum_needed()) {
+    close("deadline");
+  } else {
+    deadline_ = now_ms + deadline_ms_;  // below quorum: extend
+  }
+}
+
+uint32_t ServerSession::quorum_needed() const {
+  return std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(quorum_ * expected_ - 1e-9)));
+}
+
+void ServerSession::fail(const std::string& why) {
+  commit_.failure = why;
+  commit_.members.clear();
+  state_ = State::kClosed;
+  commit_.closed_by = "failed";
+  commit_.bits_up += secagg_.bytes_up() * 8;
+  commit_.bits_down += secagg_.bytes_down() * 8;
+  deadline_ = kNoDeadline;
+}
+
+void ServerSession::close(const char* by) {
+  const bool initial = id_.round == kInitRound;
+  if (secure_ && !initial) {
+    commit_.bits_up = secagg_.bytes_up() * 8;  // the secure round's traffic replaces the payload bits
+    commit_.bits_down += secagg_.bytes_down() * 8;
+  }
+  if (!initial && uplink_.mode() == ServerUplink::Mode::kInteger && !secure_) {
+    if (uplink_.needs_everyone() && commit_.members.size() != agents_) {
+      return fail(fmt::format("compression control variates on the integer uplink need all {} agents in every round, "
+                              "{} reported",
+                              agents_, commit_.members.size()));
+    }
+    uplink_.close_integer(static_cast<uint32_t>(commit_.members.size()), nullptr, model_.data(), core_);
+  }
+  if (initial) {
+    init_done_ = true;
+  } else {
+    core_.finish_round(id_.round);
+    if (downlink_) {  // the delta that brings every announced agent's model to the new broadcast
+      const uint64_t bits = compress_broadcast();
+      commit_.bits_down += announced_count_ * bits;
+    }
+  }
+  if (core_.result_needs_model()) {
+    const double* r = downlink_ ? xhat_.data() : core_.model();
+    std::copy(r, r + core_.dim(), result_.begin());
+  }
+  commit_.closed_by = by;
+  std::sort(commit_.members.begin(), commit_.members.end());
+  state_ = State::kClosed;
+  deadline_ = kNoDeadline;
+}
+
+// The agents' model follows xhat <- xhat + Q(broadcast_{t+1} - xhat): one
+// encoded copy per chain, decoded as every agent decodes it. Returns its bits.
+uint64_t ServerSession::compress_broadcast() {
+  const int seg = core_.segment_dim();
+  uint64_t bits = 0;
+  for (uint32_t k = 0; k < core_.chains(); ++k) {
+    const double* target = core_.broadcast() + static_cast<size_t>(k) * seg;
+    double* xh = xhat_.data() + static_cast<size_t>(k) * seg;
+    for (int i = 0; i < seg; ++i) down_g_[i] = target[i] - xh[i];
+    CounterRng rng(task_.seed, id_.run, kServerRngAgent, id_.round, RngStream::kCompression);
+    auto n = down_[k].encode(down_g_.data(), rng, down_wire_.data(), down_wire_.size(), down_g_.data());
+    if (!n.ok()) return 0;  // cannot fail: the buffer holds the longest payload
+    const double* m = down_[k].message();
+    for (int i = 0; i < seg; ++i) xh[i] += m[i];
+    bits += 8ull * *n;
+  }
+  return bits;
+}
+
+void ServerSession::publish() {
+  if (state_ != State::kClosed) return;
+  for (uint32_t c : commit_.members)
+    if (connected_[c]) queue(c, MessageKind::kRoundResult);
+  state_ = State::kIdle;
+}
+
+void ServerSession::export_state(std::vector<double>& out) const {
+  core_.export_state(out);
+  std::vector<double> w;
+  uplink_.export_state(w);
+  out.insert(out.end(), w.begin(), w.end());
+  if (downlink_) out.insert(out.end(), xhat_.begin(), xhat_.end());
+}
+
+Status ServerSession::import_state(const std::vector<double>& in) {
+  std::vector<double> probe;
+  export_state(probe);
+  if (in.size() != probe.size()) return Status::DataLoss("server state: size does not match the algorithm");
+  std::vector<double> core_part, w;
+  core_.export_state(core_part);
+  uplink_.export_state(w);
+  const size_t nc = core_part.size(), nw = w.size();
+  FEDRT_TRY(core_.import_state(std::vector<double>(in.begin(), in.begin() + nc)));
+  FEDRT_TRY(uplink_.import_state(std::vector<double>(in.begin() + nc, in.begin() + nc + nw)));
+  if (downlink_) xhat_.assign(in.begin() + nc + nw, in.end());
+  return Status::Ok();
+}
+
+}  // namespace fedrt::protocol

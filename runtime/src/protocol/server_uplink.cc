@@ -1,0 +1,165 @@
+#include "fedrt/protocol/server_uplink.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fedrt/compression/bit_stream.h"
+#include "fedrt/compression/codec.h"
+
+namespace fedrt::protocol {
+
+using compression::QuantizerKind;
+
+Status ServerUplink::init(const config::Task& task, const ServerCore& core, uint32_t agents) {
+  q_ = task.compression.quantizer;
+  chains_ = core.chains();
+  seg_ = core.segment_dim();
+  message_only_ = core.family() == config::Family::kEm;
+  memory_ = message_only_ ? false : task.compression.control_variates;
+  if (message_only_) {
+    mode_ = q_.kind == QuantizerKind::kRounding ? Mode::kInteger : Mode::kCoded;
+  } else if (q_.kind == QuantizerKind::kNone) {
+    mode_ = Mode::kRaw;
+  } else if (q_.kind == QuantizerKind::kRounding && (!memory_ || task.participation >= 1.0)) {
+    mode_ = Mode::kInteger;  // with memories only when every agent reports: the server keeps their sum W
+  } else {
+    mode_ = Mode::kCoded;
+  }
+  if (task.secagg.enabled && mode_ != Mode::kInteger)
+    return Status::InvalidArgument("secure aggregation needs the rounding quantizer's integer uplink");
+  rec_ = core.reconstruction(q_.kind != QuantizerKind::kNone);
+  alpha_ = compression::ControlVariateStep(q_, seg_);
+  mirrors_.assign(has_mirrors() ? agents : 0, {});
+  w_.assign(mode_ == Mode::kInteger && memory_ ? static_cast<size_t>(chains_) * seg_ : 0, 0.0);
+  isum_.assign(static_cast<size_t>(chains_) * seg_, 0);
+  scratch_.assign(static_cast<size_t>(chains_) * seg_, 0.0);
+  value_.assign(static_cast<size_t>(seg_), 0.0);
+  return Status::Ok();
+}
+
+Encoding ServerUplink::expected_encoding(bool initial) const {
+  if (initial) return Encoding::kRawFloat32;
+  return mode_ == Mode::kRaw ? Encoding::kRawFloat64 : Encoding::kCodec;
+}
+
+void ServerUplink::start_round() { std::fill(isum_.begin(), isum_.end(), 0); }
+
+Result<uint64_t> ServerUplink::accept(uint32_t agent, const Update& u, const double* announced, ServerCore& core) {
+  const bool initial = u.id.round == kInitRound;
+  const Encoding want = expected_encoding(initial);
+  if (u.encoding != want)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("payload encoding {}, this round takes {}", static_cast<int>(u.encoding),
+                              static_cast<int>(want)));
+  const uint32_t segments = initial ? 1u : chains_;
+  if (u.segments != segments)
+    return Status(StatusCode::kInvalidArgument, fmt::format("{} payload segments, expected {}", u.segments, segments));
+  uint64_t bits = 0;
+  // Validate every segment before anything moves.
+  for (uint32_t k = 0; k < segments; ++k) {
+    const View<uint8_t>& p = u.payload[k];
+    double* m = scratch_.data() + static_cast<size_t>(k) * seg_;
+    bits += 8ull * p.size;
+    if (initial) {  // FedEM's V_{0,c}: float32 values
+      if (p.size != 4u * static_cast<uint32_t>(seg_))
+        return Status(StatusCode::kOutOfRange,
+                      fmt::format("initial control variate of {} bytes, expected {}", p.size, 4 * seg_));
+      for (int i = 0; i < seg_; ++i) {
+        uint32_t w = 0;
+        for (int b = 0; b < 4; ++b) w |= static_cast<uint32_t>(p.data[4 * i + b]) << (8 * b);
+        float f;
+        std::memcpy(&f, &w, 4);
+        if (!std::isfinite(f)) return Status(StatusCode::kInvalidArgument, std::string("initial control variate has a NaN or Inf entry"));
+        m[i] = f;
+      }
+      continue;
+    }
+    const compression::QuantizerSpec raw{};  // kNone: d little-endian float64 values
+    Status st = compression::Decode<double>(mode_ == Mode::kRaw ? raw : q_, p.data, p.size, seg_, m);
+    if (!st.ok())
+      return Status(st.code(), fmt::format("segment {} ({} bytes) rejected: {}", k, p.size, st.message()));
+  }
+  if (initial) {
+    core.add_initial(scratch_.data());
+    return bits;
+  }
+  for (uint32_t k = 0; k < segments; ++k) {
+    const double* m = scratch_.data() + static_cast<size_t>(k) * seg_;
+    if (mode_ == Mode::kInteger) {  // the payload's b-bit fields (validated above)
+      compression::BitReader r(u.payload[k].data, u.payload[k].size);
+      uint64_t* s = isum_.data() + static_cast<size_t>(k) * seg_;
+      for (int i = 0; i < seg_; ++i) {
+        uint32_t x = 0;
+        (void)r.get(q_.bits, x);
+        s[i] += x;
+      }
+      continue;
+    }
+    if (mode_ == Mode::kRaw || rec_ == Reconstruction::kMessage) {
+      core.add(k, m);
+      continue;
+    }
+    // start + V_c + m, then V_c <- V_c + alpha m (as compression/diana.h's receiver).
+    const double* start = core.start(k, announced);
+    double* v = nullptr;
+    if (memory_) {
+      std::vector<double>& mirror = mirrors_[agent];
+      if (mirror.empty()) mirror.assign(static_cast<size_t>(chains_) * seg_, 0.0);
+      v = mirror.data() + static_cast<size_t>(k) * seg_;
+    }
+    for (int i = 0; i < seg_; ++i) {
+      value_[i] = (v != nullptr ? v[i] : 0.0) + m[i];
+      if (v != nullptr) v[i] += alpha_ * m[i];
+    }
+    if (start != nullptr)
+      for (int i = 0; i < seg_; ++i) value_[i] += start[i];
+    core.add(k, value_.data());
+  }
+  return bits;
+}
+
+void ServerUplink::close_integer(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core) {
+  if (m == 0) return;
+  const double delta = 2.0 * q_.clip / static_cast<double>((1u << q_.bits) - 1u);
+  const double md = static_cast<double>(m);
+  for (uint32_t k = 0; k < chains_; ++k) {
+    const size_t off = static_cast<size_t>(k) * seg_;
+    auto sum = [&](int i) {
+      return secure_sum != nullptr ? static_cast<double>(secure_sum[off + i]) : static_cast<double>(isum_[off + i]);
+    };
+    if (message_only_) {  // FedEM: sum_c m_c = Delta S - m clip
+      for (int i = 0; i < seg_; ++i) value_[i] = sum(i) * delta - md * q_.clip;
+      core.add_message_sum(value_.data());
+      continue;
+    }
+    const double* start = core.start(k, announced);
+    if (!memory_) {
+      for (int i = 0; i < seg_; ++i) value_[i] = (start != nullptr ? start[i] : 0.0) + sum(i) * delta / md - q_.clip;
+    } else {  // mean of V_c + m_c = (W + sum_c m_c) / m; W <- W + alpha sum_c m_c
+      double* w = w_.data() + off;
+      for (int i = 0; i < seg_; ++i) {
+        const double msum = sum(i) * delta - md * q_.clip;
+        value_[i] = (start != nullptr ? start[i] : 0.0) + (w[i] + msum) / md;
+        w[i] += alpha_ * msum;
+      }
+    }
+    core.add_mean(k, value_.data(), m);
+  }
+}
+
+Status ServerUplink::set_mirror(uint32_t agent, const std::vector<double>& v) {
+  if (!has_mirrors() || agent >= mirrors_.size()) return Status::InvalidArgument("uplink: no mirror for this agent");
+  if (v.size() != static_cast<size_t>(chains_) * seg_) return Status::DataLoss("uplink: stored mirror of the wrong size");
+  mirrors_[agent] = v;
+  return Status::Ok();
+}
+
+Status ServerUplink::import_state(const std::vector<double>& in) {
+  if (in.size() != w_.size()) return Status::DataLoss("uplink: stored memory sum of the wrong size");
+  w_ = in;
+  return Status::Ok();
+}
+
+}  // namespace fedrt::protocol

@@ -1,0 +1,194 @@
+#include "fedrt/sim/session_driver.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fedrt/core/rng.h"
+#include "fedrt/secagg/simulated_round.h"
+
+namespace fedrt::sim {
+
+using protocol::ClientOutput;
+using protocol::ClientSession;
+using protocol::MessageKind;
+using protocol::Outgoing;
+
+namespace {
+
+// Simulated devices' SecAgg+ secrets: HKDF of the experiment seed, the round and the id.
+int SimulatedSecrets(void* ctx, uint64_t round_id, uint32_t u, uint8_t* out, size_t n) {
+  const secagg::DeviceEntropy e = secagg::SimulatedEntropy(*static_cast<const uint64_t*>(ctx), round_id, u);
+  if (n != sizeof e) return -1;
+  std::memcpy(out, &e, n);
+  return 0;
+}
+
+Status AgentError(uint32_t agent, const Status& st) {
+  return Status(st.code(), fmt::format("agent {}: {}", agent, st.message()));
+}
+
+}  // namespace
+
+Status SessionDriver::run(const DriverOptions& o, const std::function<Status(const DriverRound&)>& on_round) {
+  opt_ = o;
+  const config::Task& task = *o.task;
+  const uint32_t n = task.problem.agents;
+  if (o.agents == nullptr || o.agents->size() != n) return Status::InvalidArgument("simulator: one local problem per agent");
+  protocol::ServerOptions so;
+  so.task = task;
+  so.algorithm = o.algorithm;
+  so.run = o.run;
+  so.initial = o.initial;
+  FEDRT_TRY(server_.init(so));
+  entropy_seed_ = Mix64(task.seed ^ 0xE27E27ull);
+  const size_t per = (ClientSession<double>::WorkspaceBytes(task, o.algorithm) + 63) & ~size_t(63);
+  arena_memory_.assign(per * n + 64, 0);
+  clients_.reset(new ClientSession<double>[n]);
+  for (uint32_t c = 0; c < n; ++c) {
+    Arena arena(arena_memory_.data() + per * c, per);
+    ClientSession<double>::Options co;
+    co.task = &task;
+    co.algorithm = o.algorithm;
+    co.run = o.run;
+    co.agent = c;
+    co.problem = (*o.agents)[c];
+    co.entropy = SimulatedSecrets;
+    co.entropy_ctx = &entropy_seed_;
+    Status st = clients_[c].init(arena, co);
+    if (!st.ok()) return AgentError(c, st);
+    server_.set_connected(c, true, 0);
+  }
+  outputs_.assign(n, ClientOutput{});
+  errors_.assign(n, Status::Ok());
+  dropped_.assign(n, 0);
+  auto finish = [&](uint32_t round) -> Status {
+    DriverRound r;
+    r.round = round;
+    r.server = &server_;
+    r.commit = &server_.commit();
+    r.samples = samples_;
+    FEDRT_TRY(on_round(r));
+    server_.publish();
+    Outgoing out;
+    while (server_.next_outgoing(out)) {
+      if (out.kind != MessageKind::kRoundResult) continue;
+      Status st = clients_[out.agent].on_result(server_.result(out.agent));
+      if (!st.ok()) return AgentError(out.agent, st);
+    }
+    return Status::Ok();
+  };
+  if (server_.needs_initial_exchange()) {
+    FEDRT_TRY(play_round(protocol::kInitRound));
+    FEDRT_TRY(finish(protocol::kInitRound));
+  }
+  for (uint32_t t = 0; t < task.rounds; ++t) {
+    FEDRT_TRY(play_round(t));
+    FEDRT_TRY(finish(t));
+  }
+  return Status::Ok();
+}
+
+Status SessionDriver::play_round(uint32_t round) {
+  const config::Task& task = *opt_.task;
+  const uint32_t n = task.problem.agents;
+  for (uint32_t c = 0; c < n; ++c)
+    if (dropped_[c]) {
+      dropped_[c] = 0;
+      server_.set_connected(c, true, 0);
+    }
+  FEDRT_TRY(server_.open_round(round, 0));
+  samples_ = 0;
+  // Simulated SecAgg+ dropouts: floor(dropout n) of the round's n sampled
+  // devices (a keyed shuffle of their ids) vanish before their masked input.
+  std::vector<char> vanish(n, 0);
+  if (task.secagg.enabled && task.secagg.dropout > 0.0 && round != protocol::kInitRound) {
+    std::vector<uint32_t> sampled;
+    for (uint32_t c = 0; c < n; ++c)
+      if (server_.sampled(c)) sampled.push_back(c);
+    const uint32_t m = static_cast<uint32_t>(sampled.size());
+    std::vector<uint32_t> order(m);
+    for (uint32_t i = 0; i < m; ++i) order[i] = i;
+    CounterRng rng(Mix64(task.seed ^ 0xD209D209ull), opt_.run, 0, round, RngStream::kParticipation);
+    for (uint32_t i = m - 1; m > 0 && i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    const uint32_t k = static_cast<uint32_t>(task.secagg.dropout * m);
+    for (uint32_t i = 0; i < k; ++i) vanish[sampled[order[i]]] = 1;
+  }
+  for (int idle = 0; !server_.round_closed();) {
+    Outgoing out;
+    batch_.clear();
+    bool delivered = false;
+    while (server_.next_outgoing(out)) {
+      delivered = true;
+      if (out.kind == MessageKind::kAnnouncement) {
+        batch_.push_back(out.agent);
+        continue;
+      }
+      ClientOutput& reply = outputs_[out.agent];
+      Status st = Status::Ok();
+      ClientSession<double>& client = clients_[out.agent];
+      switch (out.kind) {
+        case MessageKind::kSecAggKeys: st = client.on_secagg_keys(server_.secagg_keys(out.agent), reply); break;
+        case MessageKind::kSecAggSharesIn:
+          if (vanish[out.agent]) {  // it received its shares, then vanished before its masked input
+            (void)server_.secagg_shares_in(out.agent);
+            dropped_[out.agent] = 1;
+            server_.set_connected(out.agent, false, 0);
+            continue;
+          }
+          st = client.on_secagg_shares_in(server_.secagg_shares_in(out.agent), reply);
+          break;
+        case MessageKind::kSecAggUnmaskRequest:
+          st = client.on_secagg_unmask_request(server_.secagg_unmask_request(out.agent), reply);
+          break;
+        default: continue;
+      }
+      if (!st.ok()) return AgentError(out.agent, st);
+      FEDRT_TRY(feed(out.agent, reply));
+    }
+    if (!batch_.empty()) FEDRT_TRY(deliver_announcements(round));
+    if (!delivered && !server_.round_closed()) {
+      if (++idle > 1) return Status::Internal("simulator: a round waits for messages no agent will send");
+      server_.tick(protocol::ServerSession::kNoDeadline - 1);
+    }
+  }
+  return Status::Ok();
+}
+
+Status SessionDriver::deliver_announcements(uint32_t round) {
+  const protocol::Announcement a0 = server_.announcement(batch_[0], 0);
+  const double work = static_cast<double>(batch_.size()) * std::max<uint32_t>(1, a0.local_steps) * opt_.work_per_sample;
+  auto work_on = [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      const uint32_t c = batch_[i];
+      errors_[c] = clients_[c].on_announce(server_.announcement(c, 0), outputs_[c]);
+    }
+  };
+  if (opt_.pool != nullptr && work >= opt_.min_parallel_work && batch_.size() > 1) opt_.pool->parallel_for(batch_.size(), work_on);
+  else work_on(0, batch_.size());
+  for (uint32_t c : batch_) {  // fixed agent order
+    if (!errors_[c].ok()) return AgentError(c, errors_[c]);
+    samples_ += clients_[c].last_samples();
+    FEDRT_TRY(feed(c, outputs_[c]));
+  }
+  (void)round;
+  return Status::Ok();
+}
+
+Status SessionDriver::feed(uint32_t agent, const ClientOutput& out) {
+  protocol::Verdict v;
+  switch (out.kind) {
+    case MessageKind::kNone: return Status::Ok();
+    case MessageKind::kUpdate: v = server_.on_update(agent, out.update, 0); break;
+    case MessageKind::kSecAggAdvertise: v = server_.on_secagg_advertise(agent, out.advertise, 0); break;
+    case MessageKind::kSecAggShares: v = server_.on_secagg_shares(agent, out.shares, 0); break;
+    case MessageKind::kSecAggMasked: v = server_.on_secagg_masked(agent, out.masked, 0); break;
+    case MessageKind::kSecAggUnmask: v = server_.on_secagg_unmask(agent, out.unmask, 0); break;
+    default: return Status::Internal("simulator: unexpected message from an agent");
+  }
+  if (!v.ok()) return Status(StatusCode::kInternal, fmt::format("agent {}: the server refused its message: {}", agent, v.why));
+  return Status::Ok();
+}
+
+}  // namespace fedrt::sim

@@ -1,0 +1,101 @@
+#include "fedrt/sim/task_builder.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fedrt/config/names.h"
+
+namespace fedrt::sim {
+
+using config::AlgorithmChoice;
+using config::AlgorithmKind;
+
+Result<AlgorithmChoice> ParseAlgorithmChoice(const std::string& name) {
+  for (unsigned k = 0; k <= static_cast<unsigned>(AlgorithmKind::kVrFedEm); ++k) {
+    for (bool rr : {false, true}) {
+      const AlgorithmChoice a{static_cast<AlgorithmKind>(k), rr};
+      if (rr && config::FamilyOf(a.kind) != config::Family::kOpt) continue;
+      if (name == config::AlgorithmName(a)) return a;
+    }
+  }
+  return Status(StatusCode::kInvalidArgument, fmt::format("unknown algorithm '{}'", name));
+}
+
+Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
+  config::Task t;
+  config::ProblemSpec& p = t.problem;
+  switch (cfg.problem) {
+    case ProblemKind::kGarnet: p.kind = config::ProblemKind::kGarnet; break;
+    case ProblemKind::kFile: p.kind = config::ProblemKind::kBundle; break;
+    case ProblemKind::kLsq: p.kind = config::ProblemKind::kLeastSquares; break;
+    case ProblemKind::kLogistic: p.kind = config::ProblemKind::kLogistic; break;
+    case ProblemKind::kGmm: p.kind = config::ProblemKind::kGmm; break;
+  }
+  p.agents = static_cast<uint32_t>(cfg.garnet.agents);
+  p.dim = static_cast<uint32_t>(cfg.garnet.dim);
+  p.seed = cfg.effective_problem_seed();
+  p.from_files = cfg.problem == ProblemKind::kFile || !cfg.opt.data.empty();
+  p.garnet.states = static_cast<uint32_t>(cfg.garnet.n_states);
+  p.garnet.actions = static_cast<uint32_t>(cfg.garnet.n_actions);
+  p.garnet.branching = static_cast<uint32_t>(cfg.garnet.branching);
+  p.garnet.gamma = cfg.garnet.gamma;
+  p.garnet.epsilon = cfg.garnet.epsilon;
+  p.garnet.heterogeneity =
+      cfg.garnet.heterogeneity == problems::Heterogeneity::kHigh ? config::Heterogeneity::kHigh : config::Heterogeneity::kLow;
+  p.garnet.noise_free = cfg.noise_free;
+  p.synthetic.samples = static_cast<uint32_t>(cfg.opt.samples);
+  p.synthetic.covariate_shift = cfg.opt.covariate_shift;
+  p.synthetic.concept_shift = cfg.opt.concept_shift;
+  p.synthetic.quantity_skew = cfg.opt.quantity_skew;
+  p.synthetic.noise = cfg.opt.noise;
+  p.synthetic.l2 = cfg.opt.l2;
+  p.gmm.components = static_cast<uint32_t>(cfg.gmm.components);
+  p.gmm.data_dim = static_cast<uint32_t>(cfg.gmm.data_dim);
+  p.gmm.points = static_cast<uint32_t>(cfg.gmm.points);
+  p.gmm.own_weight = cfg.gmm.own_weight;
+  p.gmm.separation = cfg.gmm.separation;
+  if (cfg.problem == ProblemKind::kGmm) p.dim = p.gmm.components * (1 + p.gmm.data_dim);
+
+  std::vector<AlgorithmChoice> algs;
+  for (const std::string& name : cfg.algorithms) {
+    auto a = ParseAlgorithmChoice(name);
+    if (!a.ok()) return a.status();
+    algs.push_back(*a);
+    if (cfg.opt.rr && !a->rr && config::FamilyOf(a->kind) == config::Family::kOpt) {
+      const AlgorithmChoice w{a->kind, true};
+      if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), config::AlgorithmName(w)) == cfg.algorithms.end())
+        algs.push_back(w);
+    }
+  }
+  if (algs.size() > config::kMaxAlgorithms)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{} algorithms in one experiment; at most {} (run the others as another experiment)",
+                              algs.size(), config::kMaxAlgorithms));
+  t.num_algorithms = static_cast<uint32_t>(algs.size());
+  for (size_t i = 0; i < algs.size(); ++i) t.algorithms[i] = algs[i];
+
+  config::HyperSpec& h = t.hyper;
+  h.step = cfg.step;
+  h.local_steps = static_cast<uint32_t>(cfg.local_steps);
+  h.comm_prob = cfg.effective_comm_prob();
+  h.batch = static_cast<uint32_t>(cfg.problem == ProblemKind::kGmm ? cfg.gmm.batch : cfg.opt.batch);
+  h.prox_mu = cfg.opt.prox_mu;
+  h.server_step = cfg.opt.server_step;
+  h.burn_in = static_cast<uint32_t>(cfg.opt.burn_in.value_or(cfg.rounds / 2));
+  h.em_step = cfg.gmm.em_step;
+  h.inner_iters = static_cast<uint32_t>(cfg.gmm.inner_iters);
+  t.compression.quantizer = cfg.compression.quantizer;
+  t.compression.control_variates = cfg.compression.control_variates;
+  t.compression.downlink = cfg.compression.downlink;
+  t.secagg.enabled = cfg.secagg.enabled;
+  t.secagg.neighbours = cfg.secagg.neighbours;
+  t.secagg.dropout = cfg.secagg.dropout;
+  t.participation = cfg.participation;
+  t.seed = cfg.seed;
+  t.rounds = static_cast<uint32_t>(cfg.rounds);
+  t.runs = static_cast<uint32_t>(cfg.runs);
+  return t;
+}
+
+}  // namespace fedrt::sim

@@ -1,0 +1,306 @@
+// The round protocol's sessions driven by hand (runtime/include/fedrt/protocol):
+// arrival order, bad input, deadlines and quorum, resubmission, persistence
+// and refusals. The simulator's and the fleet's tests cover whole runs.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fedrt/config/task.h"
+#include "fedrt/problems/fed_data.h"
+#include "fedrt/problems/least_squares.h"
+#include "fedrt/protocol/client_session.h"
+#include "fedrt/protocol/server_session.h"
+
+namespace fedrt::protocol {
+namespace {
+
+using config::AlgorithmKind;
+using Client = ClientSession<double>;
+
+// N agents of synthetic least squares (d = 4) and their oracles.
+struct Fleet {
+  static constexpr uint32_t kAgents = 6;
+  static constexpr int kDim = 4;
+  problems::FedDataset data;
+  std::vector<uint8_t> oracle_memory = std::vector<uint8_t>(1 << 16);
+  std::vector<problems::LeastSquaresOracle<double>> oracles;
+  std::vector<LocalProblem<double>> local;
+  config::Task task;
+
+  explicit Fleet(AlgorithmKind kind, bool rr = false) {
+    problems::FedDataConfig g;
+    g.agents = kAgents;
+    g.dim = kDim;
+    g.samples = 30;
+    g.concept_shift = 0.5;
+    data = *problems::GenerateFedData(problems::FedLoss::kLeastSquares, g);
+    Arena arena(oracle_memory.data(), oracle_memory.size());
+    for (uint32_t c = 0; c < kAgents; ++c)
+      oracles.push_back(*problems::LeastSquaresOracle<double>::create(
+          arena, kDim, static_cast<uint32_t>(data.x[c].rows()), data.x[c].data(), data.y[c].data(), 1.0));
+    local.resize(kAgents);
+    for (uint32_t c = 0; c < kAgents; ++c) local[c].least_squares = &oracles[c];
+    task.problem.kind = config::ProblemKind::kLeastSquares;
+    task.problem.agents = kAgents;
+    task.problem.dim = kDim;
+    task.num_algorithms = 1;
+    task.algorithms[0] = config::AlgorithmChoice{kind, rr};
+    task.hyper.step = 0.05;
+    task.hyper.local_steps = 5;
+    task.hyper.batch = 2;
+    task.rounds = 4;
+  }
+  void dither(bool memory) {
+    task.compression.quantizer.kind = compression::QuantizerKind::kDither;
+    task.compression.quantizer.levels = 4;
+    task.compression.control_variates = memory;
+  }
+};
+
+// One server and one client per agent, messages passed by hand.
+class Sessions {
+ public:
+  Sessions(const Fleet& f, uint32_t deadline_ms = 0, double quorum = 1.0) : f_(f) {
+    ServerOptions so;
+    so.task = f.task;
+    so.initial.assign(Fleet::kDim, 0.0);
+    so.deadline_ms = deadline_ms;
+    so.quorum = quorum;
+    EXPECT_TRUE(server.init(so).ok());
+    const size_t per = (Client::WorkspaceBytes(f.task, 0) + 63) & ~size_t(63);
+    memory_.assign(per * Fleet::kAgents, 0);
+    clients.reset(new Client[Fleet::kAgents]);
+    for (uint32_t c = 0; c < Fleet::kAgents; ++c) {
+      Arena a(memory_.data() + per * c, per);
+      Client::Options o;
+      o.task = &f.task;
+      o.agent = c;
+      o.problem = f.local[c];
+      EXPECT_TRUE(clients[c].init(a, o).ok());
+      server.set_connected(c, true, 0);
+    }
+  }
+  // Opens round t and returns every agent's reply (in agent order).
+  std::vector<std::pair<uint32_t, ClientOutput>> announce(uint32_t t, uint64_t now = 0) {
+    EXPECT_TRUE(server.open_round(t, now).ok());
+    std::vector<std::pair<uint32_t, ClientOutput>> replies;
+    Outgoing out;
+    while (server.next_outgoing(out)) {
+      ClientOutput r;
+      EXPECT_TRUE(clients[out.agent].on_announce(server.announcement(out.agent, now), r).ok());
+      if (r.kind != MessageKind::kNone) replies.emplace_back(out.agent, r);
+    }
+    return replies;
+  }
+  void publish() {
+    server.publish();
+    Outgoing out;
+    while (server.next_outgoing(out)) ASSERT_TRUE(clients[out.agent].on_result(server.result(out.agent)).ok());
+  }
+  std::vector<double> state() const {
+    std::vector<double> s;
+    server.export_state(s);
+    return s;
+  }
+
+  ServerSession server;
+  std::unique_ptr<Client[]> clients;
+
+ private:
+  const Fleet& f_;
+  std::vector<uint8_t> memory_;
+};
+
+// The coordinator adds updates as they arrive: any order gives the same bits
+// (exact sums, core/exact_sum.h), the mirrors V_c included.
+TEST(ServerSession, UpdatesInAnyOrderGiveTheSameBits) {
+  for (AlgorithmKind kind : {AlgorithmKind::kFedAvg, AlgorithmKind::kScaffold}) {
+    Fleet f(kind, /*rr=*/kind == AlgorithmKind::kScaffold);
+    f.dither(/*memory=*/true);
+    Sessions fwd(f), rev(f);
+    for (uint32_t t = 0; t < 4; ++t) {
+      auto a = fwd.announce(t), b = rev.announce(t);
+      ASSERT_EQ(a.size(), Fleet::kAgents);
+      for (auto& [c, r] : a) ASSERT_TRUE(fwd.server.on_update(c, r.update, 0).ok());
+      std::reverse(b.begin(), b.end());
+      for (auto& [c, r] : b) ASSERT_TRUE(rev.server.on_update(c, r.update, 0).ok());
+      ASSERT_TRUE(fwd.server.round_closed() && rev.server.round_closed());
+      EXPECT_EQ(fwd.state(), rev.state()) << "round " << t;
+      for (uint32_t c = 0; c < Fleet::kAgents; ++c)
+        EXPECT_EQ(fwd.server.uplink().mirror(c), rev.server.uplink().mirror(c));
+      fwd.publish();
+      rev.publish();
+    }
+  }
+}
+
+// Updates for a closed round, a round not yet open, twice, from an agent not
+// sampled, or with a bad payload are refused with a reason, and change nothing.
+TEST(ServerSession, RefusesBadUpdatesAndKeepsWhatItAccepted) {
+  Fleet f(AlgorithmKind::kFedAvg);
+  f.dither(true);
+  f.task.participation = 0.5;
+  Sessions s(f);
+  auto r0 = s.announce(0);
+  for (auto& [c, r] : r0) ASSERT_TRUE(s.server.on_update(c, r.update, 0).ok());
+  s.publish();
+  auto r1 = s.announce(1);
+  ASSERT_GE(r1.size(), 2u);
+  const std::vector<double> before = s.state();
+  const uint32_t c0 = r1[0].first;
+  Update u = r1[0].second.update;
+  auto refused = [&](const Update& bad, Refusal want) {
+    const Verdict v = s.server.on_update(c0, bad, 0);
+    EXPECT_EQ(v.refusal, want) << v.why;
+    EXPECT_FALSE(v.why.empty());
+    EXPECT_TRUE(s.server.round_open());
+    EXPECT_EQ(s.state(), before);
+  };
+  Update stale = u;
+  stale.id.round = 0;
+  refused(stale, Refusal::kStaleRound);
+  Update future = u;
+  future.id.round = 2;
+  refused(future, Refusal::kFutureRound);
+  Update short_payload = u;
+  short_payload.payload[0].size -= 1;
+  refused(short_payload, Refusal::kMalformed);
+  Update raw = u;
+  raw.encoding = Encoding::kRawFloat64;
+  refused(raw, Refusal::kMalformed);
+  Update two = u;
+  two.segments = 2;
+  refused(two, Refusal::kMalformed);
+  uint32_t unsampled = 0;
+  while (s.server.sampled(unsampled)) ++unsampled;
+  EXPECT_EQ(s.server.on_update(unsampled, u, 0).refusal, Refusal::kNotSampled);
+  ASSERT_TRUE(s.server.on_update(c0, u, 0).ok());
+  EXPECT_EQ(s.server.on_update(c0, u, 0).refusal, Refusal::kDuplicate);
+  for (size_t i = 1; i < r1.size(); ++i) ASSERT_TRUE(s.server.on_update(r1[i].first, r1[i].second.update, 0).ok());
+  EXPECT_TRUE(s.server.round_closed());
+  EXPECT_EQ(s.server.commit().members.size(), r1.size());
+}
+
+// At the deadline the round closes when a quorum reported, else it waits
+// another deadline; updates are refused after the close.
+TEST(ServerSession, DeadlineClosesWithAQuorumOrExtends) {
+  Fleet f(AlgorithmKind::kFedAvg);
+  Sessions s(f, /*deadline_ms=*/100, /*quorum=*/0.5);
+  auto r = s.announce(0, 1000);
+  ASSERT_EQ(r.size(), Fleet::kAgents);
+  EXPECT_EQ(s.server.announcement(0, 1040).deadline_ms, 60u);
+  ASSERT_TRUE(s.server.on_update(r[0].first, r[0].second.update, 1010).ok());
+  s.server.tick(1100);  // 1 of 6 < quorum 3: extended to 1200
+  EXPECT_TRUE(s.server.round_open());
+  EXPECT_EQ(s.server.next_deadline_ms(), 1200u);
+  for (int i = 1; i < 3; ++i) ASSERT_TRUE(s.server.on_update(r[i].first, r[i].second.update, 1150).ok());
+  s.server.tick(1199);
+  EXPECT_TRUE(s.server.round_open());
+  s.server.tick(1200);
+  ASSERT_TRUE(s.server.round_closed());
+  EXPECT_STREQ(s.server.commit().closed_by, "deadline");
+  EXPECT_EQ(s.server.commit().members.size(), 3u);
+  EXPECT_EQ(s.server.on_update(r[4].first, r[4].second.update, 1201).refusal, Refusal::kStaleRound);
+}
+
+// A repeated announcement of the pending round sends the same bytes again.
+TEST(ClientSession, ResubmitsTheSameUpdate) {
+  Fleet f(AlgorithmKind::kScaffold);
+  f.dither(true);
+  Sessions s(f);
+  auto r = s.announce(0);
+  const Update& first = r[2].second.update;
+  std::vector<uint8_t> bytes(first.payload[0].data, first.payload[0].data + first.payload[0].size);
+  ClientOutput again;
+  ASSERT_TRUE(s.clients[2].on_announce(s.server.announcement(2, 0), again).ok());
+  ASSERT_EQ(again.kind, MessageKind::kUpdate);
+  EXPECT_EQ(std::vector<uint8_t>(again.update.payload[0].data, again.update.payload[0].data + again.update.payload[0].size),
+            bytes);
+}
+
+// A device restarted between its update and the round result restores its
+// state and commits exactly as the device that never stopped.
+TEST(ClientSession, StateSurvivesARestart) {
+  Fleet f(AlgorithmKind::kScaffold);
+  f.dither(true);
+  Sessions s(f);
+  for (uint32_t t = 0; t < 3; ++t) {
+    auto r = s.announce(t);
+    for (auto& [c, out] : r) ASSERT_TRUE(s.server.on_update(c, out.update, 0).ok());
+    if (t < 2) s.publish();
+  }
+  // Agent 1 "restarts" now: a new session restored from the saved bytes.
+  std::vector<uint8_t> saved(s.clients[1].state(), s.clients[1].state() + s.clients[1].state_size());
+  RoundId pending;
+  ASSERT_TRUE(s.clients[1].pending(&pending));
+  EXPECT_EQ(pending.round, 2u);
+  std::vector<uint8_t> mem(Client::WorkspaceBytes(f.task, 0));
+  Arena arena(mem.data(), mem.size());
+  Client restarted;
+  Client::Options o;
+  o.task = &f.task;
+  o.agent = 1;
+  o.problem = f.local[1];
+  ASSERT_TRUE(restarted.init(arena, o).ok());
+  ASSERT_TRUE(restarted.restore(saved.data(), saved.size()).ok());
+  ASSERT_TRUE(restarted.pending(nullptr));
+  ASSERT_TRUE(restarted.on_result(s.server.result(1)).ok());
+  s.publish();
+  ASSERT_EQ(restarted.state_size(), s.clients[1].state_size());
+  EXPECT_EQ(0, std::memcmp(restarted.state(), s.clients[1].state(), restarted.state_size()));
+  // A state saved for another agent or task is refused.
+  Client other;
+  std::vector<uint8_t> mem2(mem.size());
+  Arena arena2(mem2.data(), mem2.size());
+  o.agent = 2;
+  ASSERT_TRUE(other.init(arena2, o).ok());
+  EXPECT_FALSE(other.restore(saved.data(), saved.size()).ok());
+}
+
+// A device says why it cannot take a task: a family not in its build, no data
+// for the problem, too little memory.
+TEST(ClientSession, RefusesTasksItCannotRun) {
+  Fleet f(AlgorithmKind::kFedAvg);
+  EXPECT_EQ(Client::Refusal(f.task, f.local[0], 1 << 20), nullptr);
+  EXPECT_STREQ((ClientSession<double, kFamilyLsa>::Refusal(f.task, f.local[0], 1 << 20)),
+               "this device build does not include the task's algorithm family");
+  EXPECT_STREQ(Client::Refusal(f.task, LocalProblem<double>{}, 1 << 20), "no least-squares data for this task");
+  EXPECT_STREQ(Client::Refusal(f.task, f.local[0], 64), "the task's vectors do not fit this device's memory");
+  config::Task big = f.task;
+  big.problem.dim = config::kMaxDim + 1;
+  EXPECT_STREQ(Client::Refusal(big, f.local[0], 1 << 20), "the model dimension exceeds this device's wire limit");
+}
+
+// Announcements with the wrong length, NaN, another run or no local steps
+// are refused; the session stays usable.
+TEST(ClientSession, RejectsBadAnnouncements) {
+  Fleet f(AlgorithmKind::kFedAvg);
+  Sessions s(f);
+  ASSERT_TRUE(s.server.open_round(0, 0).ok());
+  const Announcement good = s.server.announcement(0, 0);
+  std::vector<double> model(good.model.data, good.model.data + good.model.size);
+  ClientOutput out;
+  Announcement a = good;
+  a.model.size -= 1;
+  EXPECT_FALSE(s.clients[0].on_announce(a, out).ok());
+  std::vector<double> nan = model;
+  nan[1] = std::nan("");
+  a = good;
+  a.model.data = nan.data();
+  EXPECT_FALSE(s.clients[0].on_announce(a, out).ok());
+  a = good;
+  a.id.run = 1;
+  EXPECT_FALSE(s.clients[0].on_announce(a, out).ok());
+  a = good;
+  a.local_steps = 0;
+  EXPECT_FALSE(s.clients[0].on_announce(a, out).ok());
+  EXPECT_FALSE(s.clients[0].pending(nullptr));
+  ASSERT_TRUE(s.clients[0].on_announce(good, out).ok());
+  EXPECT_EQ(out.kind, MessageKind::kUpdate);
+}
+
+}  // namespace
+}  // namespace fedrt::protocol
