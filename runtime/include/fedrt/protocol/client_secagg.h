@@ -96,7 +96,12 @@ class ClientSecAgg {
   Status on_shares_in(const SecAggSharesMsg& m, SecAggMaskedMsg& out) {
     if (m.shares.size > secagg::kMaxNeighbours)
       return fail(Status::InvalidArgument("SecAggSharesIn: more shares than neighbours"));
-    Status st = device_->masked_input(m.shares.data, m.shares.size, x_, y_);
+    // The wire names only the sender of each ciphertext: this device is the recipient.
+    for (uint32_t i = 0; i < m.shares.size; ++i) {
+      cts_[i] = m.shares.data[i];
+      cts_[i].to = device_->id();
+    }
+    Status st = device_->masked_input(cts_, m.shares.size, x_, y_);
     if (!st.ok()) return fail(st);
     out.id = id_;
     out.masked = View<uint32_t>{y_, count_};
