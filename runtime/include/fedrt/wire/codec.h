@@ -1,0 +1,73 @@
+#pragma once
+// The round protocol's messages (protocol/messages.h) and the task
+// (config/task.h) on the wire, with protobuf-lite (docs/architecture.md,
+// "Wire"). Encoding fills an Envelope; decoding validates everything that
+// arrives against the wire limits (config/limits.h) once, where it is decoded,
+// and yields views into the Envelope and into the decoder's own storage.
+// Host and Linux devices; the firmware has the same mapping over nanopb.
+
+#include <cstdint>
+#include <vector>
+
+#include "fedrt.pb.h"
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/protocol/messages.h"
+#include "fedrt/wire/frame.h"
+
+namespace fedrt::wire {
+
+void EncodeTask(const config::Task& in, Task* out);
+// Validates ranges (enumerations, counts within the limits, finite numbers).
+Status DecodeTask(const Task& in, config::Task& out);
+
+void Encode(const protocol::Announcement& m, Envelope& env);
+void Encode(const protocol::Update& m, Envelope& env);
+void Encode(const protocol::RoundResult& m, Envelope& env);
+void Encode(const protocol::SecAggAdvertiseMsg& m, Envelope& env);
+void Encode(const protocol::SecAggKeysMsg& m, Envelope& env);
+// Shares device -> server (each ciphertext names its recipient) or server ->
+// device (`incoming`: each names its sender).
+void Encode(const protocol::SecAggSharesMsg& m, bool incoming, Envelope& env);
+void Encode(const protocol::SecAggMaskedMsg& m, Envelope& env);
+void Encode(const protocol::SecAggUnmaskRequestMsg& m, Envelope& env);
+void Encode(const protocol::SecAggUnmaskMsg& m, Envelope& env);
+
+// One decoded protocol message. Its views point into the Envelope given to
+// decode() (which must outlive them) and into this object.
+class Inbound {
+ public:
+  // The protocol message in `env` (announcement, update, result or a SecAgg+
+  // phase); false with `error` when it breaks a limit or is not one of them.
+  bool decode(const Envelope& env, WireError& error);
+
+  protocol::MessageKind kind() const { return kind_; }
+  const protocol::Announcement& announcement() const { return announcement_; }
+  const protocol::Update& update() const { return update_; }
+  const protocol::RoundResult& result() const { return result_; }
+  const protocol::SecAggAdvertiseMsg& advertise() const { return advertise_; }
+  const protocol::SecAggKeysMsg& keys() const { return keys_; }
+  const protocol::SecAggSharesMsg& shares() const { return shares_; }  // kSecAggShares or kSecAggSharesIn
+  const protocol::SecAggMaskedMsg& masked() const { return masked_; }
+  const protocol::SecAggUnmaskRequestMsg& unmask_request() const { return unmask_request_; }
+  const protocol::SecAggUnmaskMsg& unmask() const { return unmask_; }
+
+ private:
+  protocol::MessageKind kind_ = protocol::MessageKind::kNone;
+  protocol::Announcement announcement_;
+  protocol::Update update_;
+  protocol::RoundResult result_;
+  protocol::SecAggAdvertiseMsg advertise_;
+  protocol::SecAggKeysMsg keys_;
+  protocol::SecAggSharesMsg shares_;
+  protocol::SecAggMaskedMsg masked_;
+  protocol::SecAggUnmaskRequestMsg unmask_request_;
+  protocol::SecAggUnmaskMsg unmask_;
+  std::vector<double> model_;
+  std::vector<secagg::Advertise> ads_;
+  std::vector<secagg::ShareCiphertext> cts_;
+  std::vector<uint32_t> words_;
+  std::vector<secagg::UnmaskShare> unmask_shares_;
+};
+
+}  // namespace fedrt::wire

@@ -1,0 +1,434 @@
+#include "fedrt/wire/codec.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fedrt/compression/quantizer.h"
+
+namespace fedrt::wire {
+
+using protocol::MessageKind;
+using protocol::View;
+
+namespace {
+
+template <class M>
+void Head(const protocol::RoundId& id, M* m) {
+  m->set_algorithm_index(id.algorithm);
+  m->set_run(id.run);
+  m->set_round(id.round);
+}
+template <class M>
+protocol::RoundId IdOf(const M& m) {
+  return protocol::RoundId{m.algorithm_index(), m.run(), m.round()};
+}
+std::string Bytes(const uint8_t* p, size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
+bool Finite(double v) { return std::isfinite(v); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- task
+
+void EncodeTask(const config::Task& t, Task* out) {
+  const config::ProblemSpec& p = t.problem;
+  ProblemSpec* wp = out->mutable_problem();
+  wp->set_kind(static_cast<uint32_t>(p.kind));
+  wp->set_agents(p.agents);
+  wp->set_dim(p.dim);
+  wp->set_seed(p.seed);
+  wp->set_from_files(p.from_files);
+  wp->set_data_fingerprint(p.data_fingerprint);
+  GarnetSpec* g = wp->mutable_garnet();
+  g->set_states(p.garnet.states);
+  g->set_actions(p.garnet.actions);
+  g->set_branching(p.garnet.branching);
+  g->set_gamma(p.garnet.gamma);
+  g->set_epsilon(p.garnet.epsilon);
+  g->set_heterogeneity(static_cast<uint32_t>(p.garnet.heterogeneity));
+  g->set_noise_free(p.garnet.noise_free);
+  SyntheticSpec* s = wp->mutable_synthetic();
+  s->set_samples(p.synthetic.samples);
+  s->set_covariate_shift(p.synthetic.covariate_shift);
+  s->set_concept_shift(p.synthetic.concept_shift);
+  s->set_quantity_skew(p.synthetic.quantity_skew);
+  s->set_noise(p.synthetic.noise);
+  s->set_l2(p.synthetic.l2);
+  GmmSpec* m = wp->mutable_gmm();
+  m->set_components(p.gmm.components);
+  m->set_data_dim(p.gmm.data_dim);
+  m->set_points(p.gmm.points);
+  m->set_own_weight(p.gmm.own_weight);
+  m->set_separation(p.gmm.separation);
+  for (uint32_t a = 0; a < t.num_algorithms; ++a) {
+    AlgorithmChoice* c = out->add_algorithms();
+    c->set_kind(static_cast<uint32_t>(t.algorithms[a].kind));
+    c->set_rr(t.algorithms[a].rr);
+  }
+  HyperSpec* h = out->mutable_hyper();
+  h->set_step(t.hyper.step);
+  h->set_local_steps(t.hyper.local_steps);
+  h->set_comm_prob(t.hyper.comm_prob);
+  h->set_batch(t.hyper.batch);
+  h->set_prox_mu(t.hyper.prox_mu);
+  h->set_server_step(t.hyper.server_step);
+  h->set_burn_in(t.hyper.burn_in);
+  h->set_em_step(t.hyper.em_step);
+  h->set_inner_iters(t.hyper.inner_iters);
+  CompressionSpec* c = out->mutable_compression();
+  c->set_quantizer(static_cast<uint32_t>(t.compression.quantizer.kind));
+  c->set_levels(t.compression.quantizer.levels);
+  c->set_elias_gamma(t.compression.quantizer.elias_gamma);
+  c->set_bits(t.compression.quantizer.bits);
+  c->set_clip(t.compression.quantizer.clip);
+  c->set_control_variates(t.compression.control_variates);
+  c->set_downlink(t.compression.downlink);
+  out->mutable_secagg()->set_enabled(t.secagg.enabled);
+  out->mutable_secagg()->set_neighbours(t.secagg.neighbours);
+  out->set_participation(t.participation);
+  out->set_seed(t.seed);
+  out->set_rounds(t.rounds);
+  out->set_runs(t.runs);
+}
+
+Status DecodeTask(const Task& in, config::Task& t) {
+  auto bad = [](const std::string& m) { return Status(StatusCode::kInvalidArgument, "task: " + m); };
+  t = config::Task{};
+  const ProblemSpec& wp = in.problem();
+  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kGmm)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
+  config::ProblemSpec& p = t.problem;
+  p.kind = static_cast<config::ProblemKind>(wp.kind());
+  p.agents = wp.agents();
+  p.dim = wp.dim();
+  p.seed = wp.seed();
+  p.from_files = wp.from_files();
+  p.data_fingerprint = wp.data_fingerprint();
+  if (p.agents == 0 || p.agents > (1u << 24)) return bad(fmt::format("{} agents", p.agents));
+  if (p.dim == 0 || p.dim > config::kMaxDim) return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxDim));
+  const GarnetSpec& g = wp.garnet();
+  p.garnet.states = g.states();
+  p.garnet.actions = g.actions();
+  p.garnet.branching = g.branching();
+  p.garnet.gamma = g.gamma();
+  p.garnet.epsilon = g.epsilon();
+  if (g.heterogeneity() > 1) return bad("unknown heterogeneity");
+  p.garnet.heterogeneity = static_cast<config::Heterogeneity>(g.heterogeneity());
+  p.garnet.noise_free = g.noise_free();
+  const SyntheticSpec& s = wp.synthetic();
+  p.synthetic.samples = s.samples();
+  p.synthetic.covariate_shift = s.covariate_shift();
+  p.synthetic.concept_shift = s.concept_shift();
+  p.synthetic.quantity_skew = s.quantity_skew();
+  p.synthetic.noise = s.noise();
+  p.synthetic.l2 = s.l2();
+  const GmmSpec& m = wp.gmm();
+  p.gmm.components = m.components();
+  p.gmm.data_dim = m.data_dim();
+  p.gmm.points = m.points();
+  p.gmm.own_weight = m.own_weight();
+  p.gmm.separation = m.separation();
+  for (double v : {p.garnet.gamma, p.garnet.epsilon, p.synthetic.covariate_shift, p.synthetic.concept_shift,
+                   p.synthetic.quantity_skew, p.synthetic.noise, p.synthetic.l2, p.gmm.own_weight, p.gmm.separation})
+    if (!Finite(v)) return bad("a problem setting is NaN or infinite");
+  if (p.kind == config::ProblemKind::kGmm &&
+      (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
+       p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
+    return bad("Gaussian-mixture sizes do not match the dimension G (1 + p)");
+  if (in.algorithms_size() == 0 || in.algorithms_size() > static_cast<int>(config::kMaxAlgorithms))
+    return bad(fmt::format("{} algorithms (1..{})", in.algorithms_size(), config::kMaxAlgorithms));
+  t.num_algorithms = static_cast<uint32_t>(in.algorithms_size());
+  for (int a = 0; a < in.algorithms_size(); ++a) {
+    const AlgorithmChoice& c = in.algorithms(a);
+    if (c.kind() > static_cast<uint32_t>(config::AlgorithmKind::kVrFedEm)) return bad(fmt::format("unknown algorithm {}", c.kind()));
+    t.algorithms[a] = config::AlgorithmChoice{static_cast<config::AlgorithmKind>(c.kind()), c.rr()};
+    if (config::FamilyOf(t.algorithms[a].kind) != config::FamilyOf(p.kind))
+      return bad("an algorithm of another family than the problem's");
+    if (c.rr() && config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+      return bad("Richardson-Romberg wraps optimisation algorithms only");
+  }
+  const HyperSpec& h = in.hyper();
+  t.hyper.step = h.step();
+  t.hyper.local_steps = h.local_steps();
+  t.hyper.comm_prob = h.comm_prob();
+  t.hyper.batch = h.batch();
+  t.hyper.prox_mu = h.prox_mu();
+  t.hyper.server_step = h.server_step();
+  t.hyper.burn_in = h.burn_in();
+  t.hyper.em_step = h.em_step();
+  t.hyper.inner_iters = h.inner_iters();
+  if (!(t.hyper.step > 0) || !Finite(t.hyper.step)) return bad("the step size must be positive");
+  if (t.hyper.local_steps == 0 || t.hyper.local_steps > (1u << 30)) return bad("local steps outside 1..2^30");
+  if (!(t.hyper.comm_prob > 0 && t.hyper.comm_prob <= 1)) return bad("communication probability outside (0, 1]");
+  if (!(t.hyper.prox_mu >= 0) || !Finite(t.hyper.prox_mu)) return bad("prox mu must be >= 0");
+  if (!(t.hyper.server_step > 0) || !Finite(t.hyper.server_step)) return bad("server step must be positive");
+  if (!(t.hyper.em_step > 0 && t.hyper.em_step <= 1)) return bad("EM step outside (0, 1]");
+  if (t.hyper.inner_iters == 0) return bad("VR-FedEM inner iterations must be positive");
+  const CompressionSpec& c = in.compression();
+  if (c.quantizer() > static_cast<uint32_t>(compression::QuantizerKind::kRounding)) return bad("unknown quantizer");
+  t.compression.quantizer.kind = static_cast<compression::QuantizerKind>(c.quantizer());
+  t.compression.quantizer.levels = c.levels();
+  t.compression.quantizer.elias_gamma = c.elias_gamma();
+  t.compression.quantizer.bits = c.bits();
+  t.compression.quantizer.clip = c.clip();
+  t.compression.control_variates = c.control_variates();
+  t.compression.downlink = c.downlink();
+  Status q = compression::ValidateSpec(t.compression.quantizer);
+  if (!q.ok()) return bad(q.message());
+  t.secagg.enabled = in.secagg().enabled();
+  t.secagg.neighbours = in.secagg().neighbours();
+  if (t.secagg.enabled && t.compression.quantizer.kind != compression::QuantizerKind::kRounding)
+    return bad("secure aggregation without the rounding quantizer");
+  t.participation = in.participation();
+  if (!(t.participation > 0 && t.participation <= 1)) return bad("participation outside (0, 1]");
+  t.seed = in.seed();
+  t.rounds = in.rounds();
+  t.runs = in.runs();
+  if (t.rounds == 0 || t.runs == 0) return bad("no rounds or no runs");
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- rounds
+
+void Encode(const protocol::Announcement& m, Envelope& env) {
+  RoundAnnouncement* a = env.mutable_announce();
+  Head(m.id, a);
+  a->set_kind(static_cast<uint32_t>(m.kind));
+  a->set_local_steps(m.local_steps);
+  a->set_report(m.report);
+  a->set_deadline_ms(m.deadline_ms);
+  a->mutable_model()->Add(m.model.data, m.model.data + m.model.size);
+  if (m.secagg.enabled) {
+    SecAggParams* p = a->mutable_secagg();
+    p->set_round_id(m.secagg.round_id);
+    p->set_graph_seed(m.secagg.graph_seed);
+    p->set_n(m.secagg.n);
+    p->set_k(m.secagg.k);
+    p->set_t(m.secagg.t);
+    p->set_id(m.secagg.id);
+  }
+}
+
+void Encode(const protocol::Update& m, Envelope& env) {
+  Update* u = env.mutable_update();
+  Head(m.id, u);
+  u->set_encoding(static_cast<uint32_t>(m.encoding));
+  for (uint32_t k = 0; k < m.segments; ++k) u->add_payload(Bytes(m.payload[k].data, m.payload[k].size));
+  u->set_sample_count(m.sample_count);
+}
+
+void Encode(const protocol::RoundResult& m, Envelope& env) {
+  RoundResult* r = env.mutable_result();
+  Head(m.id, r);
+  r->set_included(m.included);
+  r->mutable_model()->Add(m.model.data, m.model.data + m.model.size);
+}
+
+void Encode(const protocol::SecAggAdvertiseMsg& m, Envelope& env) {
+  SecAggAdvertise* a = env.mutable_secagg_advertise();
+  Head(m.id, a);
+  a->set_c_pk(Bytes(m.keys.c_pk, secagg::kKeyBytes));
+  a->set_s_pk(Bytes(m.keys.s_pk, secagg::kKeyBytes));
+}
+
+void Encode(const protocol::SecAggKeysMsg& m, Envelope& env) {
+  SecAggKeys* k = env.mutable_secagg_keys();
+  Head(m.id, k);
+  for (uint32_t i = 0; i < m.peers.size; ++i) {
+    SecAggPeerKeys* p = k->add_peers();
+    p->set_id(m.peers[i].id);
+    p->set_c_pk(Bytes(m.peers[i].c_pk, secagg::kKeyBytes));
+    p->set_s_pk(Bytes(m.peers[i].s_pk, secagg::kKeyBytes));
+  }
+}
+
+void Encode(const protocol::SecAggSharesMsg& m, bool incoming, Envelope& env) {
+  auto fill = [&](auto* s) {
+    Head(m.id, s);
+    for (uint32_t i = 0; i < m.shares.size; ++i) {
+      SecAggCiphertext* w = s->add_shares();
+      w->set_peer(incoming ? m.shares[i].from : m.shares[i].to);
+      std::string b(secagg::kShareWireBytes, '\0');
+      secagg::PackShareCiphertext(m.shares[i], reinterpret_cast<uint8_t*>(&b[0]));
+      w->set_ciphertext(std::move(b));
+    }
+  };
+  if (incoming) fill(env.mutable_secagg_shares_in());
+  else fill(env.mutable_secagg_shares());
+}
+
+void Encode(const protocol::SecAggMaskedMsg& m, Envelope& env) {
+  SecAggMasked* s = env.mutable_secagg_masked();
+  Head(m.id, s);
+  s->mutable_masked()->Add(m.masked.data, m.masked.data + m.masked.size);
+}
+
+void Encode(const protocol::SecAggUnmaskRequestMsg& m, Envelope& env) {
+  SecAggUnmaskRequest* s = env.mutable_secagg_unmask_request();
+  Head(m.id, s);
+  s->mutable_survivors()->Add(m.survivors.data, m.survivors.data + m.survivors.size);
+}
+
+void Encode(const protocol::SecAggUnmaskMsg& m, Envelope& env) {
+  SecAggUnmask* s = env.mutable_secagg_unmask();
+  Head(m.id, s);
+  for (uint32_t i = 0; i < m.shares.size; ++i) {
+    SecAggShare* w = s->add_shares();
+    w->set_about(m.shares[i].about);
+    w->set_kind(static_cast<uint32_t>(m.shares[i].kind));
+    w->set_x(m.shares[i].x);
+    w->set_share(Bytes(m.shares[i].share, secagg::kKeyBytes));
+  }
+}
+
+// ---------------------------------------------------------------- decoding
+
+bool Inbound::decode(const Envelope& env, WireError& error) {
+  kind_ = MessageKind::kNone;
+  auto fail = [&](ErrorReason r, std::string m) {
+    error = {r, std::move(m)};
+    return false;
+  };
+  auto key = [](const std::string& in, uint8_t* out) {
+    if (in.size() != secagg::kKeyBytes) return false;
+    std::memcpy(out, in.data(), secagg::kKeyBytes);
+    return true;
+  };
+  switch (env.body_case()) {
+    case Envelope::kAnnounce: {
+      const RoundAnnouncement& a = env.announce();
+      if (a.kind() > static_cast<uint32_t>(protocol::WorkKind::kInitialStatistic))
+        return fail(ERROR_MALFORMED, fmt::format("announcement of unknown kind {}", a.kind()));
+      if (a.model_size() > static_cast<int>(config::kMaxBroadcastScalars))
+        return fail(ERROR_DIMENSION, fmt::format("broadcast of {} values (at most {})", a.model_size(), config::kMaxBroadcastScalars));
+      for (int i = 0; i < a.model_size(); ++i)
+        if (!Finite(a.model(i))) return fail(ERROR_NON_FINITE, fmt::format("broadcast value {} is {}", i, a.model(i)));
+      announcement_ = protocol::Announcement{};
+      announcement_.id = IdOf(a);
+      announcement_.kind = static_cast<protocol::WorkKind>(a.kind());
+      announcement_.local_steps = a.local_steps();
+      announcement_.report = a.report();
+      announcement_.deadline_ms = a.deadline_ms();
+      announcement_.model = View<double>{a.model().data(), static_cast<uint32_t>(a.model_size())};
+      if (a.has_secagg()) {
+        const SecAggParams& p = a.secagg();
+        announcement_.secagg = protocol::SecAggRound{true, p.round_id(), p.graph_seed(), p.n(), p.k(), p.t(), p.id()};
+      }
+      kind_ = MessageKind::kAnnouncement;
+      return true;
+    }
+    case Envelope::kUpdate: {
+      const Update& u = env.update();
+      if (u.encoding() > static_cast<uint32_t>(protocol::Encoding::kRawFloat32))
+        return fail(ERROR_MALFORMED, fmt::format("update with unknown encoding {}", u.encoding()));
+      if (u.payload_size() == 0 || u.payload_size() > static_cast<int>(config::kMaxSegments))
+        return fail(ERROR_MALFORMED, fmt::format("update with {} payload segments (1..{})", u.payload_size(), config::kMaxSegments));
+      update_ = protocol::Update{};
+      update_.id = IdOf(u);
+      update_.encoding = static_cast<protocol::Encoding>(u.encoding());
+      update_.segments = static_cast<uint32_t>(u.payload_size());
+      for (int k = 0; k < u.payload_size(); ++k) {
+        const std::string& p = u.payload(k);
+        if (p.size() > config::kMaxSegmentBytes)
+          return fail(ERROR_DIMENSION, fmt::format("payload segment of {} bytes (at most {})", p.size(), config::kMaxSegmentBytes));
+        update_.payload[k] = View<uint8_t>{reinterpret_cast<const uint8_t*>(p.data()), static_cast<uint32_t>(p.size())};
+      }
+      update_.sample_count = u.sample_count();
+      kind_ = MessageKind::kUpdate;
+      return true;
+    }
+    case Envelope::kResult: {
+      const RoundResult& r = env.result();
+      if (r.model_size() > static_cast<int>(config::kMaxDim))
+        return fail(ERROR_DIMENSION, fmt::format("round result model of {} values (at most {})", r.model_size(), config::kMaxDim));
+      for (int i = 0; i < r.model_size(); ++i)
+        if (!Finite(r.model(i))) return fail(ERROR_NON_FINITE, fmt::format("round result value {} is {}", i, r.model(i)));
+      result_ = protocol::RoundResult{IdOf(r), r.included(), View<double>{r.model().data(), static_cast<uint32_t>(r.model_size())}};
+      kind_ = MessageKind::kRoundResult;
+      return true;
+    }
+    case Envelope::kSecaggAdvertise: {
+      const SecAggAdvertise& a = env.secagg_advertise();
+      advertise_ = protocol::SecAggAdvertiseMsg{};
+      advertise_.id = IdOf(a);
+      if (!key(a.c_pk(), advertise_.keys.c_pk) || !key(a.s_pk(), advertise_.keys.s_pk))
+        return fail(ERROR_MALFORMED, "SecAggAdvertise keys must be 32 bytes");
+      kind_ = MessageKind::kSecAggAdvertise;
+      return true;
+    }
+    case Envelope::kSecaggKeys: {
+      const SecAggKeys& k = env.secagg_keys();
+      if (k.peers_size() > static_cast<int>(secagg::kMaxNeighbours))
+        return fail(ERROR_MALFORMED, fmt::format("SecAggKeys with {} peers (at most {})", k.peers_size(), secagg::kMaxNeighbours));
+      ads_.assign(static_cast<size_t>(k.peers_size()), secagg::Advertise{});
+      for (int i = 0; i < k.peers_size(); ++i) {
+        ads_[i].id = k.peers(i).id();
+        if (!key(k.peers(i).c_pk(), ads_[i].c_pk) || !key(k.peers(i).s_pk(), ads_[i].s_pk))
+          return fail(ERROR_MALFORMED, "SecAggKeys: keys must be 32 bytes");
+      }
+      keys_ = protocol::SecAggKeysMsg{IdOf(k), View<secagg::Advertise>{ads_.data(), static_cast<uint32_t>(ads_.size())}};
+      kind_ = MessageKind::kSecAggKeys;
+      return true;
+    }
+    case Envelope::kSecaggShares:
+    case Envelope::kSecaggSharesIn: {
+      const bool incoming = env.body_case() == Envelope::kSecaggSharesIn;
+      const auto& list = incoming ? env.secagg_shares_in().shares() : env.secagg_shares().shares();
+      if (list.size() > static_cast<int>(secagg::kMaxNeighbours))
+        return fail(ERROR_MALFORMED, fmt::format("{} share ciphertexts (at most {})", list.size(), secagg::kMaxNeighbours));
+      cts_.assign(static_cast<size_t>(list.size()), secagg::ShareCiphertext{});
+      for (int i = 0; i < list.size(); ++i) {
+        const SecAggCiphertext& w = list.Get(i);
+        // The peer is the sender (incoming) or the recipient; the other end is
+        // filled in by the session that knows it.
+        if (!secagg::UnpackShareCiphertext(w.ciphertext().data(), w.ciphertext().size(), incoming ? w.peer() : 0,
+                                           incoming ? 0 : w.peer(), cts_[i]))
+          return fail(ERROR_MALFORMED, fmt::format("share ciphertext of {} bytes, expected {}", w.ciphertext().size(),
+                                                   secagg::kShareWireBytes));
+      }
+      shares_ = protocol::SecAggSharesMsg{incoming ? IdOf(env.secagg_shares_in()) : IdOf(env.secagg_shares()),
+                                          View<secagg::ShareCiphertext>{cts_.data(), static_cast<uint32_t>(cts_.size())}};
+      kind_ = incoming ? MessageKind::kSecAggSharesIn : MessageKind::kSecAggShares;
+      return true;
+    }
+    case Envelope::kSecaggMasked: {
+      const SecAggMasked& m = env.secagg_masked();
+      if (m.masked_size() > static_cast<int>(config::kMaxMaskedScalars))
+        return fail(ERROR_DIMENSION, fmt::format("masked input of {} values (at most {})", m.masked_size(), config::kMaxMaskedScalars));
+      masked_ = protocol::SecAggMaskedMsg{IdOf(m), View<uint32_t>{m.masked().data(), static_cast<uint32_t>(m.masked_size())}};
+      kind_ = MessageKind::kSecAggMasked;
+      return true;
+    }
+    case Envelope::kSecaggUnmaskRequest: {
+      const SecAggUnmaskRequest& r = env.secagg_unmask_request();
+      if (r.survivors_size() > static_cast<int>(secagg::kMaxNeighbours) + 1)
+        return fail(ERROR_MALFORMED, "SecAggUnmaskRequest: more survivors than neighbours + 1");
+      unmask_request_ = protocol::SecAggUnmaskRequestMsg{
+          IdOf(r), View<uint32_t>{r.survivors().data(), static_cast<uint32_t>(r.survivors_size())}};
+      kind_ = MessageKind::kSecAggUnmaskRequest;
+      return true;
+    }
+    case Envelope::kSecaggUnmask: {
+      const SecAggUnmask& u = env.secagg_unmask();
+      if (u.shares_size() > static_cast<int>(secagg::kMaxNeighbours) + 1)
+        return fail(ERROR_MALFORMED, "SecAggUnmask: more shares than neighbours + 1");
+      unmask_shares_.assign(static_cast<size_t>(u.shares_size()), secagg::UnmaskShare{});
+      for (int i = 0; i < u.shares_size(); ++i) {
+        const SecAggShare& w = u.shares(i);
+        if (w.kind() < 1 || w.kind() > 2 || w.x() < 1 || w.x() > 255 || !key(w.share(), unmask_shares_[i].share))
+          return fail(ERROR_MALFORMED, "unmask share needs kind 1 or 2, x in [1, 255] and 32 bytes");
+        unmask_shares_[i].about = w.about();
+        unmask_shares_[i].kind = static_cast<secagg::ShareKind>(w.kind());
+        unmask_shares_[i].x = static_cast<uint8_t>(w.x());
+      }
+      unmask_ = protocol::SecAggUnmaskMsg{
+          IdOf(u), View<secagg::UnmaskShare>{unmask_shares_.data(), static_cast<uint32_t>(unmask_shares_.size())}};
+      kind_ = MessageKind::kSecAggUnmask;
+      return true;
+    }
+    default:
+      return fail(ERROR_MALFORMED, fmt::format("message type {} is not a round message", static_cast<int>(env.body_case())));
+  }
+}
+
+}  // namespace fedrt::wire

@@ -1,0 +1,212 @@
+// The wire codec (runtime/include/fedrt/wire/codec.h): every round message
+// and the task survive encode -> bytes -> decode unchanged, and what breaks
+// a wire limit is rejected with its reason where it is decoded.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "fedrt/config/fingerprint.h"
+#include "fedrt/wire/codec.h"
+
+namespace fedrt::wire {
+namespace {
+
+using protocol::MessageKind;
+using protocol::RoundId;
+using protocol::View;
+
+// Serialises and parses `env` as the peer would.
+Envelope OverTheWire(const Envelope& env) {
+  Envelope back;
+  WireError err;
+  const std::string frame = EncodeFrame(env);
+  FrameDecoder dec;
+  dec.feed(reinterpret_cast<const uint8_t*>(frame.data()), frame.size());
+  std::string body;
+  EXPECT_EQ(dec.next(body, err), 1);
+  EXPECT_TRUE(ParseEnvelope(body, back, err)) << err.message;
+  return back;
+}
+
+config::Task SampleTask() {
+  config::Task t;
+  t.problem.kind = config::ProblemKind::kLeastSquares;
+  t.problem.agents = 12;
+  t.problem.dim = 7;
+  t.problem.seed = 0x123456789ull;
+  t.problem.synthetic.samples = 77;
+  t.problem.synthetic.covariate_shift = 0.25;
+  t.problem.synthetic.concept_shift = 1.5;
+  t.problem.synthetic.quantity_skew = 0.125;
+  t.problem.synthetic.noise = 0.3;
+  t.problem.synthetic.l2 = 1e-3;
+  t.num_algorithms = 3;
+  t.algorithms[0] = {config::AlgorithmKind::kFedAvg, false};
+  t.algorithms[1] = {config::AlgorithmKind::kScaffold, true};
+  t.algorithms[2] = {config::AlgorithmKind::kFedProxExact, false};
+  t.hyper.step = 0.0625;
+  t.hyper.local_steps = 33;
+  t.hyper.comm_prob = 0.5;
+  t.hyper.batch = 4;
+  t.hyper.prox_mu = 0.75;
+  t.hyper.server_step = 0.9;
+  t.hyper.burn_in = 11;
+  t.hyper.em_step = 0.5;
+  t.hyper.inner_iters = 6;
+  t.compression.quantizer.kind = compression::QuantizerKind::kRounding;
+  t.compression.quantizer.bits = 12;
+  t.compression.quantizer.clip = 2.5;
+  t.compression.control_variates = true;
+  t.secagg.enabled = true;
+  t.secagg.neighbours = 4;
+  t.participation = 0.8;
+  t.seed = 99;
+  t.rounds = 21;
+  t.runs = 2;
+  return t;
+}
+
+TEST(WireCodec, TaskRoundTripsFieldForField) {
+  const config::Task t = SampleTask();
+  Envelope env;
+  Welcome* w = env.mutable_welcome();
+  EncodeTask(t, w->mutable_task());
+  const Envelope back = OverTheWire(env);
+  config::Task u;
+  ASSERT_TRUE(DecodeTask(back.welcome().task(), u).ok());
+  // Every field the session and the device's data depend on.
+  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
+  for (uint32_t a = 0; a < t.num_algorithms; ++a)
+    EXPECT_EQ(config::SessionFingerprint(u, a, 1), config::SessionFingerprint(t, a, 1));
+  EXPECT_EQ(u.num_algorithms, 3u);
+  EXPECT_TRUE(u.algorithms[1].rr);
+  EXPECT_EQ(u.hyper.burn_in, 11u);
+  EXPECT_EQ(u.compression.downlink, false);
+  EXPECT_EQ(u.secagg.neighbours, 4u);
+  EXPECT_EQ(u.rounds, 21u);
+  EXPECT_EQ(u.runs, 2u);
+}
+
+TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
+  auto refused = [](auto mutate, const char* why) {
+    Task w;
+    EncodeTask(SampleTask(), &w);
+    mutate(w);
+    config::Task t;
+    const Status st = DecodeTask(w, t);
+    EXPECT_FALSE(st.ok()) << why;
+    EXPECT_NE(std::string(st.message()).find(why), std::string::npos) << st.message();
+  };
+  refused([](Task& w) { w.mutable_problem()->set_kind(9); }, "unknown problem kind");
+  refused([](Task& w) { w.mutable_problem()->set_dim(config::kMaxDim + 1); }, "dimension");
+  refused([](Task& w) { w.mutable_algorithms(0)->set_kind(1); }, "another family");
+  refused([](Task& w) { w.clear_algorithms(); }, "0 algorithms");
+  refused([](Task& w) { w.mutable_hyper()->set_step(std::nan("")); }, "step size");
+  refused([](Task& w) { w.mutable_compression()->set_bits(40); }, "bits");
+  refused([](Task& w) { w.set_participation(1.5); }, "participation");
+}
+
+TEST(WireCodec, RoundMessagesRoundTrip) {
+  double model[5] = {1.5, -2, 0.25, 1e-300, 7};
+  protocol::Announcement a;
+  a.id = RoundId{2, 1, 17};
+  a.local_steps = 40;
+  a.report = false;
+  a.deadline_ms = 1234;
+  a.model = View<double>{model, 5};
+  a.secagg = protocol::SecAggRound{true, 77, 88, 10, 9, 6, 3};
+  Envelope env;
+  Encode(a, env);
+  Envelope back = OverTheWire(env);
+  Inbound in;
+  WireError err;
+  ASSERT_TRUE(in.decode(back, err)) << err.message;
+  ASSERT_EQ(in.kind(), MessageKind::kAnnouncement);
+  const protocol::Announcement& b = in.announcement();
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(b.local_steps, 40u);
+  EXPECT_FALSE(b.report);
+  EXPECT_EQ(b.deadline_ms, 1234u);
+  ASSERT_EQ(b.model.size, 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(b.model[i], model[i]);
+  EXPECT_TRUE(b.secagg.enabled);
+  EXPECT_EQ(b.secagg.id, 3u);
+  EXPECT_EQ(b.secagg.k, 9u);
+
+  uint8_t p0[3] = {1, 2, 3}, p1[2] = {9, 8};
+  protocol::Update u;
+  u.id = RoundId{0, 0, protocol::kInitRound};
+  u.encoding = protocol::Encoding::kCodec;
+  u.segments = 2;
+  u.payload[0] = View<uint8_t>{p0, 3};
+  u.payload[1] = View<uint8_t>{p1, 2};
+  u.sample_count = 5000;
+  Envelope ue;
+  Encode(u, ue);
+  back = OverTheWire(ue);
+  ASSERT_TRUE(in.decode(back, err));
+  ASSERT_EQ(in.kind(), MessageKind::kUpdate);
+  EXPECT_EQ(in.update().id.round, protocol::kInitRound);
+  ASSERT_EQ(in.update().segments, 2u);
+  EXPECT_EQ(0, std::memcmp(in.update().payload[1].data, p1, 2));
+  EXPECT_EQ(in.update().sample_count, 5000u);
+
+  secagg::ShareCiphertext cts[2];
+  for (int i = 0; i < 2; ++i) {
+    cts[i].from = 4;
+    cts[i].to = static_cast<uint32_t>(7 + i);
+    for (size_t k = 0; k < secagg::kSharePlainBytes; ++k) cts[i].ct[k] = static_cast<uint8_t>(k + i);
+    for (size_t k = 0; k < secagg::kTagBytes; ++k) cts[i].tag[k] = static_cast<uint8_t>(200 - k);
+  }
+  for (bool incoming : {false, true}) {
+    Envelope se;
+    Encode(protocol::SecAggSharesMsg{RoundId{1, 0, 3}, View<secagg::ShareCiphertext>{cts, 2}}, incoming, se);
+    back = OverTheWire(se);
+    ASSERT_TRUE(in.decode(back, err));
+    EXPECT_EQ(in.kind(), incoming ? MessageKind::kSecAggSharesIn : MessageKind::kSecAggShares);
+    ASSERT_EQ(in.shares().shares.size, 2u);
+    const secagg::ShareCiphertext& c = in.shares().shares[1];
+    EXPECT_EQ(incoming ? c.from : c.to, incoming ? 4u : 8u);  // the peer the wire names
+    EXPECT_EQ(0, std::memcmp(c.ct, cts[1].ct, secagg::kSharePlainBytes));
+    EXPECT_EQ(0, std::memcmp(c.tag, cts[1].tag, secagg::kTagBytes));
+  }
+}
+
+TEST(WireCodec, MessagesBreakingTheLimitsAreRejected) {
+  Inbound in;
+  WireError err;
+  auto rejected = [&](const Envelope& env, ErrorReason want) {
+    EXPECT_FALSE(in.decode(OverTheWire(env), err));
+    EXPECT_EQ(err.reason, want) << err.message;
+    EXPECT_FALSE(err.message.empty());
+  };
+  Envelope long_model;
+  for (uint32_t i = 0; i <= config::kMaxBroadcastScalars; ++i) long_model.mutable_announce()->add_model(0.0);
+  rejected(long_model, ERROR_DIMENSION);
+  Envelope nan_model;
+  nan_model.mutable_announce()->add_model(std::nan(""));
+  rejected(nan_model, ERROR_NON_FINITE);
+  Envelope three_segments;
+  for (int k = 0; k < 3; ++k) three_segments.mutable_update()->add_payload("x");
+  rejected(three_segments, ERROR_MALFORMED);
+  Envelope big_segment;
+  big_segment.mutable_update()->add_payload(std::string(config::kMaxSegmentBytes + 1, 'x'));
+  rejected(big_segment, ERROR_DIMENSION);
+  Envelope short_ct;
+  short_ct.mutable_secagg_shares()->add_shares()->set_ciphertext(std::string(88, 'c'));
+  rejected(short_ct, ERROR_MALFORMED);
+  Envelope bad_share;
+  SecAggShare* s = bad_share.mutable_secagg_unmask()->add_shares();
+  s->set_kind(3);
+  s->set_x(1);
+  s->set_share(std::string(32, 's'));
+  rejected(bad_share, ERROR_MALFORMED);
+  Envelope hello;
+  hello.mutable_hello();
+  rejected(hello, ERROR_MALFORMED);  // not a round message
+}
+
+}  // namespace
+}  // namespace fedrt::wire
