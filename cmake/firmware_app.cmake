@@ -66,7 +66,8 @@ target_compile_options(fedrt_fw_nanopb PRIVATE -w)
 # the SecAgg+ device for secure rounds (tables for 16 neighbours, the bound of
 # runtime/fw/fedrt_fw.options).
 add_library(fedrt_fw_client STATIC "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc"
-            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc"
+            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_mbedtls.cc"
+            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc"
             "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
 target_link_libraries(fedrt_fw_client PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_nanopb)
 target_compile_options(fedrt_fw_client PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)

@@ -1,13 +1,15 @@
 # Secure aggregation (issue 7): X25519 / HKDF / ChaCha20(-Poly1305) over
 # mbedTLS 2.28, Shamir sharing, SecAgg+ device and server state machines.
 find_library(FEDRT_SECAGG_MBEDCRYPTO mbedcrypto REQUIRED)
+find_library(FEDRT_SODIUM sodium REQUIRED)  # X25519 (runtime/src/secagg/x25519_sodium.cc)
 find_path(FEDRT_SECAGG_MBEDTLS_INCLUDE mbedtls/hkdf.h REQUIRED)
 
 # Device part (crypto wrappers, Shamir, device state machine): no exceptions.
 add_library(fedrt_secagg_device STATIC
-  runtime/src/secagg/crypto.cc)
+  runtime/src/secagg/crypto.cc
+  runtime/src/secagg/x25519_sodium.cc)
 target_include_directories(fedrt_secagg_device SYSTEM PUBLIC ${FEDRT_SECAGG_MBEDTLS_INCLUDE})
-target_link_libraries(fedrt_secagg_device PUBLIC fedrt_device_headers ${FEDRT_SECAGG_MBEDCRYPTO})
+target_link_libraries(fedrt_secagg_device PUBLIC fedrt_device_headers ${FEDRT_SECAGG_MBEDCRYPTO} ${FEDRT_SODIUM})
 target_compile_options(fedrt_secagg_device PRIVATE -fno-exceptions -fno-rtti)
 # Host build: same Status layout as fedrt_host (the firmware compiles these files without FEDRT_HOST).
 target_compile_definitions(fedrt_secagg_device PUBLIC FEDRT_HOST=1)

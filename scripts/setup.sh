@@ -22,6 +22,7 @@ PACKAGES=(
   protobuf-compiler
   libprotobuf-dev
   libmbedtls-dev
+  libsodium-dev
   libasio-dev
   libsqlite3-dev
   # unit tests and micro-benchmarks

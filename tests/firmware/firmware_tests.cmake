@@ -135,6 +135,7 @@ set_tests_properties(fw_qemu_run_signal_idle PROPERTIES LABELS device TIMEOUT 60
 if(TARGET fedrt_fw_mbedtls)
   add_library(fedrt_fw_secagg STATIC
     ${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc
+    ${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_mbedtls.cc
     ${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc
     ${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc)
   target_link_libraries(fedrt_fw_secagg PUBLIC fedrt_firmware_config fedrt_fw_mbedtls)
