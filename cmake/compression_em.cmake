@@ -3,6 +3,4 @@
 target_sources(fedrt_host PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/src/sim/compression_em_config.cc
 )
-target_sources(fedrt_host PRIVATE
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/src/sim/em_simulator.cc
-)
+

@@ -3,5 +3,4 @@
 target_sources(fedrt_host PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/src/problems/fed_data.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/src/analysis/fedopt_theory.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/src/sim/opt_simulator.cc
 )

@@ -22,7 +22,6 @@ add_library(fedrt_secagg STATIC
   runtime/src/secagg/server.cc
   runtime/src/secagg/simulated_round.cc)
 target_link_libraries(fedrt_secagg PUBLIC fedrt_secagg_device fmt::fmt)
-target_sources(fedrt_secagg PRIVATE runtime/src/secagg/integer_uplink.cc)
 target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 # The simulator runs the same state machines (secure_aggregation = true).
 target_link_libraries(fedrt_host PUBLIC fedrt_secagg)

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/sim/experiment.h"
-#include "fedrt/sim/outputs.h"
+#include "fedrt/report/outputs.h"
 #include "fedrt/sim/simulator.h"
 
 using namespace fedrt;
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
   if (!result.ok()) return Fail(result.status().message());
 
   Status plot_status;
-  Status st = WriteOutputs(*result, cfg.out, &plot_status);
+  Status st = report::WriteOutputs(*result, cfg.out, &plot_status);
   if (!st.ok()) return Fail(st.message());
   if (!plot_status.ok()) std::fprintf(stderr, "fedrt-sim: warning: no error.png: %s\n", plot_status.message());
 

@@ -12,7 +12,7 @@
 #include "fedrt/analysis/fedopt_theory.h"
 #include "fedrt/compression/diana.h"
 #include "fedrt/problems/least_squares.h"
-#include "fedrt/sim/opt_simulator.h"
+#include "fedrt/sim/simulator.h"
 
 namespace fedrt {
 namespace {

@@ -15,7 +15,7 @@
 #include "fedrt/problems/fed_data.h"
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/problems/logistic.h"
-#include "fedrt/sim/opt_simulator.h"
+#include "fedrt/sim/simulator.h"
 
 namespace fedrt {
 namespace {

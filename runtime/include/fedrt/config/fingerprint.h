@@ -111,3 +111,21 @@ inline uint64_t SessionFingerprint(const Task& t, uint32_t algorithm, uint32_t r
 }
 
 }  // namespace fedrt::config
+
+namespace fedrt::config {
+
+// FNV-1a of the whole task: every algorithm's session, the schedule and SecAgg+.
+inline uint64_t TaskFingerprint(const Task& t) {
+  Fnv1a h;
+  for (uint32_t a = 0; a < t.num_algorithms; ++a) h.u64(SessionFingerprint(t, a, 0));
+  h.u64(t.num_algorithms);
+  h.u64(t.rounds);
+  h.u64(t.runs);
+  h.u64(t.hyper.burn_in);
+  h.u64(t.compression.downlink ? 1 : 0);
+  h.u64(t.secagg.enabled ? 1 : 0);
+  h.u64(t.secagg.neighbours);
+  return h.value();
+}
+
+}  // namespace fedrt::config

@@ -1,14 +1,14 @@
 #pragma once
-// Run outputs (DESIGN.md 5): metrics.csv (a row per algorithm, run and round),
+// Run outputs (docs/architecture.md, "Outputs"): metrics.csv (a row per algorithm, run and round),
 // summary.json (settings, seeds, exact solution, per-algorithm statistics)
 // and error.png (drawn by scripts/plot_error.py).
 
 #include <string>
 
 #include "fedrt/core/status.h"
-#include "fedrt/sim/simulator.h"
+#include "fedrt/report/results.h"
 
-namespace fedrt::sim {
+namespace fedrt::report {
 
 Status WriteMetricsCsv(const SimResult& result, const std::string& path);
 Status WriteSummaryJson(const SimResult& result, const std::string& path);
@@ -18,4 +18,4 @@ Status RenderErrorPlot(const std::string& dir);
 // `plot_status` but does not fail the run.
 Status WriteOutputs(const SimResult& result, const std::string& dir, Status* plot_status);
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::report

@@ -1,4 +1,4 @@
-#include "fedrt/sim/outputs.h"
+#include "fedrt/report/outputs.h"
 
 #include <cmath>
 #include <cstdio>
@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace fedrt::sim {
+namespace fedrt::report {
+
+using sim::ProblemKind;
 
 namespace {
 
@@ -154,4 +156,4 @@ Status WriteOutputs(const SimResult& r, const std::string& dir, Status* plot_sta
   return Status::Ok();
 }
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::report

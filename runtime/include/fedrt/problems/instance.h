@@ -1,0 +1,75 @@
+#pragma once
+// Instance: every agent's local problem of a task, built the one way every
+// driver builds it (docs/architecture.md, "The task travels"): the simulator
+// runs all agents, the coordinator evaluates the global iterate on them, and a
+// device keeps its own agent's. Generated problems come from the task's
+// generator settings and seed alone (Garnet MDPs, synthetic least squares or
+// logistic data, Gaussian mixtures); problems read from files (an array
+// bundle, CSV data) need the files. Host code.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/problems/fed_data.h"
+#include "fedrt/problems/gmm_data.h"
+#include "fedrt/problems/td_problem.h"
+#include "fedrt/protocol/local_problem.h"
+
+namespace fedrt::problems {
+
+// Where a problem read from files comes from.
+struct DataFiles {
+  std::string bundle;  // federated TD(0) array bundle (problem kind file)
+  std::string csv;     // least squares / logistic: a directory of per-agent CSV files or one CSV
+};
+
+class Instance {
+ public:
+  // Builds every agent's data and oracle. For problems read from files the
+  // returned instance's problem() has agents, dim and data_fingerprint filled
+  // in (config::ProblemFingerprint covers the data).
+  static Result<std::unique_ptr<Instance>> Build(const config::Task& task, const DataFiles& files);
+
+  const config::ProblemSpec& problem() const { return problem_; }
+  uint32_t agents() const { return problem_.agents; }
+  // Agent c's oracle, as the client session takes it.
+  protocol::LocalProblem<double> local(uint32_t agent) const;
+  const std::vector<protocol::LocalProblem<double>>& locals() const { return locals_; }
+  // The family's initial iterate (docs/algorithms.md 1): LSA theta* + (1, ..., 1),
+  // optimisation x_0 = 0, EM Shat_0.
+  const std::vector<double>& initial_iterate() const { return initial_; }
+
+  // The problem itself, for evaluation (one of them is set).
+  const TdProblem* td() const { return td_ ? &*td_ : nullptr; }
+  const FedDataset* fed() const { return fed_ ? &*fed_ : nullptr; }
+  const GmmData* gmm() const { return gmm_ ? &*gmm_ : nullptr; }
+  int max_alias_atoms() const { return max_atoms_; }  // largest TD(0) sampling table
+
+ private:
+  Status build_td(const config::Task& task, const DataFiles& files);
+  Status build_fed(const config::Task& task, const DataFiles& files);
+  Status build_gmm(const config::Task& task);
+
+  config::ProblemSpec problem_;
+  std::optional<TdProblem> td_;
+  std::optional<FedDataset> fed_;
+  std::optional<GmmData> gmm_;
+  std::vector<uint8_t> oracle_memory_;
+  std::vector<TdOracle<double>> td_oracles_;
+  std::vector<ExpectedLsaOracle<double>> expected_oracles_;
+  std::vector<LeastSquaresOracle<double>> lsq_oracles_;
+  std::vector<LogisticOracle<double>> logistic_oracles_;
+  std::vector<GmmOracle<double>> gmm_oracles_;
+  std::vector<protocol::LocalProblem<double>> locals_;
+  std::vector<double> initial_;
+  int max_atoms_ = 0;
+};
+
+}  // namespace fedrt::problems

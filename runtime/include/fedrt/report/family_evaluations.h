@@ -1,0 +1,20 @@
+#pragma once
+// The three families' evaluations behind Evaluation::Make (internal to the
+// report module).
+
+#include <memory>
+
+#include "fedrt/report/evaluation.h"
+
+namespace fedrt::report {
+
+std::unique_ptr<Evaluation> MakeLsaEvaluation(const config::Task& task, const problems::DataFiles& files,
+                                              const problems::Instance& instance);
+Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::Instance& instance);
+Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::Instance& instance,
+                                                     sim::WorkerPool* pool);
+
+// ||x - star||^2 over star's length.
+double SquaredDistance(const double* x, const Eigen::VectorXd& star);
+
+}  // namespace fedrt::report

@@ -1,0 +1,18 @@
+#pragma once
+// summary.json descriptions of the task's compression and secure aggregation
+// (docs/algorithms.md 4): the same text whichever driver ran. Host code.
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "fedrt/config/task.h"
+
+namespace fedrt::report {
+
+// The uplink codec for a `dim`-vector (omega and alpha = 1/(1+omega) depend on it).
+nlohmann::json CompressionJson(const config::CompressionSpec& c, int dim);
+// SecAgg+ at full participation of `agents`: neighbours, threshold, failure bound.
+nlohmann::json SecAggJson(const config::SecAggSpec& s, uint32_t agents, uint32_t bits);
+
+}  // namespace fedrt::report

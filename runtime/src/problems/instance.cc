@@ -1,0 +1,171 @@
+#include "fedrt/problems/instance.h"
+
+#include <fmt/format.h>
+
+#include "fedrt/config/fingerprint.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/problems/array_bundle.h"
+#include "fedrt/problems/garnet.h"
+
+namespace fedrt::problems {
+
+namespace {
+
+// FNV-1a over the numbers of a problem read from files (not their formatting).
+void HashMatrix(config::Fnv1a& h, const double* v, size_t n) {
+  h.u64(n);
+  for (size_t i = 0; i < n; ++i) h.f64(v[i]);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, const DataFiles& files) {
+  auto inst = std::unique_ptr<Instance>(new Instance());
+  inst->problem_ = task.problem;
+  switch (config::FamilyOf(task.problem.kind)) {
+    case config::Family::kLsa: FEDRT_TRY(inst->build_td(task, files)); break;
+    case config::Family::kOpt: FEDRT_TRY(inst->build_fed(task, files)); break;
+    case config::Family::kEm: FEDRT_TRY(inst->build_gmm(task)); break;
+  }
+  return inst;
+}
+
+protocol::LocalProblem<double> Instance::local(uint32_t agent) const { return locals_.at(agent); }
+
+Status Instance::build_td(const config::Task& task, const DataFiles& files) {
+  const config::ProblemSpec& spec = task.problem;
+  if (spec.kind == config::ProblemKind::kBundle) {
+    auto bundle = ArrayBundle::load(files.bundle);
+    if (!bundle.ok()) return bundle.status();
+    auto p = TdProblem::from_bundle(*bundle);
+    if (!p.ok()) return p.status();
+    td_ = std::move(*p);
+    config::Fnv1a h;
+    HashMatrix(h, td_->phi.data(), static_cast<size_t>(td_->phi.size()));
+    HashMatrix(h, td_->policy.data(), static_cast<size_t>(td_->policy.size()));
+    for (const auto& r : td_->reward) HashMatrix(h, r.data(), static_cast<size_t>(r.size()));
+    for (const auto& k : td_->kernel) HashMatrix(h, k.data(), k.size());
+    h.f64(td_->gamma);
+    problem_.from_files = true;
+    problem_.data_fingerprint = h.value();
+    problem_.agents = static_cast<uint32_t>(td_->agents());
+    problem_.dim = static_cast<uint32_t>(td_->dim);
+  } else {
+    GarnetConfig g;
+    g.agents = static_cast<int>(spec.agents);
+    g.n_states = static_cast<int>(spec.garnet.states);
+    g.n_actions = static_cast<int>(spec.garnet.actions);
+    g.branching = static_cast<int>(spec.garnet.branching);
+    g.dim = static_cast<int>(spec.dim);
+    g.gamma = spec.garnet.gamma;
+    g.epsilon = spec.garnet.epsilon;
+    g.heterogeneity = spec.garnet.heterogeneity == config::Heterogeneity::kHigh ? Heterogeneity::kHigh : Heterogeneity::kLow;
+    g.seed = spec.seed;
+    auto p = GenerateGarnet(g);
+    if (!p.ok()) return p.status();
+    td_ = std::move(*p);
+  }
+  const TdProblem& p = *td_;
+  const size_t n = static_cast<size_t>(p.n_states), d = static_cast<size_t>(p.dim);
+  const size_t per_agent = spec.garnet.noise_free
+                               ? sizeof(double) * (d * d + 2 * d) + 4 * Arena::kAlignment
+                               : sizeof(double) * n * d + n * n * (sizeof(TdTransition<double>) + 24) + 8 * Arena::kAlignment;
+  oracle_memory_.assign(per_agent * static_cast<size_t>(p.agents()), 0);
+  Arena arena(oracle_memory_.data(), oracle_memory_.size());
+  for (int c = 0; c < p.agents(); ++c) {
+    if (spec.garnet.noise_free) {
+      auto o = ExpectedLsaOracle<double>::create(arena, p.dim, p.lsa.abar[c].data(), p.lsa.bbar[c].data());
+      if (!o.ok()) return o.status();
+      expected_oracles_.push_back(*o);
+    } else {
+      const std::vector<double> joint = p.joint_law(c);
+      auto o = TdOracle<double>::create(arena, p.dim, p.n_states, p.gamma, p.phi.data(), p.reward[c].data(), joint.data());
+      if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
+      max_atoms_ = std::max<int>(max_atoms_, static_cast<int>(o->atoms()));
+      td_oracles_.push_back(*o);
+    }
+  }
+  locals_.resize(static_cast<size_t>(p.agents()));
+  for (size_t c = 0; c < locals_.size(); ++c) {
+    if (spec.garnet.noise_free) locals_[c].expected = &expected_oracles_[c];
+    else locals_[c].td = &td_oracles_[c];
+  }
+  const Eigen::VectorXd theta0 = p.lsa.theta_star + Eigen::VectorXd::Ones(p.dim);
+  initial_.assign(theta0.data(), theta0.data() + p.dim);
+  return Status::Ok();
+}
+
+Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
+  const config::ProblemSpec& spec = task.problem;
+  const bool lsq = spec.kind == config::ProblemKind::kLeastSquares;
+  const FedLoss loss = lsq ? FedLoss::kLeastSquares : FedLoss::kLogistic;
+  if (spec.from_files) {
+    auto data = LoadFedDataCsv(loss, files.csv);
+    if (!data.ok()) return data.status();
+    fed_ = std::move(*data);
+    config::Fnv1a h;
+    h.u64(static_cast<uint64_t>(fed_->dim));
+    for (int c = 0; c < fed_->agents(); ++c) {
+      HashMatrix(h, fed_->x[c].data(), static_cast<size_t>(fed_->x[c].size()));
+      HashMatrix(h, fed_->y[c].data(), static_cast<size_t>(fed_->y[c].size()));
+    }
+    problem_.data_fingerprint = h.value();
+    problem_.agents = static_cast<uint32_t>(fed_->agents());
+    problem_.dim = static_cast<uint32_t>(fed_->dim);
+  } else {
+    FedDataConfig g;
+    g.agents = static_cast<int>(spec.agents);
+    g.dim = static_cast<int>(spec.dim);
+    g.samples = spec.synthetic.samples;
+    g.covariate_shift = spec.synthetic.covariate_shift;
+    g.concept_shift = spec.synthetic.concept_shift;
+    g.quantity_skew = spec.synthetic.quantity_skew;
+    g.noise = spec.synthetic.noise;
+    g.seed = spec.seed;
+    auto data = GenerateFedData(loss, g);
+    if (!data.ok()) return data.status();
+    fed_ = std::move(*data);
+  }
+  const FedDataset& data = *fed_;
+  const size_t d = static_cast<size_t>(data.dim);
+  oracle_memory_.assign(static_cast<size_t>(data.agents()) * (sizeof(double) * (2 * d * d + d) + 4 * Arena::kAlignment) + 4096, 0);
+  Arena arena(oracle_memory_.data(), oracle_memory_.size());
+  for (int c = 0; c < data.agents(); ++c) {
+    const uint32_t nc = static_cast<uint32_t>(data.x[c].rows());
+    if (lsq) {
+      auto o = LeastSquaresOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(),
+                                                  task.hyper.prox_mu);
+      if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
+      lsq_oracles_.push_back(*o);
+    } else {
+      auto o = LogisticOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(), spec.synthetic.l2);
+      if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
+      logistic_oracles_.push_back(*o);
+    }
+  }
+  locals_.resize(static_cast<size_t>(data.agents()));
+  for (size_t c = 0; c < locals_.size(); ++c) {
+    if (lsq) locals_[c].least_squares = &lsq_oracles_[c];
+    else locals_[c].logistic = &logistic_oracles_[c];
+  }
+  initial_.assign(d, 0.0);
+  return Status::Ok();
+}
+
+Status Instance::build_gmm(const config::Task& task) {
+  auto data = GenerateGmm(task.problem);
+  if (!data.ok()) return data.status();
+  gmm_ = std::move(*data);
+  const GmmData& g = *gmm_;
+  for (uint32_t c = 0; c < g.n; ++c) {
+    auto o = GmmOracle<double>::create(g.points[c].data(), g.m, g.G, g.p);
+    if (!o.ok()) return o.status();
+    gmm_oracles_.push_back(*o);
+  }
+  locals_.resize(g.n);
+  for (uint32_t c = 0; c < g.n; ++c) locals_[c].gmm = &gmm_oracles_[c];
+  initial_ = GmmInitialStatistic(g);
+  return Status::Ok();
+}
+
+}  // namespace fedrt::problems

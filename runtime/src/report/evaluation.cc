@@ -1,0 +1,17 @@
+#include "fedrt/report/evaluation.h"
+
+#include "fedrt/report/family_evaluations.h"
+
+namespace fedrt::report {
+
+Result<std::unique_ptr<Evaluation>> Evaluation::Make(const config::Task& task, const problems::DataFiles& files,
+                                                     const problems::Instance& instance, sim::WorkerPool* pool) {
+  switch (config::FamilyOf(task.problem.kind)) {
+    case config::Family::kLsa: return MakeLsaEvaluation(task, files, instance);
+    case config::Family::kOpt: return MakeOptEvaluation(task, instance);
+    case config::Family::kEm: return MakeEmEvaluation(task, instance, pool);
+  }
+  return Status::Unimplemented("evaluation: unknown problem family");
+}
+
+}  // namespace fedrt::report

@@ -1,0 +1,96 @@
+// Evaluation of the federated LSA / TD(0) family (docs/algorithms.md 1.1-1.3,
+// 6): error ||theta_t - theta*||^2, FedLSA's predicted bias.
+#include "fedrt/report/family_evaluations.h"
+
+#include <fmt/format.h>
+
+#include "fedrt/analysis/fedlsa_bias.h"
+#include "fedrt/report/settings_json.h"
+
+namespace fedrt::report {
+
+namespace {
+
+class LsaEvaluation : public Evaluation {
+ public:
+  LsaEvaluation(const config::Task& t, const problems::DataFiles& f, const problems::Instance& i)
+      : task_(t), files_(f), inst_(i), lsa_(i.td()->lsa),
+        bias_(analysis::PredictFedLsaBias(lsa_, t.hyper.step, t.hyper.local_steps, t.rounds)) {}
+
+  void describe(SimResult& out) const override {
+    const config::ProblemSpec& p = inst_.problem();
+    const config::GarnetSpec& g = p.garnet;
+    out.problem.agents = lsa_.agents();
+    out.problem.dim = lsa_.dim;
+    out.problem.theta_star = lsa_.theta_star;
+    out.problem.delta_het = analysis::DeltaHet(lsa_);
+    out.problem.oracle_atoms_max = inst_.max_alias_atoms();
+    out.settings = {{"comm_prob", task_.hyper.comm_prob},
+                    {"noise_free", g.noise_free},
+                    {"aggregation", "uniform mean over the agents that reported"},
+                    {"payload", "raw float64, d values per message (framing not counted)"},
+                    {"initial_iterate", "theta_star + (1, ..., 1)"}};
+    if (task_.compression.enabled()) {
+      out.settings["payload"] =
+          "encoded bytes of the compressed update difference theta_{t,H}^c - theta_t (bits = 8 * bytes)";
+      out.settings["compression"] = CompressionJson(task_.compression, lsa_.dim);
+    }
+    if (task_.secagg.enabled)
+      out.settings["secure_aggregation"] = SecAggJson(task_.secagg, p.agents, task_.compression.quantizer.bits);
+    const char* het = g.heterogeneity == config::Heterogeneity::kHigh ? "high" : "low";
+    if (p.kind == config::ProblemKind::kBundle) {
+      out.settings["problem_file"] = files_.bundle;
+      out.problem.description = fmt::format("federated TD(0) from '{}'", files_.bundle);
+    } else {
+      out.settings.update({{"heterogeneity", het},
+                           {"states", g.states},
+                           {"actions", g.actions},
+                           {"branching", g.branching},
+                           {"gamma", g.gamma},
+                           {"epsilon", g.epsilon}});
+      out.problem.description =
+          fmt::format("Garnet TD(0), {} heterogeneity, {} states, {} actions, branching {}, d={}, gamma={}", het,
+                      g.states, g.actions, g.branching, p.dim, g.gamma);
+    }
+  }
+
+  double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), lsa_.theta_star); }
+  double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), lsa_.theta_star); }
+
+  void algorithm_finished(size_t a, AlgorithmResult& res) override {
+    if (task_.algorithms[a].kind == config::AlgorithmKind::kFedLsa) {
+      if (task_.participation >= 1.0) {
+        res.predicted_bias_sq = bias_.after_rounds.squaredNorm();
+        res.predicted_bias_sq_stationary = bias_.stationary.squaredNorm();
+      }
+    } else {
+      res.predicted_bias_sq = 0.0;  // control variates remove the heterogeneity bias
+      res.predicted_bias_sq_stationary = 0.0;
+    }
+  }
+
+ private:
+  const config::Task& task_;
+  problems::DataFiles files_;
+  const problems::Instance& inst_;
+  const problems::LsaSystem& lsa_;
+  analysis::FedLsaBias bias_;
+};
+
+}  // namespace
+
+std::unique_ptr<Evaluation> MakeLsaEvaluation(const config::Task& task, const problems::DataFiles& files,
+                                              const problems::Instance& instance) {
+  return std::make_unique<LsaEvaluation>(task, files, instance);
+}
+
+double SquaredDistance(const double* x, const Eigen::VectorXd& star) {
+  double e = 0.0;
+  for (int i = 0; i < star.size(); ++i) {
+    const double d = x[i] - star[i];
+    e += d * d;
+  }
+  return e;
+}
+
+}  // namespace fedrt::report

@@ -1,0 +1,231 @@
+// Evaluation of the federated optimisation family (docs/algorithms.md 1.4, 3,
+// 6): error ||x_t - x*||^2 (x_RR for Fed-RR), heterogeneity at x*, the
+// closed-form FedAvg / FedProx points and FedAvg's predicted bias on least
+// squares, and the Polyak-Ruppert averages of every run.
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "fedrt/algorithms/fedopt.h"
+#include "fedrt/analysis/fedlsa_bias.h"
+#include "fedrt/analysis/fedopt_theory.h"
+#include "fedrt/compression/quantizer.h"
+#include "fedrt/report/family_evaluations.h"
+#include "fedrt/report/settings_json.h"
+
+namespace fedrt::report {
+
+namespace {
+
+using config::AlgorithmKind;
+
+std::vector<double> ToVec(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+
+double MeanOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+class OptEvaluation : public Evaluation {
+ public:
+  OptEvaluation(const config::Task& t, const problems::Instance& i, Eigen::VectorXd x_star)
+      : task_(t), inst_(i), data_(*i.fed()), x_star_(std::move(x_star)),
+        lsq_(t.problem.kind == config::ProblemKind::kLeastSquares) {}
+
+  Status prepare() {  // closed-form theory for least squares (docs/algorithms.md 6)
+    if (!lsq_) return Status::Ok();
+    auto s = problems::LeastSquaresSystem(data_);
+    if (!s.ok()) return s.status();
+    lsa_ = *s;
+    auto fa = analysis::FedAvgFixedPoint(*lsa_, task_.hyper.step, task_.hyper.local_steps);
+    if (fa.ok()) fedavg_point_ = *fa;
+    auto fp = analysis::FedProxFixedPoint(*lsa_, task_.hyper.prox_mu);
+    if (fp.ok()) fedprox_point_ = *fp;
+    fedavg_bias_ = analysis::PredictFedLsaBias(*lsa_, task_.hyper.step, task_.hyper.local_steps, task_.rounds);
+    return Status::Ok();
+  }
+
+  void describe(SimResult& out) const override {
+    const config::SyntheticSpec& syn = task_.problem.synthetic;
+    const double l2 = syn.l2;
+    const int d = data_.dim, n = data_.agents();
+    out.error_metric = "||x_t - x_star||^2";
+    out.error_label = "‖x_t − x*‖²";
+    out.problem.agents = n;
+    out.problem.dim = d;
+    out.problem.theta_star = x_star_;
+    long n_min = data_.x[0].rows(), n_max = n_min;
+    for (const auto& m : data_.x) {
+      n_min = std::min<long>(n_min, m.rows());
+      n_max = std::max<long>(n_max, m.rows());
+    }
+    const std::string loss = lsq_ ? "least squares" : fmt::format("logistic regression (l2={})", l2);
+    out.problem.description =
+        data_.source == "synthetic"
+            ? fmt::format("federated {}, synthetic: covariate shift {}, concept shift {}, quantity skew {}, d={}, "
+                          "n_c in [{}, {}]",
+                          loss, syn.covariate_shift, syn.concept_shift, syn.quantity_skew, d, n_min, n_max)
+            : fmt::format("federated {} from '{}', d={}, n_c in [{}, {}]", loss, data_.source, d, n_min, n_max);
+    const analysis::Heterogeneity het = analysis::HeterogeneityAt(data_, l2, x_star_);
+    nlohmann::json& px = out.problem.extra;
+    px["x_star"] = ToVec(x_star_);
+    px["zeta1"] = het.zeta1;
+    px["zeta2"] = het.zeta2;
+    {  // L_max = max_c lambda_max(hess f_c) (logistic: bound X_c^T X_c / (4 n_c) + l2); stable steps need eta L_max < 2
+      double l_max = 0;
+      for (int c = 0; c < n; ++c) {
+        const Eigen::MatrixXd g = data_.x[c].transpose() * data_.x[c] / static_cast<double>(data_.x[c].rows());
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(g, Eigen::EigenvaluesOnly);
+        l_max = std::max(l_max, lsq_ ? es.eigenvalues().maxCoeff() : 0.25 * es.eigenvalues().maxCoeff() + l2);
+      }
+      px["smoothness_max"] = l_max;
+      px["step_times_smoothness_max"] = task_.hyper.step * l_max;
+    }
+    px["samples_total"] = data_.total_samples();
+    px["samples_min"] = n_min;
+    px["samples_max"] = n_max;
+    if (data_.theta_true) {
+      px["theta_true"] = ToVec(*data_.theta_true);
+      px["x_star_statistical_error_sq"] = (x_star_ - *data_.theta_true).squaredNorm();
+    }
+    const uint32_t batch = task_.hyper.batch;
+    out.settings = {{"batch", batch},
+                    {"gradients", batch == 0 ? "full" : fmt::format("mini-batch of {} (with replacement)", batch)},
+                    {"prox_mu", task_.hyper.prox_mu},
+                    {"server_step", task_.hyper.server_step},
+                    {"rr_burn_in", task_.hyper.burn_in},
+                    {"l2", l2},
+                    {"aggregation", "uniform mean over the agents that reported (x_star minimises (1/N) sum_c f_c)"},
+                    {"payload", "raw float64: d values per message (2d for Scaffold), framing not counted"},
+                    {"initial_iterate", "x_0 = 0"}};
+    if (task_.compression.enabled()) {
+      out.settings["payload"] =
+          "encoded bytes of the compressed update (dx, and dc for Scaffold, one vector; bits = 8 * bytes)";
+      out.settings["compression"] = CompressionJson(task_.compression, d);
+      out.settings["compression"]["omega_note"] =
+          "omega and alpha for a d-vector; Scaffold compresses 2d scalars (see each algorithm's compression_omega)";
+      if (task_.compression.downlink)
+        out.settings["compression"]["downlink_model"] =
+            "agents use xhat <- xhat + Q(broadcast - xhat); the server keeps its own x_t (and c)";
+    }
+    if (task_.secagg.enabled)
+      out.settings["secure_aggregation"] = SecAggJson(task_.secagg, static_cast<uint32_t>(n), task_.compression.quantizer.bits);
+    if (data_.source == "synthetic")
+      out.settings.update({{"heterogeneity", fmt::format("covariate {}, concept {}, quantity {}", syn.covariate_shift,
+                                                         syn.concept_shift, syn.quantity_skew)},
+                           {"covariate_shift", syn.covariate_shift},
+                           {"concept_shift", syn.concept_shift},
+                           {"quantity_skew", syn.quantity_skew},
+                           {"samples", syn.samples},
+                           {"noise", syn.noise}});
+    else
+      out.settings["data"] = data_.source;
+    auto put = [&](const char* key, const std::optional<Eigen::VectorXd>& p) {
+      if (!p) return;
+      px[std::string(key)] = ToVec(*p);
+      px[std::string(key) + "_rel_diff_from_x_star"] = (*p - x_star_).norm() / x_star_.norm();
+      if (data_.theta_true) px[std::string(key) + "_statistical_error_sq"] = (*p - *data_.theta_true).squaredNorm();
+    };
+    put("fedavg_fixed_point", fedavg_point_);
+    put("fedprox_exact_fixed_point", fedprox_point_);
+  }
+
+  double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), x_star_); }
+  double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), x_star_); }
+
+  void run_finished(size_t a, uint32_t, const protocol::ServerCore& core) override {
+    const int d = data_.dim;
+    final_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), d));
+    pr_gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_gamma(), d));
+    pr_2gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_2gamma(), d));
+  }
+
+  void algorithm_finished(size_t a, AlgorithmResult& res) override {
+    const config::AlgorithmChoice spec = task_.algorithms[a];
+    std::vector<double> final_dist, pr_dist, pr2_dist, stat_err;
+    for (size_t r = 0; r < final_[a].size(); ++r) {  // distances to x_star (not squared)
+      final_dist.push_back((final_[a][r] - x_star_).norm());
+      pr_dist.push_back((pr_gamma_[a][r] - x_star_).norm());
+      pr2_dist.push_back((pr_2gamma_[a][r] - x_star_).norm());
+      if (data_.theta_true) stat_err.push_back((final_[a][r] - *data_.theta_true).squaredNorm());
+    }
+    nlohmann::json& e = res.extra;
+    e["final_dist_mean"] = MeanOf(final_dist);
+    if (task_.compression.enabled()) {
+      const int udim = spec.kind == AlgorithmKind::kScaffold ? 2 * data_.dim : data_.dim;
+      e["compression_vector_length"] = udim;
+      e["compression_omega"] = compression::Omega(task_.compression.quantizer, udim);
+      e["compression_alpha"] =
+          task_.compression.control_variates ? compression::ControlVariateStep(task_.compression.quantizer, udim) : 0.0;
+    }
+    if (spec.rr) {
+      e["rr_dist_per_run"] = final_dist;
+      e["pr_gamma_dist_per_run"] = pr_dist;
+      e["pr_2gamma_dist_per_run"] = pr2_dist;
+      e["pr_gamma_dist_mean"] = MeanOf(pr_dist);
+      e["pr_2gamma_dist_mean"] = MeanOf(pr2_dist);
+      e["rr_gain"] = MeanOf(final_dist) > 0 ? MeanOf(pr_dist) / MeanOf(final_dist) : 0.0;
+      e["plot_lines"] = {{{"label", "||xbar_gamma - x*||² (FedAvg Polyak-Ruppert average)"},
+                          {"value", MeanOf(pr_dist) * MeanOf(pr_dist)}}};
+      e["note"] = "error is ||x_RR - x_star||^2, x_RR = 2 xbar_gamma - xbar_2gamma (Polyak-Ruppert averages after the burn-in)";
+    } else {
+      e["pr_average_dist_per_run"] = pr_dist;
+      e["pr_average_dist_mean"] = MeanOf(pr_dist);
+      if (task_.hyper.batch > 0)  // stochastic: the averaged iterate is the fair comparison with Fed-RR
+        e["plot_lines"] = {{{"label", "Polyak-Ruppert average, ||xbar - x*||²"},
+                            {"value", MeanOf(pr_dist) * MeanOf(pr_dist)}}};
+    }
+    if (!stat_err.empty()) e["statistical_error_sq_mean"] = MeanOf(stat_err);
+    // Predicted plateaus (full participation, eta_g = 1): the dashed lines of the plot.
+    const bool exact_theory = task_.participation >= 1.0 && task_.hyper.server_step == 1.0 && !spec.rr;
+    if (exact_theory && spec.kind == AlgorithmKind::kScaffold) {
+      res.predicted_bias_sq = 0.0;  // control variates remove the heterogeneity bias
+      res.predicted_bias_sq_stationary = 0.0;
+    } else if (exact_theory && lsq_ && spec.kind == AlgorithmKind::kFedAvg) {
+      res.predicted_bias_sq = fedavg_bias_->after_rounds.squaredNorm();
+      res.predicted_bias_sq_stationary = fedavg_bias_->stationary.squaredNorm();
+      if (fedavg_point_ && !final_[a].empty()) {
+        e["fixed_point_dist_sq"] = (*fedavg_point_ - x_star_).squaredNorm();
+        e["final_rel_diff_from_fixed_point"] = (final_[a][0] - *fedavg_point_).norm() / fedavg_point_->norm();
+      }
+    } else if (exact_theory && lsq_ && spec.kind == AlgorithmKind::kFedProxExact && fedprox_point_ && !final_[a].empty()) {
+      res.predicted_bias_sq = (*fedprox_point_ - x_star_).squaredNorm();
+      res.predicted_bias_sq_stationary = res.predicted_bias_sq;
+      e["fixed_point_dist_sq"] = *res.predicted_bias_sq;
+      e["final_rel_diff_from_fixed_point"] = (final_[a][0] - *fedprox_point_).norm() / fedprox_point_->norm();
+    }
+  }
+
+  // Flops of one local step (for the simulator's inline-vs-threads decision only).
+  double work_per_sample() const override {
+    const double d = data_.dim;
+    if (task_.hyper.batch > 0) return task_.hyper.batch * d;
+    return lsq_ ? d * d : static_cast<double>(data_.total_samples()) / data_.agents() * d;
+  }
+  double min_parallel_work() const override { return 1u << 16; }
+
+ private:
+  const config::Task& task_;
+  const problems::Instance& inst_;
+  const problems::FedDataset& data_;
+  Eigen::VectorXd x_star_;
+  bool lsq_;
+  std::optional<problems::LsaSystem> lsa_;
+  std::optional<Eigen::VectorXd> fedavg_point_, fedprox_point_;
+  std::optional<analysis::FedLsaBias> fedavg_bias_;
+  std::map<size_t, std::vector<Eigen::VectorXd>> final_, pr_gamma_, pr_2gamma_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::Instance& instance) {
+  auto x_star = problems::ExactSolution(*instance.fed(), task.problem.synthetic.l2);
+  if (!x_star.ok()) return x_star.status();
+  auto e = std::make_unique<OptEvaluation>(task, instance, *x_star);
+  FEDRT_TRY(e->prepare());
+  return std::unique_ptr<Evaluation>(std::move(e));
+}
+
+}  // namespace fedrt::report
