@@ -26,15 +26,20 @@ target_include_directories(fedrt_wire_proto SYSTEM PUBLIC ${FEDRT_WIRE_OUT} ${Pr
 target_link_libraries(fedrt_wire_proto PUBLIC ${FEDRT_PROTOBUF_LITE})
 target_compile_options(fedrt_wire_proto PRIVATE -w)
 
+# The round protocol's messages and the task on the wire (frames, codec).
+add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/codec.cc)
+target_link_libraries(fedrt_wire PUBLIC fedrt_host fedrt_wire_proto)
+
 if(FEDRT_DEVICE_ONLY)
   # ARM boards (cmake/cross_linux.cmake): the device side only; no
   # coordinator, SQLite or Asio. Keep this list in step with fedrt_net below.
   add_library(fedrt_net STATIC
-    runtime/src/net/wire.cc
     runtime/src/net/tls.cc
     runtime/src/net/network_config.cc
+    runtime/src/net/device_state.cc
+    runtime/src/net/device_cli.cc
     runtime/src/net/device.cc)
-  target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire_proto
+  target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire CLI11::CLI11
     ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
   add_executable(fedrt-device runtime/apps/fedrt_device.cc)
   target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
@@ -42,15 +47,20 @@ if(FEDRT_DEVICE_ONLY)
 endif()
 
 add_library(fedrt_net STATIC
-  runtime/src/net/wire.cc
   runtime/src/net/tls.cc
   runtime/src/net/network_config.cc
   runtime/src/net/state_store.cc
+  runtime/src/net/connection.cc
+  runtime/src/net/registry.cc
+  runtime/src/net/fleet_rounds.cc
+  runtime/src/net/fleet_result.cc
   runtime/src/net/coordinator.cc
+  runtime/src/net/device_state.cc
+  runtime/src/net/device_cli.cc
   runtime/src/net/device.cc)
 target_include_directories(fedrt_net SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
 target_compile_definitions(fedrt_net PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
-target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire_proto PkgConfig::FEDRT_SQLITE
+target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire CLI11::CLI11 PkgConfig::FEDRT_SQLITE
   ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)

@@ -23,7 +23,7 @@ int Fail(const std::string& what) {
 int main(int argc, char** argv) {
   CLI::App app{"fedrt-coordinator: federated rounds over TLS with SQLite state"};
   std::string config, out = "out/coordinator", state, keys, listen, port_file, auth, algorithm;
-  long port = 0, deadline_ms = 0, start_timeout_ms = 0, rounds = 0, local_steps = 0, stop_after = 0;
+  long port = 0, deadline_ms = 0, start_timeout_ms = 0, rounds = 0, local_steps = 0;
   double quorum = 0, participation = 0;
   bool no_plot = false;
   app.add_option("--config", config, "TOML experiment file (same file as fedrt-sim, plus [network])")->required();
@@ -42,11 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "communication rounds T");
   app.add_option("--local-steps", local_steps, "local steps H per round");
   app.add_option("--participation", participation, "probability q that an agent takes part in a round");
-  app.add_option("--algorithm", algorithm, "comma-separated algorithms (fedlsa,scafflsa,scafflsa-prob)");
-  app.add_option("--stop-after-rounds", stop_after, "exit after closing this many rounds (tests)");
+  app.add_option("--algorithm", algorithm, "comma-separated algorithms of the experiment's family");
   app.add_flag("--no-plot", no_plot, "do not draw error.png");
-  std::string secagg_dump;
-  app.add_option("--secagg-dump", secagg_dump, "append every secure-aggregation message received to FILE (tests)");
   CLI11_PARSE(app, argc, argv);
 
   net::CoordinatorOptions opt;
@@ -75,15 +72,11 @@ int main(int argc, char** argv) {
     if (!a.ok()) return Fail(std::string("--algorithm: ") + a.status().message());
     opt.experiment.algorithms = *a;
   }
-  if (opt.experiment.problem != sim::ProblemKind::kGarnet && opt.experiment.problem != sim::ProblemKind::kFile)
-    return Fail("the coordinator runs the federated LSA / TD(0) family (problem garnet or file)");
   st = net::ValidateNetwork(opt.network);
   if (!st.ok()) return Fail(st.message());
   opt.out = out;
   opt.port_file = port_file;
   opt.plot = !no_plot;
-  opt.stop_after_rounds = stop_after;
-  opt.secagg_dump = secagg_dump;
   st = net::RunCoordinator(opt);
   if (!st.ok()) return Fail(st.message());
   return 0;

@@ -37,11 +37,18 @@ RoundRecord ReadRound(sqlite3_stmt* s) {
   r.closed_at = sqlite3_column_double(s, 9);
   const unsigned char* by = sqlite3_column_text(s, 10);
   r.closed_by = by ? reinterpret_cast<const char*>(by) : "";
+  const int m = sqlite3_column_bytes(s, 11);
+  r.state.resize(static_cast<size_t>(m) / sizeof(double));
+  if (m > 0) std::memcpy(r.state.data(), sqlite3_column_blob(s, 11), r.state.size() * sizeof(double));
+  r.samples = static_cast<uint64_t>(sqlite3_column_int64(s, 12));
+  const unsigned char* failure = sqlite3_column_text(s, 13);
+  r.failure = failure ? reinterpret_cast<const char*>(failure) : "";
   return r;
 }
 
 constexpr const char* kRoundCols =
-    "algorithm, run, round, theta, agents, sampled, error, bits_up, bits_down, closed_at, closed_by";
+    "algorithm, run, round, theta, agents, sampled, error, bits_up, bits_down, closed_at, closed_by, state, samples, failure";
+constexpr const char* kSchema = "2";  // rounds carry the server state (fedrt wire version 2)
 
 }  // namespace
 
@@ -76,12 +83,28 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "CREATE TABLE IF NOT EXISTS rounds (algorithm INTEGER NOT NULL, run INTEGER NOT NULL, round INTEGER NOT NULL,"
       "  theta BLOB NOT NULL, agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL NOT NULL,"
       "  bits_up INTEGER NOT NULL, bits_down INTEGER NOT NULL, closed_at REAL NOT NULL, closed_by TEXT,"
-      "  PRIMARY KEY (algorithm, run, round));"
+      "  state BLOB NOT NULL, samples INTEGER NOT NULL, failure TEXT NOT NULL, PRIMARY KEY (algorithm, run, round));"
       "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
       "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, PRIMARY KEY (algorithm, run, round, device_index));"
       "CREATE TABLE IF NOT EXISTS mirrors (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
       "  device_index INTEGER NOT NULL, round INTEGER NOT NULL, v BLOB NOT NULL,"
       "  PRIMARY KEY (algorithm, run, device_index));"));
+  {  // A database of another schema cannot be resumed.
+    Stmt q(db, "SELECT value FROM meta WHERE key = 'schema'");
+    if (q.s != nullptr && sqlite3_step(q.s) == SQLITE_ROW) {
+      const std::string v = reinterpret_cast<const char*>(sqlite3_column_text(q.s, 0));
+      if (v != kSchema)
+        return Status(StatusCode::kFailedPrecondition,
+                      fmt::format("state db '{}' has schema {} (this coordinator writes {}): use a fresh --state file",
+                                  path, v, kSchema));
+    } else {
+      Stmt rounds(db, "SELECT COUNT(*) FROM rounds");
+      if (rounds.s != nullptr && sqlite3_step(rounds.s) == SQLITE_ROW && sqlite3_column_int64(rounds.s, 0) > 0)
+        return Status(StatusCode::kFailedPrecondition,
+                      fmt::format("state db '{}' was written by an older coordinator: use a fresh --state file", path));
+      FEDRT_TRY(st->exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', '{}')", kSchema).c_str()));
+    }
+  }
   return st;
 }
 
@@ -122,7 +145,8 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
   FEDRT_TRY(exec("PRAGMA synchronous=FULL"));
   FEDRT_TRY(exec("BEGIN IMMEDIATE"));
   Status st = [&]() -> Status {
-    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", kRoundCols)
+    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                            kRoundCols)
                     .c_str());
     sqlite3_bind_int64(s.s, 1, r.algorithm);
     sqlite3_bind_int64(s.s, 2, r.run);
@@ -135,6 +159,9 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
     sqlite3_bind_int64(s.s, 9, static_cast<sqlite3_int64>(r.bits_down));
     sqlite3_bind_double(s.s, 10, r.closed_at);
     sqlite3_bind_text(s.s, 11, r.closed_by.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_blob(s.s, 12, r.state.data(), static_cast<int>(r.state.size() * sizeof(double)), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s.s, 13, static_cast<sqlite3_int64>(r.samples));
+    sqlite3_bind_text(s.s, 14, r.failure.c_str(), -1, SQLITE_TRANSIENT);
     if (sqlite3_step(s.s) != SQLITE_DONE) return SqlError(db_, "round insert");
     Stmt m(db_, "INSERT INTO round_members (algorithm, run, round, device_index) VALUES (?1, ?2, ?3, ?4)");
     for (uint32_t d : members) {

@@ -95,6 +95,7 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   commit_ = Commit{};
   commit_.id = id_;
   commit_.members.clear();
+  phases_.clear();
   std::fill(announced_.begin(), announced_.end(), 0);
   std::fill(reported_.begin(), reported_.end(), 0);
   uplink_.start_round();
@@ -235,6 +236,8 @@ Verdict ServerSession::on_secagg_unmask(uint32_t agent, const SecAggUnmaskMsg& m
 
 void ServerSession::advance_secagg() {
   while (state_ == State::kOpen) {
+    phases_.push_back(PhaseClosed{secagg_.phase(), secagg_.answered(), secagg_.n(),
+                                  secagg_.phase_complete() ? "all" : "deadline"});
     Status st = secagg_.advance(notify_);
     if (!st.ok()) return fail(st.message());
     if (secagg_.finished()) {

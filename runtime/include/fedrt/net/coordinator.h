@@ -1,17 +1,13 @@
 #pragma once
-// fedrt-coordinator: the network driver of the server cores
-// (algorithms/lsa.h LsaServer + IsSampled). One single-threaded Asio event
-// loop serves every device over non-blocking mbedTLS sessions; per round it
-// samples agents, announces theta_t, streams the validated updates into the
-// server's O(d) accumulator, closes the round when every sampled device
-// reported or, at the deadline, when a quorum did, persists the result to
-// SQLite and only then tells the devices. With secure_aggregation = true each
-// round is one SecAgg+ round (secagg/server.h, fedrt.proto "Secure
-// aggregation") and the server only receives masked inputs and their sum:
-// theta_{t+1} = theta_t + Delta S / m - clip. Host only.
+// fedrt-coordinator: the network driver of the server sessions
+// (docs/architecture.md, "Drivers"). One single-threaded Asio event loop
+// serves every device over non-blocking mbedTLS sessions: it registers
+// devices (Hello), sends each the task (Welcome), waits for their TaskReply,
+// and hands the rounds to FleetRounds (net/fleet_rounds.h), which runs the
+// protocol's server sessions with SQLite write-ahead persistence. At the end
+// it writes the simulator's outputs from the round log. Host code.
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "fedrt/core/status.h"
@@ -20,21 +16,23 @@
 
 namespace fedrt::net {
 
+// Test hooks; the fedrt-coordinator command line exposes none.
+struct CoordinatorHooks {
+  long stop_after_rounds = 0;  // exit after closing this many rounds (0 = never): a crash between rounds
+  std::string secagg_dump;     // append every SecAgg+ message received: "alg run round u body_case hex(Envelope)"
+};
+
 struct CoordinatorOptions {
   sim::ExperimentConfig experiment;
   NetworkConfig network;
   std::string out;        // --out DIR: metrics.csv, summary.json, error.png
   std::string port_file;  // written with the bound port once listening
   bool plot = true;
-  // Test/bench hook: stop after this many rounds closed by this process (0 = never).
-  long stop_after_rounds = 0;
-  // Test hook (--secagg-dump FILE): appends every secure-aggregation message the
-  // coordinator receives, one line "alg run round u body_case hex(Envelope)".
-  std::string secagg_dump;
+  CoordinatorHooks hooks;
 };
 
-// Runs the experiment to completion (or until stop_after_rounds). Returns
-// the first fatal error (bad keys, state db of another experiment, ...).
+// Runs the experiment to completion (or until a hook stops it). Returns the
+// first fatal error (bad keys, a state db of another experiment, ...).
 Status RunCoordinator(const CoordinatorOptions& options);
 
 }  // namespace fedrt::net

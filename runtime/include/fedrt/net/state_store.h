@@ -1,11 +1,11 @@
 #pragma once
 // The coordinator's durable state in SQLite: experiment identity, device
-// registry, and the round log (per closed round: theta_{t+1}, which is the
-// whole server-side state of the LSA family, the error, bits and the agents
-// whose updates were aggregated; with a compressed uplink, the mirrors V_c of
-// the members). Written in one transaction per round
-// before any device learns the result, so a restart resumes from the last
-// completed round. Host only.
+// registry, and the round log (docs/architecture.md, "Persistence"): per
+// closed round the reported model, the server session's whole state, the
+// error, bits and samples, the agents whose updates were aggregated and,
+// with compression memories, the members' mirrors V_c. Written in one
+// transaction per round before any device learns the result, so a restart
+// resumes after the last committed round. Host only.
 
 #include <cstdint>
 #include <map>
@@ -23,15 +23,18 @@ namespace fedrt::net {
 struct RoundRecord {
   uint32_t algorithm = 0;  // index in the experiment's algorithm list
   uint32_t run = 0;
-  uint32_t round = 0;      // t: theta is theta_{t+1}
-  std::vector<double> theta;
+  uint32_t round = 0;      // t: theta is theta_{t+1}; 0xFFFFFFFF: FedEM's initial exchange
+  std::vector<double> theta;  // the reported model after the round
+  std::vector<double> state;  // the server session's state (ServerSession::export_state)
+  uint64_t samples = 0;
   uint32_t agents = 0;     // updates aggregated
   uint32_t sampled = 0;
   double error = 0.0;
   uint64_t bits_up = 0;
   uint64_t bits_down = 0;
   double closed_at = 0.0;  // seconds since the epoch
-  std::string closed_by;   // "all", "deadline"
+  std::string closed_by;   // all | deadline | empty | secagg | failed
+  std::string failure;     // why a failed round aggregated nothing
 };
 
 class StateStore {
@@ -42,6 +45,7 @@ class StateStore {
   // Records the experiment's identity on first use; afterwards a different
   // identity is an error (a state file belongs to one experiment).
   Status check_experiment(const std::string& identity);
+  // Records a device's registration event ("registered", "refused: why", "disconnected").
   Status upsert_device(const std::string& id, uint32_t index, const std::string& event);
   // One transaction: the round row, its members, and (compressed uplink with
   // control variates) the server's mirrors V_c of the members after this round.

@@ -70,6 +70,13 @@ struct Commit {
   std::string failure;         // why a round aggregated nothing (a secure round that could not be unmasked)
 };
 
+// A SecAgg+ phase that closed (for the driver's log).
+struct PhaseClosed {
+  int phase = 0;  // 1 advertise, 2 shares, 3 masked, 4 unmask
+  uint32_t answered = 0, n = 0;
+  const char* by = "";  // all | deadline
+};
+
 class ServerSession {
  public:
   Status init(const ServerOptions& options);
@@ -112,6 +119,11 @@ class ServerSession {
   static constexpr uint64_t kNoDeadline = ~uint64_t{0};
 
   const Commit& commit() const { return commit_; }
+  // The secure round of the open round (its parameters) and the phases that
+  // closed since the driver last cleared the list.
+  const ServerSecAgg& secagg() const { return secagg_; }
+  const std::vector<PhaseClosed>& phases_closed() const { return phases_; }
+  void clear_phases_closed() { phases_.clear(); }
   // After the commit is durable: queues the round results to its members.
   void publish();
 
@@ -163,6 +175,7 @@ class ServerSession {
   std::vector<double> xhat_, down_g_;
   Commit commit_;
   std::vector<uint32_t> notify_;
+  std::vector<PhaseClosed> phases_;
 };
 
 }  // namespace fedrt::protocol

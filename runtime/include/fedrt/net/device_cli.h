@@ -1,0 +1,25 @@
+#pragma once
+// The command line of a POSIX device (fedrt-device and the tests' device
+// program share it): coordinator address, identity, credentials, state
+// directory, data files. Host code.
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "fedrt/core/status.h"
+#include "fedrt/net/device.h"
+
+namespace fedrt::net {
+
+struct DeviceFlags {
+  std::string coordinator, id, key, cert, ca, state, data;
+  long give_up_ms = 60000;
+};
+
+// Registers the device's flags on `app`.
+void AddDeviceFlags(CLI::App& app, DeviceFlags& flags);
+// Checks the flags and fills the device options; the message names the flag.
+Status DeviceOptionsFromFlags(const DeviceFlags& flags, DeviceOptions& out);
+
+}  // namespace fedrt::net

@@ -1,0 +1,30 @@
+#pragma once
+// The POSIX device's state file (<state dir>/session.state): the client
+// session's persistent region (protocol/client_session.h state()) with what
+// identifies it and the pending update that Hello announces after a restart.
+// Written to a temporary file, flushed and renamed, so a power cut leaves the
+// old or the new state, never a torn one. Host code.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fedrt/core/status.h"
+
+namespace fedrt::net {
+
+struct SavedSession {
+  uint64_t fingerprint = 0;  // config::SessionFingerprint of the task, algorithm and run
+  uint32_t algorithm = 0, run = 0, agent = 0;
+  bool pending = false;
+  uint32_t pending_round = 0;
+  std::vector<uint8_t> state;  // the session's state region
+};
+
+// The saved session of `dir`, or nothing on a first start; a damaged file is
+// an error naming it.
+Result<std::optional<SavedSession>> LoadSavedSession(const std::string& dir);
+Status SaveSession(const std::string& dir, const SavedSession& s);
+
+}  // namespace fedrt::net

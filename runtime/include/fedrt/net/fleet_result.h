@@ -1,0 +1,23 @@
+#pragma once
+// The results of a fleet run, read back from the coordinator's round log
+// (net/state_store.h) in the simulator's form (report/results.h): per
+// algorithm and run the error of every committed round, its members and
+// bits, and the family's extras, which the evaluation computes from the
+// server state persisted with each round. A run stopped early leaves NaN for
+// the rounds it did not reach. Host code.
+
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/net/state_store.h"
+#include "fedrt/problems/instance.h"
+#include "fedrt/report/evaluation.h"
+#include "fedrt/report/results.h"
+
+namespace fedrt::net {
+
+// `out` arrives with config, settings and problem filled by the caller (and
+// the evaluation's describe()); this adds one AlgorithmResult per algorithm.
+Status FleetResult(const config::Task& task, const problems::Instance& instance, report::Evaluation& eval,
+                   StateStore& store, report::SimResult& out);
+
+}  // namespace fedrt::net

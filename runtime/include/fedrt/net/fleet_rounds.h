@@ -1,0 +1,106 @@
+#pragma once
+// FleetRounds: the coordinator's driver of the server sessions
+// (protocol/server_session.h; docs/architecture.md, "Drivers"). It walks the
+// task's schedule (every algorithm, every run, FedEM's initial exchange and
+// then rounds 0..T-1) with one ServerSession per (algorithm, run), turns the
+// session's messages into wire envelopes and the devices' envelopes into
+// session calls, gives the session the clock, and keeps the round log in
+// SQLite: a closed round is durable before any device learns its result, and
+// a restart resumes after the last committed round. It holds no round logic
+// of its own. Host code.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fedrt.pb.h"
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/net/state_store.h"
+#include "fedrt/protocol/server_session.h"
+#include "fedrt/wire/codec.h"
+
+namespace fedrt::net {
+
+struct FleetRoundsOptions {
+  config::Task task;
+  std::vector<double> initial;     // the family's initial iterate
+  std::vector<std::string> names;  // algorithm names, for the log
+  uint32_t deadline_ms = 30000;    // per round (per SecAgg+ phase)
+  double quorum = 0.5;
+  long stop_after_rounds = 0;      // test hook: stop after this many rounds closed here (0 = never)
+  std::string secagg_dump;         // test hook: append every SecAgg+ message received to this file
+};
+
+class FleetRounds {
+ public:
+  // Sends one envelope to an agent's connection (dropped when it has none).
+  using Send = std::function<void(uint32_t agent, const wire::Envelope& env)>;
+  // The family's error metric of the server state after a round (report/evaluation.h).
+  using Measure = std::function<double(const protocol::ServerCore& core)>;
+
+  // Loads the round log: rounds already committed are not run again.
+  Status init(const FleetRoundsOptions& options, StateStore* store, Send send, Measure measure);
+
+  size_t rounds_done() const { return done_count_; }
+  bool finished() const { return finished_; }  // every round of the schedule is durable
+  bool complete() const { return !next_slot().valid; }  // nothing left to run (also before start)
+  bool stopped() const { return stopped_; }    // stop_after_rounds reached
+  const Status& fatal() const { return fatal_; }
+
+  // Opens the first round not yet committed.
+  void start(uint64_t now_ms);
+  bool started() const { return started_; }
+  // Presence: an agent that accepted the task is connected until its connection closes.
+  void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
+  void set_refused(uint32_t agent);
+  // A protocol message of a registered agent (the inbound's views point into
+  // `env`); a refusal becomes an Error to the device.
+  protocol::Verdict on_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in, uint64_t now_ms);
+  void tick(uint64_t now_ms);
+  uint64_t next_deadline_ms() const;
+
+  // The result of a closed round for a device that restarted with its update
+  // pending: false when the round is not closed (the device resubmits).
+  Result<bool> replay(uint32_t agent, const protocol::RoundId& id, wire::Envelope& out);
+
+ private:
+  struct Slot {
+    uint32_t algorithm = 0, run = 0, round = 0;
+    bool valid = false;
+  };
+  Slot next_slot() const;
+  bool done(uint32_t a, uint32_t r, uint32_t t) const;
+  Status ensure_session(uint32_t a, uint32_t r);
+  void pump(uint64_t now_ms);
+  Status open(uint64_t now_ms);
+  Status persist();
+  void deliver(uint64_t now_ms);
+  void log_phases(uint64_t now_ms);
+  void dump(uint32_t agent, const wire::Envelope& env);
+  std::string round_name(uint32_t t) const;
+
+  FleetRoundsOptions opt_;
+  StateStore* store_ = nullptr;
+  Send send_;
+  Measure measure_;
+  uint32_t agents_ = 0;
+  std::vector<std::vector<char>> done_;  // [algorithm * runs + run][round + 1] (slot 0: initial exchange)
+  size_t done_count_ = 0;
+  std::vector<char> connected_, refused_;
+  std::unique_ptr<protocol::ServerSession> session_;
+  uint32_t session_alg_ = ~0u, session_run_ = ~0u;
+  bool started_ = false, finished_ = false, stopped_ = false;
+  Status fatal_ = Status::Ok();
+  long closed_here_ = 0;
+  bool pumping_ = false, repump_ = false;
+  double last_error_ = 0.0;
+  // Timing of the open round, for the log (latency per phase).
+  std::chrono::steady_clock::time_point t_open_, t_phase_;
+  std::vector<double> state_scratch_;
+};
+
+}  // namespace fedrt::net

@@ -1,0 +1,58 @@
+#include "fedrt/net/device_cli.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace fedrt::net {
+
+void AddDeviceFlags(CLI::App& app, DeviceFlags& f) {
+  app.add_option("--coordinator", f.coordinator, "HOST:PORT of the coordinator")->required();
+  app.add_option("--id", f.id, "device id (the PSK identity / certificate CN)")->required();
+  app.add_option("--key", f.key, "PSK file (hex); with --cert: the device's private key (PEM)")->required();
+  app.add_option("--cert", f.cert, "device certificate (PEM): mutual certificate authentication");
+  app.add_option("--ca", f.ca, "CA certificate that signed the coordinator's certificate (with --cert)");
+  app.add_option("--state", f.state,
+                 "state directory: the device's control variates, compression memory and pending update survive "
+                 "restarts there (default: none, state in memory only)");
+  app.add_option("--data", f.data,
+                 "data files for a task whose problem is read from files: the array bundle (problem kind file) or the "
+                 "CSV data of least squares / logistic regression (default: the task generates the data)");
+  app.add_option("--give-up-ms", f.give_up_ms, "exit with an error after this long without a connection");
+}
+
+Status DeviceOptionsFromFlags(const DeviceFlags& f, DeviceOptions& opt) {
+  auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
+  const auto colon = f.coordinator.rfind(':');
+  if (colon == std::string::npos) return bad("--coordinator must be HOST:PORT, got '" + f.coordinator + "'");
+  opt.host = f.coordinator.substr(0, colon);
+  const std::string port = f.coordinator.substr(colon + 1);
+  char* end = nullptr;
+  const long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p <= 0 || p > 65535) return bad("--coordinator: bad port in '" + f.coordinator + "'");
+  opt.port = static_cast<uint16_t>(p);
+  opt.id = f.id;
+  opt.credentials.identity = f.id;
+  if (!f.cert.empty()) {
+    if (f.ca.empty()) return bad("--cert needs --ca (the fleet CA certificate)");
+    opt.credentials.cert_file = f.cert;
+    opt.credentials.key_file = f.key;
+    opt.credentials.ca_file = f.ca;
+  } else {
+    opt.credentials.psk_file = f.key;
+  }
+  opt.state_dir = f.state;
+  if (!f.data.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(f.data, ec)) return bad(fmt::format("--data: '{}' not found", f.data));
+    if (std::filesystem::is_directory(f.data, ec) || f.data.size() > 4 && f.data.substr(f.data.size() - 4) == ".csv")
+      opt.data.csv = f.data;
+    else
+      opt.data.bundle = f.data;
+  }
+  if (f.give_up_ms <= 0) return bad(fmt::format("--give-up-ms must be positive, got {}", f.give_up_ms));
+  opt.give_up_ms = f.give_up_ms;
+  return Status::Ok();
+}
+
+}  // namespace fedrt::net

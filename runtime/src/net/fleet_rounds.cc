@@ -1,0 +1,342 @@
+#include "fedrt/net/fleet_rounds.h"
+
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "fedrt/net/coordinator_log.h"
+#include "fedrt/net/tls.h"
+
+namespace fedrt::net {
+
+using protocol::MessageKind;
+using protocol::ServerSession;
+
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+const char* PhaseName(int phase) {
+  static const char* const kNames[] = {"?", "advertise", "shares", "masked", "unmask"};
+  return phase >= 1 && phase <= 4 ? kNames[phase] : "?";
+}
+
+}  // namespace
+
+Status FleetRounds::init(const FleetRoundsOptions& o, StateStore* store, Send send, Measure measure) {
+  opt_ = o;
+  store_ = store;
+  send_ = std::move(send);
+  measure_ = std::move(measure);
+  agents_ = o.task.problem.agents;
+  done_.assign(static_cast<size_t>(o.task.num_algorithms) * o.task.runs, std::vector<char>(o.task.rounds + 1, 0));
+  connected_.assign(agents_, 0);
+  refused_.assign(agents_, 0);
+  auto rounds = store_->load_rounds();
+  if (!rounds.ok()) return rounds.status();
+  for (const RoundRecord& r : *rounds) {
+    if (r.algorithm >= o.task.num_algorithms || r.run >= o.task.runs) continue;
+    const size_t slot = r.round == protocol::kInitRound ? 0 : static_cast<size_t>(r.round) + 1;
+    if (slot >= done_[0].size()) continue;
+    done_[r.algorithm * o.task.runs + r.run][slot] = 1;
+    ++done_count_;
+  }
+  return Status::Ok();
+}
+
+bool FleetRounds::done(uint32_t a, uint32_t r, uint32_t t) const {
+  const size_t slot = t == protocol::kInitRound ? 0 : static_cast<size_t>(t) + 1;
+  return done_[a * opt_.task.runs + r][slot] != 0;
+}
+
+FleetRounds::Slot FleetRounds::next_slot() const {
+  for (uint32_t a = 0; a < opt_.task.num_algorithms; ++a)
+    for (uint32_t r = 0; r < opt_.task.runs; ++r)
+      for (uint32_t t = 0; t < opt_.task.rounds; ++t)
+        if (!done(a, r, t)) return Slot{a, r, t, true};
+  return Slot{};
+}
+
+std::string FleetRounds::round_name(uint32_t t) const {
+  return t == protocol::kInitRound ? std::string("init") : std::to_string(t + 1);
+}
+
+// The session of (algorithm, run), resumed from its last committed round.
+Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
+  if (session_ != nullptr && session_alg_ == a && session_run_ == r) return Status::Ok();
+  auto s = std::make_unique<ServerSession>();
+  protocol::ServerOptions so;
+  so.task = opt_.task;
+  so.algorithm = a;
+  so.run = r;
+  so.initial = opt_.initial;
+  so.deadline_ms = opt_.deadline_ms;
+  so.quorum = opt_.quorum;
+  FEDRT_TRY(s->init(so));
+  auto rounds = store_->load_rounds();  // ordered by (algorithm, run, round); the initial exchange sorts last
+  if (!rounds.ok()) return rounds.status();
+  const RoundRecord* last = nullptr;
+  const RoundRecord* initial = nullptr;
+  for (const RoundRecord& rec : *rounds) {
+    if (rec.algorithm != a || rec.run != r) continue;
+    if (rec.round == protocol::kInitRound) initial = &rec;
+    else if (last == nullptr || rec.round > last->round) last = &rec;
+  }
+  if (initial != nullptr) s->mark_initial_exchange_done();
+  const RoundRecord* resume = last != nullptr ? last : initial;
+  if (resume != nullptr) {
+    Status st = s->import_state(resume->state);
+    if (!st.ok())
+      return Status(st.code(), fmt::format("state db: round {} of {} run {}: {}", round_name(resume->round),
+                                           opt_.names[a], r, st.message()));
+  }
+  if (s->uplink().has_mirrors()) {
+    auto mirrors = store_->load_mirrors(a, r);
+    if (!mirrors.ok()) return mirrors.status();
+    for (const auto& [agent, v] : *mirrors)
+      if (agent < agents_) FEDRT_TRY(s->mutable_uplink().set_mirror(agent, v));
+  }
+  for (uint32_t c = 0; c < agents_; ++c) {
+    s->set_refused(c, refused_[c] != 0);
+    s->set_connected(c, connected_[c] != 0, 0);
+  }
+  session_ = std::move(s);
+  session_alg_ = a;
+  session_run_ = r;
+  return Status::Ok();
+}
+
+void FleetRounds::start(uint64_t now_ms) {
+  if (started_) return;
+  started_ = true;
+  Status st = open(now_ms);
+  if (!st.ok()) {
+    fatal_ = st;
+    return;
+  }
+  pump(now_ms);
+}
+
+// Opens the next round of the schedule (FedEM's initial exchange before round 0).
+Status FleetRounds::open(uint64_t now_ms) {
+  const Slot s = next_slot();
+  if (!s.valid) {
+    finished_ = true;
+    return Status::Ok();
+  }
+  FEDRT_TRY(ensure_session(s.algorithm, s.run));
+  const uint32_t t = session_->needs_initial_exchange() ? protocol::kInitRound : s.round;
+  FEDRT_TRY(session_->open_round(t, now_ms));
+  t_open_ = t_phase_ = std::chrono::steady_clock::now();
+  const protocol::Commit& c = session_->commit();
+  CoordinatorLog("open alg={} run={} round={} sampled={}/{} local_steps={}", opt_.names[s.algorithm], s.run,
+                 round_name(t), c.sampled, agents_, c.local_steps);
+  if (opt_.task.secagg.enabled && t != protocol::kInitRound && session_->secagg().phase() == 1) {
+    const secagg::RoundParams& p = session_->secagg().params();
+    CoordinatorLog("secagg alg={} run={} round={} n={} k={} t={}", opt_.names[s.algorithm], s.run, round_name(t), p.n,
+                   p.k, p.t);
+  }
+  return Status::Ok();
+}
+
+void FleetRounds::deliver(uint64_t now_ms) {
+  protocol::Outgoing out;
+  while (session_ != nullptr && session_->next_outgoing(out)) {
+    wire::Envelope env;
+    switch (out.kind) {
+      case MessageKind::kAnnouncement: wire::Encode(session_->announcement(out.agent, now_ms), env); break;
+      case MessageKind::kRoundResult: wire::Encode(session_->result(out.agent), env); break;
+      case MessageKind::kSecAggKeys: wire::Encode(session_->secagg_keys(out.agent), env); break;
+      case MessageKind::kSecAggSharesIn: wire::Encode(session_->secagg_shares_in(out.agent), true, env); break;
+      case MessageKind::kSecAggUnmaskRequest: wire::Encode(session_->secagg_unmask_request(out.agent), env); break;
+      default: continue;
+    }
+    send_(out.agent, env);
+  }
+}
+
+void FleetRounds::log_phases(uint64_t) {
+  if (session_ == nullptr || session_->phases_closed().empty()) return;
+  const protocol::RoundId& id = session_->current();
+  for (const protocol::PhaseClosed& p : session_->phases_closed()) {
+    CoordinatorLog("secagg_phase alg={} run={} round={} phase={} answered={}/{} closed_by={} ms={:.3f}",
+                   opt_.names[id.algorithm], id.run, round_name(id.round), PhaseName(p.phase), p.answered, p.n, p.by,
+                   MsSince(t_phase_));
+    t_phase_ = std::chrono::steady_clock::now();
+  }
+  session_->clear_phases_closed();
+}
+
+// The closed round, durable before anyone learns the result (write-ahead).
+Status FleetRounds::persist() {
+  const protocol::Commit& c = session_->commit();
+  const protocol::ServerCore& core = session_->core();
+  RoundRecord rec;
+  rec.algorithm = c.id.algorithm;
+  rec.run = c.id.run;
+  rec.round = c.id.round;
+  rec.theta.assign(core.model(), core.model() + core.dim());
+  session_->export_state(rec.state);
+  const bool secure = opt_.task.secagg.enabled && c.id.round != protocol::kInitRound;
+  // A secure round's devices send no sample counts: every contributor ran the round's block.
+  rec.samples = secure ? static_cast<uint64_t>(c.members.size()) * c.local_steps : c.samples;
+  rec.agents = static_cast<uint32_t>(c.members.size());
+  rec.sampled = c.sampled;
+  rec.error = last_error_ = measure_(core);
+  rec.bits_up = c.bits_up;
+  rec.bits_down = c.bits_down;
+  rec.closed_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  rec.closed_by = c.closed_by;
+  rec.failure = c.failure;
+  std::map<uint32_t, std::vector<double>> mirrors;
+  if (session_->uplink().has_mirrors())
+    for (uint32_t m : c.members) mirrors[m] = session_->uplink().mirror(m);
+  FEDRT_TRY(store_->save_round(rec, c.members, mirrors));
+  const size_t slot = c.id.round == protocol::kInitRound ? 0 : static_cast<size_t>(c.id.round) + 1;
+  done_[c.id.algorithm * opt_.task.runs + c.id.run][slot] = 1;
+  ++done_count_;
+  return Status::Ok();
+}
+
+// Sends what the session queued, closes rounds (persist, then publish) and
+// opens the next ones until the session waits for devices or the clock.
+void FleetRounds::pump(uint64_t now_ms) {
+  if (pumping_) {
+    repump_ = true;  // called back from a send (a connection closed): the outer loop goes on
+    return;
+  }
+  pumping_ = true;
+  do {
+    repump_ = false;
+    while (session_ != nullptr && fatal_.ok() && !stopped_ && !finished_) {
+      deliver(now_ms);
+      log_phases(now_ms);
+      if (!session_->round_closed()) break;
+      const double collect_ms = MsSince(t_open_);
+      const auto t_persist = std::chrono::steady_clock::now();
+      Status st = persist();
+      if (!st.ok()) {
+        fatal_ = st;
+        CoordinatorLog("fatal {}", st.message());
+        break;
+      }
+      const double persist_ms = MsSince(t_persist);
+      const protocol::Commit& c = session_->commit();
+      const std::string& name = opt_.names[c.id.algorithm];
+      if (!c.failure.empty())
+        CoordinatorLog("{} alg={} run={} round={} reason={}: the model stays where it was",
+                       opt_.task.secagg.enabled ? "secagg_failed" : "round_failed", name, c.id.run,
+                       round_name(c.id.round), c.failure);
+      session_->publish();
+      deliver(now_ms);
+      CoordinatorLog("round alg={} run={} round={} agents={}/{} closed_by={} error={:.6e} bits_up={} latency_ms={:.3f} "
+                     "collect_ms={:.3f} persist_ms={:.3f}",
+                     name, c.id.run, round_name(c.id.round), c.members.size(), c.sampled, c.closed_by,
+                     last_error_, c.bits_up, MsSince(t_open_), collect_ms, persist_ms);
+      ++closed_here_;
+      if (opt_.stop_after_rounds > 0 && closed_here_ >= opt_.stop_after_rounds) {
+        CoordinatorLog("stop after_rounds={}", closed_here_);
+        stopped_ = true;
+        break;
+      }
+      st = open(now_ms);
+      if (!st.ok()) {
+        fatal_ = st;
+        CoordinatorLog("fatal {}", st.message());
+      }
+    }
+  } while (repump_);
+  pumping_ = false;
+}
+
+void FleetRounds::set_connected(uint32_t agent, bool connected, uint64_t now_ms) {
+  if (agent >= agents_) return;
+  connected_[agent] = connected ? 1 : 0;
+  if (session_ != nullptr) session_->set_connected(agent, connected, now_ms);
+  if (started_) pump(now_ms);
+}
+
+void FleetRounds::set_refused(uint32_t agent) {
+  if (agent >= agents_) return;
+  refused_[agent] = 1;
+  connected_[agent] = 0;
+  if (session_ != nullptr) {
+    session_->set_connected(agent, false, 0);
+    session_->set_refused(agent, true);
+  }
+}
+
+void FleetRounds::dump(uint32_t agent, const wire::Envelope& env) {
+  if (opt_.secagg_dump.empty() || session_ == nullptr) return;
+  std::ofstream out(opt_.secagg_dump, std::ios::app);
+  std::string bytes;
+  env.SerializeToString(&bytes);
+  const protocol::RoundId& id = session_->current();
+  out << id.algorithm << ' ' << id.run << ' ' << id.round << ' ' << session_->secagg().params_for(agent).id << ' '
+      << static_cast<int>(env.body_case()) << ' '
+      << BytesToHex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()) << '\n';
+}
+
+protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in,
+                                          uint64_t now_ms) {
+  using protocol::Refusal;
+  using protocol::Verdict;
+  if (session_ == nullptr) return Verdict{Refusal::kFutureRound, "no round is open yet"};
+  Verdict v;
+  switch (in.kind()) {
+    case MessageKind::kUpdate: v = session_->on_update(agent, in.update(), now_ms); break;
+    case MessageKind::kSecAggAdvertise:
+      dump(agent, env);
+      v = session_->on_secagg_advertise(agent, in.advertise(), now_ms);
+      break;
+    case MessageKind::kSecAggShares:
+      dump(agent, env);
+      v = session_->on_secagg_shares(agent, in.shares(), now_ms);
+      break;
+    case MessageKind::kSecAggMasked:
+      dump(agent, env);
+      v = session_->on_secagg_masked(agent, in.masked(), now_ms);
+      break;
+    case MessageKind::kSecAggUnmask:
+      dump(agent, env);
+      v = session_->on_secagg_unmask(agent, in.unmask(), now_ms);
+      break;
+    default: return Verdict{Refusal::kMalformed, "a message devices do not send"};
+  }
+  pump(now_ms);
+  return v;
+}
+
+void FleetRounds::tick(uint64_t now_ms) {
+  if (session_ == nullptr || !started_) return;
+  session_->tick(now_ms);
+  pump(now_ms);
+}
+
+uint64_t FleetRounds::next_deadline_ms() const {
+  return session_ != nullptr && started_ ? session_->next_deadline_ms() : ServerSession::kNoDeadline;
+}
+
+Result<bool> FleetRounds::replay(uint32_t agent, const protocol::RoundId& id, wire::Envelope& out) {
+  if (id.algorithm >= opt_.task.num_algorithms || id.run >= opt_.task.runs ||
+      (id.round != protocol::kInitRound && id.round >= opt_.task.rounds) || !done(id.algorithm, id.run, id.round))
+    return false;
+  auto rec = store_->get_round(id.algorithm, id.run, id.round);
+  if (!rec.ok()) return rec.status();
+  if (!rec->has_value()) return false;
+  auto member = store_->was_member(id.algorithm, id.run, id.round, agent);
+  if (!member.ok()) return member.status();
+  protocol::RoundResult r;
+  r.id = id;
+  r.included = *member;
+  const bool lsa = config::FamilyOf(opt_.task.algorithms[id.algorithm].kind) == config::Family::kLsa;
+  if (lsa && id.round != protocol::kInitRound)
+    r.model = protocol::View<double>{(*rec)->theta.data(), static_cast<uint32_t>((*rec)->theta.size())};
+  wire::Encode(r, out);
+  return true;
+}
+
+}  // namespace fedrt::net

@@ -1,0 +1,49 @@
+#include "fedrt/net/registry.h"
+
+namespace fedrt::net {
+
+Status DeviceRegistry::load(const std::string& path, uint32_t agents) {
+  auto reg = LoadRegistry(path);
+  if (!reg.ok()) return reg.status();
+  entries_ = *reg;
+  agents_.assign(agents, Agent{});
+  index_.clear();
+  for (const RegistryEntry& e : entries_) {
+    if (e.index >= agents) continue;  // provisioned for a larger fleet: not an agent of this experiment
+    index_[e.id] = e.index;
+    agents_[e.index].id = e.id;
+  }
+  return Status::Ok();
+}
+
+std::optional<uint32_t> DeviceRegistry::index_of(const std::string& id) const {
+  auto it = index_.find(id);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+Connection* DeviceRegistry::attach(uint32_t agent, Connection* c) {
+  Connection* old = agents_[agent].conn;
+  agents_[agent].conn = c;
+  return old == c ? nullptr : old;
+}
+
+bool DeviceRegistry::detach(uint32_t agent, const Connection* c) {
+  if (agents_[agent].conn != c) return false;
+  agents_[agent].conn = nullptr;
+  if (agents_[agent].state != State::kRefused) agents_[agent].state = State::kOffline;
+  return true;
+}
+
+void DeviceRegistry::set_state(uint32_t agent, State s, const std::string& reason) {
+  agents_[agent].state = s;
+  agents_[agent].reason = reason;
+}
+
+uint32_t DeviceRegistry::count(State s) const {
+  uint32_t n = 0;
+  for (const Agent& a : agents_) n += a.state == s ? 1u : 0u;
+  return n;
+}
+
+}  // namespace fedrt::net
