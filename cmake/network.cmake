@@ -55,6 +55,7 @@ add_library(fedrt_net STATIC
   runtime/src/net/fleet_rounds.cc
   runtime/src/net/fleet_result.cc
   runtime/src/net/coordinator.cc
+  runtime/src/net/coordinator_cli.cc
   runtime/src/net/device_state.cc
   runtime/src/net/device_cli.cc
   runtime/src/net/device.cc)

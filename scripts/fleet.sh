@@ -16,7 +16,7 @@
 # mixed auth (default): even devices use their PSK, odd devices their certificate.
 # Outputs: DIR/{metrics.csv,summary.json,error.png,coordinator.log,coordinator.db},
 # DIR/logs/<id>.log (one per device), DIR/devices.tsv (id, agent index, kind),
-# DIR/devices/<id>.state (device state files).
+# DIR/devices/<id>/ (device state directories).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -95,7 +95,7 @@ kind_of() {
 
 mkdir -p "$OUT/devices" "$OUT/logs"
 rm -rf "$OUT/keys" "$OUT/coordinator.db" "$OUT/coordinator.db-wal" "$OUT/coordinator.db-shm" \
-  "$OUT"/devices/*.state "$OUT"/logs/*.log "$OUT/port" "$OUT/devices.tsv"
+  "$OUT"/devices/* "$OUT"/logs/*.log "$OUT/port" "$OUT/devices.tsv"
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$DEVICES" >/dev/null || { echo "fleet: error: provisioning failed" >&2; exit 1; }
 
 PIDS=()
@@ -146,8 +146,8 @@ for ((i = 0; i < DEVICES; i++)); do
     aarch64) launch=("$QEMU_AARCH64" "$AARCH64_BIN/fedrt-device") ;;
     armhf) launch=("$QEMU_ARM" "$ARMHF_BIN/fedrt-device") ;;
   esac
-  "${launch[@]}" --coordinator "127.0.0.1:$PORT" --id "$id" "${cred[@]}" --config "$CONFIG" \
-    --agents "$DEVICES" --state "$OUT/devices/$id.state" 2>"$log" &
+  "${launch[@]}" --coordinator "127.0.0.1:$PORT" --id "$id" "${cred[@]}" \
+    --state "$OUT/devices/$id" 2>"$log" &
   PIDS+=($!)
 done
 

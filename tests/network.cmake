@@ -1,16 +1,26 @@
-# Tests of the networked system (issue 5): wire unit tests, and loopback
-# integration tests that start real fedrt-coordinator / fedrt-device processes.
-add_executable(fedrt_net_unit_tests net/wire_test.cc)
+# Tests of the networked system: loopback integration tests that start real
+# fedrt-coordinator / fedrt-device processes (and the tests' own variants of
+# them with fault hooks, which the product's binaries do not have).
+add_executable(fedrt_net_unit_tests net/network_config_test.cc)
 target_link_libraries(fedrt_net_unit_tests PRIVATE fedrt_net GTest::gtest_main)
 gtest_discover_tests(fedrt_net_unit_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
+
+add_executable(fedrt-test-device net/test_device.cc)
+target_link_libraries(fedrt-test-device PRIVATE fedrt_net CLI11::CLI11)
+add_executable(fedrt-test-coordinator net/test_coordinator.cc)
+target_link_libraries(fedrt-test-coordinator PRIVATE fedrt_net CLI11::CLI11)
+set_target_properties(fedrt-test-device fedrt-test-coordinator PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/bin)
 
 add_executable(fedrt_net_integration_tests net/fleet_test.cc net/security_test.cc net/bad_input_test.cc
   net/compressed_fleet_test.cc net/secagg_fleet_test.cc)
 target_link_libraries(fedrt_net_integration_tests PRIVATE fedrt_net GTest::gtest_main)
 target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
+  FEDRT_TEST_BIN_DIR="$<TARGET_FILE_DIR:fedrt-test-device>"
   FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp")
-add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys)
+add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys
+  fedrt-test-device fedrt-test-coordinator)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
 set(FEDRT_NET_FAST "SecurityTest.*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
@@ -19,3 +29,7 @@ gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
 # labelled statistical so the sanitizer pass skips them (team rule: > 2 s).
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}"
   PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+
+# Tests of the wire module (runtime/wire, runtime/include/fedrt/wire): frames,
+# codec round trips and rejections, and the nanopb bounds against config/limits.h.
+include(${CMAKE_CURRENT_LIST_DIR}/wire.cmake)

@@ -1,21 +1,24 @@
 // Acceptance (bad input): a deliberately misbehaving client that completed a
 // valid handshake sends random bytes, a length prefix above the maximum, a
-// wrong dimension, NaN and Inf values, stale and future round numbers, a
-// duplicate update, a message of the wrong direction, and an update while not
-// sampled. Each is rejected with a log line and an error reason; the
-// coordinator keeps serving everyone else, and every round's result equals
-// the simulator's, i.e. the result without the misbehaviour.
+// payload of the wrong size, NaN and Inf values, stale and future round
+// numbers, a duplicate update, a wrong number of segments, a message of the
+// wrong direction, and an update while not sampled. Each is rejected with a
+// log line and an error reason; the coordinator keeps serving everyone else,
+// and every round's result equals the simulator's, i.e. the result without the
+// misbehaviour. The same for SCAFFLSA (raw float64), FedAvg with 4-level
+// dithering (the codec's bytes) and Scaffold (raw, two vectors per update).
 #include <cmath>
+#include <cstring>
 #include <limits>
-#include <mutex>
-#include <regex>
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/net/device.h"
-#include "fedrt/net/network_config.h"
-#include "fedrt/net/wire.h"
+#include "fedrt/net/tls.h"
+#include "fedrt/wire/frame.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
@@ -23,23 +26,48 @@ namespace {
 
 constexpr double kRelTol = 1e-12;  // see fleet_test.cc: arrival-order summation
 
-std::string Config(int agents, int T, double q, int seed) {
-  return "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = " + std::to_string(agents) +
-         "\n[algorithm]\nnames = [\"scafflsa\"]\nstep = 0.01\nlocal_steps = 1000\n[participation]\nrate = " +
-         std::to_string(q) + "\n[run]\nrounds = " + std::to_string(T) + "\nruns = 1\nseed = " + std::to_string(seed) +
-         "\n[network]\ndeadline_ms = 30000\nquorum = 0.5\nstart_timeout_ms = 60000\n";
+std::string Config(const std::string& family, int agents, int T, double q, int seed) {
+  std::string problem, algorithm, compression;
+  if (family == "fedavg-dither" || family == "scaffold") {
+    problem = "kind = \"lsq\"\ndim = 6\n";
+    algorithm = family == "scaffold" ? "names = [\"scaffold\"]\nstep = 0.05\nlocal_steps = 10\n"
+                                     : "names = [\"fedavg\"]\nstep = 0.05\nlocal_steps = 10\n";
+    if (family == "fedavg-dither") compression = "[compression]\nquantizer = \"dither\"\nlevels = 4\n";
+  } else {
+    problem = "kind = \"garnet\"\nheterogeneity = \"high\"\n";
+    algorithm = "names = [\"scafflsa\"]\nstep = 0.01\nlocal_steps = 1000\n";
+  }
+  return "[problem]\n" + problem + "agents = " + std::to_string(agents) + "\n[algorithm]\n" + algorithm +
+         "[participation]\nrate = " + std::to_string(q) + "\n[run]\nrounds = " + std::to_string(T) +
+         "\nruns = 1\nseed = " + std::to_string(seed) +
+         "\n[network]\ndeadline_ms = 30000\nquorum = 0.5\nstart_timeout_ms = 60000\n" + compression;
 }
 
-std::string Frame(const wire::Envelope& e) { return EncodeFrame(e); }
+class BadInputTest : public NetTest, public ::testing::WithParamInterface<std::string> {};
 
-TEST_F(NetTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
-  const int n = 4, T = 9;
-  const auto cfg = WriteExperiment(Config(n, T, 1.0, 5));
+// Writes `v` over the scalar at byte offset `at` of a raw float64 payload, or
+// over the norm (bytes 0-3, float32) of a codec payload.
+void Poison(wire::Update& u, bool codec, double v) {
+  std::string p = u.payload(0);
+  if (codec) {
+    const float f = static_cast<float>(v);
+    std::memcpy(&p[0], &f, 4);
+  } else {
+    std::memcpy(&p[8], &v, 8);  // coordinate 1
+  }
+  u.set_payload(0, p);
+}
+
+TEST_P(BadInputTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
+  const std::string family = GetParam();
+  const bool codec = family == "fedavg-dither";
+  const int n = 4, T = 10;
+  const auto cfg = WriteExperiment(Config(family, n, T, 1.0, 5));
   Provision(dir_ / "keys", n);
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
   ASSERT_GT(port, 0);
-  for (int i = 1; i < n; ++i) StartDevice(i, port, cfg);
+  for (int i = 1; i < n; ++i) StartDevice(i, port);
 
   // Device 0 runs in this process with the real device code and a hook that
   // misbehaves once per round before sending its genuine update.
@@ -47,24 +75,26 @@ TEST_F(NetTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
   opt.host = "127.0.0.1";
   opt.port = static_cast<uint16_t>(port);
   opt.id = Id(0);
-  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), opt.experiment).ok());
   opt.credentials.identity = Id(0);
   opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
-  opt.state_file = (dir_ / "dev0000.state").string();
+  opt.state_dir = (dir_ / Id(0)).string();
   opt.give_up_ms = 30000;
   std::set<uint32_t> done;
-  opt.before_update = [&](const wire::Update& u, const std::function<Status(const std::string&)>& raw) {
-    if (!done.insert(u.round()).second) return;  // resubmission after a forced disconnect: behave
-    wire::Envelope e;
-    *e.mutable_update() = u;
-    const int d = static_cast<int>(u.payload().size() / sizeof(double));
-    std::vector<double> v(static_cast<size_t>(d), 0.5);
+  size_t sizes = 0;
+  DeviceHooks hooks;
+  hooks.before_send = [&](const wire::Envelope& m, const RawWriter& raw) {
+    if (!m.has_update()) return true;
+    const wire::Update& u = m.update();
+    if (!done.insert(u.round()).second) return true;  // resubmission after a forced disconnect: behave
+    sizes = u.payload(0).size();
+    wire::Envelope e = m;
+    wire::Update& b = *e.mutable_update();
     switch (u.round()) {
       case 0: {  // length prefix above the maximum
-        const uint32_t big = kMaxFrameBytes + 1;
+        const uint32_t big = config::kMaxFrameBytes + 1;
         const char hdr[4] = {char(big >> 24), char(big >> 16), char(big >> 8), char(big)};
         (void)raw(std::string(hdr, 4));
-        break;
+        return true;
       }
       case 1: {  // random bytes (a valid small length, random body)
         std::string r(4, '\0');
@@ -75,41 +105,26 @@ TEST_F(NetTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
           r.push_back(static_cast<char>(x >> 56));
         }
         (void)raw(r);
-        break;
+        return true;
       }
-      case 2:  // wrong dimension
-        e.mutable_update()->set_payload(EncodeRawPayload(v.data(), d - 1));
-        (void)raw(Frame(e));
-        break;
-      case 3:  // NaN
-        v[1] = std::numeric_limits<double>::quiet_NaN();
-        e.mutable_update()->set_payload(EncodeRawPayload(v.data(), d));
-        (void)raw(Frame(e));
-        break;
-      case 4:  // Inf
-        v[2] = std::numeric_limits<double>::infinity();
-        e.mutable_update()->set_payload(EncodeRawPayload(v.data(), d));
-        (void)raw(Frame(e));
-        break;
-      case 5:  // stale round
-        e.mutable_update()->set_round(u.round() - 1);
-        (void)raw(Frame(e));
-        break;
-      case 6:  // future round
-        e.mutable_update()->set_round(u.round() + 1);
-        (void)raw(Frame(e));
-        break;
-      case 7:  // duplicate: the genuine update twice (the device sends it again next)
-        (void)raw(Frame(e));
-        break;
-      case 8: {  // a coordinator-only message
+      case 2: b.mutable_payload(0)->resize(u.payload(0).size() - (codec ? 1 : 8)); break;  // wrong size
+      case 3: Poison(b, codec, std::numeric_limits<double>::quiet_NaN()); break;
+      case 4: Poison(b, codec, std::numeric_limits<double>::infinity()); break;
+      case 5: b.set_round(u.round() - 2); break;  // stale round (round - 1 would be a late duplicate)
+      case 6: b.set_round(u.round() + 1); break;  // future round
+      case 7: break;                               // duplicate: the genuine update twice
+      case 8: {                                    // a coordinator-only message
         wire::Envelope a;
         a.mutable_announce()->set_round(u.round());
-        (void)raw(Frame(a));
-        break;
+        (void)raw(wire::EncodeFrame(a));
+        return true;
       }
+      case 9: b.add_payload(u.payload(0)); break;  // a second segment the algorithm does not have
     }
+    (void)raw(wire::EncodeFrame(e));
+    return true;
   };
+  opt.hooks = &hooks;
   Status dev_status = Status::Ok();
   std::thread dev([&] { dev_status = RunDevice(opt); });
   const int rc = Wait(co, 120000);
@@ -117,11 +132,19 @@ TEST_F(NetTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
   const std::string log = ReadFile(dir_ / "coordinator.log");
   ASSERT_EQ(rc, 0) << log;
   EXPECT_TRUE(dev_status.ok()) << dev_status.message();
-  for (const char* reason : {"reason=frame_too_large", "reason=malformed: undecodable message",
-                             "reason=dimension: payload has 56 bytes, expected 64", "reason=non_finite: payload value 1 is nan",
-                             "reason=non_finite: payload value 2 is inf", "reason=stale_round", "reason=future_round",
-                             "reason=duplicate", "reason=malformed: unexpected message type"})
-    EXPECT_NE(log.find(reason), std::string::npos) << reason << "\n" << log;
+  std::vector<std::string> reasons = {"reason=frame_too_large", "reason=malformed: undecodable message",
+                                      "reason=stale_round", "reason=future_round", "reason=duplicate",
+                                      "reason=malformed: a message devices do not send",
+                                      "reason=malformed: 2 payload segments, expected 1"};
+  if (codec) {
+    reasons.push_back(fmt::format("segment 0 ({} bytes) rejected: dither decode: payload truncated", sizes - 1));
+    reasons.push_back("rejected: dither decode: norm is NaN or infinite");
+  } else {
+    reasons.push_back(fmt::format("segment 0 ({} bytes) rejected: codec: raw payload has the wrong length", sizes - 8));
+    reasons.push_back("rejected: codec: raw payload has a NaN or infinite value");
+  }
+  for (const auto& reason : reasons) EXPECT_NE(log.find(reason), std::string::npos) << reason << "\n" << log;
+  EXPECT_GE(Count(log, codec ? "norm is NaN or infinite" : "raw payload has a NaN or infinite value"), 2u) << log;
   const auto rounds = Rounds();
   ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
   for (const auto& r : rounds) EXPECT_EQ(r.agents, static_cast<uint32_t>(n));
@@ -130,6 +153,13 @@ TEST_F(NetTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
   EXPECT_LE(MaxRelDiff(rounds, sim, 0, &identical, &compared), kRelTol);
   EXPECT_EQ(compared, T);
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, BadInputTest, ::testing::Values("scafflsa", "fedavg-dither", "scaffold"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           std::string s = i.param;
+                           for (char& ch : s) ch = ch == '-' ? '_' : ch;
+                           return s;
+                         });
 
 TEST_F(NetTest, UpdateFromUnsampledDeviceIsRejected) {
   const int n = 6;
@@ -148,29 +178,28 @@ TEST_F(NetTest, UpdateFromUnsampledDeviceIsRejected) {
     }
   }
   ASSERT_GE(x, 0);
-  const auto cfg = WriteExperiment(Config(n, 1, q, seed));
+  const auto cfg = WriteExperiment(Config("scafflsa", n, 1, q, seed));
   Provision(dir_ / "keys", n);
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
   ASSERT_GT(port, 0);
   for (int i = 0; i < n; ++i)
-    if (i != x) StartDevice(i, port, cfg, {"--delay-ms", "1000"});
-  sim::ExperimentConfig e;
-  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), e).ok());
+    if (i != x) StartDevice(i, port, {"--delay-ms", "1000"});
   TlsClient c;
   ASSERT_TRUE(c.init({Id(x), (dir_ / "keys" / "devices" / Id(x) / "device.psk").string(), "", "", ""}).ok());
   ASSERT_TRUE(c.connect("127.0.0.1", static_cast<uint16_t>(port), 100).ok());
   wire::Envelope h;
-  h.mutable_hello()->set_protocol_version(kProtocolVersion);
+  h.mutable_hello()->set_protocol_version(wire::kProtocolVersion);
   h.mutable_hello()->set_device_id(Id(x));
-  h.mutable_hello()->set_config_fingerprint(ProblemFingerprint(e));
-  ASSERT_TRUE(c.write_all(EncodeFrame(h)).ok());
+  ASSERT_TRUE(c.write_all(wire::EncodeFrame(h)).ok());
+  wire::Envelope yes;
+  yes.mutable_task_reply()->set_accepted(true);
+  ASSERT_TRUE(c.write_all(wire::EncodeFrame(yes)).ok());
   ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "open alg=scafflsa run=0 round=1 ", 30000));
   wire::Envelope u;
-  std::vector<double> v(8, 0.5);
   u.mutable_update()->set_round(0);
-  u.mutable_update()->set_payload(EncodeRawPayload(v.data(), 8));
-  ASSERT_TRUE(c.write_all(EncodeFrame(u)).ok());
+  u.mutable_update()->add_payload(std::string(64, '\0'));
+  ASSERT_TRUE(c.write_all(wire::EncodeFrame(u)).ok());
   ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "reason=not_sampled", 5000)) << ReadFile(dir_ / "coordinator.log");
   ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(dir_ / "coordinator.log");
   c.close();

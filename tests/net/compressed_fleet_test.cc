@@ -12,7 +12,7 @@
 
 #include "fedrt/net/device.h"
 #include "fedrt/net/network_config.h"
-#include "fedrt/net/wire.h"
+#include "fedrt/wire/frame.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
@@ -41,7 +41,7 @@ TEST_F(NetTest, QuantizedFleetMatchesSimulatorEveryRound) {
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
   ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  for (int i = 0; i < 20; ++i) StartDevice(i, port, cfg);
+  for (int i = 0; i < 20; ++i) StartDevice(i, port);
   ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
   const auto rounds = Rounds();
   ASSERT_EQ(rounds.size(), 20u);
@@ -87,7 +87,7 @@ TEST_F(NetTest, QuantizedCoordinatorRestartKeepsTheMirrors) {
   const int port = FreePort();
   pid_t co = StartCoordinator(cfg, port, {});
   ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
-  for (int i = 0; i < n; ++i) StartDevice(i, port, cfg, {"--delay-ms", std::to_string(100 + 60 * i)});
+  for (int i = 0; i < n; ++i) StartDevice(i, port, {"--delay-ms", std::to_string(100 + 60 * i)});
   const fs::path log = dir_ / "coordinator.log";
   ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=5 ", 30000)) << ReadFile(log);
   ASSERT_TRUE(WaitForLog(dir_ / (Id(0) + ".log"), "update alg=0 run=0 round=4", 10000));
@@ -113,23 +113,6 @@ TEST_F(NetTest, QuantizedCoordinatorRestartKeepsTheMirrors) {
   EXPECT_EQ(compared, 10);
 }
 
-// V_c as a device's state file holds it ("cv N v1 ... vN" of algorithm 0).
-std::vector<double> DeviceMemory(const fs::path& state) {
-  std::istringstream in(ReadFile(state));
-  std::string w;
-  std::vector<double> v;
-  while (in >> w && w != "cv") {
-  }
-  size_t n = 0;
-  if (!(in >> n)) return v;
-  for (size_t i = 0; i < n; ++i) {
-    std::string x;
-    in >> x;
-    v.push_back(std::strtod(x.c_str(), nullptr));
-  }
-  return v;
-}
-
 // Devices killed in the middle of a round (after computing, before or after
 // sending their codec update) restart from their state files; at the end every
 // device's V_c equals the coordinator's mirror bit for bit, whether or not its
@@ -143,7 +126,7 @@ TEST_F(NetTest, QuantizedKilledDevicesKeepTheirMemoryConsistentWithTheMirror) {
   ASSERT_GT(port, 0);
   std::vector<pid_t> dev;
   const int delay_ms[n] = {150, 900, 1200, 0, 0, 0};
-  for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, cfg, {"--delay-ms", std::to_string(delay_ms[i])}));
+  for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, {"--delay-ms", std::to_string(delay_ms[i])}));
   const fs::path log = dir_ / "coordinator.log";
   ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=4 ", 30000)) << ReadFile(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // device 0 has sent, devices 1 and 2 not yet
@@ -151,7 +134,7 @@ TEST_F(NetTest, QuantizedKilledDevicesKeepTheirMemoryConsistentWithTheMirror) {
   ASSERT_TRUE(WaitForLog(log, "round alg=scafflsa run=0 round=4 ", 10000)) << ReadFile(log);
   for (int i = 0; i < 3; ++i) {
     fs::rename(dir_ / (Id(i) + ".log"), dir_ / (Id(i) + ".first.log"));
-    StartDevice(i, port, cfg, {"--delay-ms", "100"});
+    StartDevice(i, port, {"--delay-ms", "100"});
   }
   ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(log);
   const auto rounds = Rounds();
@@ -163,7 +146,7 @@ TEST_F(NetTest, QuantizedKilledDevicesKeepTheirMemoryConsistentWithTheMirror) {
   auto mirrors = (*st)->load_mirrors(0, 0);
   ASSERT_TRUE(mirrors.ok());
   for (int i = 0; i < n; ++i) {
-    const std::vector<double> v = DeviceMemory(dir_ / (Id(i) + ".state"));
+    const std::vector<double> v = DeviceMemory(cfg, static_cast<uint32_t>(i));
     ASSERT_EQ(v.size(), 8u) << "device " << i;
     ASSERT_TRUE(mirrors->count(static_cast<uint32_t>(i))) << "device " << i;
     EXPECT_EQ(v, mirrors->at(static_cast<uint32_t>(i))) << "device " << i;
@@ -186,24 +169,25 @@ TEST_F(NetTest, BadCodecPayloadIsRejectedAndRoundsEqualSimulator) {
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
   ASSERT_GT(port, 0);
-  for (int i = 1; i < n; ++i) StartDevice(i, port, cfg);
+  for (int i = 1; i < n; ++i) StartDevice(i, port);
   DeviceOptions opt;
   opt.host = "127.0.0.1";
   opt.port = static_cast<uint16_t>(port);
   opt.id = Id(0);
-  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), opt.experiment).ok());
   opt.credentials.identity = Id(0);
   opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
-  opt.state_file = (dir_ / "dev0000.state").string();
+  opt.state_dir = (dir_ / Id(0)).string();
   opt.give_up_ms = 30000;
   std::set<uint32_t> done;
   std::vector<uint32_t> encodings;
-  opt.before_update = [&](const wire::Update& u, const std::function<Status(const std::string&)>& raw) {
+  DeviceHooks hooks;
+  hooks.before_send = [&](const wire::Envelope& m, const RawWriter& raw) {
+    if (!m.has_update()) return true;
+    const wire::Update& u = m.update();
     encodings.push_back(u.encoding());
-    if (!done.insert(u.round()).second) return;
-    wire::Envelope e;
-    *e.mutable_update() = u;
-    std::string p = u.payload();
+    if (!done.insert(u.round()).second) return true;
+    wire::Envelope e = m;
+    std::string p = u.payload(0);
     switch (u.round()) {
       case 0: p.pop_back(); break;        // truncated
       case 1: p.push_back('\0'); break;   // over-long
@@ -215,15 +199,18 @@ TEST_F(NetTest, BadCodecPayloadIsRejectedAndRoundsEqualSimulator) {
       case 3: p[4] = static_cast<char>(0x0E); break;  // coordinate 0: level 7 > s = 4
       case 4: p[4] = static_cast<char>(0x01); break;  // coordinate 0: sign bit on level 0
       case 5: {                                        // raw float64 instead of the codec
-        std::vector<double> v(8, 0.5);
-        p = EncodeRawPayload(v.data(), 8);
+        p.assign(8 * sizeof(double), '\0');
+        const double half = 0.5;
+        for (int i = 0; i < 8; ++i) std::memcpy(&p[8 * i], &half, 8);
         e.mutable_update()->set_encoding(0);
         break;
       }
     }
-    e.mutable_update()->set_payload(p);
-    (void)raw(EncodeFrame(e));
+    e.mutable_update()->set_payload(0, p);
+    (void)raw(wire::EncodeFrame(e));
+    return true;
   };
+  opt.hooks = &hooks;
   Status dev_status = Status::Ok();
   std::thread dev([&] { dev_status = RunDevice(opt); });
   const int rc = Wait(co, 120000);
@@ -232,12 +219,12 @@ TEST_F(NetTest, BadCodecPayloadIsRejectedAndRoundsEqualSimulator) {
   ASSERT_EQ(rc, 0) << log;
   EXPECT_TRUE(dev_status.ok()) << dev_status.message();
   for (uint32_t enc : encodings) EXPECT_EQ(enc, 1u);  // the genuine updates use the codec
-  for (const char* reason : {"reason=malformed: codec payload of 7 bytes rejected: dither decode: payload truncated",
-                             "reason=malformed: codec payload of 9 bytes rejected: dither decode: payload longer",
+  for (const char* reason : {"reason=malformed: segment 0 (7 bytes) rejected: dither decode: payload truncated",
+                             "reason=malformed: segment 0 (9 bytes) rejected: dither decode: payload longer",
                              "rejected: dither decode: norm is NaN or infinite",
                              "rejected: dither decode: level exceeds the number of levels",
                              "rejected: dither decode: sign bit set on a zero level",
-                             "reason=malformed: payload encoding 0, this experiment uses 1 (compression codec)"})
+                             "reason=malformed: payload encoding 0, this round takes 1"})
     EXPECT_NE(log.find(reason), std::string::npos) << reason << "\n" << log;
   // Stayed connected until the experiment finished.
   EXPECT_GT(log.find("disconnected device=" + Id(0)), log.find("finished rounds=")) << log;

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <regex>
 
-#include "fedrt/algorithms/lsa.h"
+#include <fmt/format.h>
+
+#include "fedrt/config/fingerprint.h"
+#include "fedrt/net/device_state.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
@@ -59,7 +62,7 @@ TEST_F(NetTest, FleetMatchesSimulatorEveryRound) {
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
   ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  for (int i = 0; i < 20; ++i) StartDevice(i, port, cfg);
+  for (int i = 0; i < 20; ++i) StartDevice(i, port);
   ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
   const auto rounds = Rounds();
   ASSERT_EQ(rounds.size(), 20u);
@@ -78,20 +81,6 @@ TEST_F(NetTest, FleetMatchesSimulatorEveryRound) {
   for (int i = 0; i < 20; ++i) EXPECT_NE(ReadFile(dir_ / (Id(i) + ".log")).find("shutdown reason="), std::string::npos);
 }
 
-double XiNormFromState(const fs::path& state) {
-  std::istringstream in(ReadFile(state));
-  std::string w;
-  while (in >> w && w != "xi") {
-  }
-  double s = 0.0;
-  std::string x;
-  while (in >> x && x != "theta") {
-    const double v = std::strtod(x.c_str(), nullptr);
-    s += v * v;
-  }
-  return std::sqrt(s);
-}
-
 // Acceptance: killing 30% of the devices in the middle of a round lets the
 // round close at its deadline with the others; the run completes; the killed
 // devices rejoin later with their control variates intact.
@@ -103,22 +92,30 @@ TEST_F(NetTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithControlVariat
   const int port = WaitPort();
   ASSERT_GT(port, 0);
   std::vector<pid_t> dev;
-  for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, cfg, {"--delay-ms", "800"}));
+  for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, {"--delay-ms", "800"}));
   const fs::path log = dir_ / "coordinator.log";
   ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=4 ", 30000)) << ReadFile(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // devices are inside their 800 ms delay
   for (int i = 0; i < 3; ++i) Kill(dev[i]);
   ASSERT_TRUE(WaitForLog(log, "round alg=scafflsa run=0 round=4 agents=7/10 closed_by=deadline", 10000))
       << ReadFile(log);
-  std::vector<double> norms;
+  // What each killed device saved last (its session's persistent region,
+  // xi_c among it): the digest a restart must report restoring.
+  std::vector<std::string> digests;
   for (int i = 0; i < 3; ++i) {
-    norms.push_back(XiNormFromState(dir_ / (Id(i) + ".state")));
-    EXPECT_GT(norms.back(), 0.0);  // they took part in rounds 1-3: xi_c != 0
+    EXPECT_NE(ReadFile(dir_ / (Id(i) + ".log")).find("committed alg=0 run=0 round=2 included=true"), std::string::npos);
+    auto saved = LoadSavedSession((dir_ / Id(i)).string());
+    ASSERT_TRUE(saved.ok() && saved->has_value()) << Id(i);
+    const auto& bytes = (*saved)->state;
+    EXPECT_NE(std::count(bytes.begin(), bytes.end(), 0), static_cast<long>(bytes.size()));  // xi_c != 0
+    config::Fnv1a h;
+    h.bytes(bytes.data(), bytes.size());
+    digests.push_back(fmt::format("{:016x}", h.value()));
   }
-  // Rejoin (same state files); logs go to a second file per device.
+  // Rejoin (same state directories); logs go to a second file per device.
   for (int i = 0; i < 3; ++i) {
     fs::rename(dir_ / (Id(i) + ".log"), dir_ / (Id(i) + ".first.log"));
-    StartDevice(i, port, cfg, {"--delay-ms", "800"});
+    StartDevice(i, port, {"--delay-ms", "800"});
   }
   ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(log);
   const auto rounds = Rounds();
@@ -128,9 +125,8 @@ TEST_F(NetTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithControlVariat
   EXPECT_EQ(rounds.back().agents, 10u);  // the killed devices are back
   for (int i = 0; i < 3; ++i) {
     const std::string l = ReadFile(dir_ / (Id(i) + ".log"));
-    char expect[64];
-    std::snprintf(expect, sizeof expect, "restored alg=0 run=0 xi_norm=%.6e", norms[i]);
-    EXPECT_NE(l.find(expect), std::string::npos) << "device " << i << " log:\n" << l;
+    // The restart restored exactly the state it saved last.
+    EXPECT_EQ(LastValue(l, "restored alg=0 run=0", "state"), digests[i]) << "device " << i << " log:\n" << l;
     EXPECT_NE(l.find("included=true"), std::string::npos) << l;
   }
 }
@@ -146,7 +142,7 @@ TEST_F(NetTest, CoordinatorRestartResumesFromLastCompletedRound) {
   const int port = FreePort();
   pid_t co = StartCoordinator(cfg, port, {});
   ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
-  for (int i = 0; i < n; ++i) StartDevice(i, port, cfg, {"--delay-ms", std::to_string(100 + 60 * i)});
+  for (int i = 0; i < n; ++i) StartDevice(i, port, {"--delay-ms", std::to_string(100 + 60 * i)});
   const fs::path log = dir_ / "coordinator.log";
   ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=5 ", 30000)) << ReadFile(log);
   // Wait until some of round 5's updates were acknowledged, then crash.

@@ -18,7 +18,11 @@
 
 #include <gtest/gtest.h>
 
+#include "fedrt/net/device_state.h"
 #include "fedrt/net/state_store.h"
+#include "fedrt/problems/instance.h"
+#include "fedrt/protocol/client_session.h"
+#include "fedrt/sim/task_builder.h"
 #include "fedrt/sim/experiment.h"
 #include "fedrt/sim/simulator.h"
 
@@ -27,6 +31,8 @@ namespace fedrt::net::testing {
 namespace fs = std::filesystem;
 
 inline std::string Bin(const std::string& name) { return std::string(FEDRT_BIN_DIR) + "/" + name; }
+// The tests' own programs (fedrt-test-device, fedrt-test-coordinator).
+inline std::string TestBin(const std::string& name) { return std::string(FEDRT_TEST_BIN_DIR) + "/" + name; }
 
 inline std::string ReadFile(const fs::path& p) {
   std::ifstream in(p);
@@ -128,9 +134,13 @@ class NetTest : public ::testing::Test {
     return p;
   }
 
+  // The product's coordinator; with test hooks in `extra` (--stop-after-rounds,
+  // --secagg-dump) the tests' coordinator program, which has them.
   pid_t StartCoordinator(const fs::path& config, int port, const std::vector<std::string>& extra,
                          const std::string& log_name = "coordinator.log") {
-    std::vector<std::string> args = {Bin("fedrt-coordinator"), "--config", config.string(), "--out",
+    bool hooks = false;
+    for (const auto& a : extra) hooks = hooks || a == "--stop-after-rounds" || a == "--secagg-dump";
+    std::vector<std::string> args = {hooks ? TestBin("fedrt-test-coordinator") : Bin("fedrt-coordinator"), "--config", config.string(), "--out",
                                      (dir_ / "out").string(), "--keys", (dir_ / "keys").string(), "--state",
                                      (dir_ / "coordinator.db").string(), "--listen", "127.0.0.1", "--port",
                                      std::to_string(port), "--port-file", (dir_ / "port").string(), "--no-plot"};
@@ -155,12 +165,16 @@ class NetTest : public ::testing::Test {
     return b;
   }
 
-  // Device i (even: PSK, odd: certificate), its own log and state file.
-  pid_t StartDevice(int i, int port, const fs::path& config, const std::vector<std::string>& extra = {}) {
+  // Device i (even: PSK, odd: certificate), its own log and state directory.
+  // The device needs only the address and its credentials: the task comes
+  // from the coordinator. Test faults (--delay-ms, --drop-after-masked) run
+  // the tests' device program, which has them.
+  pid_t StartDevice(int i, int port, const std::vector<std::string>& extra = {}) {
     const fs::path kd = dir_ / "keys" / "devices" / Id(i);
-    std::vector<std::string> args = {Bin("fedrt-device"), "--coordinator", "127.0.0.1:" + std::to_string(port),
-                                     "--id", Id(i), "--config", config.string(), "--state",
-                                     (dir_ / (Id(i) + ".state")).string()};
+    const bool faults = !extra.empty() && (extra[0] == "--delay-ms" || extra[0] == "--drop-after-masked");
+    std::vector<std::string> args = {faults ? TestBin("fedrt-test-device") : Bin("fedrt-device"), "--coordinator",
+                                     "127.0.0.1:" + std::to_string(port), "--id", Id(i), "--state",
+                                     (dir_ / Id(i)).string()};
     if (i % 2 == 0) {
       args.insert(args.end(), {"--key", (kd / "device.psk").string()});
     } else {
@@ -169,6 +183,20 @@ class NetTest : public ::testing::Test {
     }
     args.insert(args.end(), extra.begin(), extra.end());
     return Spawn(args, dir_ / (Id(i) + ".log"));
+  }
+
+  // The last value of `key=` on lines of `log` containing `needle` ("" if none).
+  static std::string LastValue(const std::string& log, const std::string& needle, const std::string& key) {
+    std::string v;
+    std::istringstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(needle) == std::string::npos) continue;
+      const auto k = line.find(" " + key + "=");
+      if (k == std::string::npos) continue;
+      const auto b = k + key.size() + 2;
+      v = line.substr(b, line.find(' ', b) - b);
+    }
+    return v;
   }
 
   std::vector<RoundRecord> Rounds() {
@@ -213,6 +241,35 @@ class NetTest : public ::testing::Test {
       ++*compared;
     }
     return worst;
+  }
+
+  // The compression memory V_c (segment 0) that device `agent` saved in its
+  // state directory for algorithm `alg`: its session rebuilt from the
+  // experiment file and restored from the saved region.
+  std::vector<double> DeviceMemory(const fs::path& config, uint32_t agent, uint32_t alg = 0) {
+    sim::ExperimentConfig e;
+    EXPECT_TRUE(sim::LoadExperimentToml(config.string(), e).ok());
+    auto task = sim::MakeTask(e);
+    EXPECT_TRUE(task.ok());
+    auto saved = LoadSavedSession((dir_ / Id(static_cast<int>(agent))).string());
+    if (!task.ok() || !saved.ok() || !saved->has_value() || (*saved)->algorithm != alg) return {};
+    auto inst = problems::Instance::Build(*task, {});
+    EXPECT_TRUE(inst.ok());
+    if (!inst.ok()) return {};
+    using Session = protocol::ClientSession<double>;
+    std::vector<uint8_t> mem(Session::WorkspaceBytes(*task, alg) + 64);
+    Arena arena(mem.data(), mem.size());
+    Session::Options o;
+    o.task = &*task;
+    o.algorithm = alg;
+    o.agent = agent;
+    o.problem = (*inst)->local(agent);
+    Session session;
+    EXPECT_TRUE(session.init(arena, o).ok());
+    EXPECT_TRUE(session.restore((*saved)->state.data(), (*saved)->state.size()).ok());
+    const auto& coder = session.coder(0);
+    if (coder.memory() == nullptr) return {};
+    return std::vector<double>(coder.memory(), coder.memory() + session.shape().segment_dim);
   }
 
   fs::path dir_;

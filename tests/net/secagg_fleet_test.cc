@@ -5,7 +5,8 @@
 // rounding and seeds); devices vanishing after their masked input still have
 // their exact input in the sum; more than n - t such dropouts fail the round
 // safely and the next round completes; what the coordinator received (its
-// --secagg-dump record) shows no device's input.
+// --secagg-dump record, a hook of the tests' coordinator) shows no device's
+// input.
 #include <fstream>
 #include <map>
 #include <set>
@@ -15,7 +16,7 @@
 
 #include "fedrt/net/device.h"
 #include "fedrt/net/state_store.h"
-#include "fedrt/net/wire.h"
+#include "fedrt/wire/frame.h"
 #include "fedrt.pb.h"
 #include "net_harness.h"
 
@@ -44,7 +45,7 @@ class SecAggFleetTest : public NetTest {
     ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
     for (int i = 0; i < kAgents; ++i) {
       auto it = device_extra.find(i);
-      StartDevice(i, port, cfg, it == device_extra.end() ? std::vector<std::string>{} : it->second);
+      StartDevice(i, port, it == device_extra.end() ? std::vector<std::string>{} : it->second);
     }
     ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
   }
@@ -185,7 +186,7 @@ TEST_F(SecAggFleetTest, PartialParticipationIsBitIdentical) {
 TEST_F(SecAggFleetTest, DevicesDroppedAfterMaskingAreUnmaskedExactly) {
   const int T = 3;
   const auto cfg = WriteExperiment(Config("\"fedlsa\"", T));
-  RunFleet(cfg, {}, {{0, {"--test-drop-after-masked", "1"}}, {7, {"--test-drop-after-masked", "1"}}});
+  RunFleet(cfg, {}, {{0, {"--drop-after-masked", "1"}}, {7, {"--drop-after-masked", "1"}}});
   const auto rounds = Rounds();
   ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
   const auto sim = PlainSim(cfg, 0);
@@ -198,7 +199,7 @@ TEST_F(SecAggFleetTest, DevicesDroppedAfterMaskingAreUnmaskedExactly) {
   const std::string log = ReadFile(dir_ / "coordinator.log");
   EXPECT_EQ(Count(log, "round=2 phase=unmask answered=8/10"), 1u) << log;
   EXPECT_EQ(Count(log, "secagg_failed"), 0u);
-  EXPECT_GE(Count(ReadFile(dir_ / (Id(0) + ".log")), "test: connection dropped after the masked input"), 1u);
+  EXPECT_GE(Count(ReadFile(dir_ / (Id(0) + ".log")), "dropped the connection after the masked input"), 1u);
 }
 
 // (c) 5 > n - t = 4 devices vanish after masking in round 2: no device's
@@ -208,7 +209,7 @@ TEST_F(SecAggFleetTest, TooManyDropoutsFailTheRoundSafelyAndTheNextRoundComplete
   const int T = 3;
   const auto cfg = WriteExperiment(Config("\"fedlsa\"", T));
   std::map<int, std::vector<std::string>> drop;
-  for (int i = 0; i < 5; ++i) drop[i] = {"--test-drop-after-masked", "1"};
+  for (int i = 0; i < 5; ++i) drop[i] = {"--drop-after-masked", "1"};
   RunFleet(cfg, {}, drop);
   const auto rounds = Rounds();
   ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
@@ -235,51 +236,53 @@ TEST_F(SecAggFleetTest, MalformedSecAggMessagesAreRejectedAndRoundsStayExact) {
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
   ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  for (int i = 1; i < kAgents; ++i) StartDevice(i, port, cfg);
+  for (int i = 1; i < kAgents; ++i) StartDevice(i, port);
   DeviceOptions opt;
   opt.host = "127.0.0.1";
   opt.port = static_cast<uint16_t>(port);
   opt.id = Id(0);
-  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), opt.experiment).ok());
   opt.credentials.identity = Id(0);
   opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
-  opt.state_file = (dir_ / "dev0000.state").string();
+  opt.state_dir = (dir_ / Id(0)).string();
   opt.give_up_ms = 30000;
-  opt.before_secagg = [&](const wire::Envelope& m, const std::function<Status(const std::string&)>& raw) {
+  DeviceHooks hooks;
+  hooks.before_send = [&](const wire::Envelope& m, const RawWriter& raw) {
     wire::Envelope bad = m;
     if (m.has_secagg_advertise()) {
       const auto& a = m.secagg_advertise();
       bad.mutable_secagg_advertise()->mutable_c_pk()->pop_back();  // 31-byte key
-      (void)raw(EncodeFrame(bad));
+      (void)raw(wire::EncodeFrame(bad));
       bad = m;
       bad.mutable_secagg_advertise()->set_round(a.round() + 1);  // another round
-      (void)raw(EncodeFrame(bad));
+      (void)raw(wire::EncodeFrame(bad));
       wire::Envelope early;  // a masked input before keys were even shared
       auto* em = early.mutable_secagg_masked();
       em->set_algorithm_index(a.algorithm_index());
       em->set_run(a.run());
       em->set_round(a.round());
       for (int i = 0; i < 8; ++i) em->add_masked(1u);
-      (void)raw(EncodeFrame(early));
+      (void)raw(wire::EncodeFrame(early));
       wire::Envelope upd;  // the plain path's message
       auto* u = upd.mutable_update();
       u->set_algorithm_index(a.algorithm_index());
       u->set_run(a.run());
       u->set_round(a.round());
       u->set_encoding(1);
-      u->set_payload(std::string(16, '\0'));
-      (void)raw(EncodeFrame(upd));
+      u->add_payload(std::string(16, '\0'));
+      (void)raw(wire::EncodeFrame(upd));
     } else if (m.has_secagg_shares() && m.secagg_shares().shares_size() > 0) {
       bad.mutable_secagg_shares()->mutable_shares(0)->mutable_ciphertext()->pop_back();
-      (void)raw(EncodeFrame(bad));
+      (void)raw(wire::EncodeFrame(bad));
     } else if (m.has_secagg_masked()) {
       bad.mutable_secagg_masked()->mutable_masked()->RemoveLast();
-      (void)raw(EncodeFrame(bad));
+      (void)raw(wire::EncodeFrame(bad));
     } else if (m.has_secagg_unmask() && m.secagg_unmask().shares_size() > 0) {
       bad.mutable_secagg_unmask()->mutable_shares(0)->set_kind(3);
-      (void)raw(EncodeFrame(bad));
+      (void)raw(wire::EncodeFrame(bad));
     }
+    return true;
   };
+  opt.hooks = &hooks;
   std::thread dev([&] { (void)RunDevice(opt); });
   const int rc = Wait(co, 120000);
   dev.join();
@@ -295,7 +298,7 @@ TEST_F(SecAggFleetTest, MalformedSecAggMessagesAreRejectedAndRoundsStayExact) {
   EXPECT_EQ(Count(log, "keys must be 32 bytes"), 1u * T);
   EXPECT_EQ(Count(log, "message for another round"), 1u * T);
   EXPECT_EQ(Count(log, "phase 3 message while phase 1 is open"), 1u * T);
-  EXPECT_EQ(Count(log, "answer the announcement with SecAggAdvertise"), 1u * T);
+  EXPECT_EQ(Count(log, "answer with SecAggAdvertise, not an Update"), 1u * T);
   EXPECT_EQ(Count(log, "share ciphertext of 88 bytes"), 1u * T);
   EXPECT_EQ(Count(log, "masked input has 7 values"), 1u * T);
   EXPECT_EQ(Count(log, "unmask share needs kind 1 or 2"), 1u * T);
@@ -313,7 +316,7 @@ TEST_F(SecAggFleetTest, CoordinatorKilledMidRoundRestartsTheSecureRoundExactly) 
   const int port = FreePort();
   pid_t co = StartCoordinator(cfg, port, {});
   ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
-  for (int i = 0; i < kAgents; ++i) StartDevice(i, port, cfg, {"--delay-ms", "100"});
+  for (int i = 0; i < kAgents; ++i) StartDevice(i, port, {"--delay-ms", "100"});
   const fs::path log = dir_ / "coordinator.log";
   ASSERT_TRUE(WaitForLog(log, "round=2 phase=advertise answered=10/10", 60000)) << ReadFile(log);
   Kill(co);

@@ -6,8 +6,7 @@
 #include <arpa/inet.h>
 
 #include "fedrt/net/tls.h"
-#include "fedrt/net/wire.h"
-#include "fedrt/net/network_config.h"
+#include "fedrt/wire/frame.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
@@ -45,18 +44,14 @@ class SecurityTest : public NetTest {
 
   // Sends hello as `claimed`, then an update; returns what came back (errors) and whether an Ack ever arrived.
   void HelloThenUpdate(TlsClient& c, const std::string& claimed, std::string* reasons, bool* acked) {
-    sim::ExperimentConfig e;
-    ASSERT_TRUE(sim::LoadExperimentToml(cfg_.string(), e).ok());
     wire::Envelope h;
-    h.mutable_hello()->set_protocol_version(kProtocolVersion);
+    h.mutable_hello()->set_protocol_version(wire::kProtocolVersion);
     h.mutable_hello()->set_device_id(claimed);
-    h.mutable_hello()->set_config_fingerprint(ProblemFingerprint(e));
     wire::Envelope u;
-    std::vector<double> v(8, 0.0);
-    u.mutable_update()->set_payload(EncodeRawPayload(v.data(), 8));
-    (void)c.write_all(EncodeFrame(h));
-    (void)c.write_all(EncodeFrame(u));
-    FrameDecoder dec;
+    u.mutable_update()->add_payload(std::string(64, '\0'));
+    (void)c.write_all(wire::EncodeFrame(h));
+    (void)c.write_all(wire::EncodeFrame(u));
+    wire::FrameDecoder dec;
     uint8_t buf[4096];
     *acked = false;
     for (int i = 0; i < 30 && c.connected(); ++i) {  // <= 3 s
@@ -64,11 +59,11 @@ class SecurityTest : public NetTest {
       if (!n.ok()) break;
       dec.feed(buf, *n);
       std::string body;
-      WireError err;
+      wire::WireError err;
       while (dec.next(body, err) == 1) {
         wire::Envelope env;
-        if (!ParseEnvelope(body, env, err)) continue;
-        if (env.has_error()) *reasons += std::string(ErrorReasonName(env.error().reason())) + ";";
+        if (!wire::ParseEnvelope(body, env, err)) continue;
+        if (env.has_error()) *reasons += std::string(wire::ErrorReasonName(env.error().reason())) + ";";
         if (env.has_ack()) *acked = true;
       }
     }
@@ -117,9 +112,9 @@ TEST_F(SecurityTest, PlaintextConnectionIsRefused) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   wire::Envelope h;
-  h.mutable_hello()->set_protocol_version(kProtocolVersion);
+  h.mutable_hello()->set_protocol_version(wire::kProtocolVersion);
   h.mutable_hello()->set_device_id(Id(0));
-  const std::string f = EncodeFrame(h);
+  const std::string f = wire::EncodeFrame(h);
   ASSERT_EQ(::send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
   ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "stage=handshake reason=", 5000)) << log();
   EXPECT_NE(log().find("plaintext or corrupt record"), std::string::npos) << log();
@@ -172,8 +167,8 @@ TEST_F(SecurityTest, LegitimateDevicesStillServedAfterAttacks) {
     HelloThenUpdate(c, Id(0), &reasons, &acked);
     EXPECT_FALSE(acked);
   }
-  StartDevice(0, port_, cfg_);
-  StartDevice(1, port_, cfg_);
+  StartDevice(0, port_);
+  StartDevice(1, port_);
   ASSERT_EQ(Wait(co_, 60000), 0) << log();
   EXPECT_NE(log().find("round alg=scafflsa run=0 round=1 agents=2/2"), std::string::npos) << log();
 }

@@ -159,9 +159,15 @@ TEST(ServerSession, RefusesBadUpdatesAndKeepsWhatItAccepted) {
     EXPECT_TRUE(s.server.round_open());
     EXPECT_EQ(s.state(), before);
   };
+  // Round 0 is closed: a repeat of an update it took is a late duplicate, anything else for it is stale.
+  bool took_part = false;
+  for (auto& [c, r] : r0) took_part = took_part || c == c0;
   Update stale = u;
   stale.id.round = 0;
-  refused(stale, Refusal::kStaleRound);
+  refused(stale, took_part ? Refusal::kDuplicate : Refusal::kStaleRound);
+  Update older = u;
+  older.id.algorithm += 1;  // another algorithm's session: nothing of it is open here
+  refused(older, Refusal::kStaleRound);
   Update future = u;
   future.id.round = 2;
   refused(future, Refusal::kFutureRound);

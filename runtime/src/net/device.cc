@@ -23,6 +23,14 @@ namespace {
 using Session = protocol::ClientSession<double>;
 constexpr size_t kCapacity = size_t{1} << 30;  // a Linux board's arena: the task's workspace, allocated per session
 
+// FNV-1a of a session's persistent region: the logs show that a restart
+// restored exactly what the last commit saved (control variates, memory).
+uint64_t Digest(const Session& s) {
+  config::Fnv1a h;
+  h.bytes(s.state(), s.state_size());
+  return h.value();
+}
+
 // Ends the session loop: the coordinator's Shutdown, or a refusal that a new connection cannot mend.
 struct Stop {
   bool stop = false;
@@ -180,7 +188,9 @@ Status Device::ensure_session(const protocol::RoundId& id) {
   if (saved_ && saved_->algorithm == id.algorithm && saved_->run == id.run &&
       saved_->fingerprint == config::SessionFingerprint(task_, id.algorithm, id.run)) {
     Status st = s->restore(saved_->state.data(), saved_->state.size());
-    if (st.ok()) log("restored alg={} run={} pending={}", id.algorithm, id.run, saved_->pending ? std::to_string(saved_->pending_round) : "none");
+    if (st.ok())
+      log("restored alg={} run={} pending={} state={:016x}", id.algorithm, id.run,
+          saved_->pending ? std::to_string(saved_->pending_round) : "none", Digest(*s));
     else log("warning state file not restored: {}", st.message());
   }
   session_ = std::move(s);
@@ -209,8 +219,12 @@ Status Device::on_round_message(const wire::Envelope& env) {
     case protocol::MessageKind::kAnnouncement: {
       const protocol::Announcement& a = inbound_.announcement();
       FEDRT_TRY(ensure_session(a.id));
+      protocol::RoundId pending;
+      const bool again = session_->pending(&pending) && pending == a.id;
       FEDRT_TRY(session_->on_announce(a, out));
       FEDRT_TRY(persist());  // durable before the update leaves
+      if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise)
+        log("{} alg={} run={} round={}", again ? "resubmit" : "update", a.id.algorithm, a.id.run, a.id.round);
       return send_output(out);
     }
     case protocol::MessageKind::kRoundResult: {
@@ -223,8 +237,9 @@ Status Device::on_round_message(const wire::Envelope& env) {
       const bool had = session_->pending(&pending) && pending == r.id;
       FEDRT_TRY(session_->on_result(r));
       if (had) {
-        log("committed alg={} run={} round={} included={}", r.id.algorithm, r.id.run, r.id.round, r.included);
         FEDRT_TRY(persist());
+        log("committed alg={} run={} round={} included={} state={:016x}", r.id.algorithm, r.id.run, r.id.round,
+            r.included, Digest(*session_));
       }
       return Status::Ok();
     }

@@ -50,11 +50,11 @@ SecAggRound ServerSecAgg::params_for(uint32_t agent) const {
 
 Status ServerSecAgg::on_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
                                 const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggUnmaskMsg* un) {
-  if (phase_ == 0 || id != id_) return Status::OutOfRange("secure aggregation message for another round");
+  if (phase_ == 0 || id != id_) return Status(StatusCode::kAborted, "secure aggregation message for another round");
   if (!member(agent)) return Status::FailedPrecondition("not sampled in this round");
   const uint32_t u = static_cast<uint32_t>(id_of_[agent]);
   if (phase != phase_ || !expected_[u])
-    return Status(StatusCode::kOutOfRange,
+    return Status(StatusCode::kAborted,
                   fmt::format("secure aggregation phase {} message while phase {} is open (or this device left the round)",
                               phase, phase_));
   if (answered_[u]) return Status(StatusCode::kAlreadyExists, "this phase already has this device's message");

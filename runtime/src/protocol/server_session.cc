@@ -91,13 +91,16 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   if (initial && !needs_initial_exchange()) return Status::FailedPrecondition("server: no initial exchange to run");
   if (!initial && needs_initial_exchange()) return Status::FailedPrecondition("server: the initial exchange comes first");
   now_ = now_ms;
+  prev_round_ = had_round_ ? id_.round : kNoRound;  // a late repeat for it is a duplicate, not a stale update
+  prev_reported_.swap(reported_);
+  reported_.assign(agents_, 0);
+  had_round_ = true;
   id_.round = round;
   commit_ = Commit{};
   commit_.id = id_;
   commit_.members.clear();
   phases_.clear();
   std::fill(announced_.begin(), announced_.end(), 0);
-  std::fill(reported_.begin(), reported_.end(), 0);
   uplink_.start_round();
   local_steps_ = initial ? 0 : core_.start_round(round);
   commit_.local_steps = local_steps_;
@@ -178,6 +181,9 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
   auto order = [](uint32_t r) { return r == kInitRound ? -1.0 : static_cast<double>(r); };
   if (same_run && u.id.round == id_.round && reported_[agent])
     return refuse(Refusal::kDuplicate, fmt::format("round {} already has this device's update", u.id.round));
+  if (same_run && u.id.round == prev_round_ && prev_round_ != kNoRound && prev_reported_[agent])
+    return refuse(Refusal::kDuplicate,
+                  fmt::format("round {} already has this device's update (the round is closed)", u.id.round));
   if (!is_open || !same_run || order(u.id.round) < order(id_.round))
     return refuse(Refusal::kStaleRound, fmt::format("round {} is closed; the open round is {}", u.id.round,
                                                     is_open ? std::to_string(id_.round) : std::string("none")));
@@ -211,7 +217,7 @@ Verdict ServerSession::secagg_message(uint32_t agent, int phase, const RoundId& 
     Refusal r = Refusal::kMalformed;
     if (st.code() == StatusCode::kFailedPrecondition) r = Refusal::kNotSampled;
     else if (st.code() == StatusCode::kAlreadyExists) r = Refusal::kDuplicate;
-    else if (st.code() == StatusCode::kOutOfRange) r = phase == 3 ? Refusal::kDimension : Refusal::kStaleRound;
+    else if (st.code() == StatusCode::kOutOfRange) r = Refusal::kDimension;
     Verdict v{r, st.message()};
     if (secagg_.phase_complete()) advance_secagg();  // a refusal may end the phase
     return v;

@@ -349,12 +349,12 @@ Status Validate(const ExperimentConfig& c) {
     return bad(fmt::format("--participation must be in (0, 1], got {}", c.participation));
   if (c.comm_prob && !(*c.comm_prob > 0.0 && *c.comm_prob <= 1.0))
     return bad(fmt::format("--comm-prob must be in (0, 1], got {}", *c.comm_prob));
-  if (c.algorithms.empty()) return bad("--algorithm: at least one algorithm is needed");
+  if (c.algorithms.empty()) return bad("algorithm.names (or --algorithm): at least one algorithm is needed");
   {
     const std::vector<std::string> known = KnownAlgorithms(c.problem);
     for (const std::string& a : c.algorithms) {
       if (std::find(known.begin(), known.end(), a) == known.end())
-        return bad(fmt::format("--algorithm: unknown algorithm '{}' for this problem (known: {})", a,
+        return bad(fmt::format("algorithm.names (or --algorithm): unknown algorithm '{}' for this problem (known: {})", a,
                                AlgorithmList(known)));
     }
   }

@@ -161,6 +161,10 @@ class ServerSession {
   uint64_t deadline_ = kNoDeadline;
   uint64_t now_ = 0;
   std::vector<char> connected_, refused_, sampled_, informed_, announced_, reported_;
+  static constexpr uint32_t kNoRound = 0xFFFFFFFEu;
+  uint32_t prev_round_ = kNoRound;  // the round before the open one, and who reported in it
+  std::vector<char> prev_reported_;
+  bool had_round_ = false;
   uint32_t expected_ = 0;
   std::vector<Outgoing> outbox_;
   size_t outbox_head_ = 0;

@@ -1,0 +1,30 @@
+// fedrt-test-coordinator: fedrt-coordinator plus the test hooks (a crash
+// between rounds, a dump of the SecAgg+ messages it receives). Built with the
+// tests only; the product's fedrt-coordinator has none of these flags.
+
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "fedrt/net/coordinator_cli.h"
+
+using namespace fedrt;
+
+int main(int argc, char** argv) {
+  CLI::App app{"fedrt-test-coordinator: fedrt-coordinator with test hooks"};
+  net::CoordinatorFlags flags;
+  net::AddCoordinatorFlags(app, flags);
+  net::CoordinatorHooks hooks;
+  app.add_option("--stop-after-rounds", hooks.stop_after_rounds, "exit after closing this many rounds (a crash)");
+  app.add_option("--secagg-dump", hooks.secagg_dump, "append every SecAgg+ message received to FILE");
+  CLI11_PARSE(app, argc, argv);
+  net::CoordinatorOptions opt;
+  Status st = net::CoordinatorOptionsFromFlags(app, flags, opt);
+  opt.hooks = hooks;
+  if (st.ok()) st = net::RunCoordinator(opt);
+  if (!st.ok()) {
+    std::fprintf(stderr, "fedrt-test-coordinator: error: %s\n", st.message());
+    return 2;
+  }
+  return 0;
+}
