@@ -31,7 +31,9 @@
 
 #include "fedrt/net/device.h"
 #include "fedrt/net/tls.h"
-#include "fedrt/sim/simulator.h"
+#include "fedrt/problems/instance.h"
+#include "fedrt/sim/experiment.h"
+#include "fedrt/sim/task_builder.h"
 
 using namespace fedrt;
 namespace fs = std::filesystem;
@@ -126,10 +128,15 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   row.base_kb = ProcKb(co, "VmRSS:");
 
+  // The devices share one problem instance (built as each device would from the task).
   sim::ExperimentConfig exp;
   if (!sim::LoadExperimentToml((work / "experiment.toml").string(), exp).ok()) return 1;
-  auto problem = sim::BuildProblem(exp);
-  if (!problem.ok()) return 1;
+  auto task = sim::MakeTask(exp);
+  if (!task.ok()) return 1;
+  auto instance = problems::Instance::Build(*task, {});
+  if (!instance.ok()) return 1;
+  net::DeviceHooks hooks;
+  hooks.instance = instance->get();
   std::vector<DeviceThread> devs(static_cast<size_t>(n));
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -139,11 +146,10 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
     auto& d = devs[static_cast<size_t>(i)];
     d.opt.port = static_cast<uint16_t>(port);
     d.opt.id = fmt::format("dev{:05d}", i);
-    d.opt.experiment = exp;
     d.opt.credentials.identity = d.opt.id;
     d.opt.credentials.psk_file = psk_files[static_cast<size_t>(i)];
     d.opt.quiet = true;
-    d.opt.problem = &*problem;
+    d.opt.hooks = &hooks;
     d.opt.give_up_ms = 120000;
     pthread_create(&d.tid, &attr, DeviceMain, &d);
   }

@@ -75,3 +75,7 @@ target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
 add_executable(fedrt-net-bench bench/fedrt_net_bench.cc)
 target_link_libraries(fedrt-net-bench PRIVATE fedrt_net)
 add_dependencies(fedrt-net-bench fedrt-coordinator)
+# Round latency per phase with real processes (./fedrt bench runs it too).
+add_executable(fedrt-net-latency bench/fedrt_net_latency.cc)
+target_link_libraries(fedrt-net-latency PRIVATE CLI11::CLI11 fmt::fmt)
+add_dependencies(fedrt-net-latency fedrt-coordinator fedrt-device fedrt-keys)

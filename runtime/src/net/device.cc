@@ -57,7 +57,7 @@ class Device {
   Status ensure_session(const protocol::RoundId& id);
   Status on_round_message(const wire::Envelope& env);
   Status send_output(const protocol::ClientOutput& out);
-  Status persist();
+  Status persist(bool durable);
   static int Entropy(void* ctx, uint64_t round_id, uint32_t u, uint8_t* out, size_t n);
 
   DeviceOptions opt_;
@@ -94,7 +94,7 @@ Status Device::send(const wire::Envelope& env) {
   return Status::Ok();
 }
 
-Status Device::persist() {
+Status Device::persist(bool durable) {
   if (session_ == nullptr || opt_.state_dir.empty()) return Status::Ok();
   SavedSession s;
   s.fingerprint = config::SessionFingerprint(task_, session_->algorithm(), session_->run());
@@ -105,7 +105,7 @@ Status Device::persist() {
   s.pending = session_->pending(&pending);
   s.pending_round = pending.round;
   s.state.assign(session_->state(), session_->state() + session_->state_size());
-  FEDRT_TRY(SaveSession(opt_.state_dir, s));
+  FEDRT_TRY(SaveSession(opt_.state_dir, s, durable));
   saved_ = std::move(s);
   return Status::Ok();
 }
@@ -222,7 +222,7 @@ Status Device::on_round_message(const wire::Envelope& env) {
       protocol::RoundId pending;
       const bool again = session_->pending(&pending) && pending == a.id;
       FEDRT_TRY(session_->on_announce(a, out));
-      FEDRT_TRY(persist());  // durable before the update leaves
+      FEDRT_TRY(persist(/*durable=*/true));  // before the update leaves
       if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise)
         log("{} alg={} run={} round={}", again ? "resubmit" : "update", a.id.algorithm, a.id.run, a.id.round);
       return send_output(out);
@@ -237,7 +237,7 @@ Status Device::on_round_message(const wire::Envelope& env) {
       const bool had = session_->pending(&pending) && pending == r.id;
       FEDRT_TRY(session_->on_result(r));
       if (had) {
-        FEDRT_TRY(persist());
+        FEDRT_TRY(persist(/*durable=*/false));  // a lost commit is replayed (device_state.h)
         log("committed alg={} run={} round={} included={} state={:016x}", r.id.algorithm, r.id.run, r.id.round,
             r.included, Digest(*session_));
       }

@@ -54,7 +54,7 @@ Result<std::optional<SavedSession>> LoadSavedSession(const std::string& dir) {
   return std::optional<SavedSession>(std::move(s));
 }
 
-Status SaveSession(const std::string& dir, const SavedSession& s) {
+Status SaveSession(const std::string& dir, const SavedSession& s, bool durable) {
   if (dir.empty()) return Status::Ok();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -66,7 +66,7 @@ Status SaveSession(const std::string& dir, const SavedSession& s) {
   if (fd < 0) return Status(StatusCode::kUnavailable, fmt::format("cannot write state file '{}'", tmp));
   bool ok = ::write(fd, header.data(), header.size()) == static_cast<ssize_t>(header.size());
   ok = ok && ::write(fd, s.state.data(), s.state.size()) == static_cast<ssize_t>(s.state.size());
-  ok = ok && ::fsync(fd) == 0;
+  ok = ok && (!durable || ::fsync(fd) == 0);
   ::close(fd);
   if (!ok) return Status(StatusCode::kDataLoss, fmt::format("short write to state file '{}'", tmp));
   if (std::rename(tmp.c_str(), path.c_str()) != 0)

@@ -25,6 +25,10 @@ struct SavedSession {
 // The saved session of `dir`, or nothing on a first start; a damaged file is
 // an error naming it.
 Result<std::optional<SavedSession>> LoadSavedSession(const std::string& dir);
-Status SaveSession(const std::string& dir, const SavedSession& s);
+// `durable`: fsync before the rename (a pending update must survive a power
+// cut before it leaves). A commit need not be: if it is lost, the state still
+// names the pending round, and the coordinator replays that round's result
+// after the restart (docs/architecture.md, "Persistence").
+Status SaveSession(const std::string& dir, const SavedSession& s, bool durable = true);
 
 }  // namespace fedrt::net
