@@ -12,17 +12,18 @@ target_link_libraries(fedrt-test-coordinator PRIVATE fedrt_net CLI11::CLI11)
 set_target_properties(fedrt-test-device fedrt-test-coordinator PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/bin)
 
-add_executable(fedrt_net_integration_tests net/fleet_test.cc net/security_test.cc net/bad_input_test.cc
+add_executable(fedrt_net_integration_tests net/fleet_test.cc net/family_fleet_test.cc net/refusal_test.cc net/security_test.cc net/bad_input_test.cc
   net/compressed_fleet_test.cc net/secagg_fleet_test.cc)
 target_link_libraries(fedrt_net_integration_tests PRIVATE fedrt_net GTest::gtest_main)
 target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
   FEDRT_TEST_BIN_DIR="$<TARGET_FILE_DIR:fedrt-test-device>"
-  FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp")
-add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys
+  FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp"
+  FEDRT_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
+add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim
   fedrt-test-device fedrt-test-coordinator)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
-set(FEDRT_NET_FAST "SecurityTest.*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
+set(FEDRT_NET_FAST "SecurityTest.*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 # Fleets of processes over several seconds (equivalence, faults, bad input):

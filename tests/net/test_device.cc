@@ -1,5 +1,6 @@
 // fedrt-test-device: fedrt-device plus the faults the integration tests play
-// (a slow board, a device that vanishes after its masked input). Built with
+// (a slow board, a device that vanishes after its masked input, a board with
+// little memory). Built with
 // the tests only; the product's fedrt-device has none of these flags.
 
 #include <chrono>
@@ -20,6 +21,8 @@ int main(int argc, char** argv) {
   app.add_option("--delay-ms", delay_ms, "sleep before sending each update or SecAgg+ message (a slow board)");
   app.add_option("--drop-after-masked", drop_after_masked,
                  "drop the connection right after sending the masked input of secure round ROUND (0-based): a dropout");
+  size_t capacity = 0;
+  app.add_option("--capacity", capacity, "workspace bytes this device offers a task (a small board)");
   CLI11_PARSE(app, argc, argv);
   net::DeviceOptions opt;
   Status st = net::DeviceOptionsFromFlags(flags, opt);
@@ -40,6 +43,7 @@ int main(int argc, char** argv) {
     }
     return true;
   };
+  hooks.capacity = capacity;
   opt.hooks = &hooks;
   if (st.ok()) st = net::RunDevice(opt);
   if (!st.ok()) {

@@ -156,7 +156,8 @@ Status Device::on_welcome(const wire::Welcome& w, Stop& stop) {
       saved_.reset();
     }
   }
-  if (const char* why = Session::Refusal(task_, local_, kCapacity)) return refuse(why, stop);
+  const size_t capacity = opt_.hooks != nullptr && opt_.hooks->capacity > 0 ? opt_.hooks->capacity : kCapacity;
+  if (const char* why = Session::Refusal(task_, local_, capacity)) return refuse(why, stop);
   std::string algs;
   for (uint32_t a = 0; a < task_.num_algorithms; ++a)
     algs += (a ? "," : "") + std::string(config::AlgorithmName(task_.algorithms[a]));

@@ -32,6 +32,8 @@ struct DeviceHooks {
   // A problem instance to use instead of building one from the task (many
   // devices in one process share it; not owned).
   const problems::Instance* instance = nullptr;
+  // Workspace bytes the device offers a task (0: a Linux board's default, 1 GiB).
+  size_t capacity = 0;
 };
 
 struct DeviceOptions {
