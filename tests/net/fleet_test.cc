@@ -42,7 +42,11 @@ quorum = 0.5
 start_timeout_ms = 60000
 )";
 
-std::string Experiment(int agents, int H, int T, double q, int deadline_ms, int seed = 1) {
+// The family of a fault test: SCAFFLSA on Garnet (raw float64 updates),
+// FedAvg with 4-level dithering and its memory (codec updates, mirrors on the
+// coordinator), Scaffold (raw, control variates on both sides).
+std::string Experiment(int agents, int H, int T, double q, int deadline_ms, int seed = 1,
+                       const std::string& family = "scafflsa") {
   std::string s = kGarnetHigh;
   auto put = [&](const std::string& k, const std::string& v) { s = std::regex_replace(s, std::regex("\\{" + k + "\\}"), v); };
   put("agents", std::to_string(agents));
@@ -51,8 +55,19 @@ std::string Experiment(int agents, int H, int T, double q, int deadline_ms, int 
   put("q", std::to_string(q));
   put("deadline", std::to_string(deadline_ms));
   put("seed", std::to_string(seed));
+  if (family != "scafflsa") {
+    s = std::regex_replace(s, std::regex("kind = \"garnet\"\nheterogeneity = \"high\""), "kind = \"lsq\"\ndim = 6");
+    s = std::regex_replace(s, std::regex("names = \\[\"scafflsa\"\\]\nstep = 0.01"),
+                           family == "scaffold" ? "names = [\"scaffold\"]\nstep = 0.05" : "names = [\"fedavg\"]\nstep = 0.05");
+    if (family == "fedavg_dither") s += "[compression]\nquantizer = \"dither\"\nlevels = 4\ncontrol_variates = true\n";
+  }
   return s;
 }
+
+// The algorithm's name in the coordinator's log.
+std::string AlgName(const std::string& family) { return family == "fedavg_dither" ? "fedavg" : family; }
+
+class FaultTest : public NetTest, public ::testing::WithParamInterface<std::string> {};
 
 // Acceptance: fleet and simulator give the same global iterates at every round
 // (high-heterogeneity Garnet, N=20, H=1000, T=20, SCAFFLSA, full participation).
@@ -84,9 +99,10 @@ TEST_F(NetTest, FleetMatchesSimulatorEveryRound) {
 // Acceptance: killing 30% of the devices in the middle of a round lets the
 // round close at its deadline with the others; the run completes; the killed
 // devices rejoin later with their control variates intact.
-TEST_F(NetTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithControlVariates) {
+TEST_P(FaultTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithTheirState) {
+  const std::string alg = AlgName(GetParam());
   const int n = 10;
-  const auto cfg = WriteExperiment(Experiment(n, 1000, 8, 1.0, 2000));
+  const auto cfg = WriteExperiment(Experiment(n, 1000, 8, 1.0, 2000, 1, GetParam()));
   Provision(dir_ / "keys", n);
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
@@ -94,10 +110,10 @@ TEST_F(NetTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithControlVariat
   std::vector<pid_t> dev;
   for (int i = 0; i < n; ++i) dev.push_back(StartDevice(i, port, {"--delay-ms", "800"}));
   const fs::path log = dir_ / "coordinator.log";
-  ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=4 ", 30000)) << ReadFile(log);
+  ASSERT_TRUE(WaitForLog(log, "open alg=" + alg + " run=0 round=4 ", 30000)) << ReadFile(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // devices are inside their 800 ms delay
   for (int i = 0; i < 3; ++i) Kill(dev[i]);
-  ASSERT_TRUE(WaitForLog(log, "round alg=scafflsa run=0 round=4 agents=7/10 closed_by=deadline", 10000))
+  ASSERT_TRUE(WaitForLog(log, "round alg=" + alg + " run=0 round=4 agents=7/10 closed_by=deadline", 10000))
       << ReadFile(log);
   // What each killed device saved last (its session's persistent region,
   // xi_c among it): the digest a restart must report restoring.
@@ -135,16 +151,17 @@ TEST_F(NetTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithControlVariat
 // the last completed round; completed rounds are unchanged in SQLite; updates
 // acknowledged before the crash are not lost: devices keep their uncommitted
 // update and resubmit it until the round closes (documented in README).
-TEST_F(NetTest, CoordinatorRestartResumesFromLastCompletedRound) {
+TEST_P(FaultTest, CoordinatorRestartResumesFromLastCompletedRound) {
+  const std::string alg = AlgName(GetParam());
   const int n = 6;
-  const auto cfg = WriteExperiment(Experiment(n, 1000, 10, 1.0, 20000));
+  const auto cfg = WriteExperiment(Experiment(n, 1000, 10, 1.0, 20000, 1, GetParam()));
   Provision(dir_ / "keys", n);
   const int port = FreePort();
   pid_t co = StartCoordinator(cfg, port, {});
   ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
   for (int i = 0; i < n; ++i) StartDevice(i, port, {"--delay-ms", std::to_string(100 + 60 * i)});
   const fs::path log = dir_ / "coordinator.log";
-  ASSERT_TRUE(WaitForLog(log, "open alg=scafflsa run=0 round=5 ", 30000)) << ReadFile(log);
+  ASSERT_TRUE(WaitForLog(log, "open alg=" + alg + " run=0 round=5 ", 30000)) << ReadFile(log);
   // Wait until some of round 5's updates were acknowledged, then crash.
   ASSERT_TRUE(WaitForLog(dir_ / (Id(0) + ".log"), "update alg=0 run=0 round=4", 10000));
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
@@ -173,6 +190,9 @@ TEST_F(NetTest, CoordinatorRestartResumesFromLastCompletedRound) {
   EXPECT_LE(MaxRelDiff(after, sim, 0, &identical, &compared), kRelTol);
   EXPECT_EQ(compared, 10);
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, FaultTest, ::testing::Values("scafflsa", "fedavg_dither", "scaffold"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace fedrt::net::testing
