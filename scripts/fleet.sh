@@ -33,6 +33,10 @@ count_arg() {  # count_arg FLAG VALUE -> VALUE if a non-negative integer
   echo "$((10#$2))"
 }
 while (($#)); do
+  if [[ "$1" == -h || "$1" == --help ]]; then
+    sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
+    exit 0
+  fi
   (($# >= 2)) || [[ "$1" == -- ]] || die "$1 needs a value"
   case "$1" in
     --config) CONFIG="$2"; shift 2 ;;

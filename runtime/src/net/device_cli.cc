@@ -45,7 +45,7 @@ Status DeviceOptionsFromFlags(const DeviceFlags& f, DeviceOptions& opt) {
   if (!f.data.empty()) {
     std::error_code ec;
     if (!std::filesystem::exists(f.data, ec)) return bad(fmt::format("--data: '{}' not found", f.data));
-    if (std::filesystem::is_directory(f.data, ec) || f.data.size() > 4 && f.data.substr(f.data.size() - 4) == ".csv")
+    if (std::filesystem::is_directory(f.data, ec) || (f.data.size() > 4 && f.data.substr(f.data.size() - 4) == ".csv"))
       opt.data.csv = f.data;
     else
       opt.data.bundle = f.data;
