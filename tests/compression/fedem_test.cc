@@ -1,4 +1,4 @@
-// Gaussian-mixture oracle and FedEM cores (ALGORITHMS.md 1.5, 5).
+// Gaussian-mixture oracle and FedEM cores (docs/algorithms.md 1.5, 5).
 #include <cmath>
 #include <vector>
 

@@ -1,4 +1,4 @@
-// Quantizers, the wire codec and compressed differences (ALGORITHMS.md 4).
+// Quantizers, the wire codec and compressed differences (docs/algorithms.md 4).
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -39,7 +39,7 @@ FedLsaBias PredictFedLsaBias(const problems::LsaSystem& lsa, double eta, long lo
     out.g_bar += g;
     if (lsa.theta_c.size() == static_cast<size_t>(n) && lsa.theta_c[c].allFinite()) {
       const Eigen::VectorXd diff = lsa.theta_c[c] - lsa.theta_star;
-      out.rho += diff - g * diff;  // (I - G_c)(theta_c - theta_star), ALGORITHMS.md 6
+      out.rho += diff - g * diff;  // (I - G_c)(theta_c - theta_star), docs/algorithms.md 6
     } else {
       // Abar_c singular: (I - G_c) theta_c = eta S_c bbar_c still holds.
       out.rho += eta * (s * lsa.bbar[c]) - (lsa.theta_star - g * lsa.theta_star);

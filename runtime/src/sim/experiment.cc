@@ -301,7 +301,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("plot", cfg.plot));
     FEDRT_TRY(r.check_unknown());
   }
-  {  // [compression]: the uplink codec (ALGORITHMS.md 4)
+  {  // [compression]: the uplink codec (docs/algorithms.md 4)
     TableReader r(table("compression"), "compression", path);
     std::string kind;
     FEDRT_TRY(r.read("quantizer", kind));
@@ -322,7 +322,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("secagg_dropout", cfg.secagg.dropout));
     FEDRT_TRY(r.check_unknown());
   }
-  {  // [gmm]: Gaussian mixture and federated EM (ALGORITHMS.md 1.5, 5)
+  {  // [gmm]: Gaussian mixture and federated EM (docs/algorithms.md 1.5, 5)
     TableReader r(table("gmm"), "gmm", path);
     FEDRT_TRY(r.read("components", cfg.gmm.components));
     FEDRT_TRY(r.read("data_dim", cfg.gmm.data_dim));

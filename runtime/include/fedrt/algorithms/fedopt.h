@@ -1,5 +1,5 @@
 #pragma once
-// The federated optimisation family as client/server pairs (ALGORITHMS.md 2
+// The federated optimisation family as client/server pairs (docs/algorithms.md 2
 // and 3): FedAvg (local SGD), Scaffold, FedProx (inexact: H local SGD steps on
 // f_c + (mu/2)||x - x_t||^2; exact: the proximal point, least squares only).
 // Every client sends a plain vector update() of update_dim() scalars that

@@ -1,5 +1,5 @@
 #pragma once
-// The federated LSA family as client/server pairs (ALGORITHMS.md 2 and 3):
+// The federated LSA family as client/server pairs (docs/algorithms.md 2 and 3):
 // FedLSA (SCAFFLSA paper Alg. 1), SCAFFLSA with deterministic communication
 // (Alg. 4, "H2") and with probabilistic communication (Alg. 3, "H1").
 // Pure: no I/O, no clocks, no threads, no heap; memory comes from an Arena.

@@ -1,5 +1,5 @@
 #pragma once
-// Federated Richardson-Romberg extrapolation (ALGORITHMS.md 3, Fed-RR talk):
+// Federated Richardson-Romberg extrapolation (docs/algorithms.md 3, Fed-RR talk):
 // two chains of the same algorithm with steps gamma and 2 gamma run on the same
 // agents every round; after a burn-in of b rounds the server keeps the
 // Polyak-Ruppert averages xbar_gamma, xbar_2gamma of the global iterates and

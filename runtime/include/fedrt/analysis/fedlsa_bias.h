@@ -1,6 +1,6 @@
 #pragma once
 // Theory of FedLSA's heterogeneity bias (SCAFFLSA paper eq. 22-28,
-// ALGORITHMS.md 6), computed from the expected operators. Host only.
+// docs/algorithms.md 6), computed from the expected operators. Host only.
 
 #include <Eigen/Dense>
 

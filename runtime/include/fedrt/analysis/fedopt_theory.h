@@ -1,5 +1,5 @@
 #pragma once
-// Theory of the federated optimisation family (ALGORITHMS.md 6), host only:
+// Theory of the federated optimisation family (docs/algorithms.md 6), host only:
 // the closed-form fixed points of deterministic FedAvg and exact FedProx on
 // least squares (statistical-view talk, Pathak-Wainwright), and the first- and
 // second-order heterogeneity measures at x_star (Fed-RR talk). The FedAvg bias

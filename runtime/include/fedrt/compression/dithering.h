@@ -1,6 +1,6 @@
 #pragma once
 // Random dithering with s levels (QSGD; "Quant" in the FedEM talk;
-// ALGORITHMS.md 4): Q(v)_i = r sgn(v_i) (l_i + B_i) / s, l_i = floor(s|v_i|/r),
+// docs/algorithms.md 4): Q(v)_i = r sgn(v_i) (l_i + B_i) / s, l_i = floor(s|v_i|/r),
 // B_i ~ Bernoulli(s|v_i|/r - l_i), where r is ||v||_2 rounded UP to a float32
 // (so the wire norm is exact and Q stays unbiased). Wire: the float32 norm
 // (little endian), then per coordinate a sign bit and the level l + B

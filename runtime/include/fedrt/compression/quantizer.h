@@ -1,6 +1,6 @@
 #pragma once
 // Quantizer settings shared by the agent's encoder and the server's decoder
-// (ALGORITHMS.md 4). The settings are public session parameters, agreed once
+// (docs/algorithms.md 4). The settings are public session parameters, agreed once
 // (experiment file / round plan); only the payload goes on the wire.
 
 #include <cmath>
@@ -45,7 +45,7 @@ inline Status ValidateSpec(const QuantizerSpec& q) {
 }
 
 // Variance factor of dithering: E||Q(v) - v||^2 <= omega ||v||^2 with
-// omega = min(d / s^2, sqrt(d) / s) (ALGORITHMS.md 4). Stochastic rounding has
+// omega = min(d / s^2, sqrt(d) / s) (docs/algorithms.md 4). Stochastic rounding has
 // an absolute variance (<= d Delta^2 / 4), not a relative one: omega = 0 here.
 inline double Omega(const QuantizerSpec& q, int dim) {
   if (q.kind != QuantizerKind::kDither) return 0.0;

@@ -1,5 +1,5 @@
 #pragma once
-// Shared-scale stochastic rounding (ALGORITHMS.md 4; the integer form secure
+// Shared-scale stochastic rounding (docs/algorithms.md 4; the integer form secure
 // aggregation needs): public clip c and b bits, Delta = 2c / (2^b - 1),
 // u_i = (clip(v_i, -c, c) + c) / Delta, x_i = floor(u_i) + Bernoulli(frac(u_i))
 // in {0, ..., 2^b - 1}, value x_i Delta - c. Unbiased for |v_i| <= c, variance

@@ -1,5 +1,5 @@
 #pragma once
-// TLS 1.2 with mbedTLS 2.28 (DESIGN.md 3): pre-shared keys with one identity
+// TLS 1.2 with mbedTLS 2.28 (docs/architecture.md, "Wire"): pre-shared keys with one identity
 // per device (TLS-PSK-WITH-AES-128-GCM-SHA256 / CHACHA20-POLY1305, the
 // microcontroller path) and mutual certificate authentication with
 // TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256 (the Linux-board path). Host code.

@@ -1,6 +1,6 @@
 #pragma once
 // ExpectedLsaOracle: the noise-free ("expected operator") oracle of agent c.
-// It returns Abar_c and bbar_c exactly (ALGORITHMS.md 1.1), so a step is
+// It returns Abar_c and bbar_c exactly (docs/algorithms.md 1.1), so a step is
 // theta <- theta - eta (Abar_c theta - bbar_c), deterministic, O(d^2).
 
 #include "fedrt/core/arena.h"

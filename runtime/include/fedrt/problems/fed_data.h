@@ -1,6 +1,6 @@
 #pragma once
 // Federated supervised data for least squares and L2-regularised logistic
-// regression (ALGORITHMS.md 1.4), host side: synthetic generators with the
+// regression (docs/algorithms.md 1.4), host side: synthetic generators with the
 // heterogeneity kinds of the statistical-view talk (covariate shift, concept
 // shift, quantity skew, each with a strength), CSV loading, and the exact
 // minimiser x_star of f = (1/N) sum_c f_c.
@@ -58,7 +58,7 @@ Result<FedDataset> LoadFedDataCsv(FedLoss loss, const std::string& path);
 Result<LsaSystem> LeastSquaresSystem(const FedDataset& data);
 
 // f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j a_j^T x)) + (l2/2)||x||^2 and its
-// gradient and Hessian (ALGORITHMS.md 1.4).
+// gradient and Hessian (docs/algorithms.md 1.4).
 void LogisticLocal(const FedDataset& data, int agent, double l2, const Eigen::VectorXd& x, double* value,
                    Eigen::VectorXd* grad, Eigen::MatrixXd* hess);
 

@@ -1,6 +1,6 @@
 #pragma once
 // Garnet MDPs (Archibald et al. 1995; the SCAFFLSA paper's benchmark) for
-// federated TD(0), in the two heterogeneity regimes of ALGORITHMS.md 1.3.
+// federated TD(0), in the two heterogeneity regimes of docs/algorithms.md 1.3.
 
 #include <cstdint>
 

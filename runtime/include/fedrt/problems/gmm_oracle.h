@@ -1,5 +1,5 @@
 #pragma once
-// Gaussian mixture with identity covariance (ALGORITHMS.md 1.5): one agent's
+// Gaussian mixture with identity covariance (docs/algorithms.md 1.5): one agent's
 // data and its conditional sufficient statistics. Device code: the data is
 // caller-owned memory, no heap, no exceptions; float or double.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Device oracle of agent c's least-squares objective (ALGORITHMS.md 1.4):
+// Device oracle of agent c's least-squares objective (docs/algorithms.md 1.4):
 //   f_c(x) = (1/(2 n_c)) ||X_c x - y_c||^2,  grad f_c(x) = Abar_c x - bbar_c,
 //   Abar_c = X_c^T X_c / n_c,  bbar_c = X_c^T y_c / n_c.
 // Stochastic gradients average B samples drawn uniformly with replacement, so

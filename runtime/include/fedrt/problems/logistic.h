@@ -1,5 +1,5 @@
 #pragma once
-// Device oracle of agent c's L2-regularised logistic objective (ALGORITHMS.md 1.4):
+// Device oracle of agent c's L2-regularised logistic objective (docs/algorithms.md 1.4):
 //   f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j a_j^T x)) + (lambda/2)||x||^2,  y_j in {-1, +1},
 //   grad f_c(x) = (1/n_c) sum_j -y_j sigma(-y_j a_j^T x) a_j + lambda x.
 // Stochastic gradients average B samples drawn uniformly with replacement

@@ -1,5 +1,5 @@
 #pragma once
-// LsaSystem: the expected operators of a federated LSA problem (ALGORITHMS.md
+// LsaSystem: the expected operators of a federated LSA problem (docs/algorithms.md
 // 1.1) and its exact solutions, host side (double):
 //   theta_star = (sum_c Abar_c)^{-1} sum_c bbar_c,  theta_c = Abar_c^{-1} bbar_c.
 

@@ -1,6 +1,6 @@
 #pragma once
 // TdOracle: agent c's stochastic oracle for federated TD(0) with linear
-// features (ALGORITHMS.md 1.2), in fixed arena memory. A sample is
+// features (docs/algorithms.md 1.2), in fixed arena memory. A sample is
 // Z = (s, s') ~ mu_c(s) P^pi_c(s, s'), drawn in O(1) from one alias table over
 // the non-zero pairs with one 64-bit random draw. A(Z) = phi(s)(phi(s) - gamma
 // phi(s'))^T is rank one and never formed: a step costs O(d).

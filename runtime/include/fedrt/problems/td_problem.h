@@ -1,5 +1,5 @@
 #pragma once
-// Federated TD(0) with linear features (ALGORITHMS.md 1.2): N agents' MDPs
+// Federated TD(0) with linear features (docs/algorithms.md 1.2): N agents' MDPs
 // sharing features phi and policy pi, and everything derived from them:
 // P^pi_c, the stationary law mu_c, Abar_c, bbar_c, theta_c, theta_star. Host only.
 

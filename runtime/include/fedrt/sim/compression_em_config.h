@@ -1,7 +1,7 @@
 #pragma once
 // Settings of the compression layer (every family's uplink, optional
 // downlink) and of the Gaussian-mixture / federated EM family: the
-// [compression] and [gmm] tables of an experiment file (ALGORITHMS.md 1.5, 4, 5).
+// [compression] and [gmm] tables of an experiment file (docs/algorithms.md 1.5, 4, 5).
 
 #include <string>
 
@@ -17,7 +17,7 @@ struct CompressionSettings {
   bool enabled() const { return quantizer.kind != compression::QuantizerKind::kNone; }
 };
 
-// Gaussian mixture (ALGORITHMS.md 1.5) and FedEM hyper-parameters (section 5).
+// Gaussian mixture (docs/algorithms.md 1.5) and FedEM hyper-parameters (section 5).
 struct GmmSettings {
   int components = 2;          // G
   int data_dim = 2;            // p
