@@ -61,7 +61,7 @@ add_library(fedrt_net STATIC
   runtime/src/net/device.cc)
 target_include_directories(fedrt_net SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
 target_compile_definitions(fedrt_net PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
-target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire CLI11::CLI11 PkgConfig::FEDRT_SQLITE
+target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE
   ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)

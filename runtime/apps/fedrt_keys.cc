@@ -23,6 +23,7 @@
 #include <mbedtls/x509_crt.h>
 #include <mbedtls/x509_csr.h>
 
+#include "fedrt/log/log.h"
 #include "fedrt/net/tls.h"
 
 namespace {
@@ -151,7 +152,10 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "output directory")->required();
   app.add_option("--devices", devices, "number of devices N (agent indices 0..N-1)")->required();
   app.add_option("--prefix", prefix, "device id prefix (ids are PREFIX0000, PREFIX0001, ...)");
+  std::string log_level = "info";
+  fedrt::log::AddLevelFlag(app, log_level);
   CLI11_PARSE(app, argc, argv);
+  (void)fedrt::log::SetLevel(log_level);  // checked by the flag
   if (devices <= 0 || devices > 100000) {
     fmt::print(stderr, "fedrt-keys: error: --devices must be in 1..100000, got {}\n", devices);
     return 2;
@@ -161,6 +165,6 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "fedrt-keys: error: {}\n", st.message());
     return 1;
   }
-  fmt::print("fedrt-keys: provisioned CA, coordinator and {} devices in {}\n", devices, out);
+  fedrt::log::Get("fedrt-keys").info("provisioned CA, coordinator and {} devices in {}", devices, out);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "fedrt/log/log.h"
 #include "fedrt/sim/experiment.h"
 #include "fedrt/report/outputs.h"
 #include "fedrt/sim/simulator.h"
@@ -28,7 +29,8 @@ int Fail(const std::string& what) {
 // Progress: a rewritten line on a terminal, one line per finished run otherwise.
 class Progress {
  public:
-  Progress(const ExperimentConfig& c) : cfg_(c), tty_(isatty(STDERR_FILENO) != 0), start_(Clock::now()) {
+  Progress(const ExperimentConfig& c, bool show)
+      : cfg_(c), tty_(show && isatty(STDERR_FILENO) != 0), start_(Clock::now()) {
     total_ = static_cast<double>(c.algorithms.size()) * c.runs * c.rounds;
   }
   void on_round(const RoundEvent& e) {
@@ -46,8 +48,8 @@ class Progress {
       std::fflush(stderr);
     } else if (run_done) {
       const double elapsed = std::chrono::duration<double>(now - start_).count();
-      std::fprintf(stderr, "fedrt-sim: %s run %ld/%ld done: final error %.6e (%.1f s elapsed)\n",
-                   e.algorithm.c_str(), e.run + 1, cfg_.runs, e.error, elapsed);
+      log::Get("fedrt-sim").info("{} run {}/{} done: final error {:.6e} ({:.1f} s elapsed)", e.algorithm, e.run + 1,
+                                 cfg_.runs, e.error, elapsed);
     }
   }
   void finish() {
@@ -97,6 +99,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads (0 = all cores); results do not depend on it");
   app.add_option("--out", out, "output directory");
   app.add_flag("--no-plot", no_plot, "do not draw error.png");
+  std::string log_level = "info";
+  log::AddLevelFlag(app, log_level);
   // Federated optimisation family (--problem lsq | logistic).
   std::string opt_data;
   long opt_batch = 0;
@@ -137,6 +141,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  if (Status lv = log::SetLevel(log_level); !lv.ok()) return Fail(lv.message());
   ExperimentConfig cfg;
   if (!config_path.empty()) {
     Status st = LoadExperimentToml(config_path, cfg);
@@ -209,7 +214,7 @@ int main(int argc, char** argv) {
   Status valid = Validate(cfg);
   if (!valid.ok()) return Fail(valid.message());
 
-  Progress progress(cfg);
+  Progress progress(cfg, log::Get("fedrt-sim").should_log(spdlog::level::info));
   SimOptions opt;
   opt.on_round = [&](const RoundEvent& e) { progress.on_round(e); };
   auto result = RunExperiment(cfg, opt);
@@ -219,7 +224,7 @@ int main(int argc, char** argv) {
   Status plot_status;
   Status st = report::WriteOutputs(*result, cfg.out, &plot_status);
   if (!st.ok()) return Fail(st.message());
-  if (!plot_status.ok()) std::fprintf(stderr, "fedrt-sim: warning: no error.png: %s\n", plot_status.message());
+  if (!plot_status.ok()) log::Get("fedrt-sim").warn("no error.png: {}", plot_status.message());
 
   std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d\n", result->problem.description.c_str(),
               result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs,

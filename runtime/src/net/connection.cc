@@ -33,7 +33,7 @@ Status Connection::start(const mbedtls_ssl_config* conf) {
   hs_timer_.expires_after(std::chrono::milliseconds(kHandshakeTimeoutMs));
   hs_timer_.async_wait([self](const std::error_code& e) {
     if (!e && self->state_ != State::kRegistered && self->state_ != State::kClosed) {
-      CoordinatorLog("refused peer={} stage={} reason=timeout: no completed handshake/registration within {} ms",
+      CoordinatorWarn("refused peer={} stage={} reason=timeout: no completed handshake/registration within {} ms",
                      self->peer_, self->state_ == State::kHandshake ? "handshake" : "registration", kHandshakeTimeoutMs);
       self->close("handshake timeout");
     }
@@ -158,7 +158,7 @@ void Connection::pump() {
         if (state_ == State::kClosed || close_after_flush_) return;
       }
       if (k < 0) {
-        CoordinatorLog("rejected device={} peer={} reason={}: {} (connection closed)", identity_, peer_,
+        CoordinatorWarn("rejected device={} peer={} reason={}: {} (connection closed)", identity_, peer_,
                        wire::ErrorReasonName(err.reason), err.message);
         send_error(err.reason, err.message, true);
         return;

@@ -132,7 +132,7 @@ Status Coordinator::init() {
   const std::string keys = opt_.network.keys;
   FEDRT_TRY(registry_.load(keys + "/registry.tsv", agents));
   if (registry_.provisioned() < agents)
-    CoordinatorLog("warning registry={} provisions {} of the experiment's {} agents", keys + "/registry.tsv",
+    CoordinatorWarn("warning registry={} provisions {} of the experiment's {} agents", keys + "/registry.tsv",
                    registry_.provisioned(), agents);
   FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", registry_.entries(),
                       opt_.network.auth));
@@ -195,10 +195,10 @@ void Coordinator::accept() {
         conns_.insert(c);
         c->pump();
       } else {
-        CoordinatorLog("refused peer={} stage=setup reason={}", c->peer(), st.message());
+        CoordinatorWarn("refused peer={} stage=setup reason={}", c->peer(), st.message());
       }
     } else if (ec != asio::error::operation_aborted) {
-      CoordinatorLog("accept error={}", ec.message());
+      CoordinatorWarn("accept error={}", ec.message());
     }
     if (acceptor_.is_open()) accept();
   });
@@ -215,16 +215,16 @@ void Coordinator::on_handshake_failed(Connection& c, int rc) {
   if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) why += " [client certificate not signed by the fleet CA]";
   if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
   if (rc == MBEDTLS_ERR_SSL_BAD_HS_FINISHED) why += " [wrong pre-shared key]";
-  CoordinatorLog("refused peer={} stage=handshake reason={}", c.peer(), why);
+  CoordinatorWarn("refused peer={} stage=handshake reason={}", c.peer(), why);
 }
 
 void Coordinator::on_handshake_done(Connection& c) {
   if (c.identity().empty()) {
-    CoordinatorLog("refused peer={} stage=handshake reason=no authenticated identity", c.peer());
+    CoordinatorWarn("refused peer={} stage=handshake reason=no authenticated identity", c.peer());
     c.close("no identity");
     return;
   }
-  CoordinatorLog("tls peer={} identity={}", c.peer(), c.identity());
+  CoordinatorDebug("tls peer={} identity={}", c.peer(), c.identity());
 }
 
 void Coordinator::on_closed(Connection& c, const std::string& why) {
@@ -253,14 +253,14 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
   wire::Envelope env;
   wire::WireError err;
   if (!wire::ParseEnvelope(body, env, err)) {
-    CoordinatorLog("rejected device={} peer={} reason={}: {} (connection closed)", c.identity(), c.peer(),
+    CoordinatorWarn("rejected device={} peer={} reason={}: {} (connection closed)", c.identity(), c.peer(),
                    wire::ErrorReasonName(err.reason), err.message);
     c.send_error(err.reason, err.message, true);
     return;
   }
   if (c.state() == Connection::State::kAwaitHello) {
     if (env.body_case() != wire::Envelope::kHello) {
-      CoordinatorLog("rejected device={} peer={} reason=not_registered: first message must be hello (connection closed)",
+      CoordinatorWarn("rejected device={} peer={} reason=not_registered: first message must be hello (connection closed)",
                      c.identity(), c.peer());
       c.send_error(wire::ERROR_NOT_REGISTERED, "first message must be hello", true);
       return;
@@ -277,21 +277,21 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
 void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   wire::WireError err;
   if (!wire::ValidateHello(h, err)) {
-    CoordinatorLog("refused device={} peer={} stage=registration reason={}: {}", c.identity(), c.peer(),
+    CoordinatorWarn("refused device={} peer={} stage=registration reason={}: {}", c.identity(), c.peer(),
                    wire::ErrorReasonName(err.reason), err.message);
     c.send_error(err.reason, err.message, true);
     return;
   }
   if (h.device_id() != c.identity()) {
     const std::string m = fmt::format("device id '{}' does not match the TLS identity '{}'", h.device_id(), c.identity());
-    CoordinatorLog("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    CoordinatorWarn("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
     c.send_error(wire::ERROR_IDENTITY, m, true);
     return;
   }
   const auto idx = registry_.index_of(h.device_id());
   if (!idx) {
     const std::string m = fmt::format("device '{}' is not in the registry of this experiment", h.device_id());
-    CoordinatorLog("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    CoordinatorWarn("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
     c.send_error(wire::ERROR_IDENTITY, m, true);
     return;
   }
@@ -299,13 +299,13 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   if (h.provisioned_problem() != 0 && h.provisioned_problem() != want) {
     const std::string m = fmt::format("the device holds data of problem {:016x}, this experiment's is {:016x}",
                                       h.provisioned_problem(), want);
-    CoordinatorLog("refused device={} stage=registration reason=config_mismatch: {}", h.device_id(), m);
+    CoordinatorWarn("refused device={} stage=registration reason=config_mismatch: {}", h.device_id(), m);
     c.send_error(wire::ERROR_CONFIG_MISMATCH, m, true);
     return;
   }
   const uint32_t agent = *idx;
   if (Connection* old = registry_.attach(agent, &c)) {
-    CoordinatorLog("superseded device={} old_peer={} new_peer={}", h.device_id(), old->peer(), c.peer());
+    CoordinatorWarn("superseded device={} old_peer={} new_peer={}", h.device_id(), old->peer(), c.peer());
     if (registry_.state(agent) == Registry::State::kReady) rounds_.set_connected(agent, false, now_ms());
     old->close("superseded by a new connection");  // no longer the agent's: on_closed leaves the agent alone
   }
@@ -330,7 +330,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
 void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
   const uint32_t agent = static_cast<uint32_t>(c.agent());
   if (registry_.state(agent) != Registry::State::kAwaitingReply) {
-    CoordinatorLog("rejected device={} reason=malformed: a second TaskReply", c.identity());
+    CoordinatorWarn("rejected device={} reason=malformed: a second TaskReply", c.identity());
     c.send_error(wire::ERROR_MALFORMED, "a TaskReply answers Welcome once", false);
     return;
   }
@@ -338,7 +338,7 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
     const std::string why = r.reason().substr(0, config::kMaxReasonChars);
     registry_.set_state(agent, Registry::State::kRefused, why);
     (void)store_->upsert_device(c.identity(), agent, "refused: " + why);
-    CoordinatorLog("refused device={} index={} stage=task reason={}", c.identity(), agent, why);
+    CoordinatorWarn("refused device={} index={} stage=task reason={}", c.identity(), agent, why);
     rounds_.set_refused(agent);
     maybe_start(false);
     return;
@@ -363,7 +363,7 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
 void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   const uint32_t agent = static_cast<uint32_t>(c.agent());
   auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what) {
-    CoordinatorLog("rejected device={} {}reason={}: {}", c.identity(), what, wire::ErrorReasonName(reason), why);
+    CoordinatorWarn("rejected device={} {}reason={}: {}", c.identity(), what, wire::ErrorReasonName(reason), why);
     c.send_error(reason, why, false);
   };
   const Registry::State s = registry_.state(agent);
@@ -458,7 +458,7 @@ Status Coordinator::finish() {
     FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res));
     Status plot = Status::Ok();
     FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));
-    if (!plot.ok()) CoordinatorLog("warning plot={}", plot.message());
+    if (!plot.ok()) CoordinatorWarn("warning plot={}", plot.message());
   }
   wire::Envelope env;
   env.mutable_shutdown()->set_reason("experiment complete");

@@ -1,5 +1,7 @@
 #include "fedrt/net/coordinator_cli.h"
 
+#include "fedrt/log/log.h"
+
 namespace fedrt::net {
 
 void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
@@ -20,9 +22,11 @@ void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
   app.add_option("--participation", f.participation, "probability q that an agent takes part in a round");
   app.add_option("--algorithm", f.algorithm, "comma-separated algorithms of the experiment's family");
   app.add_flag("--no-plot", f.no_plot, "do not draw error.png");
+  log::AddLevelFlag(app, f.log_level);
 }
 
 Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& f, CoordinatorOptions& opt) {
+  FEDRT_TRY(log::SetLevel(f.log_level));
   FEDRT_TRY(sim::LoadExperimentToml(f.config, opt.experiment));
   FEDRT_TRY(LoadNetworkToml(f.config, opt.network));
   auto given = [&](const char* n) { return app.count(n) > 0; };

@@ -31,6 +31,13 @@ uint64_t Digest(const Session& s) {
   return h.value();
 }
 
+// Lines a device logs at --log-level warn: what went wrong, not the rounds.
+bool IsWarning(const std::string& m) {
+  for (const char* p : {"warning", "refused", "error", "coordinator error", "disconnected", "connect failed"})
+    if (m.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 // Ends the session loop: the coordinator's Shutdown, or a refusal that a new connection cannot mend.
 struct Stop {
   bool stop = false;
@@ -45,8 +52,10 @@ class Device {
  private:
   template <class... Args>
   void log(fmt::format_string<Args...> f, Args&&... args) {
-    if (opt_.quiet) return;
-    std::string line = UtcTimestamp() + " device " + opt_.id + " " + fmt::format(f, std::forward<Args>(args)...) + "\n";
+    if (opt_.quiet || opt_.log_level == DeviceLogLevel::kOff) return;
+    std::string msg = fmt::format(f, std::forward<Args>(args)...);
+    if (opt_.log_level == DeviceLogLevel::kWarn && !IsWarning(msg)) return;
+    std::string line = UtcTimestamp() + " device " + opt_.id + " " + msg + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
   }

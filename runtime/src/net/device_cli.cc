@@ -19,6 +19,9 @@ void AddDeviceFlags(CLI::App& app, DeviceFlags& f) {
                  "data files for a task whose problem is read from files: the array bundle (problem kind file) or the "
                  "CSV data of least squares / logistic regression (default: the task generates the data)");
   app.add_option("--give-up-ms", f.give_up_ms, "exit with an error after this long without a connection");
+  app.add_option("--log-level", f.log_level, "info (every event), warn (problems only) or off")
+      ->check(CLI::IsMember({"info", "warn", "off"}))
+      ->default_val(f.log_level);
 }
 
 Status DeviceOptionsFromFlags(const DeviceFlags& f, DeviceOptions& opt) {
@@ -52,6 +55,8 @@ Status DeviceOptionsFromFlags(const DeviceFlags& f, DeviceOptions& opt) {
   }
   if (f.give_up_ms <= 0) return bad(fmt::format("--give-up-ms must be positive, got {}", f.give_up_ms));
   opt.give_up_ms = f.give_up_ms;
+  opt.log_level = f.log_level == "off" ? DeviceLogLevel::kOff
+                  : f.log_level == "warn" ? DeviceLogLevel::kWarn : DeviceLogLevel::kInfo;
   return Status::Ok();
 }
 

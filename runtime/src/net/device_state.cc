@@ -1,11 +1,12 @@
 #include "fedrt/net/device_state.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -15,58 +16,141 @@
 namespace fedrt::net {
 
 namespace {
+
 constexpr const char* kMagic = "fedrt-device-state";
-constexpr int kVersion = 2;
+constexpr int kVersion = 3;
+constexpr size_t kHeaderBytes = 256;  // one text line, NUL-padded
+constexpr size_t kMaxState = size_t{64} << 20;
+
 std::string PathOf(const std::string& dir) { return dir + "/session.state"; }
-uint64_t Checksum(const std::vector<uint8_t>& bytes) {
+
+// What a slot's header says, everything but the checksum.
+std::string Fields(uint64_t seq, const SavedSession& s) {
+  return fmt::format("{} {} {} {:016x} {} {} {} {} {} {}", kMagic, kVersion, seq, s.fingerprint, s.algorithm, s.run,
+                     s.agent, s.pending ? 1 : 0, s.pending_round, s.state.size());
+}
+
+uint64_t Checksum(const std::string& fields, const uint8_t* state, size_t n) {
   config::Fnv1a h;
-  h.bytes(bytes.data(), bytes.size());
+  h.bytes(fields.data(), fields.size());
+  h.bytes(state, n);
   return h.value();
 }
+
+// A slot: the header line, then the state bytes.
+std::vector<uint8_t> Slot(uint64_t seq, const SavedSession& s) {
+  const std::string fields = Fields(seq, s);
+  const std::string line = fmt::format("{} {:016x}\n", fields, Checksum(fields, s.state.data(), s.state.size()));
+  std::vector<uint8_t> out(kHeaderBytes + s.state.size(), 0);
+  std::memcpy(out.data(), line.data(), std::min(line.size(), kHeaderBytes));
+  std::memcpy(out.data() + kHeaderBytes, s.state.data(), s.state.size());
+  return out;
+}
+
+// Parses the slot at `p` (of `avail` bytes); false if it is not an intact copy.
+bool ParseSlot(const uint8_t* p, size_t avail, uint64_t* seq, SavedSession* s) {
+  if (avail < kHeaderBytes) return false;
+  const char* h = reinterpret_cast<const char*>(p);
+  const std::string line(h, strnlen(h, kHeaderBytes));
+  std::istringstream in(line);
+  std::string magic, fp, sum;
+  int version = 0, pending = 0;
+  size_t n = 0;
+  if (!(in >> magic >> version >> *seq >> fp >> s->algorithm >> s->run >> s->agent >> pending >> s->pending_round >> n >>
+        sum) ||
+      magic != kMagic || version != kVersion || n > kMaxState || avail < kHeaderBytes + n)
+    return false;
+  s->fingerprint = std::strtoull(fp.c_str(), nullptr, 16);
+  s->pending = pending != 0;
+  s->state.assign(p + kHeaderBytes, p + kHeaderBytes + n);
+  return std::strtoull(sum.c_str(), nullptr, 16) == Checksum(Fields(*seq, *s), s->state.data(), n);
+}
+
+std::vector<uint8_t> ReadAll(const std::string& path, bool* exists) {
+  std::vector<uint8_t> bytes;
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  *exists = fd >= 0;
+  if (fd < 0) return bytes;
+  uint8_t buf[65536];
+  for (ssize_t r; (r = ::read(fd, buf, sizeof buf)) > 0;) bytes.insert(bytes.end(), buf, buf + r);
+  ::close(fd);
+  return bytes;
+}
+
 }  // namespace
 
 Result<std::optional<SavedSession>> LoadSavedSession(const std::string& dir) {
   if (dir.empty()) return std::optional<SavedSession>();
   const std::string path = PathOf(dir);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::optional<SavedSession>();  // first start
-  auto bad = [&](const char* why) {
-    return Status(StatusCode::kDataLoss, fmt::format("state file '{}' is damaged: {} (remove it to start fresh)", path, why));
-  };
-  std::string header;
-  if (!std::getline(in, header)) return bad("no header");
-  std::istringstream h(header);
-  std::string magic, fp;
-  int version = 0, pending = 0;
-  size_t n = 0;
-  uint64_t sum = 0;
-  SavedSession s;
-  if (!(h >> magic >> version >> fp >> s.algorithm >> s.run >> s.agent >> pending >> s.pending_round >> n >> sum) ||
-      magic != kMagic)
-    return bad("not a fedrt device state");
-  if (version != kVersion) return bad("written by another version");
-  if (n > (64u << 20)) return bad("state larger than 64 MiB");
-  s.fingerprint = std::strtoull(fp.c_str(), nullptr, 16);
-  s.pending = pending != 0;
-  s.state.resize(n);
-  if (!in.read(reinterpret_cast<char*>(s.state.data()), static_cast<std::streamsize>(n))) return bad("truncated");
-  if (Checksum(s.state) != sum) return bad("checksum mismatch");
-  return std::optional<SavedSession>(std::move(s));
+  bool exists = false;
+  const std::vector<uint8_t> bytes = ReadAll(path, &exists);
+  if (!exists) return std::optional<SavedSession>();  // first start
+  std::optional<SavedSession> best;
+  uint64_t best_seq = 0;
+  SavedSession first;
+  uint64_t seq = 0;
+  if (ParseSlot(bytes.data(), bytes.size(), &seq, &first)) {
+    best = first;
+    best_seq = seq;
+  }
+  // Slot 1 starts where slot 0 ends; slot 0's header gives its size even if its state is torn.
+  const size_t slot_bytes = kHeaderBytes + (best ? best->state.size() : 0);
+  if (best && bytes.size() >= 2 * slot_bytes) {
+    SavedSession second;
+    if (ParseSlot(bytes.data() + slot_bytes, bytes.size() - slot_bytes, &seq, &second) && seq > best_seq) best = second;
+  } else if (!best && bytes.size() >= 2 * kHeaderBytes) {  // slot 0 torn: find slot 1 from the file's size
+    const size_t half = bytes.size() / 2;
+    SavedSession second;
+    if (bytes.size() % 2 == 0 && ParseSlot(bytes.data() + half, half, &seq, &second)) best = second;
+  }
+  if (!best)
+    return Status(StatusCode::kDataLoss,
+                  fmt::format("state file '{}' is damaged: no intact copy (remove it to start fresh)", path));
+  return best;
 }
 
+// Two slots, written in turn: a power cut while one is written leaves the
+// other intact. A slot overwrites blocks already allocated, so a durable save
+// costs one fdatasync and no journal commit; a session of another size starts
+// a new file (written to a temporary, synced and renamed).
 Status SaveSession(const std::string& dir, const SavedSession& s, bool durable) {
   if (dir.empty()) return Status::Ok();
+  const std::string path = PathOf(dir);
+  const size_t slot_bytes = kHeaderBytes + s.state.size();
+  int fd = ::open(path.c_str(), O_RDWR);
+  struct stat st {};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == 2 * slot_bytes) {
+    uint8_t h[2][kHeaderBytes];
+    uint64_t seq[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+      SavedSession ignored;
+      if (::pread(fd, h[k], kHeaderBytes, static_cast<off_t>(k * slot_bytes)) == static_cast<ssize_t>(kHeaderBytes)) {
+        // Only the sequence number matters here; an unparsable header counts as 0.
+        std::istringstream in(std::string(reinterpret_cast<const char*>(h[k]), strnlen(reinterpret_cast<const char*>(h[k]), kHeaderBytes)));
+        std::string magic;
+        int version = 0;
+        if (!(in >> magic >> version >> seq[k]) || magic != kMagic) seq[k] = 0;
+      }
+    }
+    const int target = seq[0] <= seq[1] ? 0 : 1;  // overwrite the older copy
+    const std::vector<uint8_t> slot = Slot(std::max(seq[0], seq[1]) + 1, s);
+    bool ok = ::pwrite(fd, slot.data(), slot.size(), static_cast<off_t>(target * slot_bytes)) ==
+              static_cast<ssize_t>(slot.size());
+    ok = ok && (!durable || ::fdatasync(fd) == 0);
+    ::close(fd);
+    if (!ok) return Status(StatusCode::kDataLoss, fmt::format("cannot write state file '{}'", path));
+    return Status::Ok();
+  }
+  if (fd >= 0) ::close(fd);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  const std::string path = PathOf(dir), tmp = path + ".tmp";
-  const std::string header = fmt::format("{} {} {:016x} {} {} {} {} {} {} {}\n", kMagic, kVersion, s.fingerprint,
-                                         s.algorithm, s.run, s.agent, s.pending ? 1 : 0, s.pending_round,
-                                         s.state.size(), Checksum(s.state));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const std::string tmp = path + ".tmp";
+  std::vector<uint8_t> file = Slot(1, s);
+  file.resize(2 * slot_bytes, 0);  // slot 1: empty until the next save
+  fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return Status(StatusCode::kUnavailable, fmt::format("cannot write state file '{}'", tmp));
-  bool ok = ::write(fd, header.data(), header.size()) == static_cast<ssize_t>(header.size());
-  ok = ok && ::write(fd, s.state.data(), s.state.size()) == static_cast<ssize_t>(s.state.size());
-  ok = ok && (!durable || ::fsync(fd) == 0);
+  bool ok = ::write(fd, file.data(), file.size()) == static_cast<ssize_t>(file.size());
+  ok = ok && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) return Status(StatusCode::kDataLoss, fmt::format("short write to state file '{}'", tmp));
   if (std::rename(tmp.c_str(), path.c_str()) != 0)

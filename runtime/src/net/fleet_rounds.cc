@@ -220,14 +220,14 @@ void FleetRounds::pump(uint64_t now_ms) {
       Status st = persist();
       if (!st.ok()) {
         fatal_ = st;
-        CoordinatorLog("fatal {}", st.message());
+        CoordinatorError("fatal {}", st.message());
         break;
       }
       const double persist_ms = MsSince(t_persist);
       const protocol::Commit& c = session_->commit();
       const std::string& name = opt_.names[c.id.algorithm];
       if (!c.failure.empty())
-        CoordinatorLog("{} alg={} run={} round={} reason={}: the model stays where it was",
+        CoordinatorWarn("{} alg={} run={} round={} reason={}: the model stays where it was",
                        opt_.task.secagg.enabled ? "secagg_failed" : "round_failed", name, c.id.run,
                        round_name(c.id.round), c.failure);
       session_->publish();
@@ -245,7 +245,7 @@ void FleetRounds::pump(uint64_t now_ms) {
       st = open(now_ms);
       if (!st.ok()) {
         fatal_ = st;
-        CoordinatorLog("fatal {}", st.message());
+        CoordinatorError("fatal {}", st.message());
       }
     }
   } while (repump_);

@@ -14,6 +14,7 @@ namespace fedrt::net {
 
 struct CoordinatorFlags {
   std::string config, out = "out/coordinator", state, keys, listen, port_file, auth, algorithm;
+  std::string log_level = "info";
   long port = 0, deadline_ms = 0, start_timeout_ms = 0, rounds = 0, local_steps = 0;
   double quorum = 0, participation = 0;
   int agents = 0;

@@ -36,6 +36,9 @@ struct DeviceHooks {
   size_t capacity = 0;
 };
 
+// The device's small logger: every event, problems only, or nothing.
+enum class DeviceLogLevel { kInfo, kWarn, kOff };
+
 struct DeviceOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
@@ -45,6 +48,7 @@ struct DeviceOptions {
   problems::DataFiles data;   // a task whose problem is read from files needs them here
   long give_up_ms = 60000;    // exit with an error after this long without a connection
   bool quiet = false;         // no log lines (load driver)
+  DeviceLogLevel log_level = DeviceLogLevel::kInfo;
   const DeviceHooks* hooks = nullptr;
 };
 

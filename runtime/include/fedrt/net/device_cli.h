@@ -14,6 +14,7 @@ namespace fedrt::net {
 
 struct DeviceFlags {
   std::string coordinator, id, key, cert, ca, state, data;
+  std::string log_level = "info";
   long give_up_ms = 60000;
 };
 

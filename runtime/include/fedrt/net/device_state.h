@@ -2,8 +2,8 @@
 // The POSIX device's state file (<state dir>/session.state): the client
 // session's persistent region (protocol/client_session.h state()) with what
 // identifies it and the pending update that Hello announces after a restart.
-// Written to a temporary file, flushed and renamed, so a power cut leaves the
-// old or the new state, never a torn one. Host code.
+// Two checksummed copies written in turn, so a power cut while one is written
+// leaves the other: the old or the new state, never a torn one. Host code.
 
 #include <cstdint>
 #include <optional>
