@@ -38,7 +38,7 @@
 #include "fedrt/problems/garnet.h"
 #include "fedrt/problems/td_oracle.h"
 #include "fedrt/problems/td_problem.h"
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 #include "fedrt/sim/simulator.h"
 
 extern char** environ;
@@ -173,9 +173,9 @@ std::string Compiler() {
 }
 
 // ---------------------------------------------------------------- table 1
-fedrt::sim::ExperimentConfig GarnetHigh(int agents, long local_steps, long rounds, int threads) {
-  fedrt::sim::ExperimentConfig cfg;
-  cfg.problem = fedrt::sim::ProblemKind::kGarnet;
+fedrt::config::ExperimentConfig GarnetHigh(int agents, long local_steps, long rounds, int threads) {
+  fedrt::config::ExperimentConfig cfg;
+  cfg.problem = fedrt::config::ProblemKind::kGarnet;
   cfg.garnet.heterogeneity = fedrt::problems::Heterogeneity::kHigh;
   cfg.garnet.agents = agents;
   cfg.garnet.dim = kDim;

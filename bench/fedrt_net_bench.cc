@@ -32,8 +32,8 @@
 #include "fedrt/net/device.h"
 #include "fedrt/net/tls.h"
 #include "fedrt/problems/instance.h"
-#include "fedrt/sim/experiment.h"
-#include "fedrt/sim/task_builder.h"
+#include "fedrt/config/experiment.h"
+#include "fedrt/config/task_builder.h"
 
 using namespace fedrt;
 namespace fs = std::filesystem;
@@ -129,9 +129,9 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
   row.base_kb = ProcKb(co, "VmRSS:");
 
   // The devices share one problem instance (built as each device would from the task).
-  sim::ExperimentConfig exp;
-  if (!sim::LoadExperimentToml((work / "experiment.toml").string(), exp).ok()) return 1;
-  auto task = sim::MakeTask(exp);
+  config::ExperimentConfig exp;
+  if (!config::LoadExperimentToml((work / "experiment.toml").string(), exp).ok()) return 1;
+  auto task = config::MakeTask(exp);
   if (!task.ok()) return 1;
   auto instance = problems::Instance::Build(*task, {});
   if (!instance.ok()) return 1;

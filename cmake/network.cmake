@@ -28,7 +28,7 @@ target_compile_options(fedrt_wire_proto PRIVATE -w)
 
 # The round protocol's messages and the task on the wire (frames, codec).
 add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/codec.cc)
-target_link_libraries(fedrt_wire PUBLIC fedrt_host fedrt_wire_proto)
+target_link_libraries(fedrt_wire PUBLIC fedrt_config fedrt_wire_proto)
 
 if(FEDRT_DEVICE_ONLY)
   # ARM boards (cmake/cross_linux.cmake): the device side only; no
@@ -39,7 +39,7 @@ if(FEDRT_DEVICE_ONLY)
     runtime/src/net/device_state.cc
     runtime/src/net/device_cli.cc
     runtime/src/net/device.cc)
-  target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire CLI11::CLI11
+  target_link_libraries(fedrt_net PUBLIC fedrt_config fedrt_wire CLI11::CLI11
     ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
   add_executable(fedrt-device runtime/apps/fedrt_device.cc)
   target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
@@ -61,7 +61,8 @@ add_library(fedrt_net STATIC
   runtime/src/net/device.cc)
 target_include_directories(fedrt_net SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
 target_compile_definitions(fedrt_net PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
-target_link_libraries(fedrt_net PUBLIC fedrt_host fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE
+target_link_libraries(fedrt_net PUBLIC fedrt_config fedrt_protocol fedrt_report fedrt_wire fedrt_log CLI11::CLI11
+  PkgConfig::FEDRT_SQLITE
   ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)

@@ -24,8 +24,7 @@ add_library(fedrt_secagg STATIC
 target_link_libraries(fedrt_secagg PUBLIC fedrt_secagg_device fmt::fmt)
 target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 # The simulator runs the same state machines (secure_aggregation = true).
-target_link_libraries(fedrt_host PUBLIC fedrt_secagg)
-target_sources(fedrt_host PRIVATE runtime/src/secagg/secagg_config.cc)
+# (fedrt_protocol links fedrt_secagg; the settings are in the config module.)
 
 # Benchmark (./fedrt bench runs it): bandwidth expansion and device cost per round.
 # Host only: the ARM board presets (FEDRT_DEVICE_ONLY) never run it.

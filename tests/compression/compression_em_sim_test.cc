@@ -5,10 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 #include "fedrt/sim/simulator.h"
 
 namespace fedrt::sim {
+using namespace fedrt::config;
 namespace {
 
 double MeanFinal(const AlgorithmResult& a) {

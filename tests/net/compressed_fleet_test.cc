@@ -45,8 +45,8 @@ TEST_F(NetTest, QuantizedFleetMatchesSimulatorEveryRound) {
   ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
   const auto rounds = Rounds();
   ASSERT_EQ(rounds.size(), 20u);
-  sim::ExperimentConfig e;
-  ASSERT_TRUE(sim::LoadExperimentToml(cfg.string(), e).ok());
+  config::ExperimentConfig e;
+  ASSERT_TRUE(config::LoadExperimentToml(cfg.string(), e).ok());
   e.threads = 1;
   sim::SimOptions so;
   so.keep_theta_history = true;
@@ -70,7 +70,7 @@ TEST_F(NetTest, QuantizedFleetMatchesSimulatorEveryRound) {
     EXPECT_EQ(r.bits_up, simres->algorithms[0].bits_up[0][r.round + 1]);
   }
   // Compression changed the iterates (the test would pass vacuously otherwise).
-  sim::ExperimentConfig raw = e;
+  config::ExperimentConfig raw = e;
   raw.compression = {};
   auto rawres = sim::RunExperiment(raw, so);
   ASSERT_TRUE(rawres.ok());

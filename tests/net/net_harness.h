@@ -22,8 +22,8 @@
 #include "fedrt/net/state_store.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/protocol/client_session.h"
-#include "fedrt/sim/task_builder.h"
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/task_builder.h"
+#include "fedrt/config/experiment.h"
 #include "fedrt/sim/simulator.h"
 
 namespace fedrt::net::testing {
@@ -211,8 +211,8 @@ class NetTest : public ::testing::Test {
 
   // theta_{t+1} of the simulator for every round t of run 0 of algorithm `alg`.
   std::vector<Eigen::VectorXd> SimThetas(const fs::path& config, size_t alg = 0) {
-    sim::ExperimentConfig cfg;
-    EXPECT_TRUE(sim::LoadExperimentToml(config.string(), cfg).ok());
+    config::ExperimentConfig cfg;
+    EXPECT_TRUE(config::LoadExperimentToml(config.string(), cfg).ok());
     cfg.threads = 2;
     sim::SimOptions opt;
     opt.keep_theta_history = true;
@@ -249,9 +249,9 @@ class NetTest : public ::testing::Test {
   // state directory for algorithm `alg`: its session rebuilt from the
   // experiment file and restored from the saved region.
   std::vector<double> DeviceMemory(const fs::path& config, uint32_t agent, uint32_t alg = 0) {
-    sim::ExperimentConfig e;
-    EXPECT_TRUE(sim::LoadExperimentToml(config.string(), e).ok());
-    auto task = sim::MakeTask(e);
+    config::ExperimentConfig e;
+    EXPECT_TRUE(config::LoadExperimentToml(config.string(), e).ok());
+    auto task = config::MakeTask(e);
     EXPECT_TRUE(task.ok());
     auto saved = LoadSavedSession((dir_ / Id(static_cast<int>(agent))).string());
     if (!task.ok() || !saved.ok() || !saved->has_value() || (*saved)->algorithm != alg) return {};

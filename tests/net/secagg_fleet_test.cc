@@ -52,8 +52,8 @@ class SecAggFleetTest : public NetTest {
 
   // theta_{t+1} of the simulator with secure aggregation off (same quantizer and seeds).
   std::vector<Eigen::VectorXd> PlainSim(const fs::path& cfg, size_t alg) {
-    sim::ExperimentConfig e;
-    EXPECT_TRUE(sim::LoadExperimentToml(cfg.string(), e).ok());
+    config::ExperimentConfig e;
+    EXPECT_TRUE(config::LoadExperimentToml(cfg.string(), e).ok());
     e.secagg = {};
     e.threads = 1;
     sim::SimOptions so;

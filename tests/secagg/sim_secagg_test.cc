@@ -6,10 +6,11 @@
 
 #include <string>
 
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 #include "fedrt/sim/simulator.h"
 
 namespace fedrt::sim {
+using namespace fedrt::config;
 namespace {
 
 ExperimentConfig Base() {
@@ -105,7 +106,7 @@ TEST(SimSecAgg, FedEmFamilyBitIdenticalWithPartialParticipation) {
 
 TEST(SimSecAgg, FedAvgScaffoldFedProxAndFedRrBitIdentical) {
   ExperimentConfig plain = Base();
-  plain.problem = ProblemKind::kLsq;
+  plain.problem = ProblemKind::kLeastSquares;
   plain.algorithms = {"fedavg", "scaffold", "fedprox-rr"};
   plain.garnet.agents = 6;
   plain.garnet.dim = 3;
@@ -200,7 +201,7 @@ TEST(SimSecAgg, RefusesWhatItCannotRun) {
   d.secagg.dropout = 0.2;
   expect_refused(d, "needs secagg_dropout = 0");
   d = c;
-  d.problem = ProblemKind::kLsq;
+  d.problem = ProblemKind::kLeastSquares;
   d.algorithms = {"fedavg", "scaffold"};
   ASSERT_TRUE(Validate(d).ok()) << Validate(d).message();
   d.secagg.dropout = 0.2;

@@ -21,14 +21,14 @@ using algorithms::FedOptAlgorithm;
 using algorithms::FedOptClient;
 using algorithms::FedOptHyper;
 using algorithms::FedOptServer;
-using sim::ExperimentConfig;
-using sim::ProblemKind;
+using config::ExperimentConfig;
+using config::ProblemKind;
 
 // The heterogeneous least-squares setting of examples/fedavg-fedprox-lsq
 // (as in fedopt_test.cc), shorter.
 ExperimentConfig HeterogeneousLsq() {
   ExperimentConfig c;
-  c.problem = ProblemKind::kLsq;
+  c.problem = ProblemKind::kLeastSquares;
   c.garnet.agents = 10;
   c.garnet.dim = 5;
   c.opt.samples = 50;

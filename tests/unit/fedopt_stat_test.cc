@@ -75,8 +75,8 @@ TEST(FedOptStat, StochasticGradientsAreUnbiased) {
 // 5 times smaller than ||x_gamma - x*|| (measured gain: about 14; the residual
 // is the O(gamma^2 H^2) term). The stochastic version is the example itself.
 TEST(FedOptStat, RichardsonRombergRemovesTheFirstOrderBias) {
-  sim::ExperimentConfig c;
-  c.problem = sim::ProblemKind::kLogistic;
+  config::ExperimentConfig c;
+  c.problem = config::ProblemKind::kLogistic;
   c.garnet.agents = 10;
   c.garnet.dim = 8;
   c.opt.samples = 200;

@@ -20,13 +20,13 @@
 namespace fedrt {
 namespace {
 
-using sim::ExperimentConfig;
-using sim::ProblemKind;
+using config::ExperimentConfig;
+using config::ProblemKind;
 
 // The heterogeneous least-squares setting of examples/fedavg-fedprox-lsq.
 ExperimentConfig HeterogeneousLsq() {
   ExperimentConfig c;
-  c.problem = ProblemKind::kLsq;
+  c.problem = ProblemKind::kLeastSquares;
   c.garnet.agents = 10;
   c.garnet.dim = 5;
   c.opt.samples = 50;

@@ -29,8 +29,8 @@ double Sd(const std::vector<double>& v) {
 // Fixture, H=10000, eta=0.01, 50 rounds: both end below 1e-3 (README: noise
 // floor ~1e-4, single runs vary ~10x). Two runs each, fixed seed.
 TEST(StochasticLsa, FixtureLowHeterogeneityBothBelow1e3) {
-  sim::ExperimentConfig cfg;
-  cfg.problem = sim::ProblemKind::kFile;
+  config::ExperimentConfig cfg;
+  cfg.problem = config::ProblemKind::kBundle;
   cfg.problem_file = std::string(FEDRT_TEST_DATA) + "/garnet_low_N100.txt";
   cfg.step = 0.01;
   cfg.local_steps = 10000;
@@ -50,7 +50,7 @@ TEST(StochasticLsa, FixtureLowHeterogeneityBothBelow1e3) {
 // High heterogeneity (the paper's Figure 1b): FedLSA plateaus at its predicted
 // bias, SCAFFLSA goes on to the noise floor.
 TEST(StochasticLsa, HighHeterogeneityFedLsaAtBiasScaffLsaFarBelow) {
-  sim::ExperimentConfig cfg;
+  config::ExperimentConfig cfg;
   cfg.garnet.heterogeneity = problems::Heterogeneity::kHigh;
   cfg.garnet.agents = 100;
   cfg.step = 0.01;
@@ -73,7 +73,7 @@ TEST(StochasticLsa, HighHeterogeneityFedLsaAtBiasScaffLsaFarBelow) {
 // H = 1: no heterogeneity bias; FedLSA and SCAFFLSA end at the same noise level.
 // (With H = 1 the mean of xi_c stays 0, so the global iterates coincide.)
 TEST(StochasticLsa, SingleLocalStepHasNoBias) {
-  sim::ExperimentConfig cfg;
+  config::ExperimentConfig cfg;
   cfg.garnet.heterogeneity = problems::Heterogeneity::kHigh;
   cfg.garnet.agents = 100;
   cfg.step = 0.1;
@@ -103,7 +103,7 @@ TEST(StochasticLsa, SingleLocalStepHasNoBias) {
 // Partial participation keeps xi_c on absent agents; the sum of control
 // variates stays zero, so SCAFFLSA still removes the bias.
 TEST(StochasticLsa, PartialParticipationStillDebiases) {
-  sim::ExperimentConfig cfg;
+  config::ExperimentConfig cfg;
   cfg.garnet.heterogeneity = problems::Heterogeneity::kHigh;
   cfg.garnet.agents = 40;
   cfg.step = 0.01;

@@ -149,8 +149,8 @@ TEST_F(GarnetFixture, NoiseFreeErrorsMatchReferenceTables) {
        {7.9006, 7.5155, 7.0607, 5.8570, 3.1756e-2}},
   };
   for (const auto& nc : cases) {
-    sim::ExperimentConfig cfg;
-    cfg.problem = sim::ProblemKind::kFile;
+    config::ExperimentConfig cfg;
+    cfg.problem = config::ProblemKind::kBundle;
     cfg.problem_file = kFixture;
     cfg.noise_free = true;
     cfg.step = 0.01;

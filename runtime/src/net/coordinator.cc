@@ -21,8 +21,7 @@
 #include "fedrt/net/state_store.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/report/outputs.h"
-#include "fedrt/sim/simulator.h"
-#include "fedrt/sim/task_builder.h"
+#include "fedrt/config/task_builder.h"
 
 namespace fedrt::net {
 
@@ -97,10 +96,10 @@ class Coordinator : public ConnectionOwner {
 
 // The task every device receives, and the fleet's limits on it.
 Status Coordinator::prepare_task() {
-  const sim::ExperimentConfig& cfg = opt_.experiment;
-  FEDRT_TRY(sim::Validate(cfg));
+  const config::ExperimentConfig& cfg = opt_.experiment;
+  FEDRT_TRY(config::Validate(cfg));
   FEDRT_TRY(ValidateNetwork(opt_.network));
-  auto task = sim::MakeTask(cfg);
+  auto task = config::MakeTask(cfg);
   if (!task.ok()) return task.status();
   task_ = *task;
   if (task_.compression.downlink && task_.compression.enabled())
@@ -112,7 +111,7 @@ Status Coordinator::prepare_task() {
     return Status::InvalidArgument(
         "secure_aggregation on a fleet needs control_variates = false: a device that drops out of a secure round "
         "leaves the sum of the compression memories unknown");
-  auto inst = sim::BuildInstance(cfg);
+  auto inst = config::BuildInstance(cfg);
   if (!inst.ok()) return inst.status();
   instance_ = std::move(*inst);
   task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files

@@ -11,7 +11,7 @@
 #include "fedrt/protocol/messages.h"
 #include "fedrt/report/family_evaluations.h"
 #include "fedrt/report/settings_json.h"
-#include "fedrt/sim/worker_pool.h"
+#include "fedrt/core/worker_pool.h"
 
 namespace fedrt::report {
 
@@ -19,7 +19,7 @@ namespace {
 
 class EmEvaluation : public Evaluation {
  public:
-  EmEvaluation(const config::Task& t, const problems::Instance& i, sim::WorkerPool* pool)
+  EmEvaluation(const config::Task& t, const problems::Instance& i, WorkerPool* pool)
       : task_(t), inst_(i), d_(*i.gmm()), pool_(pool) {}
 
   // The exact EM fixed point from the same start: s <- mean_c sbar_c(T(s)).
@@ -129,7 +129,7 @@ class EmEvaluation : public Evaluation {
   const config::Task& task_;
   const problems::Instance& inst_;
   const problems::GmmData& d_;
-  sim::WorkerPool* pool_;
+  WorkerPool* pool_;
   std::vector<double> s_star_;
   Eigen::VectorXd theta_star_;
   long iters_ = 0;
@@ -140,7 +140,7 @@ class EmEvaluation : public Evaluation {
 }  // namespace
 
 Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::Instance& instance,
-                                                     sim::WorkerPool* pool) {
+                                                     WorkerPool* pool) {
   auto e = std::make_unique<EmEvaluation>(task, instance, pool);
   e->prepare();
   return std::unique_ptr<Evaluation>(std::move(e));

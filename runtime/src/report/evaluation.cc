@@ -5,7 +5,7 @@
 namespace fedrt::report {
 
 Result<std::unique_ptr<Evaluation>> Evaluation::Make(const config::Task& task, const problems::DataFiles& files,
-                                                     const problems::Instance& instance, sim::WorkerPool* pool) {
+                                                     const problems::Instance& instance, WorkerPool* pool) {
   switch (config::FamilyOf(task.problem.kind)) {
     case config::Family::kLsa: return MakeLsaEvaluation(task, files, instance);
     case config::Family::kOpt: return MakeOptEvaluation(task, instance);

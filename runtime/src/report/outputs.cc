@@ -12,15 +12,15 @@
 
 namespace fedrt::report {
 
-using sim::ProblemKind;
+using config::ProblemKind;
 
 namespace {
 
 std::string ProblemName(ProblemKind k) {
   switch (k) {
     case ProblemKind::kGarnet: return "garnet";
-    case ProblemKind::kFile: return "file";
-    case ProblemKind::kLsq: return "lsq";
+    case ProblemKind::kBundle: return "file";
+    case ProblemKind::kLeastSquares: return "lsq";
     case ProblemKind::kLogistic: return "logistic";
     case ProblemKind::kGmm: return "gmm";
   }

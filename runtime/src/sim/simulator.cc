@@ -8,43 +8,19 @@
 #include "fedrt/config/names.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/sim/session_driver.h"
-#include "fedrt/sim/task_builder.h"
-#include "fedrt/sim/worker_pool.h"
+#include "fedrt/config/task_builder.h"
+#include "fedrt/core/worker_pool.h"
 
 namespace fedrt::sim {
 
-namespace {
-
-problems::DataFiles FilesOf(const ExperimentConfig& cfg) {
-  problems::DataFiles files;
-  files.bundle = cfg.problem_file;
-  files.csv = cfg.opt.data;
-  return files;
-}
-
-}  // namespace
-
-Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& cfg) {
-  auto task = MakeTask(cfg);
-  if (!task.ok()) return task.status();
-  auto inst = problems::Instance::Build(*task, FilesOf(cfg));
-  if (!inst.ok()) return inst.status();
-  if (cfg.agents_set && static_cast<uint32_t>(cfg.garnet.agents) != (*inst)->agents())
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("--agents {} does not match the {} agents in {}", cfg.garnet.agents, (*inst)->agents(),
-                              !cfg.problem_file.empty() ? fmt::format("problem file '{}'", cfg.problem_file)
-                                                        : fmt::format("'{}'", cfg.opt.data)));
-  return inst;
-}
-
-Result<problems::TdProblem> BuildProblem(const ExperimentConfig& cfg) {
-  auto inst = BuildInstance(cfg);
+Result<problems::TdProblem> BuildProblem(const config::ExperimentConfig& cfg) {
+  auto inst = config::BuildInstance(cfg);
   if (!inst.ok()) return inst.status();
   return *(*inst)->td();
 }
 
-Result<problems::FedDataset> BuildFedData(const ExperimentConfig& cfg) {
-  auto inst = BuildInstance(cfg);
+Result<problems::FedDataset> BuildFedData(const config::ExperimentConfig& cfg) {
+  auto inst = config::BuildInstance(cfg);
   if (!inst.ok()) return inst.status();
   return *(*inst)->fed();
 }
@@ -52,9 +28,9 @@ Result<problems::FedDataset> BuildFedData(const ExperimentConfig& cfg) {
 // Every algorithm of the task for every run, through the round protocol
 // (sim/session_driver.h); the family's evaluation (report/evaluation.h)
 // measures each closed round.
-Result<SimResult> RunExperiment(const ExperimentConfig& cfg, const SimOptions& opt) {
-  FEDRT_TRY(Validate(cfg));
-  auto task_r = MakeTask(cfg);
+Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOptions& opt) {
+  FEDRT_TRY(config::Validate(cfg));
+  auto task_r = config::MakeTask(cfg);
   if (!task_r.ok()) return task_r.status();
   config::Task task = *task_r;
   for (uint32_t a = 0; a < task.num_algorithms; ++a)
@@ -62,12 +38,12 @@ Result<SimResult> RunExperiment(const ExperimentConfig& cfg, const SimOptions& o
         task.problem.kind != config::ProblemKind::kLeastSquares)
       return Status(StatusCode::kInvalidArgument,
                     std::string("fedprox-exact needs least squares (--problem lsq): logistic has no closed-form prox"));
-  auto instance = BuildInstance(cfg);
+  auto instance = config::BuildInstance(cfg);
   if (!instance.ok()) return instance.status();
   task.problem = (*instance)->problem();
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   WorkerPool pool(cfg.threads > 0 ? cfg.threads : static_cast<int>(hw));
-  auto eval_r = report::Evaluation::Make(task, FilesOf(cfg), **instance, &pool);
+  auto eval_r = report::Evaluation::Make(task, config::DataFilesOf(cfg), **instance, &pool);
   if (!eval_r.ok()) return eval_r.status();
   report::Evaluation& eval = **eval_r;
 

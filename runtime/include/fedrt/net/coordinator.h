@@ -12,7 +12,7 @@
 
 #include "fedrt/core/status.h"
 #include "fedrt/net/network_config.h"
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 
 namespace fedrt::net {
 
@@ -23,7 +23,7 @@ struct CoordinatorHooks {
 };
 
 struct CoordinatorOptions {
-  sim::ExperimentConfig experiment;
+  config::ExperimentConfig experiment;
   NetworkConfig network;
   std::string out;        // --out DIR: metrics.csv, summary.json, error.png
   std::string port_file;  // written with the bound port once listening

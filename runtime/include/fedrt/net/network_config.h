@@ -15,7 +15,7 @@
 #include <string>
 
 #include "fedrt/core/status.h"
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 
 namespace fedrt::net {
 
@@ -38,6 +38,6 @@ Status ValidateNetwork(const NetworkConfig& net);
 // Hash of everything that determines the agents' local problems (kind,
 // Garnet settings, problem seed, file, noise-free): devices and coordinator
 // must agree on it.
-uint64_t ProblemFingerprint(const sim::ExperimentConfig& cfg);
+uint64_t ProblemFingerprint(const config::ExperimentConfig& cfg);
 
 }  // namespace fedrt::net

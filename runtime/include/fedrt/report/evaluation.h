@@ -16,7 +16,7 @@
 #include "fedrt/protocol/server_core.h"
 #include "fedrt/report/results.h"
 
-namespace fedrt::sim {
+namespace fedrt {
 class WorkerPool;
 }
 
@@ -29,7 +29,7 @@ class Evaluation {
   // The family's evaluation of `task` over `instance` (both must outlive
   // it). `pool` may be null (single-threaded).
   static Result<std::unique_ptr<Evaluation>> Make(const config::Task& task, const problems::DataFiles& files,
-                                                  const problems::Instance& instance, sim::WorkerPool* pool);
+                                                  const problems::Instance& instance, WorkerPool* pool);
 
   // The problem summary, the error metric's name and the family's settings.
   virtual void describe(SimResult& out) const = 0;

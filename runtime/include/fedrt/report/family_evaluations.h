@@ -12,7 +12,7 @@ std::unique_ptr<Evaluation> MakeLsaEvaluation(const config::Task& task, const pr
                                               const problems::Instance& instance);
 Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::Instance& instance);
 Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::Instance& instance,
-                                                     sim::WorkerPool* pool);
+                                                     WorkerPool* pool);
 
 // ||x - star||^2 over star's length.
 double SquaredDistance(const double* x, const Eigen::VectorXd& star);

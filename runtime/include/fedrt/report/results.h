@@ -12,11 +12,11 @@
 #include <Eigen/Dense>
 #include <nlohmann/json.hpp>
 
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 
 namespace fedrt::report {
 
-using sim::ExperimentConfig;
+using config::ExperimentConfig;
 
 // Results of one algorithm over all runs. Generic over problem families
 // (LSA / TD(0), optimisation, EM): `error` is the family's error metric.

@@ -14,7 +14,7 @@
 #include "fedrt/config/task.h"
 #include "fedrt/protocol/client_session.h"
 #include "fedrt/protocol/server_session.h"
-#include "fedrt/sim/worker_pool.h"
+#include "fedrt/core/worker_pool.h"
 
 namespace fedrt::sim {
 

@@ -17,7 +17,7 @@
 #include "fedrt/problems/instance.h"
 #include "fedrt/problems/td_problem.h"
 #include "fedrt/report/results.h"
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 
 namespace fedrt::sim {
 
@@ -39,17 +39,14 @@ struct SimOptions {
   bool keep_theta_history = false;
 };
 
-// Every agent's data and oracle of `config`'s problem (problems/instance.h),
-// checking an explicit --agents against a problem read from files.
-Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& config);
 // The federated TD(0) problem of `config` (Garnet or an array-bundle file),
 // and the data of a least-squares / logistic problem.
-Result<problems::TdProblem> BuildProblem(const ExperimentConfig& config);
-Result<problems::FedDataset> BuildFedData(const ExperimentConfig& config);
+Result<problems::TdProblem> BuildProblem(const config::ExperimentConfig& config);
+Result<problems::FedDataset> BuildFedData(const config::ExperimentConfig& config);
 
 // Runs every algorithm of `config` for config.runs runs through the round
 // protocol, messages in memory, and measures each round with the family's
 // evaluation (report/evaluation.h).
-Result<SimResult> RunExperiment(const ExperimentConfig& config, const SimOptions& options = {});
+Result<SimResult> RunExperiment(const config::ExperimentConfig& config, const SimOptions& options = {});
 
 }  // namespace fedrt::sim

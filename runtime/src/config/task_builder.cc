@@ -1,4 +1,4 @@
-#include "fedrt/sim/task_builder.h"
+#include "fedrt/config/task_builder.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 
 #include "fedrt/config/names.h"
 
-namespace fedrt::sim {
+namespace fedrt::config {
 
 using config::AlgorithmChoice;
 using config::AlgorithmKind;
@@ -27,15 +27,15 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   config::ProblemSpec& p = t.problem;
   switch (cfg.problem) {
     case ProblemKind::kGarnet: p.kind = config::ProblemKind::kGarnet; break;
-    case ProblemKind::kFile: p.kind = config::ProblemKind::kBundle; break;
-    case ProblemKind::kLsq: p.kind = config::ProblemKind::kLeastSquares; break;
+    case ProblemKind::kBundle: p.kind = config::ProblemKind::kBundle; break;
+    case ProblemKind::kLeastSquares: p.kind = config::ProblemKind::kLeastSquares; break;
     case ProblemKind::kLogistic: p.kind = config::ProblemKind::kLogistic; break;
     case ProblemKind::kGmm: p.kind = config::ProblemKind::kGmm; break;
   }
   p.agents = static_cast<uint32_t>(cfg.garnet.agents);
   p.dim = static_cast<uint32_t>(cfg.garnet.dim);
   p.seed = cfg.effective_problem_seed();
-  p.from_files = cfg.problem == ProblemKind::kFile || !cfg.opt.data.empty();
+  p.from_files = cfg.problem == ProblemKind::kBundle || !cfg.opt.data.empty();
   p.garnet.states = static_cast<uint32_t>(cfg.garnet.n_states);
   p.garnet.actions = static_cast<uint32_t>(cfg.garnet.n_actions);
   p.garnet.branching = static_cast<uint32_t>(cfg.garnet.branching);
@@ -98,4 +98,24 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   return t;
 }
 
-}  // namespace fedrt::sim
+problems::DataFiles DataFilesOf(const ExperimentConfig& cfg) {
+  problems::DataFiles files;
+  files.bundle = cfg.problem_file;
+  files.csv = cfg.opt.data;
+  return files;
+}
+
+Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& cfg) {
+  auto task = MakeTask(cfg);
+  if (!task.ok()) return task.status();
+  auto inst = problems::Instance::Build(*task, DataFilesOf(cfg));
+  if (!inst.ok()) return inst.status();
+  if (cfg.agents_set && static_cast<uint32_t>(cfg.garnet.agents) != (*inst)->agents())
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("--agents {} does not match the {} agents in {}", cfg.garnet.agents, (*inst)->agents(),
+                              !cfg.problem_file.empty() ? fmt::format("problem file '{}'", cfg.problem_file)
+                                                        : fmt::format("'{}'", cfg.opt.data)));
+  return inst;
+}
+
+}  // namespace fedrt::config

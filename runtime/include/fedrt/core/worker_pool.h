@@ -1,5 +1,6 @@
 #pragma once
-// WorkerPool: persistent threads running contiguous chunks of an index range.
+// WorkerPool: persistent threads running contiguous chunks of an index range
+// (host code: the simulator's agents, the evaluations' per-agent sums).
 // Work is partitioned statically, so which thread runs an agent never changes
 // a result: every agent's randomness is keyed by (seed, run, agent, round).
 
@@ -10,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace fedrt::sim {
+namespace fedrt {
 
 class WorkerPool {
  public:
@@ -37,4 +38,4 @@ class WorkerPool {
   bool stop_ = false;
 };
 
-}  // namespace fedrt::sim
+}  // namespace fedrt

@@ -1,4 +1,4 @@
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 
 #include <cmath>
 #include <filesystem>
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-namespace fedrt::sim {
+namespace fedrt::config {
 
 using algorithms::LsaAlgorithm;
 
@@ -41,9 +41,9 @@ std::string AlgorithmList(const std::vector<std::string>& algs) {
 std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
   switch (kind) {
     case ProblemKind::kGarnet:
-    case ProblemKind::kFile:
+    case ProblemKind::kBundle:
       return {"fedlsa", "scafflsa", "scafflsa-prob"};
-    case ProblemKind::kLsq:
+    case ProblemKind::kLeastSquares:
       return {"fedavg", "scaffold", "fedprox", "fedprox-exact",
               "fedavg-rr", "scaffold-rr", "fedprox-rr", "fedprox-exact-rr"};
     case ProblemKind::kLogistic:
@@ -57,9 +57,9 @@ std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
 std::vector<std::string> DefaultAlgorithms(ProblemKind kind) {
   switch (kind) {
     case ProblemKind::kGarnet:
-    case ProblemKind::kFile:
+    case ProblemKind::kBundle:
       return {"fedlsa", "scafflsa"};
-    case ProblemKind::kLsq:
+    case ProblemKind::kLeastSquares:
     case ProblemKind::kLogistic:
       return {"fedavg", "scaffold"};
     case ProblemKind::kGmm:
@@ -86,8 +86,8 @@ Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s) {
 
 Result<ProblemKind> ParseProblemKind(const std::string& s) {
   if (s == "garnet") return ProblemKind::kGarnet;
-  if (s == "file") return ProblemKind::kFile;
-  if (s == "lsq") return ProblemKind::kLsq;
+  if (s == "file") return ProblemKind::kBundle;
+  if (s == "lsq") return ProblemKind::kLeastSquares;
   if (s == "logistic") return ProblemKind::kLogistic;
   if (s == "gmm") return ProblemKind::kGmm;
   return Status(StatusCode::kInvalidArgument,
@@ -220,7 +220,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     if (!file.empty()) {
       std::filesystem::path fp(file);
       cfg.problem_file = fp.is_absolute() || base.empty() ? file : (base / fp).string();
-      if (kind.empty()) cfg.problem = ProblemKind::kFile;  // like --problem-file without --problem
+      if (kind.empty()) cfg.problem = ProblemKind::kBundle;  // like --problem-file without --problem
     }
     FEDRT_TRY(r.read("heterogeneity", het));
     if (!het.empty()) {
@@ -358,7 +358,7 @@ Status Validate(const ExperimentConfig& c) {
                                AlgorithmList(known)));
     }
   }
-  if (c.problem == ProblemKind::kFile && c.problem_file.empty())
+  if (c.problem == ProblemKind::kBundle && c.problem_file.empty())
     return bad("--problem file needs --problem-file F (an array bundle)");
   if (c.problem == ProblemKind::kGarnet) {
     if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
@@ -368,7 +368,7 @@ Status Validate(const ExperimentConfig& c) {
       return bad("problem.branching must be in [1, states]");
     if (!(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0)) return bad("problem.gamma must be in [0, 1)");
   }
-  if (c.problem == ProblemKind::kLsq || c.problem == ProblemKind::kLogistic) {
+  if (c.problem == ProblemKind::kLeastSquares || c.problem == ProblemKind::kLogistic) {
     const OptSettings& o = c.opt;
     if (o.data.empty()) {
       if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
@@ -392,4 +392,4 @@ Status Validate(const ExperimentConfig& c) {
   return Status::Ok();
 }
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::config

@@ -1,6 +1,6 @@
-#include "fedrt/sim/worker_pool.h"
+#include "fedrt/core/worker_pool.h"
 
-namespace fedrt::sim {
+namespace fedrt {
 
 WorkerPool::WorkerPool(int threads) {
   if (threads < 1) threads = 1;
@@ -65,4 +65,4 @@ void WorkerPool::worker_main(int index) {
   }
 }
 
-}  // namespace fedrt::sim
+}  // namespace fedrt

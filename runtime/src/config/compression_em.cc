@@ -1,12 +1,12 @@
-#include "fedrt/sim/compression_em_config.h"
+#include "fedrt/config/compression_em.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 
-namespace fedrt::sim {
+namespace fedrt::config {
 
 using compression::QuantizerKind;
 
@@ -59,4 +59,4 @@ Status ValidateCompressionEm(const ExperimentConfig& c) {
   return Status::Ok();
 }
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::config

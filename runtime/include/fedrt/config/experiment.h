@@ -9,14 +9,13 @@
 #include <vector>
 
 #include "fedrt/algorithms/lsa.h"
+#include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/garnet.h"
-#include "fedrt/sim/compression_em_config.h"
+#include "fedrt/config/compression_em.h"
 #include "fedrt/secagg/settings.h"
 
-namespace fedrt::sim {
-
-enum class ProblemKind { kGarnet, kFile, kLsq, kLogistic, kGmm };
+namespace fedrt::config {
 
 // Settings of the federated optimisation family (problem lsq / logistic);
 // agents and dim are shared with the other families (garnet.agents, garnet.dim).
@@ -40,7 +39,7 @@ struct OptSettings {
 struct ExperimentConfig {
   // [problem]
   ProblemKind problem = ProblemKind::kGarnet;
-  std::string problem_file;  // array bundle, for ProblemKind::kFile
+  std::string problem_file;  // array bundle, for ProblemKind::kBundle
   problems::GarnetConfig garnet;  // agents, heterogeneity, sizes, gamma, epsilon
   std::optional<uint64_t> problem_seed;  // defaults to `seed`
   bool noise_free = false;  // expected-operator oracle
@@ -95,7 +94,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& config);
 Status Validate(const ExperimentConfig& config);
 // The [compression] and [gmm] settings (compression_em_config.cc; called by Validate).
 Status ValidateCompressionEm(const ExperimentConfig& config);
-// secure_aggregation and secagg_* (runtime/src/secagg/secagg_config.cc; called by Validate).
+// secure_aggregation and secagg_* (runtime/src/config/secagg_settings.cc; called by Validate).
 Status ValidateSecAgg(const ExperimentConfig& config);
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::config

@@ -8,7 +8,7 @@
 #include "fedrt/compression/quantizer.h"
 #include "fedrt/core/status.h"
 
-namespace fedrt::sim {
+namespace fedrt::config {
 
 struct CompressionSettings {
   compression::QuantizerSpec quantizer;  // kind none = raw float64 payloads
@@ -32,4 +32,4 @@ struct GmmSettings {
 Result<compression::QuantizerKind> ParseQuantizerKind(const std::string& s);
 const char* QuantizerKindName(compression::QuantizerKind k);
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::config

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "fedrt/secagg/protocol.h"
-#include "fedrt/sim/experiment.h"
+#include "fedrt/config/experiment.h"
 
-namespace fedrt::sim {
+namespace fedrt::config {
 
 Status ValidateSecAgg(const ExperimentConfig& c) {
   auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
@@ -33,14 +33,14 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   if (c.compression.control_variates && s.dropout > 0.0)
     return bad("secure_aggregation with compression.control_variates needs secagg_dropout = 0: a dropped device's "
                "V_c would leave the server's running sum of the V_c");
-  if ((c.problem == ProblemKind::kLsq || c.problem == ProblemKind::kLogistic) && s.dropout > 0.0)
+  if ((c.problem == ProblemKind::kLeastSquares || c.problem == ProblemKind::kLogistic) && s.dropout > 0.0)
     for (const std::string& a : c.algorithms)
       if (a.rfind("scaffold", 0) == 0)
         return bad(fmt::format("secure_aggregation with secagg_dropout > 0 cannot run '{}': a Scaffold agent moves its "
                                "c_c during local steps, so a dropped update would break mean_c c_c = c",
                                a));
   const uint64_t agents = static_cast<uint64_t>(c.garnet.agents > 0 ? c.garnet.agents : 0);
-  if (c.problem != ProblemKind::kFile && agents < 3)
+  if (c.problem != ProblemKind::kBundle && agents < 3)
     return bad(fmt::format("secure_aggregation needs at least 3 agents, got {}", agents));
   const uint64_t top = (uint64_t{1} << q.bits) - 1;
   if (agents * top > 0xFFFFFFFFull)
@@ -56,4 +56,4 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   return Status::Ok();
 }
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::config

@@ -1,0 +1,27 @@
+#pragma once
+// The plain task of an experiment (config/task.h) from its host settings:
+// what the sessions run, whatever the driver, and the problem instance it
+// names. Host code.
+
+#include <memory>
+#include <string>
+
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/config/experiment.h"
+#include "fedrt/problems/instance.h"
+
+namespace fedrt::config {
+
+// Algorithm names ("fedavg", "scaffold-rr", ...) to the task's choices,
+// with --rr expanding each optimisation algorithm to its Fed-RR twin.
+Result<config::Task> MakeTask(const ExperimentConfig& cfg);
+Result<config::AlgorithmChoice> ParseAlgorithmChoice(const std::string& name);
+
+// The data files `config` names (an array bundle, CSV data), for Instance::Build.
+problems::DataFiles DataFilesOf(const ExperimentConfig& config);
+// Every agent's data and oracle of `config`'s problem (problems/instance.h),
+// checking an explicit --agents against a problem read from files.
+Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& config);
+
+}  // namespace fedrt::config
