@@ -10,28 +10,20 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fedrt/config/names.h"
+
 namespace fedrt::report {
 
 using config::ProblemKind;
 
 namespace {
 
-std::string ProblemName(ProblemKind k) {
-  switch (k) {
-    case ProblemKind::kGarnet: return "garnet";
-    case ProblemKind::kBundle: return "file";
-    case ProblemKind::kLeastSquares: return "lsq";
-    case ProblemKind::kLogistic: return "logistic";
-    case ProblemKind::kGmm: return "gmm";
-  }
-  return "?";
-}
 
 // Common settings, then the family's own (which may add or refine keys).
 nlohmann::json Settings(const SimResult& r) {
   const ExperimentConfig& c = r.config;
   nlohmann::json s;
-  s["problem"] = ProblemName(c.problem);
+  s["problem"] = config::ProblemKindName(c.problem);
   s["agents"] = r.problem.agents;
   s["dim"] = r.problem.dim;
   std::string names;
