@@ -162,15 +162,31 @@ class TdOracle {
     return atoms_[i];
   }
 
+  // a^T b summed in one order on every architecture: even and odd
+  // coordinates apart, then added. Eigen's dot follows the machine's SIMD
+  // width, so a board without double SIMD (armhf) would round differently
+  // from a host (docs/architecture.md, "Same iterates in every driver").
+  static inline S FixedOrderDot(const S* a, const S* b, int n) {
+    S even = 0, odd = 0;
+    int i = 0;
+    for (; i + 1 < n; i += 2) {
+      even += a[i] * b[i];
+      odd += a[i + 1] * b[i + 1];
+    }
+    if (i < n) even += a[i] * b[i];
+    return even + odd;
+  }
+
   // One TD(0) step: theta <- theta - eta (phi(s) ((phi(s) - gamma phi(s'))^T theta - r(s)))
   // i.e. theta <- theta - eta (A(Z) theta - b(Z)) in O(d).
   template <int D>
   inline void step(VecMap<S, D>& theta, S eta, CounterRng& rng) const {
     const TdTransition<S>& z = sample(rng);
-    const auto phi_s = MapVec<D>(phi_ + static_cast<size_t>(z.state) * dim_, dim_);
-    const auto phi_n = MapVec<D>(phi_ + static_cast<size_t>(z.next_state) * dim_, dim_);
-    const S td = phi_s.dot(theta) - gamma_ * phi_n.dot(theta) - z.reward;
-    theta.noalias() -= (eta * td) * phi_s;
+    const S* ps = phi_ + static_cast<size_t>(z.state) * dim_;
+    const S* pn = phi_ + static_cast<size_t>(z.next_state) * dim_;
+    const int n = D > 0 ? D : dim_;
+    const S td = FixedOrderDot(ps, theta.data(), n) - gamma_ * FixedOrderDot(pn, theta.data(), n) - z.reward;
+    theta.noalias() -= (eta * td) * MapVec<D>(ps, dim_);
   }
 
  private:
