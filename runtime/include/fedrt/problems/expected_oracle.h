@@ -40,7 +40,13 @@ class ExpectedLsaOracle {
   template <int D>
   inline void step(VecMap<S, D>& theta, S eta, CounterRng& /*rng*/) const {
     auto r = MapVec<D>(scratch_, dim_);
+#if defined(FEDRT_FIRMWARE)
+    // Coefficient-based product: Eigen's matrix-vector kernel keeps a heap
+    // fallback for its temporary, which a firmware must not link.
+    r.noalias() = MapMat<D>(abar_, dim_).lazyProduct(theta);
+#else
     r.noalias() = MapMat<D>(abar_, dim_) * theta;
+#endif
     r -= MapVec<D>(static_cast<const S*>(bbar_), dim_);
     theta.noalias() -= eta * r;
   }

@@ -24,9 +24,11 @@ class SegmentCoder {
  public:
   SegmentCoder() = default;
 
+  // create()'s allocations: the difference link, `sent`, and one payload
+  // buffer for the longer of the coded and the raw float64 encodings.
   static constexpr size_t ArenaBytes(int dim, const compression::QuantizerSpec& q) {
     return compression::CompressedDifference<S>::ArenaBytes(dim) + sizeof(S) * static_cast<size_t>(dim) +
-           compression::MaxPayloadBytes(q, dim) + 8 * static_cast<size_t>(dim) + 3 * Arena::kAlignment;
+           PayloadCapacity(dim, q) + 3 * Arena::kAlignment;
   }
 
   // memory: keep V (control variates); a raw uplink (kNone) keeps none unless
@@ -36,9 +38,7 @@ class SegmentCoder {
     if (!link.ok()) return link.status();
     auto sent = arena.allocate<S>(static_cast<size_t>(dim));
     if (!sent.ok()) return sent.status();
-    const size_t cap = compression::MaxPayloadBytes(q, dim) > 8 * static_cast<size_t>(dim)
-                           ? compression::MaxPayloadBytes(q, dim)
-                           : 8 * static_cast<size_t>(dim);
+    const size_t cap = PayloadCapacity(dim, q);
     auto payload = arena.allocate<uint8_t>(cap);
     if (!payload.ok()) return payload.status();
     SegmentCoder c;
@@ -49,6 +49,11 @@ class SegmentCoder {
     c.payload_ = payload->data;
     c.cap_ = cap;
     return c;
+  }
+
+  static constexpr size_t PayloadCapacity(int dim, const compression::QuantizerSpec& q) {
+    return compression::MaxPayloadBytes(q, dim) > 8 * static_cast<size_t>(dim) ? compression::MaxPayloadBytes(q, dim)
+                                                                                : 8 * static_cast<size_t>(dim);
   }
 
   // Raw uplink: payload = value as little-endian float64; the server takes the
