@@ -3,11 +3,12 @@
 # simulator and host tests are not built in these presets (FEDRT_BUILD_HOST=OFF).
 #
 #   fedrt_add_firmware(<name> SOURCES <src>... [STACK_SIZE <bytes>]
-#                      [LIBRARIES <target>...] [NO_STANDALONE_RUN]
+#                      [LIBRARIES <target>...] [LAYOUT large] [NO_STANDALONE_RUN]
 #                      [EXCLUDE_FROM_CHECKS] [FOOTPRINT_LOG <file>])
 # builds <name>.elf with the mps2 startup code, vector table, UART/timer/
 # semihosting layer and provisioning block (platform/mps2) compiled into its
-# own sources, linked with platform/mps2/<machine>.ld, plus <name>.map.
+# own sources, linked with platform/mps2/<machine>.ld (96 KB flash / 32 KB
+# RAM) or, with LAYOUT large, <machine>-large.ld (128 KB / 64 KB), plus <name>.map.
 # Every firmware is registered for the symbol-table (no heap) and footprint
 # budget checks; NO_STANDALONE_RUN marks firmware that cannot run without a
 # peer (e.g. fedrt-fw needs a coordinator), so footprint.py does not run it;
@@ -31,12 +32,18 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 
 function(fedrt_add_firmware name)
-  cmake_parse_arguments(FW "NO_STANDALONE_RUN;EXCLUDE_FROM_CHECKS" "STACK_SIZE;FOOTPRINT_LOG" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(FW "NO_STANDALONE_RUN;EXCLUDE_FROM_CHECKS" "STACK_SIZE;FOOTPRINT_LOG;LAYOUT" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT FW_SOURCES)
     message(FATAL_ERROR "fedrt_add_firmware(${name}): SOURCES is required")
   endif()
   if(NOT FW_STACK_SIZE)
     set(FW_STACK_SIZE 4096)
+  endif()
+  set(_ld ${FEDRT_MPS2_MACHINE})
+  if(FW_LAYOUT STREQUAL "large")
+    set(_ld ${FEDRT_MPS2_MACHINE}-large)
+  elseif(FW_LAYOUT)
+    message(FATAL_ERROR "fedrt_add_firmware(${name}): LAYOUT must be 'large' or omitted")
   endif()
   add_executable(${name}
     ${FW_SOURCES}
@@ -46,11 +53,11 @@ function(fedrt_add_firmware name)
   target_include_directories(${name} PRIVATE ${FEDRT_MPS2_DIR})
   target_link_libraries(${name} PRIVATE fedrt_firmware_config ${FW_LIBRARIES} m)
   target_link_options(${name} PRIVATE
-    -L${FEDRT_MPS2_DIR} -T${FEDRT_MPS2_MACHINE}.ld
+    -L${FEDRT_MPS2_DIR} -T${_ld}.ld
     -Wl,--defsym=__stack_size=${FW_STACK_SIZE}
     -Wl,-Map=$<TARGET_FILE_DIR:${name}>/${name}.map -Wl,--print-memory-usage)
   set_target_properties(${name} PROPERTIES LINK_DEPENDS
-    "${FEDRT_MPS2_DIR}/${FEDRT_MPS2_MACHINE}.ld;${FEDRT_MPS2_DIR}/mps2-common.ld")
+    "${FEDRT_MPS2_DIR}/${_ld}.ld;${FEDRT_MPS2_DIR}/mps2-common.ld")
   # Every firmware ELF / those that run to exit without a peer (global
   # properties read by the checks that tests/firmware defers to the end).
   if(FW_EXCLUDE_FROM_CHECKS)

@@ -2,7 +2,9 @@
 """Footprint report of fedrt firmware ELFs (issue 6): text, data, bss, stack,
 flash = text + data, RAM = data + bss + stack, the stack high-water mark and
 the TLS heap high-water mark the firmware reports at exit ("[mps2] key=N"
-lines on its console), against the committed budget (platform/mps2/budget.json).
+lines on its console), against the committed budget (platform/mps2/budget.json;
+a firmware's own "totals" there override the global ones: fedrt-fw has 128 KB
+flash / 64 KB RAM, the others 96 KB / 32 KB).
 
   footprint.py [--budget FILE] [--check] [--run MACHINE] [--log NAME=FILE]...
                [--no-heap] [--manifest build/<preset>/firmware_manifest.json] [ELF...]
@@ -153,6 +155,7 @@ def main():
 
     problems = []
     extra = []
+    own_totals = []
     header = f"{'firmware':<24} {'text':>7} {'data':>6} {'bss':>6} {'stack':>6} {'flash':>7} {'ram':>6} {'stack_hwm':>9} {'tls_heap_hwm':>12}"
     print(header)
     print("-" * len(header))
@@ -187,10 +190,15 @@ def main():
         for key in ("text", "data", "bss", "stack"):
             if key in b and s[key] > b[key]:
                 problems.append(f"{name}: {key} is {s[key]} bytes, budget {b[key]}")
-        if "flash" in totals and flash + totals.get("provision", 0) > totals["flash"]:
-            problems.append(f"{name}: flash {flash} + provisioning {totals.get('provision', 0)} bytes exceeds {totals['flash']}")
-        if "ram" in totals and ram > totals["ram"]:
-            problems.append(f"{name}: RAM {ram} bytes exceeds {totals['ram']}")
+        t = dict(totals)
+        t.update(b.get("totals", {}))
+        if "flash" in t and flash + t.get("provision", 0) > t["flash"]:
+            problems.append(f"{name}: flash {flash} + provisioning {t.get('provision', 0)} bytes exceeds {t['flash']}")
+        if "ram" in t and ram > t["ram"]:
+            problems.append(f"{name}: RAM {ram} bytes exceeds {t['ram']}")
+        if b.get("totals"):
+            own_totals.append(f"{name}: flash <= {t.get('flash', '?')} B (incl. {t.get('provision', 0)} B provisioning), "
+                              f"RAM <= {t.get('ram', '?')} B")
         if hwm is not None and s["stack"] and hwm >= s["stack"]:
             problems.append(f"{name}: stack high-water mark {hwm} reached the stack size {s['stack']} (overflow)")
         if a.no_heap:
@@ -201,6 +209,8 @@ def main():
         print(line)
     print(f"budget: flash <= {totals.get('flash', '?')} B (incl. {totals.get('provision', 0)} B provisioning), "
           f"RAM <= {totals.get('ram', '?')} B; per-section budgets in {a.budget.name}")
+    for line in own_totals:
+        print(f"budget of {line}")
     if a.no_heap and not problems:
         print(f"no-heap: no malloc/free/calloc/realloc/new/delete symbol in {len(a.elfs)} firmware ELF(s)")
     for p in problems:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write a per-device provisioning blob for fedrt firmware on mps2 (layout in
 platform/mps2/provision.h). QEMU loads it with
-  -device loader,file=BLOB,addr=0x00017000   (qemu-run.sh --provision BLOB)
+  -device loader,file=BLOB,addr=0x00017000   (qemu-run.sh --provision BLOB; 0x0001F000
+                                              for the large layout, read from the ELF)
 """
 import argparse
 import pathlib

@@ -2,7 +2,8 @@
 // Per-device provisioning block of fedrt firmware on mps2. The boards have no
 // TRNG and no per-device storage, so identity, key and entropy seed come from
 // a fixed, linker-reserved 4 KB region (section .provision at
-// fedrt_provision_block, 0x00017000 on an385/an386) that QEMU fills at start:
+// fedrt_provision_block, 0x00017000 on an385/an386, 0x0001F000 with the large
+// layout of mps2-an38x-large.ld) that QEMU fills at start:
 //   -device loader,file=blob.bin,addr=0x00017000   (qemu-run.sh --provision blob.bin)
 // The blob is written on the host by platform/mps2/make_provision.py.
 //
@@ -24,7 +25,7 @@ extern "C" {
 
 #define FEDRT_PROVISION_MAGIC 0x56505246u  // "FRPV" in memory order
 #define FEDRT_PROVISION_VERSION 1u
-#define FEDRT_PROVISION_ADDRESS 0x00017000u
+#define FEDRT_PROVISION_ADDRESS 0x00017000u  // default layout; the linker's fedrt_provision_block is authoritative
 #define FEDRT_PROVISION_CAPACITY 4096u
 #define FEDRT_PROVISION_ID_MAX 32u    // device id / PSK identity, NUL-padded
 #define FEDRT_PROVISION_PSK_MAX 32u   // PSK bytes
@@ -61,7 +62,7 @@ typedef enum {
 // its fixed fields. Pure: used on the device and by tests.
 FedrtProvisionStatus fedrt_provision_parse(const void* blob, size_t capacity, const FedrtProvisionV1** out);
 
-// The block QEMU loaded at FEDRT_PROVISION_ADDRESS (validated once per call).
+// The block QEMU loaded at fedrt_provision_block (validated once per call).
 FedrtProvisionStatus fedrt_provision_get(const FedrtProvisionV1** out);
 
 // Extension bytes after FedrtProvisionV1 in a valid block (*len = 0 if none).

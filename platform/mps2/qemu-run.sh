@@ -5,24 +5,29 @@
 # the ELF (and any test arguments) after the options below.
 #
 #   qemu-run.sh --machine mps2-an386 [--timeout SEC] [--icount] [--provision BLOB]
-#               [--serial1 CHARDEV] [--] FIRMWARE.elf [ARG...]
+#               [--data IMAGE] [--serial1 CHARDEV] [--] FIRMWARE.elf [ARG...]
 #
 #   --timeout SEC      kill QEMU after SEC seconds (default 60; exit code 124;
 #                      0 = no limit, e.g. for fedrt-fw in a long fleet run)
 #   --icount           -icount shift=0: 1 ns of virtual time per instruction
 #                      (deterministic instruction counts for benchmarks)
-#   --provision BLOB   load a provisioning blob (make_provision.py) at 0x00017000
+#   --provision BLOB   load a provisioning blob (make_provision.py) at the
+#                      firmware's fedrt_provision_block (0x00017000, or the
+#                      address its ELF names: 0x0001F000 for the 128 KB layout)
+#   --data IMAGE       load a data partition (fedrt-fw-provision's problem
+#                      image) at fedrt_data_block (0x00200000, mps2-common.ld)
 #   --serial1 CHARDEV  UART1 (the coordinator link), e.g. tcp:127.0.0.1:7000
 # ARGs are passed to the firmware as its semihosting command line.
 set -euo pipefail
 
-machine="" timeout_s=60 icount=0 provision="" serial1=""
+machine="" timeout_s=60 icount=0 provision="" data="" serial1=""
 while (($#)); do
   case "$1" in
     --machine) machine="${2:?--machine needs a value}"; shift 2 ;;
     --timeout) timeout_s="${2:?--timeout needs seconds}"; shift 2 ;;
     --icount) icount=1; shift ;;
     --provision) provision="${2:?--provision needs a file}"; shift 2 ;;
+    --data) data="${2:?--data needs a file}"; shift 2 ;;
     --serial1) serial1="${2:?--serial1 needs a chardev}"; shift 2 ;;
     --) shift; break ;;
     -*) echo "qemu-run.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -43,9 +48,19 @@ cmd=(qemu-system-arm -M "$machine" -nographic -monitor none -semihosting-config 
 if [[ -n "$serial1" ]]; then
   cmd+=(-serial stdio -serial "$serial1")
 fi
+# Where the ELF's linker script put a region (0x... of symbol $1), else $2.
+symbol_addr() {
+  local a
+  a="$(arm-none-eabi-nm "$elf" 2>/dev/null | awk -v s="$1" '$3 == s {print $1; exit}')"
+  [[ -n "$a" ]] && echo "0x$a" || echo "$2"
+}
 if [[ -n "$provision" ]]; then
   [[ -f "$provision" ]] || { echo "qemu-run.sh: provisioning blob '$provision' does not exist" >&2; exit 2; }
-  cmd+=(-device "loader,file=$provision,addr=0x00017000,force-raw=on")
+  cmd+=(-device "loader,file=$provision,addr=$(symbol_addr fedrt_provision_block 0x00017000),force-raw=on")
+fi
+if [[ -n "$data" ]]; then
+  [[ -f "$data" ]] || { echo "qemu-run.sh: data image '$data' does not exist" >&2; exit 2; }
+  cmd+=(-device "loader,file=$data,addr=$(symbol_addr fedrt_data_block 0x00200000),force-raw=on")
 fi
 cmd+=(-kernel "$elf")
 
