@@ -1,10 +1,11 @@
-# Firmware application fedrt-fw (issue 6): mbedTLS 2.28 and the nanopb 0.4.7
-# runtime built from the Debian source packages that scripts/fetch_sources.sh
-# unpacks into build/third_party, messages generated from runtime/wire
-# (fedrt.proto + fedrt.options) by the host's nanopb generator, and the
-# portable device protocol client runtime/src/fw. Host builds add the client's
-# TCP driver (fedrt-fw-host) and the provisioning tool (fedrt-fw-provision);
-# firmware builds (C1's cmake/firmware.cmake) add the fedrt-fw image.
+# Firmware applications fedrt-fw and fedrt-fw-lsa: mbedTLS 2.28 and the
+# nanopb 0.4.7 runtime built from the Debian source packages that
+# scripts/fetch_sources.sh unpacks into build/third_party, messages generated
+# from runtime/wire (fedrt.proto + fedrt.options + the firmware's bounds) by
+# the host's nanopb generator, and the portable device client runtime/src/fw.
+# Host builds add the client's TCP driver (fedrt-fw-host, fedrt-fw-host-lsa)
+# and the provisioning tool (fedrt-fw-provision); firmware builds
+# (cmake/firmware.cmake) add the two images.
 # Included from CMakeLists.txt (host) and cmake/firmware.cmake (Cortex-M).
 if(FEDRT_FW_APP_INCLUDED)
   return()
@@ -13,7 +14,8 @@ set(FEDRT_FW_APP_INCLUDED ON)
 
 # Provisioning tool (host): needs no fetched sources.
 if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
-  add_executable(fedrt-fw-provision "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_provision.cc")
+  add_executable(fedrt-fw-provision "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_provision.cc"
+                 "${CMAKE_SOURCE_DIR}/runtime/src/fw/provision.cc")
   target_link_libraries(fedrt-fw-provision PRIVATE fedrt_net CLI11::CLI11)
 endif()
 
@@ -45,72 +47,128 @@ target_include_directories(fedrt_fw_mbedtls SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/
 target_compile_definitions(fedrt_fw_mbedtls PUBLIC MBEDTLS_CONFIG_FILE="mbedtls_config.h")
 target_compile_options(fedrt_fw_mbedtls PRIVATE -w)
 
-# nanopb messages from the same .proto/.options as the host's protobuf-lite code,
-# with the firmware's tighter SecAgg+ bounds (runtime/fw/fedrt_fw.options) appended.
-set(FEDRT_NANOPB_OUT "${CMAKE_BINARY_DIR}/generated/nanopb")
-file(MAKE_DIRECTORY "${FEDRT_NANOPB_OUT}")
-set(_fw_opts "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.options" "${CMAKE_SOURCE_DIR}/runtime/fw/fedrt_fw.options")
-add_custom_command(
-  OUTPUT "${FEDRT_NANOPB_OUT}/fedrt.npb.c" "${FEDRT_NANOPB_OUT}/fedrt.npb.h"
-  COMMAND ${CMAKE_COMMAND} -E cat ${_fw_opts} > "${FEDRT_NANOPB_OUT}/fedrt_fw_merged.options"
-  COMMAND "${FEDRT_NANOPB_GENERATOR}" -q -e .npb -D "${FEDRT_NANOPB_OUT}" -I "${CMAKE_SOURCE_DIR}/runtime/wire"
-          -f "${FEDRT_NANOPB_OUT}/fedrt_fw_merged.options" "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto"
-  DEPENDS "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto" ${_fw_opts}
-  COMMENT "nanopb fedrt.proto (bounded by fedrt.options + runtime/fw/fedrt_fw.options)")
-add_library(fedrt_fw_nanopb STATIC "${FEDRT_NANOPB_SRC}/pb_encode.c" "${FEDRT_NANOPB_SRC}/pb_decode.c"
-            "${FEDRT_NANOPB_SRC}/pb_common.c" "${FEDRT_NANOPB_OUT}/fedrt.npb.c")
-target_include_directories(fedrt_fw_nanopb SYSTEM PUBLIC "${FEDRT_NANOPB_SRC}" "${FEDRT_NANOPB_OUT}")
-target_compile_options(fedrt_fw_nanopb PRIVATE -w)
+# nanopb messages from the same .proto/.options as the host's protobuf-lite
+# code, with the firmware's tighter bounds appended (nanopb merges matching
+# entries in order, later ones win): runtime/fw/fedrt_fw.options for every
+# image (SecAgg+ with 16 neighbours), and runtime/fw/fedrt_fw_lsa.options for
+# the LSA-only image (2 KB frames). Each image's code goes to its own
+# directory, so no target sees two fedrt.npb.h.
+add_library(fedrt_fw_pb STATIC "${FEDRT_NANOPB_SRC}/pb_encode.c" "${FEDRT_NANOPB_SRC}/pb_decode.c"
+            "${FEDRT_NANOPB_SRC}/pb_common.c")
+target_include_directories(fedrt_fw_pb SYSTEM PUBLIC "${FEDRT_NANOPB_SRC}")
+target_compile_options(fedrt_fw_pb PRIVATE -w)
+function(_fedrt_fw_messages target subdir)
+  set(out "${CMAKE_BINARY_DIR}/generated/${subdir}")
+  file(MAKE_DIRECTORY "${out}")
+  set(opts "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.options")
+  foreach(o IN LISTS ARGN)
+    list(APPEND opts "${CMAKE_SOURCE_DIR}/runtime/fw/${o}")
+  endforeach()
+  add_custom_command(
+    OUTPUT "${out}/fedrt.npb.c" "${out}/fedrt.npb.h"
+    COMMAND ${CMAKE_COMMAND} -E cat ${opts} > "${out}/fedrt_fw_merged.options"
+    COMMAND "${FEDRT_NANOPB_GENERATOR}" -q -e .npb -D "${out}" -I "${CMAKE_SOURCE_DIR}/runtime/wire"
+            -f "${out}/fedrt_fw_merged.options" "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto"
+    DEPENDS "${CMAKE_SOURCE_DIR}/runtime/wire/fedrt.proto" ${opts}
+    COMMENT "nanopb fedrt.proto (${subdir}: fedrt.options + ${ARGN})")
+  add_library(${target} STATIC "${out}/fedrt.npb.c")
+  target_include_directories(${target} SYSTEM PUBLIC "${out}")
+  target_link_libraries(${target} PUBLIC fedrt_fw_pb)
+  target_compile_options(${target} PRIVATE -w)
+endfunction()
+_fedrt_fw_messages(fedrt_fw_nanopb nanopb fedrt_fw.options)
+_fedrt_fw_messages(fedrt_fw_nanopb_lsa nanopb-lsa fedrt_fw.options fedrt_fw_lsa.options)
 
-# The portable protocol client: device code (no exceptions, RTTI, heap), with
-# the SecAgg+ device for secure rounds (tables for 16 neighbours, the bound of
-# runtime/fw/fedrt_fw.options).
-add_library(fedrt_fw_client STATIC "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc"
+# The SecAgg+ device with tables for 16 neighbours (the bound of runtime/fw/fedrt_fw.options).
+add_library(fedrt_fw_secagg_device STATIC
             "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_mbedtls.cc"
-            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc"
-            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
-target_link_libraries(fedrt_fw_client PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_nanopb)
-target_compile_options(fedrt_fw_client PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
-target_compile_definitions(fedrt_fw_client PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=16)
+            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
+target_link_libraries(fedrt_fw_secagg_device PUBLIC fedrt_device_headers fedrt_fw_mbedtls)
+target_compile_options(fedrt_fw_secagg_device PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+target_compile_definitions(fedrt_fw_secagg_device PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=16)
+
+# The device client (runtime/src/fw: driver, nanopb codec, TLS link) over
+# ClientSession<float>: every family (fedrt_fw_client) or LSA only
+# (fedrt_fw_client_lsa). Device code: no exceptions, RTTI or heap.
+set(_fw_client_sources "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc")
+foreach(_v "" "_lsa")
+  add_library(fedrt_fw_client${_v} STATIC ${_fw_client_sources})
+  target_link_libraries(fedrt_fw_client${_v} PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
+                        fedrt_fw_nanopb${_v})
+  target_compile_options(fedrt_fw_client${_v} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+endforeach()
+target_compile_definitions(fedrt_fw_client_lsa PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyLsa")
 
 if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
-  # Host driver over TCP. Links only the firmware's mbedTLS (never Debian's: same symbols).
-  add_executable(fedrt-fw-host "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_host.cc")
-  target_link_libraries(fedrt-fw-host PRIVATE fedrt_fw_client CLI11::CLI11)
+  # Host driver over TCP, one per image. Links only the firmware's mbedTLS (never Debian's: same symbols).
+  foreach(_v "" "-lsa")
+    string(REPLACE "-" "_" _lib "fedrt_fw_client${_v}")
+    add_executable(fedrt-fw-host${_v} "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_host.cc")
+    target_link_libraries(fedrt-fw-host${_v} PRIVATE ${_lib} CLI11::CLI11)
+  endforeach()
 endif()
 
 if(COMMAND fedrt_add_firmware)
   # Cortex-M (C1's platform/mps2): Eigen kernels inlined as in every firmware unit.
-  target_link_libraries(fedrt_fw_client PUBLIC fedrt_firmware_config)
+  foreach(_lib fedrt_fw_client fedrt_fw_client_lsa fedrt_fw_secagg_device)
+    target_link_libraries(${_lib} PUBLIC fedrt_firmware_config)
+  endforeach()
+  # Two images (platform/mps2/budget.json): fedrt-fw runs every family its
+  # task names within 128 KB flash / 64 KB RAM; fedrt-fw-lsa runs FedLSA and
+  # SCAFFLSA only, within 96 KB / 32 KB. The workspace (local oracle + the
+  # protocol session's arena) is what RAM is left after frames, TLS and stack.
   fedrt_add_firmware(fedrt-fw
     SOURCES "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw.cc"
     STACK_SIZE 6144  # high-water mark 4.7 KB in secure rounds (X25519), 3.7 KB in plain ones
     LIBRARIES fedrt_fw_client
-    NO_STANDALONE_RUN)
-  # fedrt-fw in a fleet under qemu-system-arm (UART1 bridged to TCP), with the
-  # host tools of the release preset (coordinator, native devices, relay):
-  # skipped (77) when those are not built.
+    LAYOUT large
+    NO_STANDALONE_RUN
+    FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/secagg/secure/dev0000.log")  # fw_link_qemu_secagg
+  target_compile_definitions(fedrt-fw PRIVATE FEDRT_FW_WORKSPACE_BYTES=28672)
+  fedrt_add_firmware(fedrt-fw-lsa
+    SOURCES "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw.cc"
+    STACK_SIZE 6144
+    LIBRARIES fedrt_fw_client_lsa
+    NO_STANDALONE_RUN
+    FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/lsa-fleet/dev0000.log")  # fw_link_qemu_lsa_fleet
+  target_compile_definitions(fedrt-fw-lsa PRIVATE FEDRT_FW_WORKSPACE_BYTES=10240)
+  # The images in a fleet under qemu-system-arm (UART1 bridged to TCP), with
+  # the host tools of the release preset (coordinator, native devices,
+  # provisioning, relay, simulator): skipped (77) when those are not built.
+  # fedrt-fw runs every family, fedrt-fw-lsa the LSA family and refuses the others.
   if(FEDRT_BUILD_TESTS)
     enable_testing()
     set(FEDRT_HOST_BIN_DIR "${CMAKE_SOURCE_DIR}/build/release/bin" CACHE PATH
-        "host tools (fedrt-coordinator, fedrt-device, fedrt-fw-provision, fw-link-relay) for the firmware link tests")
-    set(_fw_link "${CMAKE_SOURCE_DIR}/tests/fw_link/run_fw_link.sh" --bin "${FEDRT_HOST_BIN_DIR}"
-        --elf "$<TARGET_FILE:fedrt-fw>" --machine "${FEDRT_MPS2_MACHINE}")
-    add_test(NAME fw_link_qemu_fleet COMMAND ${_fw_link} --out "${CMAKE_BINARY_DIR}/fw_link/fleet"
-             --fw 2 --native 2 --compare-sim)
-    add_test(NAME fw_link_qemu_fleet_dither COMMAND ${_fw_link} --out "${CMAKE_BINARY_DIR}/fw_link/fleet-dither"
-             --fw 2 --native 2 --compare-sim --config "${CMAKE_SOURCE_DIR}/tests/fw_link/experiment_dither.toml")
-    # Secure aggregation (issue 7): fedrt-fw in SecAgg+ rounds, equal to the same fleet's plain run.
-    add_test(NAME fw_link_qemu_secagg COMMAND "${CMAKE_SOURCE_DIR}/tests/fw_link/run_fw_secagg.sh" --bin "${FEDRT_HOST_BIN_DIR}"
-             --elf "$<TARGET_FILE:fedrt-fw>" --machine "${FEDRT_MPS2_MACHINE}" --out "${CMAKE_BINARY_DIR}/fw_link/secagg"
-             --fw 2 --native 2)
+        "host tools (fedrt-coordinator, fedrt-device, fedrt-fw-provision, fw-link-relay, fedrt-sim) for the firmware link tests")
+    set(_dir "${CMAKE_SOURCE_DIR}/tests/fw_link")
+    set(_out "${CMAKE_BINARY_DIR}/fw_link")
+    set(_fw_link "${_dir}/run_fw_link.sh" --bin "${FEDRT_HOST_BIN_DIR}" --machine "${FEDRT_MPS2_MACHINE}")
+    set(_full --elf "$<TARGET_FILE:fedrt-fw>")
+    set(_lsa --elf "$<TARGET_FILE:fedrt-fw-lsa>")
+    add_test(NAME fw_link_qemu_fleet COMMAND ${_fw_link} ${_full} --out "${_out}/fleet" --fw 2 --native 2 --compare-sim)
+    add_test(NAME fw_link_qemu_lsa_fleet COMMAND ${_fw_link} ${_lsa} --out "${_out}/lsa-fleet" --fw 2 --native 2
+             --compare-sim)
+    add_test(NAME fw_link_qemu_fleet_dither COMMAND ${_fw_link} ${_lsa} --out "${_out}/fleet-dither" --fw 2 --native 2
+             --compare-sim --config "${_dir}/experiment_dither.toml")
+    add_test(NAME fw_link_qemu_fedavg COMMAND ${_fw_link} ${_full} --out "${_out}/fedavg" --fw 2 --native 2
+             --compare-sim --config "${_dir}/experiment_fedavg.toml")
+    add_test(NAME fw_link_qemu_fedem COMMAND ${_fw_link} ${_full} --out "${_out}/fedem" --fw 2 --native 2
+             --compare-sim --config "${_dir}/experiment_fedem.toml")
+    add_test(NAME fw_link_qemu_lsa_refuses_fedavg COMMAND ${_fw_link} ${_lsa} --out "${_out}/lsa-refuses-fedavg"
+             --fw 1 --native 2 --config "${_dir}/experiment_fedavg.toml"
+             --expect-refusal "does not include the task's algorithm family")
+    # Secure aggregation: the firmware in SecAgg+ rounds, equal to the same fleet's plain run.
+    add_test(NAME fw_link_qemu_secagg COMMAND "${_dir}/run_fw_secagg.sh" --bin "${FEDRT_HOST_BIN_DIR}" ${_full}
+             --machine "${FEDRT_MPS2_MACHINE}" --out "${_out}/secagg" --fw 2 --native 2)
     foreach(mode corrupt-record bad-frames huge-frame)
-      add_test(NAME fw_link_qemu_${mode} COMMAND ${_fw_link} --out "${CMAKE_BINARY_DIR}/fw_link/${mode}"
-               --fw 1 --native 1 --mode ${mode})
+      add_test(NAME fw_link_qemu_${mode} COMMAND ${_fw_link} ${_lsa} --out "${_out}/${mode}" --fw 1 --native 1
+               --mode ${mode})
     endforeach()
-    set_tests_properties(fw_link_qemu_fleet fw_link_qemu_fleet_dither fw_link_qemu_secagg fw_link_qemu_corrupt-record fw_link_qemu_bad-frames
-                         fw_link_qemu_huge-frame PROPERTIES
-                         LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
+    set(_tests fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
+        fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg fw_link_qemu_corrupt-record
+        fw_link_qemu_bad-frames fw_link_qemu_huge-frame)
+    set_tests_properties(${_tests} PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
     set_tests_properties(fw_link_qemu_secagg PROPERTIES TIMEOUT 600)  # two federations
   endif()
 endif()

@@ -1,8 +1,11 @@
-# Cortex-M4F firmware devices for scripts/fleet.sh (issue 6): fedrt-fw under
-# qemu-system-arm -M mps2-an386, its UART1 bridged to the coordinator over TCP.
-# Sourced by fleet.sh; uses its ROOT, BIN, CONFIG, DEVICES, TIMEOUT and die().
-# Per device: OUT/logs/<id>.img (problem image, fedrt-fw-provision) and
-# OUT/logs/<id>.blob (provisioning block: id, PSK, fresh entropy seed, image).
+# Cortex-M4F firmware devices for scripts/fleet.sh: fedrt-fw (every family;
+# or fedrt-fw-lsa) under qemu-system-arm -M mps2-an386, its UART1 bridged to
+# the coordinator over TCP. The task comes from the coordinator; the device's
+# data is its problem image. Sourced by fleet.sh; uses its ROOT, BIN, CONFIG,
+# DEVICES, TIMEOUT and die(). Per device: OUT/logs/<id>.img (problem image,
+# fedrt-fw-provision: agent <index>'s data of the experiment, loaded into the
+# firmware's data partition) and OUT/logs/<id>.blob (provisioning block: id,
+# PSK, fresh entropy seed).
 #   FEDRT_CORTEX_M4_ELF   firmware (default build/cortex-m4/bin/fedrt-fw.elf; ./fedrt build cortex-m4)
 
 CORTEX_M4_ELF="${FEDRT_CORTEX_M4_ELF:-$ROOT/build/cortex-m4/bin/fedrt-fw.elf}"
@@ -22,12 +25,12 @@ launch_cortex_m4() {
   "$BIN/fedrt-fw-provision" --config "$CONFIG" --agents "$DEVICES" --index "$index" --out "$base.img" \
     2>"$log" || return 1
   "$ROOT/platform/mps2/make_provision.py" --out "$base.blob" --index "$index" --id "$id" \
-    --psk-hex "$(tr -d ' \n' <"$keydir/device.psk")" --extension "$base.img" >>"$log" 2>&1 || return 1
+    --psk-hex "$(tr -d ' \n' <"$keydir/device.psk")" >>"$log" 2>&1 || return 1
   # SIGTERM to the echoed PID (fleet.sh's cleanup) must reach QEMU: qemu-run.sh
   # runs it under timeout(1), in timeout's own process group, so the wrapper
   # signals qemu-run.sh's child (timeout forwards the signal to QEMU).
   bash -c 'c=; trap "pkill -TERM -P \$c; kill \$c" TERM; "$@" & c=$!; wait $c' fedrt-fw-"$id" \
     "$ROOT/platform/mps2/qemu-run.sh" --machine mps2-an386 --timeout "$TIMEOUT" --provision "$base.blob" \
-    --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
+    --data "$base.img" --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
   echo $!
 }

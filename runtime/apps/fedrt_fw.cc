@@ -1,19 +1,29 @@
-// fedrt-fw: the Cortex-M firmware device (QEMU mps2-an386 / an385). Identity,
-// PSK, entropy seed and the agent's problem image come from the provisioning
-// block (platform/mps2/provision.h; the problem image written by
-// fedrt-fw-provision is its application extension). UART1 is the byte link to
-// the coordinator (QEMU bridges it to TCP), UART0 the console. Runs the
-// protocol client (runtime/src/fw) until the coordinator's Shutdown, then
-// reports the TLS heap high-water mark and exits with 0 (1 on failure).
+// fedrt-fw, fedrt-fw-lsa: the Cortex-M firmware device (QEMU mps2-an386 /
+// an385), all families or LSA only (cmake/firmware_app.cmake). Identity, PSK
+// and entropy seed come from the provisioning block (platform/mps2/provision.h),
+// the agent's data from its data partition (the problem image written by
+// fedrt-fw-provision at fedrt_data_block, platform/mps2/mps2-common.ld); the
+// task comes from the coordinator. UART1 is the byte link to the coordinator
+// (QEMU bridges it to TCP), UART0 the console. Runs the device client
+// (runtime/src/fw) until the coordinator's Shutdown, then reports the TLS heap
+// and workspace high-water marks and exits with 0 (1 on failure or refusal).
 
 #include <cstdint>
 #include <cstring>
 
+#include "fedrt/config/names.h"
 #include "fedrt/fw/client.h"
 #include "fedrt/fw/log_line.h"
 #include "fedrt/fw/problem_image.h"
 #include "mps2.h"
 #include "provision.h"
+
+#ifndef FEDRT_FW_WORKSPACE_BYTES
+#define FEDRT_FW_WORKSPACE_BYTES 10240
+#endif
+
+extern "C" const uint8_t fedrt_data_block[];       // mps2-common.ld
+extern "C" const uint8_t fedrt_data_block_size[];  // its size (the symbol's address)
 
 namespace {
 
@@ -21,6 +31,8 @@ using fedrt::fw::LogLine;
 
 char g_device_id[FEDRT_PROVISION_ID_MAX + 1];
 fedrt::fw::FwClient g_client;
+// The local oracle and the protocol session's arena (fedrt/fw/client.h).
+alignas(16) uint8_t g_workspace[FEDRT_FW_WORKSPACE_BYTES];
 
 int UartWrite(void*, const uint8_t* data, size_t n) {
   mps2_uart_write(kMps2UartLink, data, n);
@@ -62,10 +74,8 @@ int main() {
   if (ps != kFedrtProvisionOk) return Fail("provisioning block", fedrt_provision_status_name(ps));
   std::memcpy(g_device_id, prov->device_id, FEDRT_PROVISION_ID_MAX);
   g_device_id[FEDRT_PROVISION_ID_MAX] = '\0';
-  size_t ext_len = 0;
-  const uint8_t* ext = fedrt_provision_extension(&ext_len);
-  auto problem = fedrt::fw::ParseProblemImage(ext, ext_len);
-  if (!problem.ok()) return Fail("problem image (provisioning extension)", problem.status().message());
+  auto problem = fedrt::fw::ParseProblemImage(fedrt_data_block, reinterpret_cast<uintptr_t>(fedrt_data_block_size));
+  if (!problem.ok()) return Fail("problem image (data partition)", problem.status().message());
   if (problem->agent_index != prov->device_index)
     return Fail("provisioning", "device index and problem image agent differ");
 
@@ -78,12 +88,16 @@ int main() {
   opt.problem = *problem;
   opt.link.write = UartWrite;
   opt.link.read = UartRead;
+  opt.workspace = g_workspace;
+  opt.workspace_bytes = sizeof g_workspace;
   opt.log = ConsoleLog;
   opt.handshake_timeout_ms = 3000;
   {
     LogLine l;
-    l.add("boot agent=").add_u(problem->agent_index).add(" d=").add_u(static_cast<uint64_t>(problem->dim))
-        .add(" states=").add_u(problem->n_states).add(" atoms=").add_u(problem->oracle.atoms());
+    l.add("boot build=").add(fedrt::fw::FwClient::BuildName()).add(" agent=").add_u(problem->agent_index)
+        .add(" data=").add(fedrt::config::ProblemKindName(problem->kind)).add(" d=")
+        .add_u(static_cast<uint64_t>(problem->dim)).add(" rows=").add_u(problem->rows)
+        .add(" workspace=").add_u(sizeof g_workspace);
     ConsoleLog(nullptr, l.c_str());
   }
   fedrt::Status st = g_client.init(opt);
@@ -92,6 +106,8 @@ int main() {
   const fedrt::fw::ClientStats s = g_client.stats();
   mps2_report_u32("tls_heap_hwm", static_cast<uint32_t>(s.tls_heap_max_bytes));
   mps2_report_u32("tls_heap_size", static_cast<uint32_t>(s.tls_heap_bytes));
+  mps2_report_u32("workspace_hwm", static_cast<uint32_t>(s.workspace_max_bytes));
+  mps2_report_u32("workspace_size", static_cast<uint32_t>(sizeof g_workspace));
   mps2_report_u32("sessions", s.sessions);
   mps2_report_u32("rounds", s.rounds);
   mps2_report_u32("rejected_frames", s.rejected_frames);

@@ -1,7 +1,9 @@
-// fedrt-fw-host: the firmware's protocol client (runtime/src/fw, mbedTLS and
-// nanopb built from source with the firmware's configuration) on a POSIX
-// host, over a TCP socket instead of a UART. Used to test fedrt-fw's exact
-// protocol code against the real coordinator without an emulator.
+// fedrt-fw-host, fedrt-fw-host-lsa: the firmware's device client
+// (runtime/src/fw, mbedTLS and nanopb built from source with the firmware's
+// configuration; all families or LSA only, as fedrt-fw and fedrt-fw-lsa) on a
+// POSIX host, over a TCP socket instead of a UART, with the same workspace as
+// the image by default. Used to test the firmware's exact protocol code
+// against the real coordinator without an emulator.
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -26,6 +28,7 @@
 
 #include "fedrt/fw/client.h"
 #include "fedrt/fw/problem_image.h"
+#include "fedrt/protocol/local_problem.h"
 
 using namespace fedrt;
 
@@ -143,12 +146,16 @@ int main(int argc, char** argv) {
   std::string coordinator, id, key, problem, seed_hex;
   bool quiet = false;
   uint32_t handshake_ms = 5000;
+  // The workspace of the firmware image this client is built like (cmake/firmware_app.cmake).
+  size_t workspace_bytes = fw::FwClient::Families() == protocol::kAllFamilies ? 28672 : 10240;
   app.add_option("--coordinator", coordinator, "HOST:PORT of the coordinator")->required();
   app.add_option("--id", id, "device id (the PSK identity)")->required();
   app.add_option("--key", key, "PSK file (hex, one line)")->required();
   app.add_option("--problem", problem, "problem image written by fedrt-fw-provision")->required();
   app.add_option("--seed-hex", seed_hex, "entropy seed of the TLS random generator (default: 32 bytes of /dev/urandom)");
   app.add_option("--handshake-timeout-ms", handshake_ms, "per-read handshake timeout");
+  app.add_option("--workspace-bytes", workspace_bytes,
+                 "memory for the local oracle and the protocol session (default: the firmware image's)");
   app.add_flag("--quiet", quiet, "no log lines");
   CLI11_PARSE(app, argc, argv);
 
@@ -177,6 +184,9 @@ int main(int argc, char** argv) {
   auto view = fw::ParseProblemImage(reinterpret_cast<const uint8_t*>(aligned.data()), raw.size());
   if (!view.ok()) return Fail(problem + ": " + view.status().message());
 
+  std::vector<uint64_t> workspace((workspace_bytes + 7) / 8 + 2);  // 16-byte aligned below
+  auto* ws = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(workspace.data()) + 15) & ~uintptr_t(15));
+
   LogCtx log_ctx{id, quiet};
   fw::ClientOptions opt;
   opt.identity.device_id = id.c_str();
@@ -186,6 +196,8 @@ int main(int argc, char** argv) {
   opt.identity.entropy_seed_len = seed.size();
   opt.problem = *view;
   opt.link = {&link, LinkWrite, LinkRead, LinkReconnect};
+  opt.workspace = ws;
+  opt.workspace_bytes = workspace_bytes;
   opt.log = Log;
   opt.log_ctx = &log_ctx;
   opt.handshake_timeout_ms = handshake_ms;
@@ -198,9 +210,9 @@ int main(int argc, char** argv) {
   const fw::ClientStats s = client.stats();
   std::fprintf(stderr,
                "fedrt-fw-host: %s sessions=%u rounds=%u results=%u rejected_frames=%u rejected_records=%u "
-               "tls_heap_max_bytes=%zu tls_heap_bytes=%zu\n",
+               "tls_heap_max_bytes=%zu tls_heap_bytes=%zu workspace_max_bytes=%zu workspace_bytes=%zu\n",
                id.c_str(), s.sessions, s.rounds, s.results, s.rejected_frames, s.rejected_records,
-               s.tls_heap_max_bytes, s.tls_heap_bytes);
+               s.tls_heap_max_bytes, s.tls_heap_bytes, s.workspace_max_bytes, workspace_bytes);
   if (!st.ok()) return Fail(st.message());
   return 0;
 }

@@ -1,34 +1,59 @@
-# Firmware link tests (issue 6), host presets: device-side validation unit
-# tests, and the firmware's protocol client (fedrt-fw-host, the same code and
-# mbedTLS/nanopb build as fedrt-fw) against the real coordinator through a
-# misbehaving link (fw-link-relay): a corrupted TLS record and an undecodable
-# + oversized frame are rejected with a status and the federation completes.
-# The same scenarios under qemu-system-arm with fedrt-fw are registered by the
-# cortex-m presets (cmake/firmware_app.cmake).
-add_executable(fw_problem_image_test ${CMAKE_CURRENT_LIST_DIR}/problem_image_test.cc)
-target_link_libraries(fw_problem_image_test PRIVATE fedrt_device_headers GTest::gtest_main)
+# Firmware link tests, host presets: the firmware's local data (problem
+# images, device code) and its nanopb codec against the host's protobuf-lite
+# codec as unit tests, and the firmware's device client (fedrt-fw-host,
+# fedrt-fw-host-lsa: the same code and mbedTLS/nanopb build as fedrt-fw and
+# fedrt-fw-lsa) against the real coordinator: every family's iterates within
+# float32 round-off of the simulator's, SecAgg+, refused tasks, and a
+# misbehaving link (fw-link-relay: a corrupted TLS record, undecodable,
+# oversized and huge frames are rejected with a status and the federation
+# completes). The same scenarios under qemu-system-arm with the firmware
+# images are registered by the cortex-m presets (cmake/firmware_app.cmake).
+add_executable(fw_problem_image_test ${CMAKE_CURRENT_LIST_DIR}/problem_image_test.cc
+               ${CMAKE_SOURCE_DIR}/runtime/src/fw/provision.cc)
+target_include_directories(fw_problem_image_test PRIVATE ${CMAKE_SOURCE_DIR}/runtime/src/fw)
+target_link_libraries(fw_problem_image_test PRIVATE fedrt_host GTest::gtest_main)
 gtest_discover_tests(fw_problem_image_test PROPERTIES LABELS device DISCOVERY_TIMEOUT 60)
+
+if(TARGET fedrt_fw_nanopb AND TARGET fedrt_wire)
+  # codec.cc compiled here (with the host's Status), nanopb code of the all-families image.
+  add_executable(fw_codec_test ${CMAKE_CURRENT_LIST_DIR}/fw_codec_test.cc ${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc)
+  target_link_libraries(fw_codec_test PRIVATE fedrt_wire fedrt_fw_nanopb GTest::gtest_main)
+  gtest_discover_tests(fw_codec_test PROPERTIES LABELS device DISCOVERY_TIMEOUT 60)
+endif()
 
 if(TARGET fedrt_net)  # also used by the cortex-m presets' QEMU link tests
   add_executable(fw-link-relay ${CMAKE_CURRENT_LIST_DIR}/fw_link_relay.cc)
   target_link_libraries(fw-link-relay PRIVATE fedrt_net CLI11::CLI11)
 endif()
 if(TARGET fedrt-fw-host)
+  set(_run ${CMAKE_CURRENT_LIST_DIR}/run_fw_link.sh --bin ${CMAKE_BINARY_DIR}/bin)
+  set(_out ${CMAKE_BINARY_DIR}/fw_link)
   foreach(mode corrupt-record bad-frames huge-frame)
-    add_test(NAME fw_link_host_${mode}
-             COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_link.sh --bin ${CMAKE_BINARY_DIR}/bin
-                     --out ${CMAKE_BINARY_DIR}/fw_link/host-${mode} --fw 1 --native 1 --mode ${mode})
-    set_tests_properties(fw_link_host_${mode} PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77
-                         TIMEOUT 300)
+    add_test(NAME fw_link_host_${mode} COMMAND ${_run} --out ${_out}/host-${mode} --fw 1 --native 1 --mode ${mode})
   endforeach()
-  add_test(NAME fw_link_host_dither
-           COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_link.sh --bin ${CMAKE_BINARY_DIR}/bin
-                   --out ${CMAKE_BINARY_DIR}/fw_link/host-dither --fw 2 --native 1
-                   --config ${CMAKE_CURRENT_LIST_DIR}/experiment_dither.toml)
-  set_tests_properties(fw_link_host_dither PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
-  # Secure aggregation (issue 7): the firmware client in SecAgg+ rounds equals the plain run.
+  # Every family against the simulator (run_fw_link.sh --compare-sim states the float32 bound).
+  add_test(NAME fw_link_host_fleet COMMAND ${_run} --out ${_out}/host-fleet --fw 2 --native 2 --compare-sim)
+  add_test(NAME fw_link_host_dither COMMAND ${_run} --out ${_out}/host-dither --fw 2 --native 1 --compare-sim
+           --config ${CMAKE_CURRENT_LIST_DIR}/experiment_dither.toml)
+  add_test(NAME fw_link_host_lsa_image COMMAND ${_run} --out ${_out}/host-lsa-image --fw 2 --native 2 --compare-sim
+           --host-client fedrt-fw-host-lsa --config ${CMAKE_CURRENT_LIST_DIR}/experiment_dither.toml)
+  add_test(NAME fw_link_host_fedavg COMMAND ${_run} --out ${_out}/host-fedavg --fw 2 --native 2 --compare-sim
+           --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg.toml)
+  add_test(NAME fw_link_host_fedem COMMAND ${_run} --out ${_out}/host-fedem --fw 2 --native 2 --compare-sim
+           --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedem.toml)
+  # Refused tasks: the LSA-only build and a workspace too small; the others run on.
+  add_test(NAME fw_link_host_refuses_family COMMAND ${_run} --out ${_out}/host-refuses-family --fw 1 --native 2
+           --host-client fedrt-fw-host-lsa --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg.toml
+           --expect-refusal "does not include the task's algorithm family")
+  add_test(NAME fw_link_host_refuses_memory COMMAND ${_run} --out ${_out}/host-refuses-memory --fw 1 --native 2
+           --workspace-bytes 200 --expect-refusal "do not fit this device's memory")
+  # Secure aggregation: the firmware client in SecAgg+ rounds equals the plain run.
   add_test(NAME fw_link_host_secagg
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_secagg.sh --bin ${CMAKE_BINARY_DIR}/bin
-                   --out ${CMAKE_BINARY_DIR}/fw_link/host-secagg --fw 2 --native 2)
-  set_tests_properties(fw_link_host_secagg PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 600)
+                   --out ${_out}/host-secagg --fw 2 --native 2)
+  set_tests_properties(fw_link_host_corrupt-record fw_link_host_bad-frames fw_link_host_huge-frame fw_link_host_fleet
+                       fw_link_host_dither fw_link_host_lsa_image fw_link_host_fedavg fw_link_host_fedem
+                       fw_link_host_refuses_family fw_link_host_refuses_memory fw_link_host_secagg
+                       PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  set_tests_properties(fw_link_host_secagg PROPERTIES TIMEOUT 600)
 endif()

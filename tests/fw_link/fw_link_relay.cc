@@ -8,8 +8,9 @@
 //   bad-frames      terminates TLS with the device's PSK on both sides (the
 //                   relay is provisioned like the coordinator) and, before the
 //                   N-th round announcement, sends the device an undecodable
-//                   frame and an oversized frame (the device must reject both
-//                   and go on with the round);
+//                   frame and an oversized frame (20000 bytes: over every
+//                   firmware image's bound, under the hosts' 64 KiB; the
+//                   device must reject both and go on with the round);
 //   huge-frame      like bad-frames, but announces a frame of 1 MB (beyond any
 //                   limit: the device must drop the session and rejoin).
 // Every tampering is logged on stderr ("relay: ...").
@@ -30,11 +31,14 @@
 #include <mbedtls/ssl.h>
 
 #include "fedrt/net/tls.h"
-#include "fedrt/net/wire.h"
+#include "fedrt/wire/codec.h"
+#include "fedrt/wire/frame.h"
 
 using namespace fedrt;
 
 namespace {
+
+constexpr uint32_t kOversized = 20000;  // over fedrt_wire_Envelope_size of every firmware image
 
 int Fail(const std::string& what) {
   std::fprintf(stderr, "fw-link-relay: error: %s\n", what.c_str());
@@ -144,7 +148,7 @@ void RelayBadFrames(mbedtls_net_context* dev_net, net::TlsServerConfig& server, 
   if (!up.init(creds).ok()) return Say("no PSK for " + id);
   Status st = up.connect(host, port, 20);
   if (!st.ok()) return Say(std::string("cannot reach the coordinator: ") + st.message());
-  net::FrameDecoder dec;
+  wire::FrameDecoder dec;
   uint8_t buf[16384];
   for (;;) {
     // device -> coordinator
@@ -162,10 +166,10 @@ void RelayBadFrames(mbedtls_net_context* dev_net, net::TlsServerConfig& server, 
     if (*n == 0) continue;
     dec.feed(buf, *n);
     std::string body;
-    net::WireError err;
+    wire::WireError err;
     while (dec.next(body, err) == 1) {
       wire::Envelope env;
-      if (net::ParseEnvelope(body, env, err) && env.body_case() == wire::Envelope::kAnnounce && !done &&
+      if (wire::ParseEnvelope(body, env, err) && env.body_case() == wire::Envelope::kAnnounce && !done &&
           ++seen == target) {
         done = true;
         if (huge) {  // a length header only: the device cannot skip 1 MB
@@ -174,11 +178,11 @@ void RelayBadFrames(mbedtls_net_context* dev_net, net::TlsServerConfig& server, 
           continue;
         }
         const std::string garbage(12, '\xff');
-        const std::string oversized(5000, '\0');
-        if (!SslWriteAll(&ssl, Frame(garbage, 12)) || !SslWriteAll(&ssl, Frame(oversized, 5000)))
+        const std::string oversized(kOversized, '\0');
+        if (!SslWriteAll(&ssl, Frame(garbage, 12)) || !SslWriteAll(&ssl, Frame(oversized, kOversized)))
           return Say("device write failed");
-        Say("sent an undecodable frame (12 bytes) and an oversized frame (5000 bytes) before announcement " +
-            std::to_string(seen));
+        Say("sent an undecodable frame (12 bytes) and an oversized frame (" + std::to_string(kOversized) +
+            " bytes) before announcement " + std::to_string(seen));
       }
       if (!SslWriteAll(&ssl, Frame(body, static_cast<uint32_t>(body.size())))) return Say("device write failed");
     }

@@ -22,10 +22,11 @@
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-OUT="" ARGS=()
+OUT="" ARGS=() NFW=1
 while (($#)); do
   case "$1" in
     --out) OUT="$2"; shift 2 ;;
+    --fw) NFW="$2"; ARGS+=("$1" "$2"); shift 2 ;;
     --config) echo "run_fw_secagg.sh: the config is tests/fw_link/experiment_secagg.toml" >&2; exit 2 ;;
     *) ARGS+=("$1"); shift ;;
   esac
@@ -40,14 +41,16 @@ grep -q '^secure_aggregation = false' "$PLAIN" || { echo "FAIL: could not derive
 for mode in secure plain; do
   cfg="$SECURE"
   [[ $mode == plain ]] && cfg="$PLAIN"
-  "$HERE/run_fw_link.sh" "${ARGS[@]}" --out "$OUT/$mode" --config "$cfg"
+  "$HERE/run_fw_link.sh" "${ARGS[@]}" --out "$OUT/$mode" --config "$cfg" --compare-sim
   rc=$?
   ((rc == 0)) || exit "$rc"
 done
 
 fail() { echo "FAIL: $*"; exit 1; }
-for f in "$OUT"/secure/dev*.log; do
-  id="$(basename "$f" .log)"
+# The firmware devices (dev0000 ..) log their SecAgg+ phases; fedrt-device logs a secure round as "update".
+for ((i = 0; i < NFW; i++)); do
+  id="$(printf 'dev%04d' "$i")"
+  f="$OUT/secure/$id.log"
   grep -q "secagg masked alg=" "$f" || fail "$id sent no masked input (logs in $OUT/secure)"
   grep -q "update alg=" "$f" && fail "$id sent a plain Update in a secure run"
 done

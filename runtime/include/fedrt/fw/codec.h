@@ -1,0 +1,72 @@
+#pragma once
+// The firmware's wire codec (docs/architecture.md, "Wire"): the same mapping
+// of the task (config/task.h) and of the round protocol's messages
+// (protocol/messages.h) onto runtime/wire/fedrt.proto as the host's
+// protobuf-lite codec (fedrt/wire/codec.h), over nanopb structs. Decoding
+// validates everything that arrives against the wire limits
+// (config/limits.h), once, where it is decoded, with the same checks as the
+// host: enumerations, counts, finite numbers, key and ciphertext sizes.
+// Device code: no heap, no exceptions; views point into the decoded Envelope
+// or into scratch memory the caller lends (the frame buffer once decoded).
+// The nanopb bounds differ per firmware image (runtime/fw/*.options): an
+// encoder fails with RESOURCE_EXHAUSTED when a message exceeds its image's.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fedrt.npb.h"
+#include "fedrt/config/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/protocol/messages.h"
+
+namespace fedrt::fw {
+
+// Task of a Welcome; `out` is only meaningful when the status is OK.
+Status DecodeTask(const fedrt_wire_Task& in, config::Task& out);
+
+// Device -> coordinator messages into `env` (which they overwrite).
+Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env);
+Status Encode(const protocol::SecAggAdvertiseMsg& m, fedrt_wire_Envelope& env);
+Status Encode(const protocol::SecAggSharesMsg& m, fedrt_wire_Envelope& env);  // each ciphertext names its recipient
+Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env);
+Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env);
+
+// Largest Envelope payloads this image's nanopb code holds (for the task checks).
+uint32_t MaxBroadcastScalars();  // RoundAnnouncement.model
+uint32_t MaxUpdateSegments();    // Update.payload count
+uint32_t MaxSegmentBytes();      // Update.payload size
+uint32_t MaxMaskedScalars();     // SecAggMasked.masked
+
+// One decoded coordinator -> device round message.
+class Inbound {
+ public:
+  // Scratch bytes decode() needs for a SecAgg+ phase's keys or ciphertexts.
+  static constexpr size_t kScratchBytes =
+      sizeof(secagg::ShareCiphertext) * secagg::kMaxNeighbours > sizeof(secagg::Advertise) * secagg::kMaxNeighbours
+          ? sizeof(secagg::ShareCiphertext) * secagg::kMaxNeighbours
+          : sizeof(secagg::Advertise) * secagg::kMaxNeighbours;
+
+  // The round message in `env` (announcement, result or a SecAgg+ phase);
+  // an error names what is wrong. `scratch` (8-aligned, kScratchBytes) holds
+  // the SecAgg+ tables; the views stay valid while `env` and `scratch` do.
+  Status decode(const fedrt_wire_Envelope& env, void* scratch, size_t scratch_bytes);
+
+  protocol::MessageKind kind() const { return kind_; }
+  const protocol::Announcement& announcement() const { return announcement_; }
+  const protocol::RoundResult& result() const { return result_; }
+  const protocol::SecAggKeysMsg& keys() const { return keys_; }
+  const protocol::SecAggSharesMsg& shares() const { return shares_; }  // kSecAggSharesIn
+  const protocol::SecAggUnmaskRequestMsg& unmask_request() const { return unmask_request_; }
+  // The (algorithm, run, round) the message names.
+  protocol::RoundId id() const;
+
+ private:
+  protocol::MessageKind kind_ = protocol::MessageKind::kNone;
+  protocol::Announcement announcement_;
+  protocol::RoundResult result_;
+  protocol::SecAggKeysMsg keys_;
+  protocol::SecAggSharesMsg shares_;
+  protocol::SecAggUnmaskRequestMsg unmask_request_;
+};
+
+}  // namespace fedrt::fw

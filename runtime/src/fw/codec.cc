@@ -1,0 +1,322 @@
+// nanopb mapping of fedrt.proto (see fedrt/fw/codec.h); the field-by-field
+// twin of runtime/src/wire/codec.cc, with the same validation.
+#include "fedrt/fw/codec.h"
+
+#include <cstring>
+#include <new>
+
+#include "fedrt/compression/quantizer.h"
+
+namespace fedrt::fw {
+
+using protocol::MessageKind;
+using protocol::View;
+
+namespace {
+
+bool Finite(double v) { return v - v == 0.0; }
+
+template <class T, size_t N>
+constexpr uint32_t Cap(const T (&)[N]) {
+  return static_cast<uint32_t>(N);
+}
+#define FEDRT_FW_COUNT(Message, field) \
+  static_cast<uint32_t>(sizeof(Message::field) / sizeof(Message::field[0]))
+
+template <class M>
+void Head(const protocol::RoundId& id, M& m) {
+  m.algorithm_index = id.algorithm;
+  m.run = id.run;
+  m.round = id.round;
+}
+template <class M>
+protocol::RoundId IdOf(const M& m) {
+  return protocol::RoundId{m.algorithm_index, m.run, m.round};
+}
+
+// A 32-byte key of a nanopb bytes field.
+template <class B>
+bool Key(const B& in, uint8_t* out) {
+  if (in.size != secagg::kKeyBytes) return false;
+  std::memcpy(out, in.bytes, secagg::kKeyBytes);
+  return true;
+}
+template <class B>
+void PutKey(const uint8_t* key, B& out) {
+  static_assert(sizeof(out.bytes) >= secagg::kKeyBytes, "key field too small");
+  out.size = static_cast<pb_size_t>(secagg::kKeyBytes);
+  std::memcpy(out.bytes, key, secagg::kKeyBytes);
+}
+
+// nanopb's init_zero of a message without default values is all zero bytes.
+void Clear(fedrt_wire_Envelope& env, pb_size_t tag) {
+  std::memset(static_cast<void*>(&env), 0, sizeof env);
+  env.which_body = tag;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- task
+
+Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
+  auto bad = [](const char* m) { return Status::InvalidArgument(m); };
+  t = config::Task{};
+  const fedrt_wire_ProblemSpec& wp = in.problem;
+  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kGmm)) return bad("task: unknown problem kind");
+  config::ProblemSpec& p = t.problem;
+  p.kind = static_cast<config::ProblemKind>(wp.kind);
+  p.agents = wp.agents;
+  p.dim = wp.dim;
+  p.seed = wp.seed;
+  p.from_files = wp.from_files;
+  p.data_fingerprint = wp.data_fingerprint;
+  if (p.agents == 0 || p.agents > (1u << 24)) return bad("task: agents outside 1..2^24");
+  if (p.dim == 0 || p.dim > config::kMaxDim) return bad("task: dimension outside 1..kMaxDim (256)");
+  const fedrt_wire_GarnetSpec& g = wp.garnet;
+  p.garnet.states = g.states;
+  p.garnet.actions = g.actions;
+  p.garnet.branching = g.branching;
+  p.garnet.gamma = g.gamma;
+  p.garnet.epsilon = g.epsilon;
+  if (g.heterogeneity > 1) return bad("task: unknown heterogeneity");
+  p.garnet.heterogeneity = static_cast<config::Heterogeneity>(g.heterogeneity);
+  p.garnet.noise_free = g.noise_free;
+  const fedrt_wire_SyntheticSpec& s = wp.synthetic;
+  p.synthetic.samples = s.samples;
+  p.synthetic.covariate_shift = s.covariate_shift;
+  p.synthetic.concept_shift = s.concept_shift;
+  p.synthetic.quantity_skew = s.quantity_skew;
+  p.synthetic.noise = s.noise;
+  p.synthetic.l2 = s.l2;
+  const fedrt_wire_GmmSpec& m = wp.gmm;
+  p.gmm.components = m.components;
+  p.gmm.data_dim = m.data_dim;
+  p.gmm.points = m.points;
+  p.gmm.own_weight = m.own_weight;
+  p.gmm.separation = m.separation;
+  const double reals[] = {p.garnet.gamma, p.garnet.epsilon, p.synthetic.covariate_shift, p.synthetic.concept_shift,
+                          p.synthetic.quantity_skew, p.synthetic.noise, p.synthetic.l2, p.gmm.own_weight,
+                          p.gmm.separation};
+  for (double v : reals)
+    if (!Finite(v)) return bad("task: a problem setting is NaN or infinite");
+  if (p.kind == config::ProblemKind::kGmm &&
+      (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
+       p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
+    return bad("task: Gaussian-mixture sizes do not match the dimension G (1 + p)");
+  if (in.algorithms_count == 0 || in.algorithms_count > config::kMaxAlgorithms)
+    return bad("task: algorithms outside 1..kMaxAlgorithms (8)");
+  t.num_algorithms = in.algorithms_count;
+  for (uint32_t a = 0; a < t.num_algorithms; ++a) {
+    const fedrt_wire_AlgorithmChoice& c = in.algorithms[a];
+    if (c.kind > static_cast<uint32_t>(config::AlgorithmKind::kVrFedEm)) return bad("task: unknown algorithm");
+    t.algorithms[a] = config::AlgorithmChoice{static_cast<config::AlgorithmKind>(c.kind), c.rr};
+    if (config::FamilyOf(t.algorithms[a].kind) != config::FamilyOf(p.kind))
+      return bad("task: an algorithm of another family than the problem's");
+    if (c.rr && config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+      return bad("task: Richardson-Romberg wraps optimisation algorithms only");
+  }
+  const fedrt_wire_HyperSpec& h = in.hyper;
+  t.hyper.step = h.step;
+  t.hyper.local_steps = h.local_steps;
+  t.hyper.comm_prob = h.comm_prob;
+  t.hyper.batch = h.batch;
+  t.hyper.prox_mu = h.prox_mu;
+  t.hyper.server_step = h.server_step;
+  t.hyper.burn_in = h.burn_in;
+  t.hyper.em_step = h.em_step;
+  t.hyper.inner_iters = h.inner_iters;
+  if (!(t.hyper.step > 0) || !Finite(t.hyper.step)) return bad("task: the step size must be positive");
+  if (t.hyper.local_steps == 0 || t.hyper.local_steps > (1u << 30)) return bad("task: local steps outside 1..2^30");
+  if (!(t.hyper.comm_prob > 0 && t.hyper.comm_prob <= 1)) return bad("task: communication probability outside (0, 1]");
+  if (!(t.hyper.prox_mu >= 0) || !Finite(t.hyper.prox_mu)) return bad("task: prox mu must be >= 0");
+  if (!(t.hyper.server_step > 0) || !Finite(t.hyper.server_step)) return bad("task: server step must be positive");
+  if (!(t.hyper.em_step > 0 && t.hyper.em_step <= 1)) return bad("task: EM step outside (0, 1]");
+  if (t.hyper.inner_iters == 0) return bad("task: VR-FedEM inner iterations must be positive");
+  const fedrt_wire_CompressionSpec& c = in.compression;
+  if (c.quantizer > static_cast<uint32_t>(compression::QuantizerKind::kRounding)) return bad("task: unknown quantizer");
+  t.compression.quantizer.kind = static_cast<compression::QuantizerKind>(c.quantizer);
+  t.compression.quantizer.levels = c.levels;
+  t.compression.quantizer.elias_gamma = c.elias_gamma;
+  t.compression.quantizer.bits = c.bits;
+  t.compression.quantizer.clip = c.clip;
+  t.compression.control_variates = c.control_variates;
+  t.compression.downlink = c.downlink;
+  const Status q = compression::ValidateSpec(t.compression.quantizer);
+  if (!q.ok()) return bad(q.message());
+  t.secagg.enabled = in.secagg.enabled;
+  t.secagg.neighbours = in.secagg.neighbours;
+  if (t.secagg.enabled && t.compression.quantizer.kind != compression::QuantizerKind::kRounding)
+    return bad("task: secure aggregation without the rounding quantizer");
+  t.participation = in.participation;
+  if (!(t.participation > 0 && t.participation <= 1)) return bad("task: participation outside (0, 1]");
+  t.seed = in.seed;
+  t.rounds = in.rounds;
+  t.runs = in.runs;
+  if (t.rounds == 0 || t.runs == 0) return bad("task: no rounds or no runs");
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- device -> coordinator
+
+uint32_t MaxBroadcastScalars() { return FEDRT_FW_COUNT(fedrt_wire_RoundAnnouncement, model); }
+uint32_t MaxUpdateSegments() { return FEDRT_FW_COUNT(fedrt_wire_Update, payload); }
+uint32_t MaxSegmentBytes() { return static_cast<uint32_t>(sizeof(fedrt_wire_Update_payload_t::bytes)); }
+uint32_t MaxMaskedScalars() { return FEDRT_FW_COUNT(fedrt_wire_SecAggMasked, masked); }
+
+Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env) {
+  Clear(env, fedrt_wire_Envelope_update_tag);
+  fedrt_wire_Update& u = env.body.update;
+  Head(m.id, u);
+  u.encoding = static_cast<uint32_t>(m.encoding);
+  if (m.segments > Cap(u.payload)) return Status::ResourceExhausted("update: more segments than this image sends");
+  u.payload_count = static_cast<pb_size_t>(m.segments);
+  for (uint32_t k = 0; k < m.segments; ++k) {
+    if (m.payload[k].size > sizeof(u.payload[k].bytes))
+      return Status::ResourceExhausted("update: a segment longer than this image sends");
+    u.payload[k].size = static_cast<pb_size_t>(m.payload[k].size);
+    std::memcpy(u.payload[k].bytes, m.payload[k].data, m.payload[k].size);
+  }
+  u.sample_count = m.sample_count;
+  return Status::Ok();
+}
+
+Status Encode(const protocol::SecAggAdvertiseMsg& m, fedrt_wire_Envelope& env) {
+  Clear(env, fedrt_wire_Envelope_secagg_advertise_tag);
+  fedrt_wire_SecAggAdvertise& a = env.body.secagg_advertise;
+  Head(m.id, a);
+  PutKey(m.keys.c_pk, a.c_pk);
+  PutKey(m.keys.s_pk, a.s_pk);
+  return Status::Ok();
+}
+
+Status Encode(const protocol::SecAggSharesMsg& m, fedrt_wire_Envelope& env) {
+  Clear(env, fedrt_wire_Envelope_secagg_shares_tag);
+  fedrt_wire_SecAggShares& s = env.body.secagg_shares;
+  Head(m.id, s);
+  if (m.shares.size > Cap(s.shares)) return Status::ResourceExhausted("SecAggShares: more ciphertexts than this image sends");
+  s.shares_count = static_cast<pb_size_t>(m.shares.size);
+  for (uint32_t i = 0; i < m.shares.size; ++i) {
+    static_assert(sizeof(s.shares[i].ciphertext.bytes) >= secagg::kShareWireBytes, "ciphertext field too small");
+    s.shares[i].peer = m.shares[i].to;
+    s.shares[i].ciphertext.size = static_cast<pb_size_t>(secagg::kShareWireBytes);
+    secagg::PackShareCiphertext(m.shares[i], s.shares[i].ciphertext.bytes);
+  }
+  return Status::Ok();
+}
+
+Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env) {
+  Clear(env, fedrt_wire_Envelope_secagg_masked_tag);
+  fedrt_wire_SecAggMasked& s = env.body.secagg_masked;
+  Head(m.id, s);
+  if (m.masked.size > Cap(s.masked)) return Status::ResourceExhausted("SecAggMasked: longer than this image sends");
+  s.masked_count = static_cast<pb_size_t>(m.masked.size);
+  std::memcpy(s.masked, m.masked.data, sizeof(uint32_t) * m.masked.size);
+  return Status::Ok();
+}
+
+Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env) {
+  Clear(env, fedrt_wire_Envelope_secagg_unmask_tag);
+  fedrt_wire_SecAggUnmask& s = env.body.secagg_unmask;
+  Head(m.id, s);
+  if (m.shares.size > Cap(s.shares)) return Status::ResourceExhausted("SecAggUnmask: more shares than this image sends");
+  s.shares_count = static_cast<pb_size_t>(m.shares.size);
+  for (uint32_t i = 0; i < m.shares.size; ++i) {
+    s.shares[i].about = m.shares[i].about;
+    s.shares[i].kind = static_cast<uint32_t>(m.shares[i].kind);
+    s.shares[i].x = m.shares[i].x;
+    PutKey(m.shares[i].share, s.shares[i].share);
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- coordinator -> device
+
+protocol::RoundId Inbound::id() const {
+  switch (kind_) {
+    case MessageKind::kAnnouncement: return announcement_.id;
+    case MessageKind::kRoundResult: return result_.id;
+    case MessageKind::kSecAggKeys: return keys_.id;
+    case MessageKind::kSecAggSharesIn: return shares_.id;
+    case MessageKind::kSecAggUnmaskRequest: return unmask_request_.id;
+    default: return protocol::RoundId{};
+  }
+}
+
+Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scratch_bytes) {
+  kind_ = MessageKind::kNone;
+  const bool room = scratch != nullptr && scratch_bytes >= kScratchBytes && (reinterpret_cast<uintptr_t>(scratch) & 7u) == 0;
+  switch (env.which_body) {
+    case fedrt_wire_Envelope_announce_tag: {
+      const fedrt_wire_RoundAnnouncement& a = env.body.announce;
+      if (a.kind > static_cast<uint32_t>(protocol::WorkKind::kInitialStatistic))
+        return Status::InvalidArgument("announcement of unknown kind");
+      if (a.model_count > config::kMaxBroadcastScalars) return Status::OutOfRange("broadcast longer than kMaxBroadcastScalars");
+      for (pb_size_t i = 0; i < a.model_count; ++i)
+        if (!Finite(a.model[i])) return Status::InvalidArgument("broadcast value is NaN or infinite");
+      announcement_ = protocol::Announcement{};
+      announcement_.id = IdOf(a);
+      announcement_.kind = static_cast<protocol::WorkKind>(a.kind);
+      announcement_.local_steps = a.local_steps;
+      announcement_.report = a.report;
+      announcement_.deadline_ms = a.deadline_ms;
+      announcement_.model = View<double>{a.model, a.model_count};
+      if (a.has_secagg) {
+        const fedrt_wire_SecAggParams& p = a.secagg;
+        announcement_.secagg = protocol::SecAggRound{true, p.round_id, p.graph_seed, p.n, p.k, p.t, p.id};
+      }
+      kind_ = MessageKind::kAnnouncement;
+      return Status::Ok();
+    }
+    case fedrt_wire_Envelope_result_tag: {
+      const fedrt_wire_RoundResult& r = env.body.result;
+      if (r.model_count > config::kMaxDim) return Status::OutOfRange("round result model longer than kMaxDim");
+      for (pb_size_t i = 0; i < r.model_count; ++i)
+        if (!Finite(r.model[i])) return Status::InvalidArgument("round result value is NaN or infinite");
+      result_ = protocol::RoundResult{IdOf(r), r.included, View<double>{r.model, r.model_count}};
+      kind_ = MessageKind::kRoundResult;
+      return Status::Ok();
+    }
+    case fedrt_wire_Envelope_secagg_keys_tag: {
+      const fedrt_wire_SecAggKeys& k = env.body.secagg_keys;
+      if (k.peers_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggKeys: more peers than neighbours");
+      if (!room) return Status::Internal("SecAggKeys: no scratch memory");
+      auto* ads = static_cast<secagg::Advertise*>(scratch);
+      for (pb_size_t i = 0; i < k.peers_count; ++i) {
+        new (&ads[i]) secagg::Advertise();
+        ads[i].id = k.peers[i].id;
+        if (!Key(k.peers[i].c_pk, ads[i].c_pk) || !Key(k.peers[i].s_pk, ads[i].s_pk))
+          return Status::InvalidArgument("SecAggKeys: keys must be 32 bytes");
+      }
+      keys_ = protocol::SecAggKeysMsg{IdOf(k), View<secagg::Advertise>{ads, k.peers_count}};
+      kind_ = MessageKind::kSecAggKeys;
+      return Status::Ok();
+    }
+    case fedrt_wire_Envelope_secagg_shares_in_tag: {
+      const fedrt_wire_SecAggSharesIn& s = env.body.secagg_shares_in;
+      if (s.shares_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggSharesIn: more shares than neighbours");
+      if (!room) return Status::Internal("SecAggSharesIn: no scratch memory");
+      auto* cts = static_cast<secagg::ShareCiphertext*>(scratch);
+      for (pb_size_t i = 0; i < s.shares_count; ++i) {
+        new (&cts[i]) secagg::ShareCiphertext();
+        // The peer is the sender; the session fills in this device as the recipient.
+        if (!secagg::UnpackShareCiphertext(s.shares[i].ciphertext.bytes, s.shares[i].ciphertext.size, s.shares[i].peer,
+                                           0, cts[i]))
+          return Status::InvalidArgument("SecAggSharesIn: a ciphertext must be 89 bytes");
+      }
+      shares_ = protocol::SecAggSharesMsg{IdOf(s), View<secagg::ShareCiphertext>{cts, s.shares_count}};
+      kind_ = MessageKind::kSecAggSharesIn;
+      return Status::Ok();
+    }
+    case fedrt_wire_Envelope_secagg_unmask_request_tag: {
+      const fedrt_wire_SecAggUnmaskRequest& r = env.body.secagg_unmask_request;
+      if (r.survivors_count > secagg::kMaxNeighbours + 1)
+        return Status::InvalidArgument("SecAggUnmaskRequest: more survivors than neighbours + 1");
+      unmask_request_ = protocol::SecAggUnmaskRequestMsg{IdOf(r), View<uint32_t>{r.survivors, r.survivors_count}};
+      kind_ = MessageKind::kSecAggUnmaskRequest;
+      return Status::Ok();
+    }
+    default: return Status::InvalidArgument("not a round message a device takes");
+  }
+}
+
+}  // namespace fedrt::fw

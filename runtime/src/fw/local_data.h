@@ -1,0 +1,79 @@
+#pragma once
+// LocalData: the oracle a task needs, over the firmware's provisioned problem
+// image (fedrt/fw/problem_image.h): what problems::Instance builds on a host
+// for agent c, in float, for the families of this build only. Device code.
+
+#include <cstdint>
+
+#include "fedrt/config/task.h"
+#include "fedrt/core/arena.h"
+#include "fedrt/core/status.h"
+#include "fedrt/fw/problem_image.h"
+#include "fedrt/protocol/local_problem.h"
+
+namespace fedrt::fw {
+
+template <uint32_t kFamilies>
+class LocalData {
+ public:
+  // Builds `out` for `task` from `image` (least squares: Abar_c and bbar_c
+  // (and the prox factor) in `arena`). An error says why the data cannot
+  // serve the task; nothing is built for a family outside this build.
+  Status build(const ProblemView& image, const config::Task& task, Arena& arena, protocol::LocalProblem<float>& out) {
+    out = protocol::LocalProblem<float>{};
+    const config::ProblemSpec& p = task.problem;
+    if (image.kind != p.kind) return Status::FailedPrecondition("the provisioned data is of another problem kind");
+    switch (config::FamilyOf(p.kind)) {
+      case config::Family::kLsa:
+        if constexpr (protocol::Has(kFamilies, config::Family::kLsa)) {
+          if (static_cast<uint32_t>(image.dim) != p.dim)
+            return Status::FailedPrecondition("the provisioned features have another dimension than the task's");
+          td_ = problems::TdOracle<float>::FromTables(image.dim, image.gamma, image.table, image.atoms, image.aux);
+          if (!p.garnet.noise_free) out.td = &td_;  // noise-free TD(0) needs Abar_c, bbar_c: not provisioned
+        }
+        return Status::Ok();
+      case config::Family::kOpt:
+        if constexpr (protocol::Has(kFamilies, config::Family::kOpt)) {
+          if (static_cast<uint32_t>(image.dim) != p.dim)
+            return Status::FailedPrecondition("the provisioned samples have another dimension than the task's");
+          if (p.kind == config::ProblemKind::kLeastSquares) {
+            auto o = problems::LeastSquaresOracle<float>::create(arena, image.dim, image.rows, image.table, image.labels,
+                                                                 static_cast<float>(task.hyper.prox_mu));
+            if (!o.ok())
+              return o.status().code() == StatusCode::kResourceExhausted
+                         ? Status::ResourceExhausted("least squares: Abar_c does not fit this device's memory")
+                         : o.status();
+            lsq_ = *o;
+            out.least_squares = &lsq_;
+          } else {
+            auto o = problems::LogisticOracle<float>::create(arena, image.dim, image.rows, image.table, image.labels,
+                                                             static_cast<float>(p.synthetic.l2));
+            if (!o.ok()) return o.status();
+            logistic_ = *o;
+            out.logistic = &logistic_;
+          }
+        }
+        return Status::Ok();
+      case config::Family::kEm:
+        if constexpr (protocol::Has(kFamilies, config::Family::kEm)) {
+          const uint32_t g = image.aux, dp = static_cast<uint32_t>(image.dim);
+          if (g != p.gmm.components || dp != p.gmm.data_dim || g * (1 + dp) != p.dim)
+            return Status::FailedPrecondition("the provisioned mixture data has other sizes than the task's");
+          auto o = problems::GmmOracle<float>::create(image.table, image.rows, static_cast<int>(g), image.dim);
+          if (!o.ok()) return o.status();
+          gmm_ = *o;
+          out.gmm = &gmm_;
+        }
+        return Status::Ok();
+    }
+    return Status::InvalidArgument("unknown problem family");
+  }
+
+ private:
+  problems::TdOracle<float> td_;
+  problems::LeastSquaresOracle<float> lsq_;
+  problems::LogisticOracle<float> logistic_;
+  problems::GmmOracle<float> gmm_;
+};
+
+}  // namespace fedrt::fw

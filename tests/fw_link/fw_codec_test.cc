@@ -1,0 +1,340 @@
+// The firmware's nanopb codec (runtime/src/fw/codec.cc) against the host's
+// protobuf-lite codec (runtime/src/wire/codec.cc): the same .proto mapping
+// both ways. What the coordinator encodes, the firmware decodes to the same
+// task and round messages; what the firmware encodes, the coordinator
+// decodes to the same messages; and a task one decoder rejects, the other
+// rejects too. Built on the host with the all-families image's nanopb code.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <pb_decode.h>
+#include <pb_encode.h>
+
+#include "fedrt/config/fingerprint.h"
+#include "fedrt/fw/codec.h"
+#include "fedrt/wire/codec.h"
+
+namespace fedrt::fw {
+namespace {
+
+using protocol::MessageKind;
+using protocol::RoundId;
+using protocol::View;
+
+// protobuf-lite bytes -> nanopb Envelope.
+bool ToNanopb(const wire::Envelope& in, fedrt_wire_Envelope& out) {
+  const std::string bytes = in.SerializeAsString();
+  std::memset(static_cast<void*>(&out), 0, sizeof out);
+  pb_istream_t s = pb_istream_from_buffer(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return pb_decode(&s, fedrt_wire_Envelope_fields, &out);
+}
+
+// nanopb Envelope -> protobuf-lite, decoded by the host's Inbound.
+bool ToHost(const fedrt_wire_Envelope& in, wire::Envelope& out) {
+  std::vector<uint8_t> buf(fedrt_wire_Envelope_size);
+  pb_ostream_t s = pb_ostream_from_buffer(buf.data(), buf.size());
+  if (!pb_encode(&s, fedrt_wire_Envelope_fields, &in)) return false;
+  return out.ParseFromArray(buf.data(), static_cast<int>(s.bytes_written));
+}
+
+struct Fixture {
+  fedrt_wire_Envelope env;
+  alignas(8) uint8_t scratch[Inbound::kScratchBytes];
+};
+
+config::Task SampleTask() {
+  config::Task t;
+  t.problem.kind = config::ProblemKind::kLeastSquares;
+  t.problem.agents = 12;
+  t.problem.dim = 7;
+  t.problem.seed = 0x123456789ull;
+  t.problem.synthetic.samples = 77;
+  t.problem.synthetic.covariate_shift = 0.25;
+  t.problem.synthetic.concept_shift = 1.5;
+  t.problem.synthetic.quantity_skew = 0.125;
+  t.problem.synthetic.noise = 0.3;
+  t.problem.synthetic.l2 = 1e-3;
+  t.num_algorithms = 3;
+  t.algorithms[0] = {config::AlgorithmKind::kFedAvg, false};
+  t.algorithms[1] = {config::AlgorithmKind::kScaffold, true};
+  t.algorithms[2] = {config::AlgorithmKind::kFedProxExact, false};
+  t.hyper.step = 0.0625;
+  t.hyper.local_steps = 33;
+  t.hyper.comm_prob = 0.5;
+  t.hyper.batch = 4;
+  t.hyper.prox_mu = 0.75;
+  t.hyper.server_step = 0.9;
+  t.hyper.burn_in = 11;
+  t.hyper.em_step = 0.5;
+  t.hyper.inner_iters = 6;
+  t.compression.quantizer.kind = compression::QuantizerKind::kRounding;
+  t.compression.quantizer.bits = 12;
+  t.compression.quantizer.clip = 2.5;
+  t.compression.control_variates = true;
+  t.secagg.enabled = true;
+  t.secagg.neighbours = 4;
+  t.participation = 0.8;
+  t.seed = 99;
+  t.rounds = 21;
+  t.runs = 2;
+  return t;
+}
+
+// Both decoders' verdict on `t` as the coordinator encodes it.
+struct Verdicts {
+  Status host, fw;
+  config::Task host_task, fw_task;
+};
+Verdicts DecodeBoth(const config::Task& t) {
+  wire::Envelope env;
+  wire::EncodeTask(t, env.mutable_welcome()->mutable_task());
+  wire::Envelope back;
+  EXPECT_TRUE(back.ParseFromString(env.SerializeAsString()));
+  Verdicts v;
+  v.host = wire::DecodeTask(back.welcome().task(), v.host_task);
+  static Fixture f;
+  EXPECT_TRUE(ToNanopb(env, f.env));
+  EXPECT_EQ(f.env.which_body, fedrt_wire_Envelope_welcome_tag);
+  v.fw = DecodeTask(f.env.body.welcome.task, v.fw_task);
+  return v;
+}
+
+TEST(FwCodec, TaskDecodesAsOnTheHost) {
+  const config::Task t = SampleTask();
+  const Verdicts v = DecodeBoth(t);
+  ASSERT_TRUE(v.host.ok()) << v.host.message();
+  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
+  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(t));
+  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
+  EXPECT_EQ(config::ProblemFingerprint(v.fw_task.problem), config::ProblemFingerprint(t.problem));
+  EXPECT_EQ(v.fw_task.num_algorithms, 3u);
+  EXPECT_TRUE(v.fw_task.algorithms[1].rr);
+  EXPECT_EQ(v.fw_task.hyper.burn_in, 11u);
+  EXPECT_EQ(v.fw_task.secagg.neighbours, 4u);
+  EXPECT_EQ(v.fw_task.compression.quantizer.bits, 12u);
+  EXPECT_DOUBLE_EQ(v.fw_task.compression.quantizer.clip, 2.5);
+  EXPECT_DOUBLE_EQ(v.fw_task.participation, 0.8);
+  EXPECT_EQ(v.fw_task.runs, 2u);
+}
+
+TEST(FwCodec, RejectsTheTasksTheHostRejects) {
+  const std::vector<std::pair<const char*, std::function<void(config::Task&)>>> bad = {
+      {"dimension 0", [](config::Task& t) { t.problem.dim = 0; }},
+      {"dimension above kMaxDim", [](config::Task& t) { t.problem.dim = config::kMaxDim + 1; }},
+      {"no agents", [](config::Task& t) { t.problem.agents = 0; }},
+      {"unknown problem kind", [](config::Task& t) { t.problem.kind = static_cast<config::ProblemKind>(9); }},
+      {"unknown algorithm", [](config::Task& t) { t.algorithms[0].kind = static_cast<config::AlgorithmKind>(42); }},
+      {"family mismatch", [](config::Task& t) { t.algorithms[0].kind = config::AlgorithmKind::kFedLsa; }},
+      {"no algorithm", [](config::Task& t) { t.num_algorithms = 0; }},
+      {"zero step", [](config::Task& t) { t.hyper.step = 0; }},
+      {"NaN step", [](config::Task& t) { t.hyper.step = std::nan(""); }},
+      {"no local steps", [](config::Task& t) { t.hyper.local_steps = 0; }},
+      {"NaN noise", [](config::Task& t) { t.problem.synthetic.noise = std::nan(""); }},
+      {"participation 0", [](config::Task& t) { t.participation = 0; }},
+      {"secagg without rounding", [](config::Task& t) { t.compression.quantizer.kind = compression::QuantizerKind::kDither; t.compression.quantizer.levels = 4; }},
+      {"no rounds", [](config::Task& t) { t.rounds = 0; }},
+      {"rounding with 0 bits", [](config::Task& t) { t.compression.quantizer.bits = 0; }},
+      {"gmm sizes", [](config::Task& t) {
+         t.problem.kind = config::ProblemKind::kGmm;
+         t.num_algorithms = 1;
+         t.algorithms[0] = {config::AlgorithmKind::kFedEm, false};
+         t.problem.gmm.components = 2;
+         t.problem.gmm.data_dim = 2;  // G (1 + p) = 6, not 7
+       }},
+  };
+  for (const auto& [what, mutate] : bad) {
+    config::Task t = SampleTask();
+    mutate(t);
+    const Verdicts v = DecodeBoth(t);
+    EXPECT_FALSE(v.host.ok()) << what;
+    EXPECT_FALSE(v.fw.ok()) << what << " (the firmware accepted what the host rejects)";
+    EXPECT_NE(std::string(v.fw.message()), "") << what;
+  }
+}
+
+TEST(FwCodec, AnnouncementAndResultDecodeAsOnTheHost) {
+  static Fixture f;
+  const double model[] = {1.5, -2.25, 0.0, 3e-7, 1e10};
+  protocol::Announcement a;
+  a.id = RoundId{2, 1, 17};
+  a.kind = protocol::WorkKind::kLocalWork;
+  a.local_steps = 123;
+  a.report = true;
+  a.deadline_ms = 4567;
+  a.model = View<double>{model, 5};
+  a.secagg = protocol::SecAggRound{true, 0xABCDEF0123ull, 77, 10, 4, 3, 6};
+  wire::Envelope env;
+  wire::Encode(a, env);
+  ASSERT_TRUE(ToNanopb(env, f.env));
+  Inbound in;
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  ASSERT_EQ(in.kind(), MessageKind::kAnnouncement);
+  const protocol::Announcement& b = in.announcement();
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(in.id(), a.id);
+  EXPECT_EQ(b.local_steps, 123u);
+  EXPECT_TRUE(b.report);
+  EXPECT_EQ(b.deadline_ms, 4567u);
+  ASSERT_EQ(b.model.size, 5u);
+  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(b.model[i], model[i]);
+  EXPECT_TRUE(b.secagg.enabled);
+  EXPECT_EQ(b.secagg.round_id, 0xABCDEF0123ull);
+  EXPECT_EQ(b.secagg.n, 10u);
+  EXPECT_EQ(b.secagg.k, 4u);
+  EXPECT_EQ(b.secagg.t, 3u);
+  EXPECT_EQ(b.secagg.id, 6u);
+
+  // A NaN broadcast and an unknown kind are rejected where they are decoded.
+  const double nan_model[] = {1.0, std::nan("")};
+  a.model = View<double>{nan_model, 2};
+  wire::Envelope bad;
+  wire::Encode(a, bad);
+  ASSERT_TRUE(ToNanopb(bad, f.env));
+  EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  f.env.body.announce.model[1] = 0.0;
+  f.env.body.announce.kind = 7;
+  EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+
+  protocol::RoundResult r{RoundId{0, 0, 3}, true, View<double>{model, 4}};
+  wire::Envelope renv;
+  wire::Encode(r, renv);
+  ASSERT_TRUE(ToNanopb(renv, f.env));
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  ASSERT_EQ(in.kind(), MessageKind::kRoundResult);
+  EXPECT_EQ(in.result().id, r.id);
+  EXPECT_TRUE(in.result().included);
+  ASSERT_EQ(in.result().model.size, 4u);
+  EXPECT_EQ(in.result().model[3], 3e-7);
+}
+
+TEST(FwCodec, SecAggPhasesDecodeAsOnTheHost) {
+  static Fixture f;
+  Inbound in;
+  secagg::Advertise ads[3];
+  for (uint32_t i = 0; i < 3; ++i) {
+    ads[i].id = 10 + i;
+    for (uint32_t k = 0; k < secagg::kKeyBytes; ++k) {
+      ads[i].c_pk[k] = static_cast<uint8_t>(i * 31 + k);
+      ads[i].s_pk[k] = static_cast<uint8_t>(i * 17 + 3 * k);
+    }
+  }
+  wire::Envelope env;
+  wire::Encode(protocol::SecAggKeysMsg{RoundId{1, 0, 4}, View<secagg::Advertise>{ads, 3}}, env);
+  ASSERT_TRUE(ToNanopb(env, f.env));
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  ASSERT_EQ(in.kind(), MessageKind::kSecAggKeys);
+  ASSERT_EQ(in.keys().peers.size, 3u);
+  EXPECT_EQ(in.keys().peers[2].id, 12u);
+  EXPECT_EQ(std::memcmp(in.keys().peers[1].s_pk, ads[1].s_pk, secagg::kKeyBytes), 0);
+  f.env.body.secagg_keys.peers[0].c_pk.size = 31;  // a short key
+  EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+
+  secagg::ShareCiphertext cts[2];
+  for (uint32_t i = 0; i < 2; ++i) {
+    cts[i].from = 5 + i;
+    for (size_t k = 0; k < sizeof cts[i].ct; ++k) cts[i].ct[k] = static_cast<uint8_t>(k + i);
+    for (size_t k = 0; k < sizeof cts[i].tag; ++k) cts[i].tag[k] = static_cast<uint8_t>(200 - k);
+  }
+  wire::Envelope senv;
+  wire::Encode(protocol::SecAggSharesMsg{RoundId{1, 0, 4}, View<secagg::ShareCiphertext>{cts, 2}}, /*incoming=*/true, senv);
+  ASSERT_TRUE(ToNanopb(senv, f.env));
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  ASSERT_EQ(in.kind(), MessageKind::kSecAggSharesIn);
+  ASSERT_EQ(in.shares().shares.size, 2u);
+  EXPECT_EQ(in.shares().shares[1].from, 6u);
+  EXPECT_EQ(std::memcmp(in.shares().shares[1].ct, cts[1].ct, sizeof cts[1].ct), 0);
+  EXPECT_EQ(std::memcmp(in.shares().shares[0].tag, cts[0].tag, sizeof cts[0].tag), 0);
+
+  const uint32_t survivors[] = {3, 5, 8};
+  wire::Envelope uenv;
+  wire::Encode(protocol::SecAggUnmaskRequestMsg{RoundId{1, 0, 4}, View<uint32_t>{survivors, 3}}, uenv);
+  ASSERT_TRUE(ToNanopb(uenv, f.env));
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  ASSERT_EQ(in.kind(), MessageKind::kSecAggUnmaskRequest);
+  ASSERT_EQ(in.unmask_request().survivors.size, 3u);
+  EXPECT_EQ(in.unmask_request().survivors[2], 8u);
+  // Too little scratch for the SecAgg+ tables is an error, not an overflow.
+  ASSERT_TRUE(ToNanopb(senv, f.env));
+  EXPECT_FALSE(in.decode(f.env, f.scratch, 16).ok());
+}
+
+TEST(FwCodec, DeviceMessagesDecodeOnTheHost) {
+  static Fixture f;
+  wire::Inbound host;
+  wire::WireError err;
+  wire::Envelope env;
+
+  const uint8_t seg0[] = {1, 2, 3, 4, 5}, seg1[] = {9, 8, 7};
+  protocol::Update u;
+  u.id = RoundId{3, 1, 9};
+  u.encoding = protocol::Encoding::kCodec;
+  u.segments = 2;
+  u.payload[0] = View<uint8_t>{seg0, 5};
+  u.payload[1] = View<uint8_t>{seg1, 3};
+  u.sample_count = 4242;
+  ASSERT_TRUE(Encode(u, f.env).ok());
+  ASSERT_TRUE(ToHost(f.env, env));
+  ASSERT_TRUE(host.decode(env, err)) << err.message;
+  ASSERT_EQ(host.kind(), MessageKind::kUpdate);
+  EXPECT_EQ(host.update().id, u.id);
+  EXPECT_EQ(host.update().encoding, protocol::Encoding::kCodec);
+  ASSERT_EQ(host.update().segments, 2u);
+  EXPECT_EQ(host.update().payload[1].size, 3u);
+  EXPECT_EQ(std::memcmp(host.update().payload[0].data, seg0, 5), 0);
+  EXPECT_EQ(host.update().sample_count, 4242u);
+  // A segment over the image's bound is an error, not a truncation.
+  std::vector<uint8_t> big(MaxSegmentBytes() + 1, 0);
+  u.payload[0] = View<uint8_t>{big.data(), static_cast<uint32_t>(big.size())};
+  EXPECT_EQ(Encode(u, f.env).code(), StatusCode::kResourceExhausted);
+
+  protocol::SecAggAdvertiseMsg a;
+  a.id = RoundId{0, 2, 5};
+  for (uint32_t k = 0; k < secagg::kKeyBytes; ++k) a.keys.c_pk[k] = a.keys.s_pk[31 - k] = static_cast<uint8_t>(k);
+  ASSERT_TRUE(Encode(a, f.env).ok());
+  ASSERT_TRUE(ToHost(f.env, env));
+  ASSERT_TRUE(host.decode(env, err)) << err.message;
+  ASSERT_EQ(host.kind(), MessageKind::kSecAggAdvertise);
+  EXPECT_EQ(host.advertise().id, a.id);
+  EXPECT_EQ(std::memcmp(host.advertise().keys.s_pk, a.keys.s_pk, secagg::kKeyBytes), 0);
+
+  secagg::ShareCiphertext ct;
+  ct.to = 7;
+  for (size_t k = 0; k < sizeof ct.ct; ++k) ct.ct[k] = static_cast<uint8_t>(3 * k);
+  ASSERT_TRUE(Encode(protocol::SecAggSharesMsg{a.id, View<secagg::ShareCiphertext>{&ct, 1}}, f.env).ok());
+  ASSERT_TRUE(ToHost(f.env, env));
+  ASSERT_TRUE(host.decode(env, err)) << err.message;
+  ASSERT_EQ(host.kind(), MessageKind::kSecAggShares);
+  ASSERT_EQ(host.shares().shares.size, 1u);
+  EXPECT_EQ(host.shares().shares[0].to, 7u);
+  EXPECT_EQ(std::memcmp(host.shares().shares[0].ct, ct.ct, sizeof ct.ct), 0);
+
+  const uint32_t masked[] = {0xFFFFFFFFu, 0, 12345};
+  ASSERT_TRUE(Encode(protocol::SecAggMaskedMsg{a.id, View<uint32_t>{masked, 3}}, f.env).ok());
+  ASSERT_TRUE(ToHost(f.env, env));
+  ASSERT_TRUE(host.decode(env, err)) << err.message;
+  ASSERT_EQ(host.kind(), MessageKind::kSecAggMasked);
+  ASSERT_EQ(host.masked().masked.size, 3u);
+  EXPECT_EQ(host.masked().masked[0], 0xFFFFFFFFu);
+
+  secagg::UnmaskShare sh;
+  sh.about = 4;
+  sh.kind = secagg::ShareKind::kMaskKey;
+  sh.x = 9;
+  for (uint32_t k = 0; k < secagg::kKeyBytes; ++k) sh.share[k] = static_cast<uint8_t>(k ^ 0x5A);
+  ASSERT_TRUE(Encode(protocol::SecAggUnmaskMsg{a.id, View<secagg::UnmaskShare>{&sh, 1}}, f.env).ok());
+  ASSERT_TRUE(ToHost(f.env, env));
+  ASSERT_TRUE(host.decode(env, err)) << err.message;
+  ASSERT_EQ(host.kind(), MessageKind::kSecAggUnmask);
+  ASSERT_EQ(host.unmask().shares.size, 1u);
+  EXPECT_EQ(host.unmask().shares[0].about, 4u);
+  EXPECT_EQ(host.unmask().shares[0].kind, secagg::ShareKind::kMaskKey);
+  EXPECT_EQ(host.unmask().shares[0].x, 9u);
+  EXPECT_EQ(std::memcmp(host.unmask().shares[0].share, sh.share, secagg::kKeyBytes), 0);
+}
+
+}  // namespace
+}  // namespace fedrt::fw
