@@ -68,12 +68,25 @@ TEST(WireLimits, NanopbBoundsAreTheLimitsHeader) {
 
 TEST(WireLimits, FirmwareBoundsOnlyTighten) {
   const auto base = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/wire/fedrt.options");
-  const auto fw = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/fw/fedrt_fw.options");
-  for (const auto& [key, value] : fw) {
-    auto it = base.find(key);
-    ASSERT_NE(it, base.end()) << "firmware bound for a field the wire leaves unbounded: " << key;
-    EXPECT_LE(value, it->second) << key;
+  for (const char* file : {"fedrt_fw.options", "fedrt_fw_lsa.options"}) {
+    const auto fw = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/fw/" + file);
+    for (const auto& [key, value] : fw) {
+      auto it = base.find(key);
+      ASSERT_NE(it, base.end()) << file << ": a bound for a field the wire leaves unbounded: " << key;
+      EXPECT_LE(value, it->second) << file << ": " << key;
+    }
   }
+}
+
+// The LSA-only firmware's frames still carry every LSA task up to kMaxDim
+// (docs/architecture.md, "Families": broadcast theta_t, one segment of at
+// most d float64, d SecAgg+ integers).
+TEST(WireLimits, LsaFirmwareBoundsHoldAnLsaTaskAtTheMaximumDimension) {
+  const auto lsa = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/fw/fedrt_fw_lsa.options");
+  EXPECT_GE(lsa.at("RoundAnnouncement.model max_count"), static_cast<long>(kMaxDim));
+  EXPECT_GE(lsa.at("Update.payload max_count"), 1);
+  EXPECT_GE(lsa.at("Update.payload max_size"), static_cast<long>(8 * kMaxDim));
+  EXPECT_GE(lsa.at("SecAggMasked.masked max_count"), static_cast<long>(kMaxDim));
 }
 
 }  // namespace
