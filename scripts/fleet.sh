@@ -13,7 +13,8 @@
 #   aarch64    qemu-aarch64 build/aarch64/bin/fedrt-device (static; ./fedrt build aarch64)
 #   armhf      qemu-arm build/armhf/bin/fedrt-device       (static; ./fedrt build armhf)
 #   cortex-m4  firmware under qemu-system-arm (see launch_cortex_m4 below)
-# mixed auth (default): even devices use their PSK, odd devices their certificate.
+# mixed auth (default unless the experiment's [network] auth is psk or cert):
+# even devices use their PSK, odd devices their certificate.
 # Outputs: DIR/{metrics.csv,summary.json,error.png,coordinator.log,coordinator.db},
 # DIR/logs/<id>.log (one per device), DIR/devices.tsv (id, agent index, kind),
 # DIR/devices/<id>/ (device state directories).
@@ -23,7 +24,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/build/release/bin"
 AARCH64_BIN="$ROOT/build/aarch64/bin"
 ARMHF_BIN="$ROOT/build/armhf/bin"
-CONFIG="" OUT="out/fleet" AUTH="mixed" TIMEOUT=600
+CONFIG="" OUT="out/fleet" AUTH="" TIMEOUT=600
 N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0
 EXTRA=()
 
@@ -58,6 +59,11 @@ DEVICES=$((N_NATIVE + N_AARCH64 + N_ARMHF + N_CORTEX_M4))
 [[ -n "$CONFIG" && -f "$CONFIG" ]] || die "--config EXPERIMENT.toml is required (got '${CONFIG}')"
 ((DEVICES > 0)) || die "no devices: give --native N (or --devices N), --aarch64 N, --armhf N or --cortex-m4 N"
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds (got '$TIMEOUT')"
+# Without --auth: what the experiment's [network] auth allows (psk, cert), else mixed.
+if [[ -z "$AUTH" ]]; then
+  AUTH="$(sed -n '/^\[network\]/,/^\[/{s/^auth *= *"\(psk\|cert\)".*/\1/p}' "$CONFIG" | head -1)"
+  AUTH="${AUTH:-mixed}"
+fi
 case "$AUTH" in psk|cert|mixed) ;; *) die "--auth must be psk, cert or mixed (got '$AUTH')" ;; esac
 for b in fedrt-keys fedrt-coordinator; do
   [[ -x "$BIN/$b" ]] || die "$BIN/$b not built (./fedrt build)"
