@@ -163,18 +163,18 @@ class TdOracle {
   }
 
   // a^T b summed in one order on every architecture: even and odd
-  // coordinates apart, then added. Eigen's dot follows the machine's SIMD
-  // width, so a board without double SIMD (armhf) would round differently
-  // from a host (docs/architecture.md, "Same iterates in every driver").
+  // coordinates apart (the two lanes of a 2-vector), then added. Eigen's dot
+  // follows the machine's SIMD width, so a board without double SIMD (armhf)
+  // would round differently from a host; lane-wise 2-vector arithmetic is the
+  // same with or without SIMD (docs/architecture.md, "Same iterates in every
+  // driver"), and on SSE2 / NEON it is one packed multiply-add per pair.
   static inline S FixedOrderDot(const S* a, const S* b, int n) {
-    S even = 0, odd = 0;
+    using Pair = Eigen::Matrix<S, 2, 1>;
+    Pair acc = Pair::Zero();
     int i = 0;
-    for (; i + 1 < n; i += 2) {
-      even += a[i] * b[i];
-      odd += a[i + 1] * b[i + 1];
-    }
-    if (i < n) even += a[i] * b[i];
-    return even + odd;
+    for (; i + 1 < n; i += 2) acc += Eigen::Map<const Pair>(a + i).cwiseProduct(Eigen::Map<const Pair>(b + i));
+    if (i < n) acc[0] += a[i] * b[i];
+    return acc[0] + acc[1];
   }
 
   // One TD(0) step: theta <- theta - eta (phi(s) ((phi(s) - gamma phi(s'))^T theta - r(s)))
