@@ -29,18 +29,21 @@ const char* kOpt = "[problem]\nkind = \"lsq\"\nagents = 6\ndim = 5\n[algorithm]\
 const char* kEm = "[problem]\nkind = \"gmm\"\nagents = 6\n[algorithm]\nnames = [\"fedem\", \"fedem-naive\", \"vr-fedem\"]\n"
                   "[gmm]\nbatch = 20\n";
 const char* kLsa = "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = 6\n[algorithm]\nnames = [\"fedlsa\", "
-                   "\"scafflsa\"]\nstep = 0.01\nlocal_steps = 100\n";
+                   "\"scafflsa\", \"scafflsa-prob\"]\nstep = 0.01\nlocal_steps = 100\n";
 const char* kDither = "[compression]\nquantizer = \"dither\"\nlevels = 4\n";
 const char* kSecure = "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\nsecure_aggregation = true\n";
 
 std::vector<Case> Cases() {
   const std::vector<std::string> opt = {"fedavg", "scaffold", "fedprox", "fedavg-rr"};
   const std::vector<std::string> em = {"fedem", "fedem-naive", "vr-fedem"};
-  const std::vector<std::string> lsa = {"fedlsa", "scafflsa"};
+  const std::vector<std::string> lsa = {"fedlsa", "scafflsa", "scafflsa-prob"};
   return {{"sgd_plain", kOpt, opt, ""},      {"sgd_dither", kOpt, opt, kDither}, {"sgd_secagg", kOpt, opt, kSecure},
           {"em_plain", kEm, em, ""},         {"em_dither", kEm, em, kDither},    {"em_secagg", kEm, em, kSecure},
           {"lsa_plain", kLsa, lsa, ""},      {"lsa_dither", kLsa, lsa, kDither}, {"lsa_secagg", kLsa, lsa, kSecure}};
 }
+
+// gtest prints the case by its name, not as raw bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class FamilyFleetTest : public NetTest, public ::testing::WithParamInterface<Case> {};
 
