@@ -21,7 +21,7 @@ for het in homogeneous heterogeneous; do
   done
 done
 # VR-FedEM vs FedEM with mini-batched local statistics (b = 10 of 300), p = 1.
-run minibatch --participation 1 --algorithm fedem,vr-fedem --batch 10 --inner-iters 10
+"$sim" --config "$here/experiment-vr.toml" --no-plot --out "$out/minibatch" > "$out/minibatch.txt" 2>/dev/null
 run fullpass --participation 1 --algorithm fedem
 PY=python3; [[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
 "$PY" "$here/plot.py" "$out" "$here"

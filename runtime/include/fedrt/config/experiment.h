@@ -92,7 +92,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& config);
 
 // Checks ranges and consistency; the message names the offending setting.
 Status Validate(const ExperimentConfig& config);
-// The [compression] and [gmm] settings (compression_em_config.cc; called by Validate).
+// The [compression] and [gmm] settings (runtime/src/config/compression_em.cc; called by Validate).
 Status ValidateCompressionEm(const ExperimentConfig& config);
 // secure_aggregation and secagg_* (runtime/src/config/secagg_settings.cc; called by Validate).
 Status ValidateSecAgg(const ExperimentConfig& config);
