@@ -1,4 +1,4 @@
-# The real system (issue 5): wire format (protobuf-lite), TLS (mbedTLS 2.28),
+# The real system: wire format (protobuf-lite), TLS (mbedTLS 2.28),
 # the coordinator (standalone Asio, SQLite) and the POSIX device.
 find_package(Protobuf REQUIRED)
 find_package(PkgConfig REQUIRED)

@@ -1,3 +1,3 @@
-# Federated optimisation family (issue 3): least squares / logistic problems,
+# Federated optimisation family: least squares / logistic problems,
 # FedAvg, Scaffold, FedProx, Fed-RR, their theory and the simulator driver.
 # (Their sources are in the problems and report modules, CMakeLists.txt.)

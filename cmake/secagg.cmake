@@ -1,4 +1,4 @@
-# Secure aggregation (issue 7): X25519 / HKDF / ChaCha20(-Poly1305) over
+# Secure aggregation: X25519 / HKDF / ChaCha20(-Poly1305) over
 # mbedTLS 2.28, Shamir sharing, SecAgg+ device and server state machines.
 find_library(FEDRT_SECAGG_MBEDCRYPTO mbedcrypto REQUIRED)
 find_library(FEDRT_SODIUM sodium REQUIRED)  # X25519 (runtime/src/secagg/x25519_sodium.cc)

@@ -82,7 +82,7 @@ if ((N_ARMHF > 0)); then
 fi
 
 # ---------------------------------------------------------------------------
-# Cortex-M4F firmware devices (issue 6, item 5): fedrt-fw under
+# Cortex-M4F firmware devices: fedrt-fw under
 # qemu-system-arm -M mps2-an386 with its UART bridged to the coordinator.
 #   cortex_m4_check           : fail early (exit 2) if the firmware or QEMU is missing
 #   launch_cortex_m4 ID INDEX PORT KEYDIR LOG

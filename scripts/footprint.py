@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Footprint report of fedrt firmware ELFs (issue 6): text, data, bss, stack,
+"""Footprint report of fedrt firmware ELFs: text, data, bss, stack,
 flash = text + data, RAM = data + bss + stack, the stack high-water mark and
 the TLS heap high-water mark the firmware reports at exit ("[mps2] key=N"
 lines on its console), against the committed budget (platform/mps2/budget.json;

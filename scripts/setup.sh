@@ -32,7 +32,7 @@ PACKAGES=(
   # fuzz target of the wire decoder (libFuzzer; the main build uses g++)
   clang-14
   libclang-rt-14-dev
-  # edge targets (issue 6): cross compilers for ARM Linux boards and Cortex-M,
+  # edge targets: cross compilers for ARM Linux boards and Cortex-M,
   # the emulators that run their binaries, the nanopb generator, and dpkg-dev
   # for `apt-get source` (nanopb runtime, mbedTLS sources for the firmware).
   # Only the C++ headers of arm-none-eabi's libstdc++ (the firmware links no

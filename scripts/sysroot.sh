@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Target libraries for the ARM Linux device builds (issue 6), in a
+# Target libraries for the ARM Linux device builds, in a
 # project-owned sysroot: build/sysroot/<ARCH> (ARCH = aarch64 | armhf).
 #
 #   scripts/sysroot.sh aarch64|armhf [--force]

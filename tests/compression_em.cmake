@@ -1,4 +1,4 @@
-# Tests of the compression codecs and the federated EM family (issue 4).
+# Tests of the compression codecs and the federated EM family.
 # Included from tests/CMakeLists.txt (FEDRT_TEST_DATA, GTest, fedrt_host exist).
 
 add_executable(fedrt_compression_tests

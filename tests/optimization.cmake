@@ -1,4 +1,4 @@
-# Tests of the federated optimisation family (issue 3).
+# Tests of the federated optimisation family.
 add_executable(fedrt_opt_tests unit/fedopt_test.cc unit/fedopt_compression_test.cc)
 target_link_libraries(fedrt_opt_tests PRIVATE fedrt_host GTest::gtest_main)
 gtest_discover_tests(fedrt_opt_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
@@ -38,7 +38,7 @@ add_test(NAME opt_csv_tiny_runs
          COMMAND fedrt-sim --problem lsq --data ${FEDRT_OPT_DATA}/tiny --algorithm fedavg,scaffold,fedprox-exact
                  --rr --batch 1 --rounds 4 --local-steps 2 --no-plot --out ${CMAKE_CURRENT_BINARY_DIR}/out_opt_tiny)
 set_tests_properties(opt_csv_tiny_runs PROPERTIES LABELS cli TIMEOUT 60)
-# Compressed uplink/downlink for the optimisation family (issue 4): runs end to
+# Compressed uplink/downlink for the optimisation family: runs end to
 # end and summary.json carries the exact bits.
 add_test(NAME opt_quantizer_dither_runs
          COMMAND fedrt-sim --problem lsq --quantizer dither --levels 4 --compress-cv --compress-downlink

@@ -1,4 +1,4 @@
-# Tests of secure aggregation (issue 7).
+# Tests of secure aggregation.
 add_executable(fedrt_secagg_tests
   secagg/crypto_kat_test.cc
   secagg/shamir_test.cc

@@ -12,11 +12,6 @@
  * for max_fragment_length = 1024 so the coordinator never sends a larger one.
  * Randomness: no entropy source on the boards (NO_PLATFORM_ENTROPY); an
  * HMAC_DRBG (SHA-256) is seeded from the per-device provisioned seed.
- *
- * Secure aggregation (issue 7) would need ECP_C + ECP_DP_CURVE25519 +
- * BIGNUM_C + ECDH_C + HKDF_C. HKDF (about 0.5 KB) is enabled; X25519 is
- * not (bignum + ecp cost about 15-20 KB of flash): enable it when that
- * feature lands and the flash budget has been re-measured.
  */
 #ifndef FEDRT_FW_MBEDTLS_CONFIG_H
 #define FEDRT_FW_MBEDTLS_CONFIG_H
@@ -49,7 +44,7 @@
 /* Secure aggregation (SecAgg+, runtime/src/secagg): X25519 through the ECP
  * module with Curve25519 only (Montgomery ladder; no Weierstrass curves, no
  * ECDH/ECDSA modules). --gc-sections keeps it out of firmware that does not
- * call it (fedrt-fw today). Small windows/limbs: no fixed-point tables. */
+ * call it. Small windows/limbs: no fixed-point tables. */
 #define MBEDTLS_BIGNUM_C
 #define MBEDTLS_ECP_C
 #define MBEDTLS_ECP_DP_CURVE25519_ENABLED

@@ -1,5 +1,5 @@
 // End-to-end checks of the compressed LSA uplink and the federated EM driver
-// (issue 4 acceptance). Fixed seeds; each simulation takes well under a second
+// (docs/algorithms.md, section 4 and 5). Fixed seeds; each simulation takes well under a second
 // in release (label "statistical": skipped in the sanitizer build).
 #include <cmath>
 

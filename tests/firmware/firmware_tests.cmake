@@ -129,7 +129,7 @@ add_test(NAME fw_qemu_run_signal_idle
           $<TARGET_FILE:fw_uart_link_test>)
 set_tests_properties(fw_qemu_run_signal_idle PROPERTIES LABELS device TIMEOUT 60 PASS_REGULAR_EXPRESSION "PASS")
 
-# SecAgg+ on the device (issue 7): one device's full round for n = 10, 100,
+# SecAgg+ on the device: one device's full round for n = 10, 100,
 # 1000 (k up to 54), instructions per phase under -icount, outputs bit-equal
 # to the host's SecAggDevice. Needs the fetched mbedTLS (cmake/firmware_app.cmake).
 if(TARGET fedrt_fw_mbedtls)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Firmware devices in secure-aggregation rounds (issue 7): the same fleet
+# Firmware devices in secure-aggregation rounds: the same fleet
 # (coordinator, firmware devices, native fedrt-device) runs
 # tests/fw_link/experiment_secagg.toml twice through run_fw_link.sh, with
 # secure_aggregation = true (every uplink a SecAgg+ input, the coordinator sees

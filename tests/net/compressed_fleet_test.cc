@@ -1,4 +1,4 @@
-// The compression codec on the wire (issue 5 follow-up, fedrt.proto Update
+// The compression codec on the wire (fedrt.proto Update
 // encoding 1): devices send bytes(Q(theta_{t,H}^c - theta_t - V_c)) with the
 // simulator's RNG keys, the coordinator decodes with its mirror of V_c, keeps
 // the mirrors across a restart, and rejects malformed codec payloads without

@@ -1,4 +1,4 @@
-// Secure aggregation over the network (issue 7): the coordinator runs the
+// Secure aggregation over the network: the coordinator runs the
 // SecAgg+ server state machine per round with real fedrt-device processes
 // (SecAggDevice, CTR-DRBG secrets) over TLS on loopback. Checked: iterates
 // bit-identical to the simulator without secure aggregation (same shared-scale

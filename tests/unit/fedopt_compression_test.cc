@@ -1,5 +1,5 @@
-// Compressed uplink (and downlink) for the optimisation family (issue 4, item
-// 2): the client hook that makes Scaffold's c_c follow the decoded dc, the
+// Compressed uplink (and downlink) for the optimisation family: the client
+// hook that makes Scaffold's c_c follow the decoded dc, the
 // DIANA argument on FedAvg and Scaffold with full gradients, exact bit
 // accounting, and determinism across thread counts.
 

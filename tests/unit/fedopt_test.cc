@@ -1,4 +1,4 @@
-// Federated optimisation family (issue 3): closed-form fixed points of FedAvg
+// Federated optimisation family: closed-form fixed points of FedAvg
 // and FedProx on least squares, Scaffold's exactness, the FedLSA bias as
 // FedAvg's plateau, x_star for logistic, device cores, CSV loading errors.
 
