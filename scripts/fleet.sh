@@ -65,6 +65,16 @@ if [[ -z "$AUTH" ]]; then
   AUTH="${AUTH:-mixed}"
 fi
 case "$AUTH" in psk|cert|mixed) ;; *) die "--auth must be psk, cert or mixed (got '$AUTH')" ;; esac
+# Devices' own data ([data] format csv | records, docs/data.md): device i is
+# given its shard, data.train with {id} = i, relative to the experiment file.
+SHARDS=""
+DATA_FORMAT="$(sed -n '/^\[data\]/,/^\[/{s/^format *= *"\([a-z]*\)".*/\1/p}' "$CONFIG" | head -1)"
+if [[ "$DATA_FORMAT" == csv || "$DATA_FORMAT" == records ]]; then
+  SHARDS="$(sed -n '/^\[data\]/,/^\[/{s/^train *= *"\([^"]*\)".*/\1/p}' "$CONFIG" | head -1)"
+  [[ -n "$SHARDS" ]] || die "$CONFIG: [data] format = \"$DATA_FORMAT\" but no train = \"...{id}...\""
+  [[ "$SHARDS" == /* ]] || SHARDS="$(cd "$(dirname "$CONFIG")" && pwd)/$SHARDS"
+  ((N_CORTEX_M4 == 0)) || die "cortex-m4 devices cannot train on [data] shards yet (their data is a provisioned image)"
+fi
 for b in fedrt-keys fedrt-coordinator; do
   [[ -x "$BIN/$b" ]] || die "$BIN/$b not built (./fedrt build)"
 done
@@ -156,7 +166,9 @@ for ((i = 0; i < DEVICES; i++)); do
     aarch64) launch=("$QEMU_AARCH64" "$AARCH64_BIN/fedrt-device") ;;
     armhf) launch=("$QEMU_ARM" "$ARMHF_BIN/fedrt-device") ;;
   esac
-  "${launch[@]}" --coordinator "127.0.0.1:$PORT" --id "$id" "${cred[@]}" \
+  data=()
+  [[ -z "$SHARDS" ]] || data=(--data "${SHARDS//\{id\}/$i}")
+  "${launch[@]}" --coordinator "127.0.0.1:$PORT" --id "$id" "${cred[@]}" "${data[@]}" \
     --state "$OUT/devices/$id" 2>"$log" &
   PIDS+=($!)
 done

@@ -18,6 +18,8 @@ PACKAGES=(
   nlohmann-json3-dev
   libspdlog-dev
   libfmt-dev
+  # devices' own data: CSV shards (RFC 4180 fields)
+  libcsv-dev
   # networked fleet: wire messages, TLS, event loop, coordinator state
   protobuf-compiler
   libprotobuf-dev

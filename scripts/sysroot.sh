@@ -19,13 +19,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # What fedrt-device and the cross-built unit tests need:
 #   static libraries  : libmbedtls-dev (libmbedtls/x509/crypto.a), libprotobuf-dev
 #                       (libprotobuf-lite.a, same 3.21 as the host's protoc), libgtest-dev,
-#                       libsodium-dev (libsodium.a: X25519 of secure aggregation)
+#                       libsodium-dev (libsodium.a: X25519 of secure aggregation),
+#                       libcsv-dev (libcsv.a: CSV shards of the devices' own data)
 #   headers only      : libfmt-dev (FMT_HEADER_ONLY), libtomlplusplus-dev (TOML_HEADER_ONLY),
 #                       libeigen3-dev, libcli11-dev, nlohmann-json3-dev
 # Not needed on a board: SQLite and Asio (coordinator only), spdlog (unused).
 PACKAGES=(
   libmbedtls-dev
   libsodium-dev
+  libcsv-dev
   libprotobuf-dev
   libgtest-dev
   libfmt-dev

@@ -42,6 +42,7 @@ TEST(WireLimits, NanopbBoundsAreTheLimitsHeader) {
   const std::map<std::string, long> want = {
       {"Hello.device_id max_size", kMaxIdChars + 1},
       {"Task.algorithms max_count", kMaxAlgorithms},
+      {"ProblemSpec.label max_size", kMaxLabelChars + 1},
       {"TaskReply.reason max_size", kMaxReasonChars + 1},
       {"RoundAnnouncement.model max_count", kMaxBroadcastScalars},
       {"Update.payload max_count", kMaxSegments},

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "table_reader.h"
+
 namespace fedrt::config {
 
 using algorithms::LsaAlgorithm;
@@ -94,82 +96,6 @@ Result<ProblemKind> ParseProblemKind(const std::string& s) {
                 fmt::format("unknown problem '{}' (expected garnet, file, lsq, logistic or gmm)", s));
 }
 
-namespace {
-
-// Typed access to one TOML table with precise error messages.
-class TableReader {
- public:
-  TableReader(const toml::table& t, std::string name, std::string file)
-      : t_(t), name_(std::move(name)), file_(std::move(file)) {}
-
-  template <class T>
-  Status read(const char* key, T& out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return Status::Ok();
-    if constexpr (std::is_same_v<T, bool>) {
-      if (auto v = n->value_exact<bool>()) { out = *v; return Status::Ok(); }
-      return type_error(key, "a boolean");
-    } else if constexpr (std::is_integral_v<T>) {
-      if (auto v = n->value_exact<int64_t>()) {
-        if (*v < 0 && std::is_unsigned_v<T>) return range_error(key, "must not be negative");
-        out = static_cast<T>(*v);
-        return Status::Ok();
-      }
-      return type_error(key, "an integer");
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (auto v = n->value<double>()) { out = *v; return Status::Ok(); }
-      return type_error(key, "a number");
-    } else {
-      if (auto v = n->value_exact<std::string>()) { out = *v; return Status::Ok(); }
-      return type_error(key, "a string");
-    }
-  }
-
-  // Reads a string or an array of strings, joined by commas.
-  Status read_list(const char* key, std::optional<std::string>& out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return Status::Ok();
-    if (auto v = n->value_exact<std::string>()) { out = *v; return Status::Ok(); }
-    if (auto arr = n->as_array()) {
-      std::string s;
-      for (auto& e : *arr) {
-        auto v = e.value_exact<std::string>();
-        if (!v) return type_error(key, "a string or an array of strings");
-        s += (s.empty() ? "" : ",") + *v;
-      }
-      out = s;
-      return Status::Ok();
-    }
-    return type_error(key, "a string or an array of strings");
-  }
-
-  Status check_unknown() const {
-    for (auto& [k, v] : t_) {
-      if (!seen_.count(std::string(k.str()))) {
-        return Status(StatusCode::kInvalidArgument,
-                      fmt::format("{}: unknown key '{}.{}' (line {})", file_, name_, k.str(), v.source().begin.line));
-      }
-    }
-    return Status::Ok();
-  }
-
- private:
-  Status type_error(const char* key, const char* want) const {
-    const toml::node* n = t_.get(key);
-    return Status(StatusCode::kInvalidArgument, fmt::format("{}:{}: '{}.{}' must be {}", file_,
-                                                            n->source().begin.line, name_, key, want));
-  }
-  Status range_error(const char* key, const char* why) const {
-    return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}.{}' {}", file_, name_, key, why));
-  }
-  const toml::table& t_;
-  std::string name_, file_;
-  std::set<std::string> seen_;
-};
-
-}  // namespace
 
 Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
   if (!std::filesystem::exists(path))
@@ -185,12 +111,12 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   // [network] is read by the coordinator and devices (net/network_config.cc).
   static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
-                                                "network", "compression", "gmm"};
+                                                "network", "compression", "gmm", "data", "model"};
   for (auto& [k, v] : root) {
     if (!kTables.count(std::string(k.str())) || !v.is_table()) {
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("{}: unknown top-level key or table '{}' (line {}); expected tables "
-                                "[experiment], [problem], [algorithm], [participation], [run]",
+                                "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network]",
                                 path, k.str(), v.source().begin.line));
     }
   }
@@ -322,6 +248,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("secagg_dropout", cfg.secagg.dropout));
     FEDRT_TRY(r.check_unknown());
   }
+  FEDRT_TRY(ReadDataModel(table("data"), table("model"), base.string(), path, cfg));
   {  // [gmm]: Gaussian mixture and federated EM (docs/algorithms.md 1.5, 5)
     TableReader r(table("gmm"), "gmm", path);
     FEDRT_TRY(r.read("components", cfg.gmm.components));

@@ -1,6 +1,7 @@
 #include "fedrt/config/task_builder.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -35,7 +36,15 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   p.agents = static_cast<uint32_t>(cfg.garnet.agents);
   p.dim = static_cast<uint32_t>(cfg.garnet.dim);
   p.seed = cfg.effective_problem_seed();
-  p.from_files = cfg.problem == ProblemKind::kBundle || !cfg.opt.data.empty();
+  p.from_files = cfg.problem == ProblemKind::kBundle || !cfg.opt.data.empty() || cfg.data.own();
+  if (cfg.data.own()) {
+    p.own_data = true;
+    p.data_format = cfg.data.format == "records" ? 1 : 0;
+    if (cfg.data.label.empty() || cfg.data.label.size() > config::kMaxLabelChars)
+      return Status(StatusCode::kInvalidArgument, fmt::format("data.label '{}': 1 to {} characters", cfg.data.label,
+                                                              config::kMaxLabelChars));
+    std::memcpy(p.label, cfg.data.label.c_str(), cfg.data.label.size() + 1);
+  }
   p.garnet.states = static_cast<uint32_t>(cfg.garnet.n_states);
   p.garnet.actions = static_cast<uint32_t>(cfg.garnet.n_actions);
   p.garnet.branching = static_cast<uint32_t>(cfg.garnet.branching);
@@ -102,6 +111,12 @@ problems::DataFiles DataFilesOf(const ExperimentConfig& cfg) {
   problems::DataFiles files;
   files.bundle = cfg.problem_file;
   files.csv = cfg.opt.data;
+  if (cfg.data.own()) {
+    files.shards.format = cfg.data.format == "records" ? data::ShardFormat::kRecords : data::ShardFormat::kCsv;
+    files.shards.train = cfg.data.train;
+    files.shards.label = cfg.data.label;
+    files.shards.agents = static_cast<uint32_t>(cfg.garnet.agents);
+  }
   return files;
 }
 
@@ -114,7 +129,7 @@ Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("--agents {} does not match the {} agents in {}", cfg.garnet.agents, (*inst)->agents(),
                               !cfg.problem_file.empty() ? fmt::format("problem file '{}'", cfg.problem_file)
-                                                        : fmt::format("'{}'", cfg.opt.data)));
+                                                        : fmt::format("'{}'", cfg.opt.data.empty() ? cfg.data.train : cfg.opt.data)));
   return inst;
 }
 

@@ -148,6 +148,8 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
     log(l);
     return reply("the device's data was provisioned for another agent index");
   }
+  if (t.problem.own_data)
+    return reply("tasks on the devices' own data ([data] shards) are not in this firmware yet: its data is a provisioned image");
   if (config::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)
     return reply("the provisioned data is of another problem than the task's");
   const uint64_t print = config::TaskFingerprint(t);

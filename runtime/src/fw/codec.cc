@@ -70,6 +70,12 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   p.seed = wp.seed;
   p.from_files = wp.from_files;
   p.data_fingerprint = wp.data_fingerprint;
+  p.own_data = wp.own_data;
+  if (wp.data_format > 1) return bad("task: unknown data format");
+  p.data_format = static_cast<uint8_t>(wp.data_format);
+  static_assert(sizeof wp.label == sizeof p.label, "nanopb label bound = config::kMaxLabelChars + 1");
+  std::memcpy(p.label, wp.label, sizeof p.label);
+  p.label[sizeof p.label - 1] = '\0';
   if (p.agents == 0 || p.agents > (1u << 24)) return bad("task: agents outside 1..2^24");
   if (p.dim == 0 || p.dim > config::kMaxDim) return bad("task: dimension outside 1..kMaxDim (256)");
   const fedrt_wire_GarnetSpec& g = wp.garnet;

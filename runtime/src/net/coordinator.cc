@@ -115,10 +115,7 @@ Status Coordinator::prepare_task() {
   if (!inst.ok()) return inst.status();
   instance_ = std::move(*inst);
   task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files
-  problems::DataFiles files;
-  files.bundle = cfg.problem_file;
-  files.csv = cfg.opt.data;
-  auto eval = report::Evaluation::Make(task_, files, *instance_, nullptr);
+  auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg), *instance_, nullptr);
   if (!eval.ok()) return eval.status();
   eval_ = std::move(*eval);
   for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(config::AlgorithmName(task_.algorithms[a]));

@@ -144,10 +144,13 @@ Status Device::on_welcome(const wire::Welcome& w, Stop& stop) {
     if (opt_.hooks != nullptr && opt_.hooks->instance != nullptr) {
       instance_ = opt_.hooks->instance;
     } else {
-      if (task.problem.from_files && opt_.data.bundle.empty() && opt_.data.csv.empty())
+      if (task.problem.own_data && opt_.own_data.empty())
+        return refuse("the task trains on each device's own data: start the device with --data SHARD", stop);
+      if (task.problem.from_files && !task.problem.own_data && opt_.data.bundle.empty() && opt_.data.csv.empty())
         return refuse("the task's problem is read from files: start the device with --data", stop);
-      auto inst = problems::Instance::Build(task, opt_.data);
-      if (!inst.ok()) return refuse(fmt::format("building the local problem: {}", inst.status().message()), stop);
+      auto inst = task.problem.own_data ? problems::Instance::BuildOwn(task, w.device_index(), opt_.own_data)
+                                        : problems::Instance::Build(task, opt_.data);
+      if (!inst.ok()) return refuse(fmt::format("local data: {}", inst.status().message()), stop);
       owned_instance_ = std::move(*inst);
       instance_ = owned_instance_.get();
     }

@@ -16,8 +16,9 @@ void AddDeviceFlags(CLI::App& app, DeviceFlags& f) {
                  "state directory: the device's control variates, compression memory and pending update survive "
                  "restarts there (default: none, state in memory only)");
   app.add_option("--data", f.data,
-                 "data files for a task whose problem is read from files: the array bundle (problem kind file) or the "
-                 "CSV data of least squares / logistic regression (default: the task generates the data)");
+                 "this device's own data: its shard (CSV with a header row, or a record file) for a task with [data] "
+                 "(docs/data.md); or the files of a problem read from files (array bundle, problem.data CSV). "
+                 "Default: the task generates the data");
   app.add_option("--give-up-ms", f.give_up_ms, "exit with an error after this long without a connection");
   app.add_option("--log-level", f.log_level, "info (every event), warn (problems only) or off")
       ->check(CLI::IsMember({"info", "warn", "off"}))
@@ -48,6 +49,7 @@ Status DeviceOptionsFromFlags(const DeviceFlags& f, DeviceOptions& opt) {
   if (!f.data.empty()) {
     std::error_code ec;
     if (!std::filesystem::exists(f.data, ec)) return bad(fmt::format("--data: '{}' not found", f.data));
+    opt.own_data = f.data;  // an own-data task reads it as this device's shard
     if (std::filesystem::is_directory(f.data, ec) || (f.data.size() > 4 && f.data.substr(f.data.size() - 4) == ".csv"))
       opt.data.csv = f.data;
     else

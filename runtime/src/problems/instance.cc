@@ -100,7 +100,7 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
   const bool lsq = spec.kind == config::ProblemKind::kLeastSquares;
   const FedLoss loss = lsq ? FedLoss::kLeastSquares : FedLoss::kLogistic;
   if (spec.from_files) {
-    auto data = LoadFedDataCsv(loss, files.csv);
+    auto data = files.shards.agents > 0 ? LoadFedShards(loss, files.shards) : LoadFedDataCsv(loss, files.csv);
     if (!data.ok()) return data.status();
     fed_ = std::move(*data);
     config::Fnv1a h;
@@ -126,30 +126,66 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
     if (!data.ok()) return data.status();
     fed_ = std::move(*data);
   }
+  return build_fed_oracles(task, 0, fed_->agents());
+}
+
+// Oracles of agents [first, last) of fed_ (the others stay empty).
+Status Instance::build_fed_oracles(const config::Task& task, int first, int last) {
+  const config::ProblemSpec& spec = task.problem;
+  const bool lsq = spec.kind == config::ProblemKind::kLeastSquares;
   const FedDataset& data = *fed_;
   const size_t d = static_cast<size_t>(data.dim);
-  oracle_memory_.assign(static_cast<size_t>(data.agents()) * (sizeof(double) * (2 * d * d + d) + 4 * Arena::kAlignment) + 4096, 0);
+  oracle_memory_.assign(static_cast<size_t>(last - first) * (sizeof(double) * (2 * d * d + d) + 4 * Arena::kAlignment) + 4096, 0);
   Arena arena(oracle_memory_.data(), oracle_memory_.size());
-  for (int c = 0; c < data.agents(); ++c) {
+  lsq_oracles_.reserve(static_cast<size_t>(last - first));
+  logistic_oracles_.reserve(static_cast<size_t>(last - first));
+  locals_.resize(static_cast<size_t>(data.agents()));
+  for (int c = first; c < last; ++c) {
     const uint32_t nc = static_cast<uint32_t>(data.x[c].rows());
     if (lsq) {
       auto o = LeastSquaresOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(),
                                                   task.hyper.prox_mu);
       if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
       lsq_oracles_.push_back(*o);
+      locals_[static_cast<size_t>(c)].least_squares = &lsq_oracles_.back();
     } else {
       auto o = LogisticOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(), spec.synthetic.l2);
       if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
       logistic_oracles_.push_back(*o);
+      locals_[static_cast<size_t>(c)].logistic = &logistic_oracles_.back();
     }
-  }
-  locals_.resize(static_cast<size_t>(data.agents()));
-  for (size_t c = 0; c < locals_.size(); ++c) {
-    if (lsq) locals_[c].least_squares = &lsq_oracles_[c];
-    else locals_[c].logistic = &logistic_oracles_[c];
   }
   initial_.assign(d, 0.0);
   return Status::Ok();
+}
+
+Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard) {
+  const config::ProblemSpec& spec = task.problem;
+  if (!spec.own_data || config::FamilyOf(spec.kind) != config::Family::kOpt)
+    return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic task");
+  if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
+  const FedLoss loss = spec.kind == config::ProblemKind::kLeastSquares ? FedLoss::kLeastSquares : FedLoss::kLogistic;
+  auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, LabelKindOf(loss));
+  if (!s.ok()) return s.status();
+  if (s->dim != spec.dim)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: {} features, but the task's model has d = {}", shard, s->dim, spec.dim));
+  std::unique_ptr<Instance> inst(new Instance());
+  inst->problem_ = spec;
+  FedDataset fed;
+  fed.loss = loss;
+  fed.dim = static_cast<int>(spec.dim);
+  fed.source = shard;
+  fed.x.resize(spec.agents);
+  fed.y.resize(spec.agents);
+  FedDataset own;
+  own.dim = fed.dim;
+  FEDRT_TRY(AppendShard(own, *s));
+  fed.x[agent] = std::move(own.x[0]);
+  fed.y[agent] = std::move(own.y[0]);
+  inst->fed_ = std::move(fed);
+  FEDRT_TRY(inst->build_fed_oracles(task, static_cast<int>(agent), static_cast<int>(agent) + 1));
+  return inst;
 }
 
 Status Instance::build_gmm(const config::Task& task) {

@@ -40,6 +40,9 @@ void EncodeTask(const config::Task& t, Task* out) {
   wp->set_seed(p.seed);
   wp->set_from_files(p.from_files);
   wp->set_data_fingerprint(p.data_fingerprint);
+  wp->set_own_data(p.own_data);
+  wp->set_data_format(p.data_format);
+  wp->set_label(p.label);
   GarnetSpec* g = wp->mutable_garnet();
   g->set_states(p.garnet.states);
   g->set_actions(p.garnet.actions);
@@ -104,6 +107,12 @@ Status DecodeTask(const Task& in, config::Task& t) {
   p.seed = wp.seed();
   p.from_files = wp.from_files();
   p.data_fingerprint = wp.data_fingerprint();
+  p.own_data = wp.own_data();
+  if (wp.data_format() > 1) return bad(fmt::format("unknown data format {}", wp.data_format()));
+  p.data_format = static_cast<uint8_t>(wp.data_format());
+  if (wp.label().size() > config::kMaxLabelChars || wp.label().find('\0') != std::string::npos)
+    return bad(fmt::format("label column name of {} bytes (at most {})", wp.label().size(), config::kMaxLabelChars));
+  std::memcpy(p.label, wp.label().c_str(), wp.label().size() + 1);
   if (p.agents == 0 || p.agents > (1u << 24)) return bad(fmt::format("{} agents", p.agents));
   if (p.dim == 0 || p.dim > config::kMaxDim) return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxDim));
   const GarnetSpec& g = wp.garnet();

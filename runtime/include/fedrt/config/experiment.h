@@ -36,6 +36,17 @@ struct OptSettings {
   std::optional<long> burn_in;   // Fed-RR burn-in rounds (default T/2)
 };
 
+// [data] and [model]: each agent's examples read from its own shard file
+// (docs/data.md) instead of being generated from the seed.
+struct DataSettings {
+  std::string format = "generated";  // generated | csv | records
+  std::string train;                 // shard pattern with {id} (resolved against the experiment file)
+  std::string test;                  // held-out file (not evaluated yet: refused)
+  std::string label = "label";       // CSV label column
+  std::string model;                 // [model] kind, as written
+  bool own() const { return format != "generated"; }
+};
+
 struct ExperimentConfig {
   // [problem]
   ProblemKind problem = ProblemKind::kGarnet;
@@ -45,6 +56,7 @@ struct ExperimentConfig {
   bool noise_free = false;  // expected-operator oracle
   bool agents_set = false;  // `agents` was given explicitly (checked against a problem file)
   OptSettings opt;          // lsq / logistic problems and their algorithms
+  DataSettings data;        // [data], [model]
   GmmSettings gmm;          // [gmm]: Gaussian mixture and FedEM settings (problem gmm)
   CompressionSettings compression;  // [compression]: uplink (and downlink) codec
   secagg::SecAggSettings secagg;   // [compression] secure_aggregation, secagg_*: SecAgg+ on the uplink

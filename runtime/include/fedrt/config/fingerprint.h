@@ -43,7 +43,10 @@ inline uint64_t ProblemFingerprint(const ProblemSpec& p) {
   h.u64(p.agents);
   h.u64(p.dim);
   h.u64(p.from_files ? 1 : 0);
-  if (p.from_files) {
+  if (p.own_data) {  // no device holds the others' shards: the format identifies the data
+    h.u64(p.data_format);
+    for (const char* c = p.label; *c != '\0'; ++c) h.u64(static_cast<unsigned char>(*c));
+  } else if (p.from_files) {
     h.u64(p.data_fingerprint);
   } else {
     h.u64(p.seed);

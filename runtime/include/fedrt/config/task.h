@@ -100,6 +100,11 @@ struct ProblemSpec {
   GarnetSpec garnet;
   SyntheticSpec synthetic;
   GmmSpec gmm;
+  // Each device reads its own shard (docs/data.md): from_files is set too,
+  // and data_fingerprint covers only what the coordinator read.
+  bool own_data = false;
+  uint8_t data_format = 0;                // data::ShardFormat: 0 csv, 1 records
+  char label[kMaxLabelChars + 1] = "label";  // CSV label column
 };
 
 // Hyper-parameters shared by the experiment's algorithms.

@@ -46,6 +46,7 @@ struct DeviceOptions {
   TlsClientCredentials credentials;
   std::string state_dir;      // keeps the session's state across restarts; empty = in memory only
   problems::DataFiles data;   // a task whose problem is read from files needs them here
+  std::string own_data;       // --data: this device's own shard, for a task with own_data (docs/data.md)
   long give_up_ms = 60000;    // exit with an error after this long without a connection
   bool quiet = false;         // no log lines (load driver)
   DeviceLogLevel log_level = DeviceLogLevel::kInfo;

@@ -12,6 +12,7 @@
 #include <Eigen/Dense>
 
 #include "fedrt/core/status.h"
+#include "fedrt/data/shard.h"
 #include "fedrt/problems/lsa_system.h"
 
 namespace fedrt::problems {
@@ -52,6 +53,20 @@ Result<FedDataset> GenerateFedData(FedLoss loss, const FedDataConfig& config);
 // Logistic labels may be -1/+1 or 0/1 (0 is read as -1). Blank lines and lines
 // starting with '#' are skipped. Errors name the file and line.
 Result<FedDataset> LoadFedDataCsv(FedLoss loss, const std::string& path);
+
+// Per-agent shard files of the [data] table (docs/data.md): agent c's
+// examples are in ShardPath(train, c).
+struct ShardFiles {
+  data::ShardFormat format = data::ShardFormat::kCsv;
+  std::string train;           // pattern with {id}
+  std::string label = "label"; // label column (CSV)
+  uint32_t agents = 0;
+};
+data::LabelKind LabelKindOf(FedLoss loss);
+// Appends one agent's shard (its dimension must match the others').
+Status AppendShard(FedDataset& out, const data::Shard& shard);
+// Every agent's shard, read with the devices' reader.
+Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files);
 
 // Least squares as an LSA system: Abar_c = X_c^T X_c / n_c, bbar_c = X_c^T y_c / n_c
 // (theta_star = x_star = OLS of the uniformly weighted objective).

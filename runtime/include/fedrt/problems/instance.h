@@ -28,6 +28,7 @@ namespace fedrt::problems {
 struct DataFiles {
   std::string bundle;  // federated TD(0) array bundle (problem kind file)
   std::string csv;     // least squares / logistic: a directory of per-agent CSV files or one CSV
+  ShardFiles shards;   // least squares / logistic: one shard file per agent ([data], docs/data.md)
 };
 
 class Instance {
@@ -36,6 +37,9 @@ class Instance {
   // returned instance's problem() has agents, dim and data_fingerprint filled
   // in (config::ProblemFingerprint covers the data).
   static Result<std::unique_ptr<Instance>> Build(const config::Task& task, const DataFiles& files);
+  // A device's instance of an own-data task (problem().own_data): only
+  // `agent`'s shard, read from `shard`; local(agent) is its oracle.
+  static Result<std::unique_ptr<Instance>> BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard);
 
   const config::ProblemSpec& problem() const { return problem_; }
   uint32_t agents() const { return problem_.agents; }
@@ -55,6 +59,7 @@ class Instance {
  private:
   Status build_td(const config::Task& task, const DataFiles& files);
   Status build_fed(const config::Task& task, const DataFiles& files);
+  Status build_fed_oracles(const config::Task& task, int first, int last);
   Status build_gmm(const config::Task& task);
 
   config::ProblemSpec problem_;

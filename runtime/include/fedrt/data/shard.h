@@ -1,0 +1,50 @@
+#pragma once
+// An agent's shard read from a file into memory, host side (docs/data.md):
+// CSV with a header row (feature columns and one label column, named), or the
+// compact binary record file. Every cell is checked when the file is read, so
+// a bad file stops its device at start with an error naming the file, line
+// and column, before the device takes part in anything.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fedrt/core/status.h"
+#include "fedrt/data/source.h"
+
+namespace fedrt::data {
+
+// Which labels a model accepts.
+enum class LabelKind : uint8_t {
+  kReal,    // least squares: any finite number
+  kBinary,  // binary logistic: 0/1 or -1/+1, stored as -1/+1
+};
+
+struct Shard {
+  uint32_t dim = 0;
+  std::vector<double> x;              // count x dim, row-major
+  std::vector<double> y;              // labels (binary: -1/+1)
+  std::vector<std::string> features;  // feature column names (CSV)
+  std::string path;
+  uint64_t count() const { return y.size(); }
+  ArraySource source() const { return ArraySource(x.data(), y.data(), count(), dim); }
+};
+
+// A CSV file with a header row; `label` names the label column, every other
+// column is a feature. Quoted fields (RFC 4180) are accepted. Errors name the
+// file, line and column: wrong column count, empty or non-numeric cell, NaN or
+// Inf, a label outside the model's classes, no data rows.
+Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, LabelKind kind);
+
+// The record file: "FEDRTREC", u32 version 1, u32 dim, u64 count, then count
+// records of dim features and the label, little-endian float64.
+Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind);
+Status WriteRecordShard(const std::string& path, const Shard& shard);
+
+enum class ShardFormat : uint8_t { kCsv, kRecords };
+Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind);
+
+// "shards/device-{id}.csv" with {id} replaced by the agent index.
+std::string ShardPath(const std::string& pattern, uint32_t agent);
+
+}  // namespace fedrt::data

@@ -1,0 +1,73 @@
+// [data] and [model] of an experiment file (docs/data.md): which model the
+// agents train and where each agent's examples come from.
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "fedrt/config/experiment.h"
+#include "fedrt/data/shard.h"
+#include "table_reader.h"
+
+namespace fedrt::config {
+namespace {
+
+Status Bad(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
+
+std::string Resolve(const std::string& base, const std::string& p) {
+  if (p.empty() || base.empty() || std::filesystem::path(p).is_absolute()) return p;
+  return (std::filesystem::path(base) / p).string();
+}
+
+}  // namespace
+
+Status ReadDataModel(const toml::table& data, const toml::table& model, const std::string& base,
+                     const std::string& path, ExperimentConfig& cfg) {
+  {
+    TableReader r(model, "model", path);
+    FEDRT_TRY(r.read("kind", cfg.data.model));
+    FEDRT_TRY(r.read("l2", cfg.opt.l2));
+    FEDRT_TRY(r.check_unknown());
+    const std::string& k = cfg.data.model;
+    if (k == "least_squares") cfg.problem = ProblemKind::kLeastSquares;
+    else if (k == "logistic") cfg.problem = ProblemKind::kLogistic;
+    else if (k == "td0") cfg.problem = ProblemKind::kGarnet;
+    else if (k == "gmm") cfg.problem = ProblemKind::kGmm;
+    else if (k == "softmax" || k == "user")
+      return Bad(fmt::format("{}: model.kind '{}' is not available yet (least_squares, logistic, td0, gmm are)", path, k));
+    else if (!k.empty())
+      return Bad(fmt::format("{}: model.kind '{}' unknown (least_squares, logistic, softmax, td0, gmm or user)", path, k));
+  }
+  TableReader r(data, "data", path);
+  FEDRT_TRY(r.read("format", cfg.data.format));
+  FEDRT_TRY(r.read("train", cfg.data.train));
+  FEDRT_TRY(r.read("test", cfg.data.test));
+  FEDRT_TRY(r.read("label", cfg.data.label));
+  FEDRT_TRY(r.check_unknown());
+  cfg.data.train = Resolve(base, cfg.data.train);
+  cfg.data.test = Resolve(base, cfg.data.test);
+  if (cfg.data.format != "generated" && cfg.data.format != "csv" && cfg.data.format != "records")
+    return Bad(fmt::format("{}: data.format '{}' unknown (csv, records or generated)", path, cfg.data.format));
+  if (!cfg.data.own()) {
+    if (!cfg.data.train.empty()) return Bad(fmt::format("{}: data.train needs data.format = \"csv\" or \"records\"", path));
+    return Status::Ok();
+  }
+  if (cfg.data.model != "least_squares" && cfg.data.model != "logistic")
+    return Bad(fmt::format("{}: data.format = \"{}\" needs [model] kind = \"least_squares\" or \"logistic\" (got '{}')",
+                           path, cfg.data.format, cfg.data.model));
+  if (cfg.data.train.empty()) return Bad(fmt::format("{}: data.train is missing (e.g. \"shards/device-{{id}}.csv\")", path));
+  if (!cfg.data.test.empty())
+    return Bad(fmt::format("{}: data.test: evaluation on a held-out file is not implemented yet; remove the key", path));
+  if (!cfg.agents_set) {  // the shards present, numbered from 0
+    uint32_t n = 0;
+    std::error_code ec;
+    while (n < (1u << 20) && std::filesystem::exists(data::ShardPath(cfg.data.train, n), ec)) ++n;
+    if (n == 0) return Bad(fmt::format("{}: data.train: no shard '{}'", path, data::ShardPath(cfg.data.train, 0)));
+    cfg.garnet.agents = n;
+  }
+  if (cfg.garnet.agents > 1 && cfg.data.train.find("{id}") == std::string::npos)
+    return Bad(fmt::format("{}: data.train '{}' has no {{id}}: every agent would read the same file", path, cfg.data.train));
+  return Status::Ok();
+}
+
+}  // namespace fedrt::config

@@ -1,0 +1,94 @@
+#pragma once
+// TableReader: reads one TOML table of an experiment file into typed fields
+// and reports unknown keys and wrong types by name (private to config/).
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "fedrt/core/status.h"
+
+namespace fedrt::config {
+// Typed access to one TOML table with precise error messages.
+class TableReader {
+ public:
+  TableReader(const toml::table& t, std::string name, std::string file)
+      : t_(t), name_(std::move(name)), file_(std::move(file)) {}
+
+  template <class T>
+  Status read(const char* key, T& out) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if constexpr (std::is_same_v<T, bool>) {
+      if (auto v = n->value_exact<bool>()) { out = *v; return Status::Ok(); }
+      return type_error(key, "a boolean");
+    } else if constexpr (std::is_integral_v<T>) {
+      if (auto v = n->value_exact<int64_t>()) {
+        if (*v < 0 && std::is_unsigned_v<T>) return range_error(key, "must not be negative");
+        out = static_cast<T>(*v);
+        return Status::Ok();
+      }
+      return type_error(key, "an integer");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (auto v = n->value<double>()) { out = *v; return Status::Ok(); }
+      return type_error(key, "a number");
+    } else {
+      if (auto v = n->value_exact<std::string>()) { out = *v; return Status::Ok(); }
+      return type_error(key, "a string");
+    }
+  }
+
+  // Reads a string or an array of strings, joined by commas.
+  Status read_list(const char* key, std::optional<std::string>& out) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (auto v = n->value_exact<std::string>()) { out = *v; return Status::Ok(); }
+    if (auto arr = n->as_array()) {
+      std::string s;
+      for (auto& e : *arr) {
+        auto v = e.value_exact<std::string>();
+        if (!v) return type_error(key, "a string or an array of strings");
+        s += (s.empty() ? "" : ",") + *v;
+      }
+      out = s;
+      return Status::Ok();
+    }
+    return type_error(key, "a string or an array of strings");
+  }
+
+  Status check_unknown() const {
+    for (auto& [k, v] : t_) {
+      if (!seen_.count(std::string(k.str()))) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("{}: unknown key '{}.{}' (line {})", file_, name_, k.str(), v.source().begin.line));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status type_error(const char* key, const char* want) const {
+    const toml::node* n = t_.get(key);
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}:{}: '{}.{}' must be {}", file_,
+                                                            n->source().begin.line, name_, key, want));
+  }
+  Status range_error(const char* key, const char* why) const {
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}.{}' {}", file_, name_, key, why));
+  }
+  const toml::table& t_;
+  std::string name_, file_;
+  std::set<std::string> seen_;
+};
+
+struct ExperimentConfig;
+// [data] and [model] of an experiment file (data_model.cc); `base` is the
+// file's directory, against which data.train and data.test are resolved.
+Status ReadDataModel(const toml::table& data, const toml::table& model, const std::string& base,
+                     const std::string& path, ExperimentConfig& cfg);
+
+}  // namespace fedrt::config

@@ -1,0 +1,177 @@
+// CSV shards (fedrt/data/shard.h): libcsv splits fields (RFC 4180 quoting);
+// this file checks the header, the column count and every cell.
+#include <csv.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fedrt/data/shard.h"
+
+namespace fedrt::data {
+namespace {
+
+Status Bad(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
+  return s.substr(b, e - b);
+}
+
+// Label of a model with binary classes: 0/1 or -1/+1, stored as -1/+1.
+bool BinaryLabel(double v, double& out) {
+  if (v == 1.0) out = 1.0;
+  else if (v == 0.0 || v == -1.0) out = -1.0;
+  else return false;
+  return true;
+}
+
+struct Reader {
+  std::string path, label_name;
+  LabelKind kind = LabelKind::kReal;
+  long line = 0;                   // line being fed to the parser
+  bool row_open = false;           // a field of the current row has been seen
+  std::vector<std::string> cells;  // the current row's fields
+  std::vector<std::string> header;
+  size_t label_col = 0;
+  Status error;
+  Shard shard;
+
+  std::string where(size_t col) const {
+    return fmt::format("{}:{}:{} ({})", path, line, col + 1, col < header.size() ? header[col] : "?");
+  }
+
+  void on_row() {
+    row_open = false;
+    if (!error.ok()) return;
+    if (header.empty()) {
+      header_row();
+    } else {
+      data_row();
+    }
+    cells.clear();
+  }
+
+  void header_row() {
+    for (auto& c : cells) header.push_back(Trim(c));
+    size_t found = header.size();
+    for (size_t c = 0; c < header.size(); ++c) {
+      if (header[c].empty()) {
+        error = Bad(fmt::format("{}:{}:{}: the header names no column here (a header row naming every column is "
+                                "required)", path, line, c + 1));
+        return;
+      }
+      if (header[c] == label_name) found = c;
+    }
+    if (found == header.size()) {
+      error = Bad(fmt::format("{}:{}: no label column '{}' in the header ({} columns: {})", path, line, label_name,
+                              header.size(), fmt::join(header, ",")));
+      return;
+    }
+    if (header.size() < 2) {
+      error = Bad(fmt::format("{}:{}: a label and at least one feature column are needed", path, line));
+      return;
+    }
+    label_col = found;
+    shard.dim = static_cast<uint32_t>(header.size() - 1);
+    for (size_t c = 0; c < header.size(); ++c)
+      if (c != label_col) shard.features.push_back(header[c]);
+  }
+
+  void data_row() {
+    if (cells.size() != header.size()) {
+      error = Bad(fmt::format("{}:{}: {} columns, the header has {}", path, line, cells.size(), header.size()));
+      return;
+    }
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string cell = Trim(cells[c]);
+      if (cell.empty()) {
+        error = Bad(fmt::format("{}: empty cell", where(c)));
+        return;
+      }
+      errno = 0;
+      char* end = nullptr;
+      const double v = std::strtod(cell.c_str(), &end);
+      if (end != cell.c_str() + cell.size()) {
+        error = Bad(fmt::format("{}: '{}' is not a number", where(c), cell));
+        return;
+      }
+      if (!std::isfinite(v) || errno == ERANGE) {
+        error = Bad(fmt::format("{}: '{}' is not a finite number (NaN and Inf are refused)", where(c), cell));
+        return;
+      }
+      if (c == label_col) {
+        double y = v;
+        if (kind == LabelKind::kBinary && !BinaryLabel(v, y)) {
+          error = Bad(fmt::format("{}: label {} is not a class of binary logistic regression (0/1 or -1/+1)",
+                                  where(c), cell));
+          return;
+        }
+        shard.y.push_back(y);
+      } else {
+        shard.x.push_back(v);
+      }
+    }
+  }
+};
+
+void OnField(void* s, size_t len, void* data) {
+  auto* r = static_cast<Reader*>(data);
+  r->row_open = true;
+  r->cells.emplace_back(s != nullptr ? static_cast<const char*>(s) : "", s != nullptr ? len : 0);
+}
+void OnRow(int, void* data) { static_cast<Reader*>(data)->on_row(); }
+
+}  // namespace
+
+Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, LabelKind kind) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, fmt::format("{}: cannot open", path));
+  Reader r;
+  r.path = path;
+  r.label_name = label;
+  r.kind = kind;
+  r.shard.path = path;
+  csv_parser p;
+  if (csv_init(&p, CSV_APPEND_NULL) != 0) return Status(StatusCode::kInternal, "libcsv: init failed");
+  std::string line;
+  while (r.error.ok() && std::getline(in, line)) {
+    ++r.line;
+    // Blank lines and '#' comments between rows are skipped.
+    const std::string t = Trim(line);
+    if (!r.row_open && (t.empty() || t[0] == '#')) continue;
+    line += '\n';
+    if (csv_parse(&p, line.data(), line.size(), OnField, OnRow, &r) != line.size()) {
+      const std::string why = csv_strerror(csv_error(&p));
+      csv_free(&p);
+      return Bad(fmt::format("{}:{}: {}", path, r.line, why));
+    }
+  }
+  if (r.error.ok()) csv_fini(&p, OnField, OnRow, &r);
+  csv_free(&p);
+  if (!r.error.ok()) return r.error;
+  if (r.header.empty()) return Bad(fmt::format("{}: empty file (a header row and data rows are expected)", path));
+  if (r.shard.count() == 0) return Bad(fmt::format("{}: no data rows after the header", path));
+  return std::move(r.shard);
+}
+
+std::string ShardPath(const std::string& pattern, uint32_t agent) {
+  std::string out = pattern;
+  const std::string key = "{id}";
+  for (size_t at = out.find(key); at != std::string::npos; at = out.find(key, at))
+    out.replace(at, key.size(), std::to_string(agent));
+  return out;
+}
+
+Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind) {
+  return format == ShardFormat::kCsv ? ReadCsvShard(path, label, kind) : ReadRecordShard(path, kind);
+}
+
+}  // namespace fedrt::data

@@ -1,0 +1,47 @@
+// Federated data from per-agent shard files (fedrt/problems/fed_data.h): the
+// simulator and the coordinator read every agent's shard, a device its own,
+// all through the same reader (fedrt/data/shard.h), so they hold the same
+// numbers.
+#include <fmt/format.h>
+
+#include "fedrt/data/shard.h"
+#include "fedrt/problems/fed_data.h"
+
+namespace fedrt::problems {
+
+data::LabelKind LabelKindOf(FedLoss loss) {
+  return loss == FedLoss::kLeastSquares ? data::LabelKind::kReal : data::LabelKind::kBinary;
+}
+
+Status AppendShard(FedDataset& out, const data::Shard& s) {
+  if (out.dim == 0) out.dim = static_cast<int>(s.dim);
+  if (static_cast<int>(s.dim) != out.dim)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: {} features, but the other shards have {} (dimensions must match)", s.path, s.dim,
+                              out.dim));
+  const long n = static_cast<long>(s.count());
+  MatrixRM xc(n, out.dim);
+  Eigen::VectorXd yc(n);
+  for (long j = 0; j < n; ++j) {
+    for (int k = 0; k < out.dim; ++k) xc(j, k) = s.x[static_cast<size_t>(j) * s.dim + k];
+    yc[j] = s.y[static_cast<size_t>(j)];
+  }
+  out.x.push_back(std::move(xc));
+  out.y.push_back(std::move(yc));
+  return Status::Ok();
+}
+
+Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files) {
+  if (files.agents == 0) return Status(StatusCode::kInvalidArgument, "no shards: the data has 0 agents");
+  FedDataset out;
+  out.loss = loss;
+  out.source = files.train;
+  for (uint32_t c = 0; c < files.agents; ++c) {
+    auto s = data::ReadShard(files.format, data::ShardPath(files.train, c), files.label, LabelKindOf(loss));
+    if (!s.ok()) return s.status();
+    FEDRT_TRY(AppendShard(out, *s));
+  }
+  return out;
+}
+
+}  // namespace fedrt::problems

@@ -1,0 +1,118 @@
+// Devices train on their own data (docs/data.md): each fedrt-device is given
+// only its shard (--data), the task names the format and the label column,
+// and the fleet's global iterate equals the simulator's on the same shards at
+// every round. A device whose shard is bad (wrong column count, a non-numeric
+// cell, NaN, Inf, no rows, a label outside the model's classes) stops at
+// start with an error naming the file, line and column, takes no part, and
+// the coordinator and the other devices run on.
+#include <cmath>
+
+#include "net_harness.h"
+
+namespace fedrt::net::testing {
+namespace {
+
+constexpr int kAgents = 6, kRounds = 5;
+
+class OwnDataTest : public NetTest {
+ protected:
+  // Shards of a binary logistic problem in R^3, the label between features.
+  fs::path WriteShards() {
+    const fs::path dir = dir_ / "shards";
+    fs::create_directories(dir);
+    for (int c = 0; c < kAgents; ++c) {
+      std::ofstream f(dir / ("device-" + std::to_string(c) + ".csv"));
+      f << "temperature,vibration,label,current\n";
+      for (int j = 0; j < 20 + 3 * c; ++j) {
+        const double a = std::sin(0.7 * j + c), b = std::cos(1.3 * j - c) + 0.1 * c, d = std::sin(0.31 * j * j);
+        f << a << ',' << b << ',' << (a - 0.5 * b + 0.3 * d + 0.2 * std::sin(5.0 * j) > 0 ? 1 : 0) << ',' << d << '\n';
+      }
+    }
+    return dir;
+  }
+  fs::path Experiment(const std::string& extra = "") {
+    return WriteExperiment(
+        "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n[model]\nkind = \"logistic\"\nl2 = 0.01\n"
+        "[algorithm]\nnames = [\"fedavg\", \"scaffold\"]\nstep = 0.1\nlocal_steps = 10\nbatch = 4\n"
+        "[participation]\nrate = 0.7\n[compression]\nquantizer = \"dither\"\nlevels = 4\n[run]\nrounds = " +
+        std::to_string(kRounds) + "\nseed = 2\n[network]\ndeadline_ms = 30000\nstart_timeout_ms = 60000\n" + extra);
+  }
+};
+
+TEST_F(OwnDataTest, EachDeviceReadsItsShardAndTheFleetEqualsTheSimulator) {
+  const fs::path shards = WriteShards();
+  const auto cfg = Experiment("quorum = 1.0\n");
+  Provision(dir_ / "keys", kAgents);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < kAgents; ++i)
+    StartDevice(i, port, {"--data", (shards / ("device-" + std::to_string(i) + ".csv")).string()});
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const auto rounds = Rounds();
+  for (uint32_t a = 0; a < 2; ++a) {
+    int identical = 0, compared = 0;
+    const double rel = MaxRelDiff(rounds, SimThetas(cfg, a), a, &identical, &compared);
+    std::printf("[own data, algorithm %u] rounds compared=%d bit-identical=%d max relative difference=%.3e\n", a,
+                compared, identical, rel);
+    EXPECT_EQ(compared, kRounds);
+    EXPECT_EQ(identical, kRounds);
+  }
+  EXPECT_EQ(ReadFile(dir_ / "out" / "metrics.csv"), ReadFile(dir_ / "sim" / "metrics.csv"));
+}
+
+struct BadShard {
+  std::string name;
+  std::string body;   // the bad device's file
+  std::string error;  // after "<file>:"
+};
+
+class BadShardTest : public OwnDataTest, public ::testing::WithParamInterface<BadShard> {};
+
+void PrintTo(const BadShard& b, std::ostream* os) { *os << b.name; }
+
+TEST_P(BadShardTest, DeviceStopsAtStartNamingTheCellAndTheRunGoesOn) {
+  const BadShard& b = GetParam();
+  const fs::path shards = WriteShards();
+  const fs::path bad = dir_ / "bad.csv";
+  std::ofstream(bad) << b.body;
+  const auto cfg = Experiment("quorum = 0.5\n");
+  Provision(dir_ / "keys", kAgents);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  pid_t bad_pid = 0;
+  for (int i = 0; i < kAgents; ++i) {
+    const fs::path data = i == 3 ? bad : shards / ("device-" + std::to_string(i) + ".csv");
+    const pid_t p = StartDevice(i, port, {"--data", data.string()});
+    if (i == 3) bad_pid = p;
+  }
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Wait(bad_pid, 10000), 2);
+  const std::string dlog = ReadFile(dir_ / "dev0003.log");
+  EXPECT_NE(dlog.find(bad.string() + ":" + b.error), std::string::npos) << dlog;
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("refused device=dev0003 index=3 stage=task reason=local data: "), std::string::npos) << log;
+  EXPECT_NE(log.find("start devices=5 of 6 refused=1"), std::string::npos) << log;
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), 2u * kRounds);
+  for (const auto& r : rounds) EXPECT_LE(r.agents, 5u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shards, BadShardTest,
+    ::testing::Values(
+        BadShard{"column_count", "temperature,vibration,label,current\n1,2,1,3\n1,2,1\n", "3: 3 columns, the header has 4"},
+        BadShard{"not_a_number", "temperature,vibration,label,current\n1,warm,1,3\n", "2:2 (vibration): 'warm' is not a number"},
+        BadShard{"nan", "temperature,vibration,label,current\n1,2,1,NaN\n", "2:4 (current): 'NaN' is not a finite number"},
+        BadShard{"inf", "temperature,vibration,label,current\ninf,2,1,3\n", "2:1 (temperature): 'inf' is not a finite number"},
+        BadShard{"no_rows", "temperature,vibration,label,current\n", " no data rows after the header"},
+        BadShard{"label_class", "temperature,vibration,label,current\n1,2,3,4\n",
+                 "2:3 (label): label 3 is not a class of binary logistic regression"}),
+    [](const ::testing::TestParamInfo<BadShard>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace fedrt::net::testing
