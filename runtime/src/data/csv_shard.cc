@@ -162,6 +162,34 @@ Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, La
   return std::move(r.shard);
 }
 
+Status WriteCsvShard(const std::string& path, const Shard& s, const std::string& label) {
+  std::string out;
+  for (uint32_t k = 0; k < s.dim; ++k)
+    out += fmt::format("{},", k < s.features.size() ? s.features[k] : fmt::format("x{}", k + 1));
+  out += label + "\n";
+  for (uint64_t j = 0; j < s.count(); ++j) {
+    for (uint32_t k = 0; k < s.dim; ++k) out += fmt::format("{},", s.x[j * s.dim + k]);
+    out += fmt::format("{}\n", s.y[j]);
+  }
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return Status(StatusCode::kNotFound, fmt::format("{}: cannot create", path));
+  f << out;
+  if (!f) return Status(StatusCode::kDataLoss, fmt::format("{}: write failed", path));
+  return Status::Ok();
+}
+
+Shard SubShard(const Shard& s, const std::vector<uint64_t>& rows) {
+  Shard out;
+  out.dim = s.dim;
+  out.features = s.features;
+  out.path = s.path;
+  for (uint64_t j : rows) {
+    out.x.insert(out.x.end(), s.x.begin() + static_cast<long>(j * s.dim), s.x.begin() + static_cast<long>((j + 1) * s.dim));
+    out.y.push_back(s.y[j]);
+  }
+  return out;
+}
+
 std::string ShardPath(const std::string& pattern, uint32_t agent) {
   std::string out = pattern;
   const std::string key = "{id}";

@@ -41,6 +41,12 @@ Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, La
 Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind);
 Status WriteRecordShard(const std::string& path, const Shard& shard);
 
+// Writes a CSV shard: the feature names (x1.. when the shard has none), then
+// `label`; numbers in their shortest form that reads back to the same double.
+Status WriteCsvShard(const std::string& path, const Shard& shard, const std::string& label);
+// The examples `rows` of `shard`, in that order.
+Shard SubShard(const Shard& shard, const std::vector<uint64_t>& rows);
+
 enum class ShardFormat : uint8_t { kCsv, kRecords };
 Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind);
 
