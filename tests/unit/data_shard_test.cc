@@ -49,6 +49,13 @@ TEST_F(ShardTest, CsvWithHeaderLabelAnywhereAndQuotedNames) {
   EXPECT_EQ(s->y, (std::vector<double>{1, -1}));  // 0/1 stored as -1/+1
 }
 
+TEST_F(ShardTest, ByteOrderMarkOfSpreadsheetExportsIsIgnored) {
+  auto s = ReadCsvShard(Write("bom.csv", "\xEF\xBB\xBFlabel,a\r\n1,2\r\n"), "label", LabelKind::kReal);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->features, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(s->x, (std::vector<double>{2}));
+}
+
 TEST_F(ShardTest, EveryBadCellIsNamedByFileLineAndColumn) {
   const std::string f = (dir_ / "bad.csv").string();
   EXPECT_EQ(Error("a,label\n1,1\n2,0,3\n"), f + ":3: 3 columns, the header has 2");

@@ -144,6 +144,8 @@ Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, La
   std::string line;
   while (r.error.ok() && std::getline(in, line)) {
     ++r.line;
+    // A UTF-8 byte order mark (spreadsheet exports) is not part of the first name.
+    if (r.line == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
     // Blank lines and '#' comments between rows are skipped.
     const std::string t = Trim(line);
     if (!r.row_open && (t.empty() || t[0] == '#')) continue;
