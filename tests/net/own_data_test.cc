@@ -28,11 +28,17 @@ class OwnDataTest : public NetTest {
         f << a << ',' << b << ',' << (a - 0.5 * b + 0.3 * d + 0.2 * std::sin(5.0 * j) > 0 ? 1 : 0) << ',' << d << '\n';
       }
     }
+    std::ofstream t(dir_ / "test.csv");  // held out: scored by the simulator and the coordinator alike
+    t << "temperature,vibration,label,current\n";
+    for (int j = 0; j < 15; ++j) {
+      const double a = std::cos(0.9 * j), b = std::sin(1.7 * j), d = std::cos(0.23 * j * j);
+      t << a << ',' << b << ',' << (a - 0.5 * b + 0.3 * d > 0 ? 1 : 0) << ',' << d << '\n';
+    }
     return dir;
   }
   fs::path Experiment(const std::string& extra = "") {
     return WriteExperiment(
-        "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n[model]\nkind = \"logistic\"\nl2 = 0.01\n"
+        "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\ntest = \"test.csv\"\n[model]\nkind = \"logistic\"\nl2 = 0.01\n"
         "[algorithm]\nnames = [\"fedavg\", \"scaffold\"]\nstep = 0.1\nlocal_steps = 10\nbatch = 4\n"
         "[participation]\nrate = 0.7\n[compression]\nquantizer = \"dither\"\nlevels = 4\n[run]\nrounds = " +
         std::to_string(kRounds) + "\nseed = 2\n[network]\ndeadline_ms = 30000\nstart_timeout_ms = 60000\n" + extra);
@@ -61,7 +67,41 @@ TEST_F(OwnDataTest, EachDeviceReadsItsShardAndTheFleetEqualsTheSimulator) {
     EXPECT_EQ(compared, kRounds);
     EXPECT_EQ(identical, kRounds);
   }
-  EXPECT_EQ(ReadFile(dir_ / "out" / "metrics.csv"), ReadFile(dir_ / "sim" / "metrics.csv"));
+  // The devices' reports (train and local loss) and the held-out scores are
+  // the same numbers in both drivers, so the files are equal line for line.
+  const std::string metrics = ReadFile(dir_ / "out" / "metrics.csv");
+  EXPECT_EQ(metrics.substr(0, metrics.find('\n')),
+            "algorithm,run,round,error,agents,bits_up,bits_down,train_loss,local_loss,test_loss,test_accuracy");
+  EXPECT_EQ(metrics, ReadFile(dir_ / "sim" / "metrics.csv"));
+  // devices.csv: one row per member and round, with its examples, losses and bytes.
+  std::istringstream dev(ReadFile(dir_ / "out" / "devices.csv"));
+  std::string line;
+  std::getline(dev, line);
+  EXPECT_EQ(line, "algorithm,run,round,device,examples,loss_before,loss_after,duration_ms,bytes_down,bytes_up");
+  int rows = 0;
+  while (std::getline(dev, line)) {
+    ++rows;
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    ASSERT_EQ(f.size(), 10u) << line;
+    EXPECT_EQ(f[4], "40") << line;  // local_steps 10 x batch 4
+    EXPECT_TRUE(std::isfinite(std::stod(f[5])) && std::stod(f[5]) > 0) << line;
+    EXPECT_TRUE(std::isfinite(std::stod(f[6])) && std::stod(f[6]) > 0) << line;
+    EXPECT_GT(std::stoll(f[8]), 0) << line;
+    EXPECT_GT(std::stoll(f[9]), 0) << line;
+  }
+  int members = 0;  // the agents column of metrics.csv: one devices.csv row per member
+  std::istringstream m(metrics);
+  std::getline(m, line);
+  while (std::getline(m, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    members += std::stoi(f[4]);
+  }
+  EXPECT_GT(rows, 0);
+  EXPECT_EQ(rows, members);
 }
 
 struct BadShard {

@@ -3,12 +3,15 @@
 // older problem.data directory, and bad tables are refused by name.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "fedrt/config/experiment.h"
 #include "fedrt/config/task_builder.h"
+#include "fedrt/report/evaluation.h"
+#include "fedrt/report/results.h"
 
 namespace fedrt::config {
 namespace {
@@ -95,9 +98,6 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
             f + ": data.train: no shard '" + (dir_ / "nothing/0.csv").string() + "'");
   EXPECT_EQ(Error("[model]\nkind = \"softmax\"\n"),
             f + ": model.kind 'softmax' is not available yet (least_squares, logistic, td0, gmm are)");
-  EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\ntest = \"t.csv\"\n[model]\nkind = "
-                  "\"logistic\"\n"),
-            f + ": data.test: evaluation on a held-out file is not implemented yet; remove the key");
   EXPECT_NE(Error("[data]\nfromat = \"csv\"\n").find("data.fromat"), std::string::npos);
 }
 
@@ -110,6 +110,43 @@ TEST_F(DataConfigTest, ABadShardIsNamedWhenTheProblemIsBuilt) {
   EXPECT_EQ(std::string(inst.status().message()),
             (dir_ / "shards/device-1.csv").string() +
                 ":3:2 (label): label 7 is not a class of binary logistic regression (0/1 or -1/+1)");
+}
+
+// The held-out file is read by the evaluation (relative to the experiment
+// file), scored at every row, and a file that does not fit the model is
+// refused naming it.
+TEST_F(DataConfigTest, AHeldOutFileIsScoredAndAMisfitIsNamed) {
+  std::ofstream(dir_ / "test.csv") << "x1,label,x2\n1,1,0\n-1,0,0\n1,0,0\n";
+  const std::string body =
+      "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\ntest = \"test.csv\"\n[model]\nkind = "
+      "\"logistic\"\nl2 = 0.5\n";
+  auto cfg = Load(body);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  EXPECT_EQ(cfg->data.test, (dir_ / "test.csv").string());
+  auto task = MakeTask(*cfg);
+  ASSERT_TRUE(task.ok());
+  auto inst = BuildInstance(*cfg);
+  ASSERT_TRUE(inst.ok()) << inst.status().message();
+  task->problem = (*inst)->problem();  // the dimension counted from the shards
+  auto eval = report::Evaluation::Make(*task, DataFilesOf(*cfg), **inst, nullptr);
+  ASSERT_TRUE(eval.ok()) << eval.status().message();
+  report::AlgorithmResult res;
+  (*eval)->algorithm_finished(0, res);  // no rounds ran: every row but the initial x_0 = 0 is NaN
+  ASSERT_EQ(res.test_loss.size(), 1u);
+  ASSERT_EQ(res.test_loss[0].size(), 4u);
+  EXPECT_DOUBLE_EQ(res.test_loss[0][0], std::log(2.0));  // sigma(0) = 1/2 on every example, ||x_0|| = 0
+  EXPECT_DOUBLE_EQ(res.test_accuracy[0][0], 1.0 / 3.0);  // a^T 0 = 0 predicts +1: right only on the first
+  EXPECT_TRUE(std::isnan(res.test_loss[0][1]));
+
+  std::ofstream(dir_ / "test.csv") << "x1,label,x2,x3\n1,1,0,0\n";
+  auto eval2 = report::Evaluation::Make(*task, DataFilesOf(*cfg), **inst, nullptr);
+  ASSERT_FALSE(eval2.ok());
+  EXPECT_EQ(std::string(eval2.status().message()),
+            "data.test: '" + (dir_ / "test.csv").string() + "' gives a model of dimension 3, the training shards 2");
+  fs::remove(dir_ / "test.csv");
+  auto eval3 = report::Evaluation::Make(*task, DataFilesOf(*cfg), **inst, nullptr);
+  ASSERT_FALSE(eval3.ok());
+  EXPECT_NE(std::string(eval3.status().message()).find("data.test: "), std::string::npos);
 }
 
 }  // namespace

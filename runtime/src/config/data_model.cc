@@ -56,8 +56,6 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     return Bad(fmt::format("{}: data.format = \"{}\" needs [model] kind = \"least_squares\" or \"logistic\" (got '{}')",
                            path, cfg.data.format, cfg.data.model));
   if (cfg.data.train.empty()) return Bad(fmt::format("{}: data.train is missing (e.g. \"shards/device-{{id}}.csv\")", path));
-  if (!cfg.data.test.empty())
-    return Bad(fmt::format("{}: data.test: evaluation on a held-out file is not implemented yet; remove the key", path));
   if (!cfg.agents_set) {  // the shards present, numbered from 0
     uint32_t n = 0;
     std::error_code ec;

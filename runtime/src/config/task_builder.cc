@@ -116,6 +116,7 @@ problems::DataFiles DataFilesOf(const ExperimentConfig& cfg) {
     files.shards.train = cfg.data.train;
     files.shards.label = cfg.data.label;
     files.shards.agents = static_cast<uint32_t>(cfg.garnet.agents);
+    files.test = cfg.data.test;
   }
   return files;
 }

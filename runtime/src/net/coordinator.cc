@@ -454,6 +454,9 @@ Status Coordinator::finish() {
     FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res));
     Status plot = Status::Ok();
     FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));
+    std::vector<std::string> ids;
+    for (uint32_t a = 0; a < task_.problem.agents; ++a) ids.push_back(registry_.id_of(a));
+    FEDRT_TRY(WriteDeviceReports(task_, names_, ids, *store_, opt_.out + "/devices.csv"));
     if (!plot.ok()) CoordinatorWarn("warning plot={}", plot.message());
   }
   wire::Envelope env;

@@ -1,6 +1,7 @@
 #include "fedrt/net/device.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -82,6 +83,7 @@ class Device {
   protocol::LocalProblem<double> local_{};
   std::vector<uint8_t> arena_;
   std::unique_ptr<Session> session_;
+  uint32_t work_ms_ = 0;  // the last local work's wall time (the update's report)
   wire::Inbound inbound_;
 };
 
@@ -234,10 +236,22 @@ Status Device::on_round_message(const wire::Envelope& env) {
       FEDRT_TRY(ensure_session(a.id));
       protocol::RoundId pending;
       const bool again = session_->pending(&pending) && pending == a.id;
+      const auto t0 = std::chrono::steady_clock::now();
       FEDRT_TRY(session_->on_announce(a, out));
+      if (!again)
+        work_ms_ = static_cast<uint32_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+      out.update.report.duration_ms = work_ms_;
       FEDRT_TRY(persist(/*durable=*/true));  // before the update leaves
-      if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise)
-        log("{} alg={} run={} round={}", again ? "resubmit" : "update", a.id.algorithm, a.id.run, a.id.round);
+      if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
+        if (std::isnan(session_->report().loss_before))
+          log("{} alg={} run={} round={} ms={}", again ? "resubmit" : "update", a.id.algorithm, a.id.run, a.id.round,
+              work_ms_);
+        else  // own data: the local objective before and after the local work (out.update holds the report in both kinds)
+          log("{} alg={} run={} round={} ms={} loss_before={:.6g} loss_after={:.6g}", again ? "resubmit" : "update",
+              a.id.algorithm, a.id.run, a.id.round, work_ms_, session_->report().loss_before,
+              session_->report().loss_after);
+      }
       return send_output(out);
     }
     case protocol::MessageKind::kRoundResult: {
@@ -263,6 +277,7 @@ Status Device::on_round_message(const wire::Envelope& env) {
     case protocol::MessageKind::kSecAggSharesIn:
       if (session_ == nullptr) return Status::Ok();
       FEDRT_TRY(session_->on_secagg_shares_in(inbound_.shares(), out));
+      out.masked.report.duration_ms = work_ms_;
       return send_output(out);
     case protocol::MessageKind::kSecAggUnmaskRequest:
       if (session_ == nullptr) return Status::Ok();

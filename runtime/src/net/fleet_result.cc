@@ -22,6 +22,7 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
       std::vector<double> err(T + 1, std::nan(""));
       std::vector<uint32_t> members(T + 1, 0);
       std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
+      std::vector<double> train(T + 1, std::nan("")), local(T + 1, std::nan(""));
       err[0] = eval.initial_error();
       // A server session to hold each committed state while the evaluation reads it.
       protocol::ServerSession session;
@@ -53,6 +54,8 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
         members[t + 1] = rec->agents;
         up[t + 1] = rec->bits_up;
         down[t + 1] = rec->bits_down;
+        train[t + 1] = rec->train_loss;
+        local[t + 1] = rec->local_loss;
         if (!rec->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = rec->failure;
       }
       const protocol::ServerCore& core = session.core();
@@ -61,6 +64,10 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
       res.agents.push_back(std::move(members));
       res.bits_up.push_back(std::move(up));
       res.bits_down.push_back(std::move(down));
+      if (task.problem.own_data) {
+        res.train_loss.push_back(std::move(train));
+        res.local_loss.push_back(std::move(local));
+      }
       res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
       eval.run_finished(a, r, core);
     }
@@ -68,6 +75,25 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }
+  return Status::Ok();
+}
+
+Status WriteDeviceReports(const config::Task& task, const std::vector<std::string>& names,
+                          const std::vector<std::string>& ids, StateStore& store, const std::string& path) {
+  auto rows = store.load_reports();
+  if (!rows.ok()) return rows.status();
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
+  std::fputs("algorithm,run,round,device,examples,loss_before,loss_after,duration_ms,bytes_down,bytes_up\n", f);
+  for (const MemberRow& m : *rows) {
+    if (m.algorithm >= names.size() || m.round == protocol::kInitRound || m.round >= task.rounds) continue;
+    const MemberReport& r = m.report;
+    const std::string id = r.device < ids.size() && !ids[r.device].empty() ? ids[r.device] : std::to_string(r.device);
+    std::fprintf(f, "%s,%u,%u,%s,%llu,%.17g,%.17g,%u,%llu,%llu\n", names[m.algorithm].c_str(), m.run, m.round + 1,
+                 id.c_str(), static_cast<unsigned long long>(r.examples), r.loss_before, r.loss_after, r.duration_ms,
+                 static_cast<unsigned long long>(r.bytes_down), static_cast<unsigned long long>(r.bytes_up));
+  }
+  if (std::fclose(f) != 0) return Status(StatusCode::kDataLoss, fmt::format("error writing '{}'", path));
   return Status::Ok();
 }
 

@@ -130,6 +130,8 @@ Status FleetRounds::open(uint64_t now_ms) {
   FEDRT_TRY(ensure_session(s.algorithm, s.run));
   const uint32_t t = session_->needs_initial_exchange() ? protocol::kInitRound : s.round;
   FEDRT_TRY(session_->open_round(t, now_ms));
+  bytes_down_.assign(agents_, 0);
+  bytes_up_.assign(agents_, 0);
   t_open_ = t_phase_ = std::chrono::steady_clock::now();
   const protocol::Commit& c = session_->commit();
   CoordinatorLog("open alg={} run={} round={} sampled={}/{} local_steps={}", opt_.names[s.algorithm], s.run,
@@ -154,6 +156,7 @@ void FleetRounds::deliver(uint64_t now_ms) {
       case MessageKind::kSecAggUnmaskRequest: wire::Encode(session_->secagg_unmask_request(out.agent), env); break;
       default: continue;
     }
+    if (out.agent < agents_) bytes_down_[out.agent] += env.ByteSizeLong() + 4;  // + the frame's length prefix
     send_(out.agent, env);
   }
 }
@@ -191,6 +194,19 @@ Status FleetRounds::persist() {
   rec.closed_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   rec.closed_by = c.closed_by;
   rec.failure = c.failure;
+  rec.train_loss = c.train_loss;
+  rec.local_loss = c.local_loss;
+  for (size_t i = 0; i < c.members.size(); ++i) {
+    MemberReport m;
+    m.device = c.members[i];
+    m.examples = c.reports[i].examples > 0 ? c.reports[i].examples : secure ? c.local_steps : c.member_samples[i];
+    m.loss_before = c.reports[i].loss_before;
+    m.loss_after = c.reports[i].loss_after;
+    m.duration_ms = c.reports[i].duration_ms;
+    m.bytes_down = bytes_down_[m.device];
+    m.bytes_up = bytes_up_[m.device];
+    rec.reports.push_back(m);
+  }
   std::map<uint32_t, std::vector<double>> mirrors;
   if (session_->uplink().has_mirrors())
     for (uint32_t m : c.members) mirrors[m] = session_->uplink().mirror(m);
@@ -285,6 +301,7 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
   using protocol::Refusal;
   using protocol::Verdict;
   if (session_ == nullptr) return Verdict{Refusal::kFutureRound, "no round is open yet"};
+  if (agent < bytes_up_.size()) bytes_up_[agent] += env.ByteSizeLong() + 4;
   Verdict v;
   switch (in.kind()) {
     case MessageKind::kUpdate: v = session_->on_update(agent, in.update(), now_ms); break;

@@ -1,6 +1,7 @@
 #include "fedrt/net/state_store.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -20,6 +21,10 @@ struct Stmt {
   Stmt(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &s, nullptr); }
   ~Stmt() { sqlite3_finalize(s); }
 };
+
+double RealOrNaN(sqlite3_stmt* s, int col) {
+  return sqlite3_column_type(s, col) == SQLITE_NULL ? std::nan("") : sqlite3_column_double(s, col);
+}
 
 RoundRecord ReadRound(sqlite3_stmt* s) {
   RoundRecord r;
@@ -43,12 +48,15 @@ RoundRecord ReadRound(sqlite3_stmt* s) {
   r.samples = static_cast<uint64_t>(sqlite3_column_int64(s, 12));
   const unsigned char* failure = sqlite3_column_text(s, 13);
   r.failure = failure ? reinterpret_cast<const char*>(failure) : "";
+  r.train_loss = RealOrNaN(s, 14);
+  r.local_loss = RealOrNaN(s, 15);
   return r;
 }
 
 constexpr const char* kRoundCols =
-    "algorithm, run, round, theta, agents, sampled, error, bits_up, bits_down, closed_at, closed_by, state, samples, failure";
-constexpr const char* kSchema = "2";  // rounds carry the server state (fedrt wire version 2)
+    "algorithm, run, round, theta, agents, sampled, error, bits_up, bits_down, closed_at, closed_by, state, samples, failure, "
+    "train_loss, local_loss";
+constexpr const char* kSchema = "3";  // 3: rounds and members carry the devices' reports
 
 }  // namespace
 
@@ -83,9 +91,11 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "CREATE TABLE IF NOT EXISTS rounds (algorithm INTEGER NOT NULL, run INTEGER NOT NULL, round INTEGER NOT NULL,"
       "  theta BLOB NOT NULL, agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL NOT NULL,"
       "  bits_up INTEGER NOT NULL, bits_down INTEGER NOT NULL, closed_at REAL NOT NULL, closed_by TEXT,"
-      "  state BLOB NOT NULL, samples INTEGER NOT NULL, failure TEXT NOT NULL, PRIMARY KEY (algorithm, run, round));"
+      "  state BLOB NOT NULL, samples INTEGER NOT NULL, failure TEXT NOT NULL, train_loss REAL, local_loss REAL,"
+      "  PRIMARY KEY (algorithm, run, round));"
       "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
-      "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, PRIMARY KEY (algorithm, run, round, device_index));"
+      "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, examples INTEGER, loss_before REAL, loss_after REAL,"
+      "  duration_ms INTEGER, bytes_down INTEGER, bytes_up INTEGER, PRIMARY KEY (algorithm, run, round, device_index));"
       "CREATE TABLE IF NOT EXISTS mirrors (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
       "  device_index INTEGER NOT NULL, round INTEGER NOT NULL, v BLOB NOT NULL,"
       "  PRIMARY KEY (algorithm, run, device_index));"));
@@ -145,7 +155,7 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
   FEDRT_TRY(exec("PRAGMA synchronous=FULL"));
   FEDRT_TRY(exec("BEGIN IMMEDIATE"));
   Status st = [&]() -> Status {
-    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                             kRoundCols)
                     .c_str());
     sqlite3_bind_int64(s.s, 1, r.algorithm);
@@ -162,14 +172,29 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
     sqlite3_bind_blob(s.s, 12, r.state.data(), static_cast<int>(r.state.size() * sizeof(double)), SQLITE_TRANSIENT);
     sqlite3_bind_int64(s.s, 13, static_cast<sqlite3_int64>(r.samples));
     sqlite3_bind_text(s.s, 14, r.failure.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s.s, 15, r.train_loss);  // NaN is stored as NULL
+    sqlite3_bind_double(s.s, 16, r.local_loss);
     if (sqlite3_step(s.s) != SQLITE_DONE) return SqlError(db_, "round insert");
-    Stmt m(db_, "INSERT INTO round_members (algorithm, run, round, device_index) VALUES (?1, ?2, ?3, ?4)");
-    for (uint32_t d : members) {
+    Stmt m(db_,
+           "INSERT INTO round_members (algorithm, run, round, device_index, examples, loss_before, loss_after, "
+           "duration_ms, bytes_down, bytes_up) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    for (size_t i = 0; i < members.size(); ++i) {
+      const uint32_t d = members[i];
       sqlite3_reset(m.s);
+      sqlite3_clear_bindings(m.s);
       sqlite3_bind_int64(m.s, 1, r.algorithm);
       sqlite3_bind_int64(m.s, 2, r.run);
       sqlite3_bind_int64(m.s, 3, r.round);
       sqlite3_bind_int64(m.s, 4, d);
+      if (i < r.reports.size() && r.reports[i].device == d) {
+        const MemberReport& p = r.reports[i];
+        sqlite3_bind_int64(m.s, 5, static_cast<sqlite3_int64>(p.examples));
+        sqlite3_bind_double(m.s, 6, p.loss_before);
+        sqlite3_bind_double(m.s, 7, p.loss_after);
+        sqlite3_bind_int64(m.s, 8, p.duration_ms);
+        sqlite3_bind_int64(m.s, 9, static_cast<sqlite3_int64>(p.bytes_down));
+        sqlite3_bind_int64(m.s, 10, static_cast<sqlite3_int64>(p.bytes_up));
+      }
       if (sqlite3_step(m.s) != SQLITE_DONE) return SqlError(db_, "member insert");
     }
     Stmt v(db_, "INSERT OR REPLACE INTO mirrors (algorithm, run, device_index, round, v) VALUES (?1, ?2, ?3, ?4, ?5)");
@@ -234,6 +259,30 @@ Result<bool> StateStore::was_member(uint32_t alg, uint32_t run, uint32_t round, 
   sqlite3_bind_int64(s.s, 3, round);
   sqlite3_bind_int64(s.s, 4, device);
   return sqlite3_step(s.s) == SQLITE_ROW;
+}
+
+
+Result<std::vector<MemberRow>> StateStore::load_reports() {
+  Stmt s(db_,
+         "SELECT algorithm, run, round, device_index, examples, loss_before, loss_after, duration_ms, bytes_down, "
+         "bytes_up FROM round_members ORDER BY algorithm, run, round, device_index");
+  if (s.s == nullptr) return SqlError(db_, "load reports");
+  std::vector<MemberRow> out;
+  while (sqlite3_step(s.s) == SQLITE_ROW) {
+    MemberRow r;
+    r.algorithm = static_cast<uint32_t>(sqlite3_column_int64(s.s, 0));
+    r.run = static_cast<uint32_t>(sqlite3_column_int64(s.s, 1));
+    r.round = static_cast<uint32_t>(sqlite3_column_int64(s.s, 2));
+    r.report.device = static_cast<uint32_t>(sqlite3_column_int64(s.s, 3));
+    r.report.examples = static_cast<uint64_t>(sqlite3_column_int64(s.s, 4));
+    r.report.loss_before = RealOrNaN(s.s, 5);
+    r.report.loss_after = RealOrNaN(s.s, 6);
+    r.report.duration_ms = static_cast<uint32_t>(sqlite3_column_int64(s.s, 7));
+    r.report.bytes_down = static_cast<uint64_t>(sqlite3_column_int64(s.s, 8));
+    r.report.bytes_up = static_cast<uint64_t>(sqlite3_column_int64(s.s, 9));
+    out.push_back(r);
+  }
+  return out;
 }
 
 }  // namespace fedrt::net

@@ -94,6 +94,8 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   prev_round_ = had_round_ ? id_.round : kNoRound;  // a late repeat for it is a duplicate, not a stale update
   prev_reported_.swap(reported_);
   reported_.assign(agents_, 0);
+  reports_.assign(agents_, WorkReport{});
+  samples_.assign(agents_, 0);
   had_round_ = true;
   id_.round = round;
   commit_ = Commit{};
@@ -198,6 +200,8 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
     return refuse(c == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed, bits.status().message());
   }
   reported_[agent] = 1;
+  reports_[agent] = u.report;
+  samples_[agent] = u.sample_count;
   commit_.members.push_back(agent);
   commit_.bits_up += *bits;
   commit_.samples += u.sample_count;
@@ -234,6 +238,7 @@ Verdict ServerSession::on_secagg_shares(uint32_t agent, const SecAggSharesMsg& m
   return secagg_message(agent, 2, m.id, nullptr, &m, nullptr, nullptr, now_ms);
 }
 Verdict ServerSession::on_secagg_masked(uint32_t agent, const SecAggMaskedMsg& m, uint64_t now_ms) {
+  if (agent < agents_ && state_ == State::kOpen && m.id == id_) reports_[agent] = m.report;
   return secagg_message(agent, 3, m.id, nullptr, nullptr, &m, nullptr, now_ms);
 }
 Verdict ServerSession::on_secagg_unmask(uint32_t agent, const SecAggUnmaskMsg& m, uint64_t now_ms) {
@@ -318,8 +323,27 @@ void ServerSession::close(const char* by) {
   }
   commit_.closed_by = by;
   std::sort(commit_.members.begin(), commit_.members.end());
+  summarize_reports();
   state_ = State::kClosed;
   deadline_ = kNoDeadline;
+}
+
+// The members' reports in agent order, and their means: a fixed order, so
+// every driver gets the same bits whatever order the updates arrived in.
+void ServerSession::summarize_reports() {
+  commit_.reports.clear();
+  commit_.member_samples.clear();
+  double before = 0, after = 0;
+  uint32_t n_before = 0, n_after = 0;
+  for (uint32_t m : commit_.members) {
+    const WorkReport& r = reports_[m];
+    commit_.reports.push_back(r);
+    commit_.member_samples.push_back(samples_[m]);
+    if (r.loss_before == r.loss_before) before += r.loss_before, ++n_before;
+    if (r.loss_after == r.loss_after) after += r.loss_after, ++n_after;
+  }
+  commit_.train_loss = n_before > 0 ? before / n_before : std::nan("");
+  commit_.local_loss = n_after > 0 ? after / n_after : std::nan("");
 }
 
 // The agents' model follows xhat <- xhat + Q(broadcast_{t+1} - xhat): one

@@ -2,6 +2,7 @@
 // 6): error ||x_t - x*||^2 (x_RR for Fed-RR), heterogeneity at x*, the
 // closed-form FedAvg / FedProx points and FedAvg's predicted bias on least
 // squares, and the Polyak-Ruppert averages of every run.
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -12,6 +13,8 @@
 #include "fedrt/analysis/fedopt_theory.h"
 #include "fedrt/compression/quantizer.h"
 #include "fedrt/report/family_evaluations.h"
+#include "fedrt/protocol/messages.h"
+#include "fedrt/report/held_out.h"
 #include "fedrt/report/settings_json.h"
 
 namespace fedrt::report {
@@ -132,6 +135,16 @@ class OptEvaluation : public Evaluation {
     put("fedprox_exact_fixed_point", fedprox_point_);
   }
 
+  void set_test(HeldOutSet test) { test_ = std::move(test); }
+
+  // Held-out scores of round t's model go in row t + 1 (row 0: the initial iterate).
+  void round_finished(size_t a, uint32_t run, uint32_t round, const protocol::ServerCore& core) override {
+    if (!test_ || round == protocol::kInitRound) return;
+    std::vector<TestScore>& row = scores_[a][run];
+    if (row.empty()) row.assign(task_.rounds + 1, TestScore{std::nan(""), std::nan("")});
+    if (round < task_.rounds) row[round + 1] = test_->score(core.model());
+  }
+
   double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), x_star_); }
   double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), x_star_); }
 
@@ -144,6 +157,22 @@ class OptEvaluation : public Evaluation {
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
     const config::AlgorithmChoice spec = task_.algorithms[a];
+    if (test_) {
+      const TestScore first = test_->score(inst_.initial_iterate().data());
+      for (uint32_t run = 0; run < task_.runs; ++run) {
+        std::vector<TestScore> row = scores_[a][run];
+        row.resize(task_.rounds + 1, TestScore{std::nan(""), std::nan("")});
+        row[0] = first;
+        std::vector<double> loss, acc;
+        for (const TestScore& s : row) {
+          loss.push_back(s.loss);
+          acc.push_back(s.accuracy);
+        }
+        res.test_loss.push_back(std::move(loss));
+        res.test_accuracy.push_back(std::move(acc));
+      }
+      res.extra["test_examples"] = test_->examples();
+    }
     std::vector<double> final_dist, pr_dist, pr2_dist, stat_err;
     for (size_t r = 0; r < final_[a].size(); ++r) {  // distances to x_star (not squared)
       final_dist.push_back((final_[a][r] - x_star_).norm());
@@ -216,15 +245,23 @@ class OptEvaluation : public Evaluation {
   std::optional<Eigen::VectorXd> fedavg_point_, fedprox_point_;
   std::optional<analysis::FedLsaBias> fedavg_bias_;
   std::map<size_t, std::vector<Eigen::VectorXd>> final_, pr_gamma_, pr_2gamma_;
+  std::optional<HeldOutSet> test_;
+  std::map<size_t, std::map<uint32_t, std::vector<TestScore>>> scores_;  // [algorithm][run][row]
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::Instance& instance) {
+Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::DataFiles& files,
+                                                      const problems::Instance& instance) {
   auto x_star = problems::ExactSolution(*instance.fed(), task.problem.synthetic.l2);
   if (!x_star.ok()) return x_star.status();
   auto e = std::make_unique<OptEvaluation>(task, instance, *x_star);
   FEDRT_TRY(e->prepare());
+  if (!files.test.empty()) {
+    auto test = HeldOutSet::Load(task, files.shards, files.test);
+    if (!test.ok()) return test.status();
+    e->set_test(std::move(*test));
+  }
   return std::unique_ptr<Evaluation>(std::move(e));
 }
 

@@ -57,14 +57,28 @@ double Std(const std::vector<double>& v) {
 Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
-  std::fputs("algorithm,run,round,error,agents,bits_up,bits_down\n", f);
+  // Optional columns: the devices' reports (own data) and the held-out test set.
+  bool train = false, test = false;
+  for (const AlgorithmResult& a : r.algorithms) {
+    train = train || !a.train_loss.empty();
+    test = test || !a.test_loss.empty();
+  }
+  std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s\n", train ? ",train_loss,local_loss" : "",
+               test ? ",test_loss,test_accuracy" : "");
+  auto cell = [](const std::vector<std::vector<double>>& v, size_t run, size_t t) {
+    return run < v.size() && t < v[run].size() ? v[run][t] : std::nan("");
+  };
   for (const AlgorithmResult& a : r.algorithms) {
     const char* name = a.name.c_str();
     for (size_t run = 0; run < a.error.size(); ++run)
-      for (size_t t = 0; t < a.error[run].size(); ++t)
-        std::fprintf(f, "%s,%zu,%zu,%.17g,%u,%llu,%llu\n", name, run, t, a.error[run][t], a.agents[run][t],
+      for (size_t t = 0; t < a.error[run].size(); ++t) {
+        std::fprintf(f, "%s,%zu,%zu,%.17g,%u,%llu,%llu", name, run, t, a.error[run][t], a.agents[run][t],
                      static_cast<unsigned long long>(a.bits_up[run][t]),
                      static_cast<unsigned long long>(a.bits_down[run][t]));
+        if (train) std::fprintf(f, ",%.17g,%.17g", cell(a.train_loss, run, t), cell(a.local_loss, run, t));
+        if (test) std::fprintf(f, ",%.17g,%.17g", cell(a.test_loss, run, t), cell(a.test_accuracy, run, t));
+        std::fputc('\n', f);
+      }
   }
   const bool ok = std::fclose(f) == 0;
   if (!ok) return Status(StatusCode::kDataLoss, fmt::format("error writing '{}'", path));
@@ -105,6 +119,21 @@ Status WriteSummaryJson(const SimResult& r, const std::string& path) {
     const size_t runs = a.error.size() ? a.error.size() : 1;
     e["bits_up"] = up / runs;  // per run
     e["bits_down"] = down / runs;
+    // The last row's reports and test scores, averaged over runs.
+    auto final_mean = [](const std::vector<std::vector<double>>& v) -> nlohmann::json {
+      std::vector<double> last;
+      for (const auto& run : v)
+        if (!run.empty() && !std::isnan(run.back())) last.push_back(run.back());
+      return last.empty() ? nlohmann::json(nullptr) : nlohmann::json(Mean(last));
+    };
+    if (!a.train_loss.empty()) {
+      e["final_train_loss"] = final_mean(a.train_loss);
+      e["final_local_loss"] = final_mean(a.local_loss);
+    }
+    if (!a.test_loss.empty()) {
+      e["final_test_loss"] = final_mean(a.test_loss);
+      e["final_test_accuracy"] = final_mean(a.test_accuracy);
+    }
     e["wall_seconds"] = a.wall_seconds;
     e["agent_steps"] = a.agent_steps;
     e["agent_steps_per_second"] = a.wall_seconds > 0 ? static_cast<double>(a.agent_steps) / a.wall_seconds : 0.0;

@@ -1,6 +1,7 @@
 #include "fedrt/sim/simulator.h"
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
@@ -62,6 +63,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       std::vector<double> err(T + 1);
       std::vector<uint32_t> members(T + 1, 0);
       std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
+      std::vector<double> train(T + 1, std::nan("")), local(T + 1, std::nan(""));
       std::vector<Eigen::VectorXd> history;
       err[0] = eval.initial_error();
       if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>((*instance)->initial_iterate().data(), dim));
@@ -89,6 +91,8 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
         members[t + 1] = static_cast<uint32_t>(r.commit->members.size());
         up[t + 1] = r.commit->bits_up;
         down[t + 1] = r.commit->bits_down;
+        train[t + 1] = r.commit->train_loss;
+        local[t + 1] = r.commit->local_loss;
         if (!r.commit->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = r.commit->failure;
         if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
         if (opt.on_round) opt.on_round(RoundEvent{a, res.name, run, static_cast<long>(t) + 1, err[t + 1]});
@@ -101,6 +105,10 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       res.agents.push_back(std::move(members));
       res.bits_up.push_back(std::move(up));
       res.bits_down.push_back(std::move(down));
+      if (task.problem.own_data) {
+        res.train_loss.push_back(std::move(train));
+        res.local_loss.push_back(std::move(local));
+      }
       res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
       if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
       eval.run_finished(a, run, core);

@@ -27,6 +27,27 @@ protocol::RoundId IdOf(const M& m) {
 std::string Bytes(const uint8_t* p, size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
 bool Finite(double v) { return std::isfinite(v); }
 
+// A report is sent when it says something (a loss or a duration).
+template <class M>
+void EncodeReport(const protocol::WorkReport& r, M* m) {
+  if (std::isnan(r.loss_before) && std::isnan(r.loss_after) && r.duration_ms == 0 && r.examples == 0) return;
+  WorkReport* w = m->mutable_report();
+  w->set_loss_before(r.loss_before);
+  w->set_loss_after(r.loss_after);
+  w->set_duration_ms(r.duration_ms);
+  w->set_examples(r.examples);
+}
+template <class M>
+protocol::WorkReport DecodeReport(const M& m) {
+  protocol::WorkReport r;
+  if (!m.has_report()) return r;
+  r.loss_before = m.report().loss_before();
+  r.loss_after = m.report().loss_after();
+  r.duration_ms = m.report().duration_ms();
+  r.examples = m.report().examples();
+  return r;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- task
@@ -224,6 +245,7 @@ void Encode(const protocol::Update& m, Envelope& env) {
   u->set_encoding(static_cast<uint32_t>(m.encoding));
   for (uint32_t k = 0; k < m.segments; ++k) u->add_payload(Bytes(m.payload[k].data, m.payload[k].size));
   u->set_sample_count(m.sample_count);
+  EncodeReport(m.report, u);
 }
 
 void Encode(const protocol::RoundResult& m, Envelope& env) {
@@ -270,6 +292,7 @@ void Encode(const protocol::SecAggMaskedMsg& m, Envelope& env) {
   SecAggMasked* s = env.mutable_secagg_masked();
   Head(m.id, s);
   s->mutable_masked()->Add(m.masked.data, m.masked.data + m.masked.size);
+  EncodeReport(m.report, s);
 }
 
 void Encode(const protocol::SecAggUnmaskRequestMsg& m, Envelope& env) {
@@ -343,6 +366,7 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
         update_.payload[k] = View<uint8_t>{reinterpret_cast<const uint8_t*>(p.data()), static_cast<uint32_t>(p.size())};
       }
       update_.sample_count = u.sample_count();
+      update_.report = DecodeReport(u);
       kind_ = MessageKind::kUpdate;
       return true;
     }
@@ -405,6 +429,7 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       if (m.masked_size() > static_cast<int>(config::kMaxMaskedScalars))
         return fail(ERROR_DIMENSION, fmt::format("masked input of {} values (at most {})", m.masked_size(), config::kMaxMaskedScalars));
       masked_ = protocol::SecAggMaskedMsg{IdOf(m), View<uint32_t>{m.masked().data(), static_cast<uint32_t>(m.masked_size())}};
+      masked_.report = DecodeReport(m);
       kind_ = MessageKind::kSecAggMasked;
       return true;
     }

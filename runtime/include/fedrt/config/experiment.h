@@ -41,7 +41,7 @@ struct OptSettings {
 struct DataSettings {
   std::string format = "generated";  // generated | csv | records
   std::string train;                 // shard pattern with {id} (resolved against the experiment file)
-  std::string test;                  // held-out file (not evaluated yet: refused)
+  std::string test;                  // held-out file, scored at every round's model (optional)
   std::string label = "label";       // CSV label column
   std::string model;                 // [model] kind, as written
   bool own() const { return format != "generated"; }

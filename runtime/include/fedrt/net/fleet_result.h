@@ -20,4 +20,11 @@ namespace fedrt::net {
 Status FleetResult(const config::Task& task, const problems::Instance& instance, report::Evaluation& eval,
                    StateStore& store, report::SimResult& out);
 
+// devices.csv: one row per device and round it was a member of, from the
+// round log: algorithm,run,round,device,examples,loss_before,loss_after,
+// duration_ms,bytes_down,bytes_up (docs/data.md, "Reports"). `ids` names the
+// devices by index.
+Status WriteDeviceReports(const config::Task& task, const std::vector<std::string>& names,
+                          const std::vector<std::string>& ids, StateStore& store, const std::string& path);
+
 }  // namespace fedrt::net

@@ -78,6 +78,7 @@ class FleetRounds {
   void pump(uint64_t now_ms);
   Status open(uint64_t now_ms);
   Status persist();
+  std::vector<uint64_t> bytes_down_, bytes_up_;  // frame bytes per agent in the open round
   void deliver(uint64_t now_ms);
   void log_phases(uint64_t now_ms);
   void dump(uint32_t agent, const wire::Envelope& env);

@@ -20,6 +20,17 @@ struct sqlite3;
 
 namespace fedrt::net {
 
+// What one member of a round reported (devices.csv): its work report, and the
+// frame bytes the coordinator exchanged with it during the round.
+struct MemberReport {
+  uint32_t device = 0;
+  uint64_t examples = 0;     // the update's sample count
+  double loss_before = 0.0;  // NaN: not measured
+  double loss_after = 0.0;
+  uint32_t duration_ms = 0;
+  uint64_t bytes_down = 0, bytes_up = 0;
+};
+
 struct RoundRecord {
   uint32_t algorithm = 0;  // index in the experiment's algorithm list
   uint32_t run = 0;
@@ -35,6 +46,14 @@ struct RoundRecord {
   double closed_at = 0.0;  // seconds since the epoch
   std::string closed_by;   // all | deadline | empty | secagg | failed
   std::string failure;     // why a failed round aggregated nothing
+  double train_loss = 0.0; // mean of the members' loss_before (NaN: no reports)
+  double local_loss = 0.0; // mean of the members' loss_after
+  std::vector<MemberReport> reports;  // per member, when the driver has them (saved, not loaded by load_rounds)
+};
+// A member report with its round, as load_reports returns them.
+struct MemberRow {
+  uint32_t algorithm = 0, run = 0, round = 0;
+  MemberReport report;
 };
 
 class StateStore {
@@ -56,6 +75,8 @@ class StateStore {
   Result<std::vector<RoundRecord>> load_rounds();
   Result<std::optional<RoundRecord>> get_round(uint32_t alg, uint32_t run, uint32_t round);
   Result<bool> was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device);
+  // Every member's report, ordered by (algorithm, run, round, device).
+  Result<std::vector<MemberRow>> load_reports();
 
  private:
   explicit StateStore(sqlite3* db) : db_(db) {}

@@ -29,6 +29,7 @@ struct DataFiles {
   std::string bundle;  // federated TD(0) array bundle (problem kind file)
   std::string csv;     // least squares / logistic: a directory of per-agent CSV files or one CSV
   ShardFiles shards;   // least squares / logistic: one shard file per agent ([data], docs/data.md)
+  std::string test;    // [data] test: a held-out file the evaluation scores every round's model on
 };
 
 class Instance {

@@ -92,6 +92,18 @@ class LeastSquaresOracle {
     }
   }
 
+  // f_c(x) = (1/(2 n_c)) sum_j (a_j^T x - y_j)^2 over all n_c samples.
+  S loss(const S* x) const {
+    S sum = S(0);
+    for (uint32_t j = 0; j < n_; ++j) {
+      const S* a = x_ + static_cast<size_t>(j) * dim_;
+      S r = -y_[j];
+      for (int k = 0; k < dim_; ++k) r += a[k] * x[k];
+      sum += r * r;
+    }
+    return sum / (S(2) * static_cast<S>(n_));
+  }
+
   // Exact proximal point: out = argmin_x f_c(x) + (mu/2)||x - x_t||^2
   //                           = (Abar_c + mu I)^{-1} (bbar_c + mu x_t).
   // Needs prox_mu > 0 at create(); `out` must not alias x_t.

@@ -61,6 +61,21 @@ class LogisticOracle {
     }
   }
 
+  // f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j a_j^T x)) + (lambda/2)||x||^2 over all n_c samples.
+  S loss(const S* x) const {
+    S sum = S(0);
+    for (uint32_t j = 0; j < n_; ++j) {
+      const S* a = x_ + static_cast<size_t>(j) * dim_;
+      S z = S(0);
+      for (int k = 0; k < dim_; ++k) z += a[k] * x[k];
+      const S m = -y_[j] * z;  // log(1 + e^m) without overflow
+      sum += m > S(0) ? m + std::log1p(std::exp(-m)) : std::log1p(std::exp(m));
+    }
+    S reg = S(0);
+    for (int k = 0; k < dim_; ++k) reg += x[k] * x[k];
+    return sum / static_cast<S>(n_) + l2_ / S(2) * reg;
+  }
+
   // Never called (kHasExactProx is false); present so generic code compiles.
   void prox(const S* x_t, S* out) const {
     for (int k = 0; k < dim_; ++k) out[k] = x_t[k];

@@ -108,6 +108,8 @@ class ClientSession {
     state_->algorithm = o.algorithm;
     state_->run = o.run;
     state_->agent = o.agent;
+    state_->loss_before = state_->loss_after = __builtin_nan("");
+    state_->examples = 0;
     state_begin_ = reinterpret_cast<uint8_t*>(state_);
     FEDRT_TRY(work_.create(arena, task_, alg, o.run));
     const typename Work::Shape& s = work_.shape();
@@ -160,6 +162,9 @@ class ClientSession {
     state_->pending = 1;
     state_->pending_id = a.id;
     state_->samples = last_samples_;
+    state_->loss_before = work_.loss_before();
+    state_->loss_after = work_.loss_after();
+    state_->examples = work_.examples();
     for (uint32_t k = 0; k < s.chains; ++k) state_->payload_len[k] = static_cast<uint32_t>(coder_[k].payload_size());
     return send_pending(a, out);
   }
@@ -202,6 +207,7 @@ class ClientSession {
     out.kind = MessageKind::kNone;
     if (!secagg_.open_for(m.id)) return Status::Ok();
     FEDRT_TRY(secagg_.on_shares_in(m, out.masked));
+    out.masked.report = report();
     out.kind = MessageKind::kSecAggMasked;
     return Status::Ok();
   }
@@ -222,6 +228,15 @@ class ClientSession {
   uint32_t algorithm() const { return state_->algorithm; }
   uint32_t run() const { return state_->run; }
   uint64_t last_samples() const { return last_samples_; }
+  // The pending (or last) update's report: the local objective before and
+  // after the local work (own-data optimisation tasks, else NaN).
+  WorkReport report() const {
+    WorkReport r;
+    r.loss_before = state_->loss_before;
+    r.loss_after = state_->loss_after;
+    r.examples = state_->examples;
+    return r;
+  }
   const typename Work::Shape& shape() const { return work_.shape(); }
   const SegmentCoder<S>& coder(uint32_t k) const { return coder_[k]; }
   const Work& work() const { return work_; }
@@ -257,6 +272,8 @@ class ClientSession {
     RoundId pending_id;
     uint32_t payload_len[config::kMaxSegments];
     uint64_t samples;
+    double loss_before, loss_after;  // the pending update's report
+    uint64_t examples;
   };
 
   Status check_announcement(const Announcement& a) const {
@@ -298,6 +315,7 @@ class ClientSession {
     for (uint32_t k = 0; k < s.chains; ++k)
       u.payload[k] = View<uint8_t>{coder_[k].payload(), static_cast<uint32_t>(coder_[k].payload_size())};
     u.sample_count = state_->samples;
+    u.report = report();
     out.kind = MessageKind::kUpdate;
     return Status::Ok();
   }

@@ -64,6 +64,8 @@ class ClientWork {
     seed_ = task.seed;
     run_ = run;
     kind_ = task.problem.kind;
+    report_loss_ = task.problem.own_data;
+    batch_ = task.hyper.batch;
     noise_free_ = task.problem.garnet.noise_free;
     const config::HyperSpec& h = task.hyper;
     switch (shape_.family) {
@@ -148,8 +150,13 @@ class ClientWork {
           opt_[k].begin_round(broadcast + k * shape_.segment_dim, plan);
           // Both Fed-RR chains see the same samples Z (common random numbers).
           CounterRng rng(seed_, run_, agent, round, RngStream::kLocalSteps);
+          if (report_loss_ && k == 0) {
+            loss_before_ = Loss(p, broadcast);
+            examples_ = static_cast<uint64_t>(local_steps) * (batch_ > 0 ? batch_ : Samples(p));
+          }
           if (kind_ == config::ProblemKind::kLogistic) opt_[k].run_local_steps(*p.logistic, rng);
           else opt_[k].run_local_steps(*p.least_squares, rng);
+          if (report_loss_ && k == 0) loss_after_ = Loss(p, opt_[0].local_iterate());
           value[k] = opt_[k].update();
           start[k] = nullptr;
           samples += local_steps;
@@ -168,6 +175,12 @@ class ClientWork {
     }
     return samples;
   }
+
+  // The local objective f_c at the last round's broadcast and local model
+  // (own-data optimisation tasks; NaN otherwise), for the device's report.
+  double loss_before() const { return loss_before_; }
+  double loss_after() const { return loss_after_; }
+  uint64_t examples() const { return examples_; }
 
   // FedEM's initial exchange: V_{0,c} from the broadcast (Shat_0, T(Shat_0)).
   uint64_t run_initial(const S* broadcast, const LocalProblem<S>& p, S* v0) {
@@ -211,7 +224,23 @@ class ClientWork {
   }
 
  private:
+  double Loss(const LocalProblem<S>& p, const S* x) const {
+    if (kind_ == config::ProblemKind::kLogistic) return static_cast<double>(p.logistic->loss(x));
+    if (kind_ == config::ProblemKind::kLeastSquares) return static_cast<double>(p.least_squares->loss(x));
+    return kNaN;
+  }
+  uint64_t Samples(const LocalProblem<S>& p) const {
+    if (kind_ == config::ProblemKind::kLogistic) return p.logistic->samples();
+    if (kind_ == config::ProblemKind::kLeastSquares) return p.least_squares->samples();
+    return 0;
+  }
+  static constexpr double kNaN = __builtin_nan("");
+
   Shape shape_{};
+  bool report_loss_ = false;
+  double loss_before_ = kNaN, loss_after_ = kNaN;
+  uint64_t examples_ = 0;
+  uint32_t batch_ = 0;
   uint64_t seed_ = 0;
   uint32_t run_ = 0;
   config::ProblemKind kind_ = config::ProblemKind::kGarnet;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "fedrt/config/limits.h"
 #include "fedrt/secagg/protocol.h"
@@ -63,6 +64,18 @@ enum class Encoding : uint8_t {
   kRawFloat32 = 2,  // FedEM's V_{0,c}, float32 little-endian
 };
 
+// What a device says about its round of local work (docs/data.md, "Reports"):
+// the local objective f_c at the broadcast model and at its local model after
+// the local steps (measured on own-data optimisation tasks; NaN otherwise),
+// the examples it read, and the wall time of the local work (set by the driver: sessions never read
+// a clock; 0 = not measured).
+struct WorkReport {
+  double loss_before = std::numeric_limits<double>::quiet_NaN();
+  double loss_after = std::numeric_limits<double>::quiet_NaN();
+  uint32_t duration_ms = 0;
+  uint64_t examples = 0;  // examples the local work read (with repetition); 0 = not counted
+};
+
 // Device -> server: the local result, one coded segment per chain.
 struct Update {
   RoundId id;
@@ -70,6 +83,7 @@ struct Update {
   uint32_t segments = 0;
   View<uint8_t> payload[config::kMaxSegments];
   uint64_t sample_count = 0;  // samples (or statistic evaluations) the local work drew
+  WorkReport report;
 };
 
 // Server -> devices whose update was aggregated (included) or dropped.
@@ -95,6 +109,7 @@ struct SecAggSharesMsg {  // device -> server (to = recipient) and server -> dev
 struct SecAggMaskedMsg {
   RoundId id;
   View<uint32_t> masked;  // y_u
+  WorkReport report;      // the secure round's counterpart of Update::report
 };
 struct SecAggUnmaskRequestMsg {
   RoundId id;

@@ -12,6 +12,7 @@
 //   open_round(t) -> next_outgoing()* -> on_update / on_secagg_*  (tick(now))
 //     -> round_closed(): persist commit() and export_state() -> publish()
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -66,6 +67,12 @@ struct Commit {
   uint64_t bits_up = 0;    // payload bits received (all SecAgg+ traffic in a secure round)
   uint64_t bits_down = 0;  // broadcast bits sent (and SecAgg+ traffic)
   uint64_t samples = 0;    // sum of the updates' sample counts
+  std::vector<WorkReport> reports;  // the members' reports, aligned with members
+  std::vector<uint64_t> member_samples;  // the members' sample counts (0 in a secure round)
+  // Means over the members' reports of f_c at the broadcast model (the
+  // round's train loss) and at their local models; NaN without reports.
+  double train_loss = std::nan("");
+  double local_loss = std::nan("");
   const char* closed_by = "";  // all | deadline | empty | secagg | failed
   std::string failure;         // why a round aggregated nothing (a secure round that could not be unmasked)
 };
@@ -142,6 +149,7 @@ class ServerSession {
                          uint64_t now_ms);
   void advance_secagg();
   void close(const char* by);
+  void summarize_reports();
   void fail(const std::string& why);
   uint64_t compress_broadcast();
   uint32_t quorum_needed() const;
@@ -161,6 +169,8 @@ class ServerSession {
   uint64_t deadline_ = kNoDeadline;
   uint64_t now_ = 0;
   std::vector<char> connected_, refused_, sampled_, informed_, announced_, reported_;
+  std::vector<WorkReport> reports_;  // per agent, this round's
+  std::vector<uint64_t> samples_;
   static constexpr uint32_t kNoRound = 0xFFFFFFFEu;
   uint32_t prev_round_ = kNoRound;  // the round before the open one, and who reported in it
   std::vector<char> prev_reported_;

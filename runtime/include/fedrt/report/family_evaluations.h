@@ -10,7 +10,8 @@ namespace fedrt::report {
 
 std::unique_ptr<Evaluation> MakeLsaEvaluation(const config::Task& task, const problems::DataFiles& files,
                                               const problems::Instance& instance);
-Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::Instance& instance);
+Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::DataFiles& files,
+                                                      const problems::Instance& instance);
 Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::Instance& instance,
                                                      WorkerPool* pool);
 

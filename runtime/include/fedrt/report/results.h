@@ -27,6 +27,13 @@ struct AlgorithmResult {
   std::vector<std::vector<uint32_t>> agents;      // agents that reported in round t (0 for t = 0)
   std::vector<std::vector<uint64_t>> bits_up;     // uplink payload bits in round t
   std::vector<std::vector<uint64_t>> bits_down;   // downlink payload bits in round t
+  // Own-data tasks: [run][round], row t + 1 holds round t's device reports:
+  // train_loss = mean over its members of f_c at the model they received
+  // (x_t), local_loss = the same at their local models after the local work;
+  // NaN in row 0 and in rounds without reports. Empty otherwise.
+  std::vector<std::vector<double>> train_loss, local_loss;
+  // With a held-out test file ([data] test): loss and accuracy of x_t, row t.
+  std::vector<std::vector<double>> test_loss, test_accuracy;
   std::vector<Eigen::VectorXd> final_theta;       // per run
   std::vector<std::vector<Eigen::VectorXd>> theta_history;  // [run][round], only if requested
   double wall_seconds = 0.0;
