@@ -121,6 +121,25 @@ TEST(FwCodec, TaskDecodesAsOnTheHost) {
   EXPECT_EQ(v.fw_task.runs, 2u);
 }
 
+// The firmware reads a softmax task's classes and intercept (ProblemSpec 13,
+// 14) as the host does; its client then refuses the task with the reason.
+TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
+  config::Task t = SampleTask();
+  t.problem.kind = config::ProblemKind::kSoftmax;
+  t.problem.classes = 4;
+  t.problem.intercept = true;
+  t.problem.dim = 4 * (5 + 1);
+  t.problem.own_data = true;
+  t.num_algorithms = 2;
+  const Verdicts v = DecodeBoth(t);
+  ASSERT_TRUE(v.host.ok()) << v.host.message();
+  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
+  EXPECT_EQ(v.fw_task.problem.kind, config::ProblemKind::kSoftmax);
+  EXPECT_EQ(v.fw_task.problem.classes, 4u);
+  EXPECT_TRUE(v.fw_task.problem.intercept);
+  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
+}
+
 TEST(FwCodec, RejectsTheTasksTheHostRejects) {
   const std::vector<std::pair<const char*, std::function<void(config::Task&)>>> bad = {
       {"dimension 0", [](config::Task& t) { t.problem.dim = 0; }},

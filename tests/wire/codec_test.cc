@@ -89,6 +89,35 @@ TEST(WireCodec, TaskRoundTripsFieldForField) {
   EXPECT_EQ(u.runs, 2u);
 }
 
+// A softmax task carries its classes and intercept (ProblemSpec fields 13, 14).
+TEST(WireCodec, SoftmaxTaskCarriesClassesAndIntercept) {
+  config::Task t = SampleTask();
+  t.problem.kind = config::ProblemKind::kSoftmax;
+  t.problem.classes = 10;
+  t.problem.intercept = true;
+  t.problem.dim = 10 * (3 + 1);
+  t.problem.own_data = true;
+  Envelope env;
+  EncodeTask(t, env.mutable_welcome()->mutable_task());
+  const Envelope back = OverTheWire(env);
+  config::Task u;
+  ASSERT_TRUE(DecodeTask(back.welcome().task(), u).ok());
+  EXPECT_EQ(u.problem.kind, config::ProblemKind::kSoftmax);
+  EXPECT_EQ(u.problem.classes, 10u);
+  EXPECT_TRUE(u.problem.intercept);
+  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
+  config::Task other = t;
+  other.problem.intercept = false;
+  EXPECT_NE(config::ProblemFingerprint(other.problem), config::ProblemFingerprint(t.problem));
+  Task w;
+  EncodeTask(t, &w);
+  w.mutable_problem()->set_classes(7);  // 7 does not divide d = 40
+  EXPECT_NE(std::string(DecodeTask(w, u).message()).find("softmax: 7 classes do not divide the dimension 40"),
+            std::string::npos);
+  w.mutable_problem()->set_classes(1);
+  EXPECT_FALSE(DecodeTask(w, u).ok());
+}
+
 TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
   auto refused = [](auto mutate, const char* why) {
     Task w;

@@ -31,6 +31,7 @@ std::map<std::string, long> ReadOptions(const std::string& path) {
     field = field.substr(prefix.size());
     while (words >> option) {
       const size_t colon = option.find(':');
+      if (option.compare(0, colon, "descriptorsize") == 0) continue;  // a layout option, not a bound
       out[field + " " + option.substr(0, colon)] = std::stol(option.substr(colon + 1));
     }
   }

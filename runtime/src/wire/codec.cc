@@ -64,6 +64,8 @@ void EncodeTask(const config::Task& t, Task* out) {
   wp->set_own_data(p.own_data);
   wp->set_data_format(p.data_format);
   wp->set_label(p.label);
+  wp->set_classes(p.classes);
+  wp->set_intercept(p.intercept);
   GarnetSpec* g = wp->mutable_garnet();
   g->set_states(p.garnet.states);
   g->set_actions(p.garnet.actions);
@@ -120,7 +122,7 @@ Status DecodeTask(const Task& in, config::Task& t) {
   auto bad = [](const std::string& m) { return Status(StatusCode::kInvalidArgument, "task: " + m); };
   t = config::Task{};
   const ProblemSpec& wp = in.problem();
-  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kGmm)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
+  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kSoftmax)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
   config::ProblemSpec& p = t.problem;
   p.kind = static_cast<config::ProblemKind>(wp.kind());
   p.agents = wp.agents();
@@ -134,6 +136,8 @@ Status DecodeTask(const Task& in, config::Task& t) {
   if (wp.label().size() > config::kMaxLabelChars || wp.label().find('\0') != std::string::npos)
     return bad(fmt::format("label column name of {} bytes (at most {})", wp.label().size(), config::kMaxLabelChars));
   std::memcpy(p.label, wp.label().c_str(), wp.label().size() + 1);
+  p.classes = wp.classes();
+  p.intercept = wp.intercept();
   if (p.agents == 0 || p.agents > (1u << 24)) return bad(fmt::format("{} agents", p.agents));
   if (p.dim == 0 || p.dim > config::kMaxDim) return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxDim));
   const GarnetSpec& g = wp.garnet();
@@ -165,6 +169,10 @@ Status DecodeTask(const Task& in, config::Task& t) {
       (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
        p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
     return bad("Gaussian-mixture sizes do not match the dimension G (1 + p)");
+  if (p.kind == config::ProblemKind::kSoftmax &&
+      (p.classes < 2 || p.classes > 1024 || p.dim % p.classes != 0 || p.dim / p.classes < (p.intercept ? 2u : 1u)))
+    return bad(fmt::format("softmax: {} classes do not divide the dimension {} into K (features + intercept)", p.classes,
+                           p.dim));
   if (in.algorithms_size() == 0 || in.algorithms_size() > static_cast<int>(config::kMaxAlgorithms))
     return bad(fmt::format("{} algorithms (1..{})", in.algorithms_size(), config::kMaxAlgorithms));
   t.num_algorithms = static_cast<uint32_t>(in.algorithms_size());
