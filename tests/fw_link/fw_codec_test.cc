@@ -140,10 +140,22 @@ TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
   EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
 }
 
+// The two wire profiles (config/limits.h): a task of the Linux profile
+// beyond the microcontroller's d decodes on the host and is refused by the
+// firmware's decoder with the reason.
+TEST(FwCodec, ALinuxProfileTaskIsRefusedByTheFirmwareAlone) {
+  config::Task t = SampleTask();
+  t.problem.dim = config::kMaxDim + 1;
+  const Verdicts v = DecodeBoth(t);
+  EXPECT_TRUE(v.host.ok()) << v.host.message();
+  ASSERT_FALSE(v.fw.ok());
+  EXPECT_STREQ(v.fw.message(), "task: dimension outside 1..kMaxDim (256)");
+}
+
 TEST(FwCodec, RejectsTheTasksTheHostRejects) {
   const std::vector<std::pair<const char*, std::function<void(config::Task&)>>> bad = {
       {"dimension 0", [](config::Task& t) { t.problem.dim = 0; }},
-      {"dimension above kMaxDim", [](config::Task& t) { t.problem.dim = config::kMaxDim + 1; }},
+      {"dimension above kMaxLinuxDim", [](config::Task& t) { t.problem.dim = config::kMaxLinuxDim + 1; }},
       {"no agents", [](config::Task& t) { t.problem.agents = 0; }},
       {"unknown problem kind", [](config::Task& t) { t.problem.kind = static_cast<config::ProblemKind>(9); }},
       {"unknown algorithm", [](config::Task& t) { t.algorithms[0].kind = static_cast<config::AlgorithmKind>(42); }},

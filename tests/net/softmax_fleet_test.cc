@@ -3,7 +3,8 @@
 // shard, and the fleet's global iterate, metrics.csv (train, local and test
 // losses, test accuracy) equal the simulator's bit for bit. A device whose
 // shard has a label outside 0..K-1 stops at start naming file, line and
-// column, and the run goes on without it.
+// column, and the run goes on without it. Native devices take tasks of the
+// Linux wire profile, beyond the microcontroller's d.
 #include <cmath>
 
 #include "net_harness.h"
@@ -94,6 +95,14 @@ class SoftmaxFleetTest : public NetTest {
 };
 
 TEST_F(SoftmaxFleetTest, FleetEqualsTheSimulatorBitForBit) { FleetEqualsSimulator(2); }
+
+// The Linux wire profile (config/limits.h): d = 3 (216 + 1) = 651 is above
+// the microcontroller bound kMaxDim, and the coordinator and the native
+// devices exchange its frames (a Scaffold broadcast is 2 d float64).
+TEST_F(SoftmaxFleetTest, NativeDevicesRunATaskBeyondTheMicrocontrollerBound) {
+  static_assert(3 * (216 + 1) > config::kMaxDim, "the task must exceed the microcontroller profile");
+  FleetEqualsSimulator(216);
+}
 
 TEST_F(SoftmaxFleetTest, LabelOutsideTheClassesStopsTheDeviceAndTheRunGoesOn) {
   const fs::path shards = WriteShards(2);
