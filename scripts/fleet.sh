@@ -8,6 +8,8 @@
 #                    [--bin DIR] [--aarch64-bin DIR] [--armhf-bin DIR]
 #                    [--timeout SECONDS] [-- COORDINATOR_ARGS...]
 #
+# Without device counts, an experiment with [data] shards gets one native
+# device per shard file.
 # Device kinds (agents are numbered in this order: native, aarch64, armhf, cortex-m4):
 #   native     build/release/bin/fedrt-device (--devices N is an alias of --native N)
 #   aarch64    qemu-aarch64 build/aarch64/bin/fedrt-device (static; ./fedrt build aarch64)
@@ -57,7 +59,6 @@ while (($#)); do
 done
 DEVICES=$((N_NATIVE + N_AARCH64 + N_ARMHF + N_CORTEX_M4))
 [[ -n "$CONFIG" && -f "$CONFIG" ]] || die "--config EXPERIMENT.toml is required (got '${CONFIG}')"
-((DEVICES > 0)) || die "no devices: give --native N (or --devices N), --aarch64 N, --armhf N or --cortex-m4 N"
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds (got '$TIMEOUT')"
 # Without --auth: what the experiment's [network] auth allows (psk, cert), else mixed.
 if [[ -z "$AUTH" ]]; then
@@ -75,6 +76,13 @@ if [[ "$DATA_FORMAT" == csv || "$DATA_FORMAT" == records ]]; then
   [[ "$SHARDS" == /* ]] || SHARDS="$(cd "$(dirname "$CONFIG")" && pwd)/$SHARDS"
   ((N_CORTEX_M4 == 0)) || die "cortex-m4 devices cannot train on [data] shards yet (their data is a provisioned image)"
 fi
+# No device counts with [data] shards: one native device per shard present ({id} = 0, 1, ...).
+if ((DEVICES == 0)) && [[ -n "$SHARDS" ]]; then
+  while [[ -f "${SHARDS//\{id\}/$N_NATIVE}" ]]; do N_NATIVE=$((N_NATIVE + 1)); done
+  DEVICES=$N_NATIVE
+  ((DEVICES == 0)) || echo "[fleet] one native device per shard: $DEVICES devices" >&2
+fi
+((DEVICES > 0)) || die "no devices: give --native N (or --devices N), --aarch64 N, --armhf N or --cortex-m4 N (or [data] shards)"
 for b in fedrt-keys fedrt-coordinator; do
   [[ -x "$BIN/$b" ]] || die "$BIN/$b not built (./fedrt build)"
 done

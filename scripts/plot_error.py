@@ -10,6 +10,8 @@ over runs versus communication round for every algorithm (log y axis), a
 mean +/- std band when there are several runs, and a dashed line at the
 predicted bias^2 of each algorithm that has one, and dotted lines at the
 optional "plot_lines" levels of an algorithm ([{"label": ..., "value": ...}]).
+With a test_accuracy column it also writes OUTDIR/accuracy.png
+(scripts/plot_accuracy.py).
 """
 
 import csv
@@ -248,6 +250,12 @@ def main(argv):
         fail("cannot write %s: %s" % (out_path, exc))
     plt.close(fig)
     print("wrote %s" % out_path)
+    # Held-out test accuracy (runs with a [data] test file): accuracy.png.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import plot_accuracy
+    acc_path = plot_accuracy.plot(outdir, plt)
+    if acc_path:
+        print("wrote %s" % acc_path)
     return 0
 
 

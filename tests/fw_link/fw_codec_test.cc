@@ -121,10 +121,41 @@ TEST(FwCodec, TaskDecodesAsOnTheHost) {
   EXPECT_EQ(v.fw_task.runs, 2u);
 }
 
+// The firmware reads a softmax task's classes and intercept (ProblemSpec 13,
+// 14) as the host does; its client then refuses the task with the reason.
+TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
+  config::Task t = SampleTask();
+  t.problem.kind = config::ProblemKind::kSoftmax;
+  t.problem.classes = 4;
+  t.problem.intercept = true;
+  t.problem.dim = 4 * (5 + 1);
+  t.problem.own_data = true;
+  t.num_algorithms = 2;
+  const Verdicts v = DecodeBoth(t);
+  ASSERT_TRUE(v.host.ok()) << v.host.message();
+  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
+  EXPECT_EQ(v.fw_task.problem.kind, config::ProblemKind::kSoftmax);
+  EXPECT_EQ(v.fw_task.problem.classes, 4u);
+  EXPECT_TRUE(v.fw_task.problem.intercept);
+  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
+}
+
+// The two wire profiles (config/limits.h): a task of the Linux profile
+// beyond the microcontroller's d decodes on the host and is refused by the
+// firmware's decoder with the reason.
+TEST(FwCodec, ALinuxProfileTaskIsRefusedByTheFirmwareAlone) {
+  config::Task t = SampleTask();
+  t.problem.dim = config::kMaxDim + 1;
+  const Verdicts v = DecodeBoth(t);
+  EXPECT_TRUE(v.host.ok()) << v.host.message();
+  ASSERT_FALSE(v.fw.ok());
+  EXPECT_STREQ(v.fw.message(), "task: dimension outside 1..kMaxDim (256)");
+}
+
 TEST(FwCodec, RejectsTheTasksTheHostRejects) {
   const std::vector<std::pair<const char*, std::function<void(config::Task&)>>> bad = {
       {"dimension 0", [](config::Task& t) { t.problem.dim = 0; }},
-      {"dimension above kMaxDim", [](config::Task& t) { t.problem.dim = config::kMaxDim + 1; }},
+      {"dimension above kMaxLinuxDim", [](config::Task& t) { t.problem.dim = config::kMaxLinuxDim + 1; }},
       {"no agents", [](config::Task& t) { t.problem.agents = 0; }},
       {"unknown problem kind", [](config::Task& t) { t.problem.kind = static_cast<config::ProblemKind>(9); }},
       {"unknown algorithm", [](config::Task& t) { t.algorithms[0].kind = static_cast<config::AlgorithmKind>(42); }},

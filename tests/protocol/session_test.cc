@@ -276,7 +276,7 @@ TEST(ClientSession, RefusesTasksItCannotRun) {
   EXPECT_STREQ(Client::Refusal(f.task, LocalProblem<double>{}, 1 << 20), "no least-squares data for this task");
   EXPECT_STREQ(Client::Refusal(f.task, f.local[0], 64), "the task's vectors do not fit this device's memory");
   config::Task big = f.task;
-  big.problem.dim = config::kMaxDim + 1;
+  big.problem.dim = config::kMaxLinuxDim + 1;
   EXPECT_STREQ(Client::Refusal(big, f.local[0], 1 << 20), "the model dimension exceeds this device's wire limit");
 }
 

@@ -89,15 +89,25 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
   const std::string f = (dir_ / "experiment.toml").string();
   EXPECT_EQ(Error("[data]\nformat = \"parquet\"\n"), f + ": data.format 'parquet' unknown (csv, records or generated)");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n"),
-            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\" or \"td0\" (got '')");
+            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\" or \"td0\" (got '')");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-0.csv\"\n[problem]\nagents = 3\n[model]\nkind = "
                   "\"logistic\"\n"),
             f + ": data.train '" + (dir_ / "shards/device-0.csv").string() +
                 "' has no {id}: every agent would read the same file");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"nothing/{id}.csv\"\n[model]\nkind = \"logistic\"\n"),
             f + ": data.train: no shard '" + (dir_ / "nothing/0.csv").string() + "'");
-  EXPECT_EQ(Error("[model]\nkind = \"softmax\"\n"),
-            f + ": model.kind 'softmax' is not available yet (least_squares, logistic, td0, gmm are)");
+  EXPECT_EQ(Error("[model]\nkind = \"user\"\n"),
+            f + ": model.kind 'user' is not available yet (least_squares, logistic, softmax, td0, gmm are)");
+  const std::string shards = "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n";
+  EXPECT_EQ(Error(shards + "[model]\nkind = \"softmax\"\n"),
+            f + ": model.classes = 0: softmax regression needs the number of classes K, 2 to 1024 (labels are 0..K-1)");
+  EXPECT_EQ(Error(shards + "[model]\nkind = \"softmax\"\nclasses = 3\nl2 = 0\n"),
+            f + ": model.l2 = 0: softmax regression needs l2 > 0 (without it the weights are unbounded and x_star does "
+                "not exist)");
+  EXPECT_EQ(Error("[model]\nkind = \"softmax\"\nclasses = 3\n"),
+            f + ": model.kind = \"softmax\" trains on shards: set [data] format = \"csv\" or \"records\"");
+  EXPECT_EQ(Error(shards + "[model]\nkind = \"logistic\"\nclasses = 3\n"),
+            f + ": model.classes and model.intercept are settings of model.kind = \"softmax\"");
   EXPECT_NE(Error("[data]\nfromat = \"csv\"\n").find("data.fromat"), std::string::npos);
 }
 

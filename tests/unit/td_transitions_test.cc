@@ -123,7 +123,7 @@ TEST_F(TdTransitionsConfigTest, MisfitTablesAndShardsAreRefusedByName) {
   }
   st = config::LoadExperimentToml((dir_ / "e.toml").string(), c3);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(std::string(st.message()).find("data.test is scored by least_squares and logistic models, not by td0"),
+  EXPECT_NE(std::string(st.message()).find("data.test is scored by least_squares, logistic and softmax models, not by td0"),
             std::string::npos)
       << st.message();
   config::ExperimentConfig c4;

@@ -89,6 +89,35 @@ TEST(WireCodec, TaskRoundTripsFieldForField) {
   EXPECT_EQ(u.runs, 2u);
 }
 
+// A softmax task carries its classes and intercept (ProblemSpec fields 13, 14).
+TEST(WireCodec, SoftmaxTaskCarriesClassesAndIntercept) {
+  config::Task t = SampleTask();
+  t.problem.kind = config::ProblemKind::kSoftmax;
+  t.problem.classes = 10;
+  t.problem.intercept = true;
+  t.problem.dim = 10 * (3 + 1);
+  t.problem.own_data = true;
+  Envelope env;
+  EncodeTask(t, env.mutable_welcome()->mutable_task());
+  const Envelope back = OverTheWire(env);
+  config::Task u;
+  ASSERT_TRUE(DecodeTask(back.welcome().task(), u).ok());
+  EXPECT_EQ(u.problem.kind, config::ProblemKind::kSoftmax);
+  EXPECT_EQ(u.problem.classes, 10u);
+  EXPECT_TRUE(u.problem.intercept);
+  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
+  config::Task other = t;
+  other.problem.intercept = false;
+  EXPECT_NE(config::ProblemFingerprint(other.problem), config::ProblemFingerprint(t.problem));
+  Task w;
+  EncodeTask(t, &w);
+  w.mutable_problem()->set_classes(7);  // 7 does not divide d = 40
+  EXPECT_NE(std::string(DecodeTask(w, u).message()).find("softmax: 7 classes do not divide the dimension 40"),
+            std::string::npos);
+  w.mutable_problem()->set_classes(1);
+  EXPECT_FALSE(DecodeTask(w, u).ok());
+}
+
 TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
   auto refused = [](auto mutate, const char* why) {
     Task w;
@@ -100,7 +129,7 @@ TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
     EXPECT_NE(std::string(st.message()).find(why), std::string::npos) << st.message();
   };
   refused([](Task& w) { w.mutable_problem()->set_kind(9); }, "unknown problem kind");
-  refused([](Task& w) { w.mutable_problem()->set_dim(config::kMaxDim + 1); }, "dimension");
+  refused([](Task& w) { w.mutable_problem()->set_dim(config::kMaxLinuxDim + 1); }, "dimension");
   refused([](Task& w) { w.mutable_algorithms(0)->set_kind(1); }, "another family");
   refused([](Task& w) { w.clear_algorithms(); }, "0 algorithms");
   refused([](Task& w) { w.mutable_hyper()->set_step(std::nan("")); }, "step size");
@@ -183,7 +212,7 @@ TEST(WireCodec, MessagesBreakingTheLimitsAreRejected) {
     EXPECT_FALSE(err.message.empty());
   };
   Envelope long_model;
-  for (uint32_t i = 0; i <= config::kMaxBroadcastScalars; ++i) long_model.mutable_announce()->add_model(0.0);
+  for (uint32_t i = 0; i <= config::kMaxLinuxBroadcastScalars; ++i) long_model.mutable_announce()->add_model(0.0);
   rejected(long_model, ERROR_DIMENSION);
   Envelope nan_model;
   nan_model.mutable_announce()->add_model(std::nan(""));
@@ -192,7 +221,7 @@ TEST(WireCodec, MessagesBreakingTheLimitsAreRejected) {
   for (int k = 0; k < 3; ++k) three_segments.mutable_update()->add_payload("x");
   rejected(three_segments, ERROR_MALFORMED);
   Envelope big_segment;
-  big_segment.mutable_update()->add_payload(std::string(config::kMaxSegmentBytes + 1, 'x'));
+  big_segment.mutable_update()->add_payload(std::string(config::kMaxLinuxSegmentBytes + 1, 'x'));
   rejected(big_segment, ERROR_DIMENSION);
   Envelope short_ct;
   short_ct.mutable_secagg_shares()->add_shares()->set_ciphertext(std::string(88, 'c'));

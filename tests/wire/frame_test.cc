@@ -39,7 +39,7 @@ TEST(WireFrame, FramesRoundTripAcrossArbitrarySplits) {
 }
 
 TEST(WireFrame, RejectsLengthAboveMaximumBeforeBuffering) {
-  const uint32_t n = config::kMaxFrameBytes + 1;
+  const uint32_t n = config::kMaxLinuxFrameBytes + 1;
   const uint8_t hdr[4] = {uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
   FrameDecoder dec;
   dec.feed(hdr, 4);

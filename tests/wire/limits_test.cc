@@ -11,6 +11,8 @@
 
 #include "fedrt/config/limits.h"
 #include "fedrt/secagg/protocol.h"
+#include "fedrt/wire/codec.h"
+#include "fedrt/wire/frame.h"
 
 namespace fedrt::config {
 namespace {
@@ -31,6 +33,7 @@ std::map<std::string, long> ReadOptions(const std::string& path) {
     field = field.substr(prefix.size());
     while (words >> option) {
       const size_t colon = option.find(':');
+      if (option.compare(0, colon, "descriptorsize") == 0) continue;  // a layout option, not a bound
       out[field + " " + option.substr(0, colon)] = std::stol(option.substr(colon + 1));
     }
   }
@@ -88,6 +91,43 @@ TEST(WireLimits, LsaFirmwareBoundsHoldAnLsaTaskAtTheMaximumDimension) {
   EXPECT_GE(lsa.at("Update.payload max_count"), 1);
   EXPECT_GE(lsa.at("Update.payload max_size"), static_cast<long>(8 * kMaxDim));
   EXPECT_GE(lsa.at("SecAggMasked.masked max_count"), static_cast<long>(kMaxDim));
+}
+
+// The Linux profile (protobuf-lite: the coordinator and Linux devices): d up
+// to 65536, the vector bounds by the microcontroller's formulas, and the
+// longest message of each kind at those bounds, encoded, fits a Linux frame;
+// a frame one byte longer is refused with its length.
+TEST(WireLimits, LinuxProfileHoldsItsLongestMessagesInOneFrame) {
+  EXPECT_GE(kMaxLinuxDim, 65536u);
+  EXPECT_EQ(kMaxLinuxSegmentScalars * kMaxDim, kMaxSegmentScalars * kMaxLinuxDim);
+  EXPECT_EQ(kMaxLinuxBroadcastScalars * kMaxDim, kMaxBroadcastScalars * kMaxLinuxDim);
+  EXPECT_EQ(kMaxLinuxSegmentBytes * kMaxDim, static_cast<uint64_t>(kMaxSegmentBytes) * kMaxLinuxDim);
+  EXPECT_EQ(kMaxLinuxMaskedScalars * kMaxDim, static_cast<uint64_t>(kMaxMaskedScalars) * kMaxLinuxDim);
+  EXPECT_EQ(kMaxLinuxFrameBytes, 16u * 1024 * 1024);
+  std::vector<wire::Envelope> longest(4);
+  for (uint32_t i = 0; i < kMaxLinuxBroadcastScalars; ++i) longest[0].mutable_announce()->add_model(-1.0 / 3);
+  for (uint32_t k = 0; k < kMaxSegments; ++k)
+    longest[1].mutable_update()->add_payload(std::string(kMaxLinuxSegmentBytes, '\xff'));
+  for (uint32_t i = 0; i < kMaxLinuxMaskedScalars; ++i) longest[2].mutable_secagg_masked()->add_masked(0xFFFFFFFFu);
+  for (uint32_t i = 0; i < kMaxLinuxDim; ++i) longest[3].mutable_result()->add_model(-1.0 / 3);
+  for (const wire::Envelope& e : longest) {
+    const std::string frame = wire::EncodeFrame(e);
+    EXPECT_LE(frame.size() - wire::kFrameHeaderBytes, kMaxLinuxFrameBytes);
+    wire::FrameDecoder dec;
+    dec.feed(reinterpret_cast<const uint8_t*>(frame.data()), frame.size());
+    std::string body;
+    wire::WireError err;
+    EXPECT_EQ(dec.next(body, err), 1) << err.message;
+    EXPECT_EQ(body.size(), frame.size() - wire::kFrameHeaderBytes);
+  }
+  const uint32_t n = kMaxLinuxFrameBytes + 1;
+  const uint8_t hdr[4] = {uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+  wire::FrameDecoder dec;
+  dec.feed(hdr, 4);
+  std::string body;
+  wire::WireError err;
+  EXPECT_EQ(dec.next(body, err), -1);
+  EXPECT_EQ(err.message, "frame length 16777217 exceeds the maximum of 16777216 bytes");
 }
 
 }  // namespace

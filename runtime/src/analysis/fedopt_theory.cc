@@ -47,7 +47,7 @@ Result<Eigen::VectorXd> FedProxFixedPoint(const problems::LsaSystem& lsq, double
 
 Heterogeneity HeterogeneityAt(const problems::FedDataset& data, double l2, const Eigen::VectorXd& x_star) {
   const int n = data.agents();
-  const int d = data.dim;
+  const int d = data.model_dim();
   std::vector<Eigen::VectorXd> g(n);
   std::vector<Eigen::MatrixXd> h(n);
   Eigen::VectorXd g_mean = Eigen::VectorXd::Zero(d);
@@ -57,6 +57,8 @@ Heterogeneity HeterogeneityAt(const problems::FedDataset& data, double l2, const
       const double inv = 1.0 / static_cast<double>(data.x[c].rows());
       h[c] = (data.x[c].transpose() * data.x[c]) * inv;
       g[c] = h[c] * x_star - (data.x[c].transpose() * data.y[c]) * inv;
+    } else if (data.loss == problems::FedLoss::kSoftmax) {
+      problems::SoftmaxLocal(data, c, l2, x_star, nullptr, &g[c], &h[c]);
     } else {
       problems::LogisticLocal(data, c, l2, x_star, nullptr, &g[c], &h[c]);
     }

@@ -28,14 +28,20 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     FEDRT_TRY(r.read("kind", cfg.data.model));
     FEDRT_TRY(r.read("l2", cfg.opt.l2));
     FEDRT_TRY(r.read("gamma", cfg.garnet.gamma));  // td0: the discount factor
+    FEDRT_TRY(r.read("classes", cfg.data.classes));
+    bool intercept = true;
+    const bool has_intercept = model.contains("intercept");
+    FEDRT_TRY(r.read("intercept", intercept));
+    if (has_intercept) cfg.data.intercept = intercept;
     FEDRT_TRY(r.check_unknown());
     const std::string& k = cfg.data.model;
     if (k == "least_squares") cfg.problem = ProblemKind::kLeastSquares;
     else if (k == "logistic") cfg.problem = ProblemKind::kLogistic;
+    else if (k == "softmax") cfg.problem = ProblemKind::kSoftmax;
     else if (k == "td0") cfg.problem = ProblemKind::kGarnet;
     else if (k == "gmm") cfg.problem = ProblemKind::kGmm;
-    else if (k == "softmax" || k == "user")
-      return Bad(fmt::format("{}: model.kind '{}' is not available yet (least_squares, logistic, td0, gmm are)", path, k));
+    else if (k == "user")
+      return Bad(fmt::format("{}: model.kind '{}' is not available yet (least_squares, logistic, softmax, td0, gmm are)", path, k));
     else if (!k.empty())
       return Bad(fmt::format("{}: model.kind '{}' unknown (least_squares, logistic, softmax, td0, gmm or user)", path, k));
   }
@@ -49,18 +55,31 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
   cfg.data.test = Resolve(base, cfg.data.test);
   if (cfg.data.format != "generated" && cfg.data.format != "csv" && cfg.data.format != "records")
     return Bad(fmt::format("{}: data.format '{}' unknown (csv, records or generated)", path, cfg.data.format));
+  if (cfg.data.model == "softmax") {
+    if (cfg.data.classes < 2 || cfg.data.classes > 1024)
+      return Bad(fmt::format("{}: model.classes = {}: softmax regression needs the number of classes K, 2 to 1024 "
+                             "(labels are 0..K-1)", path, cfg.data.classes));
+    if (!(cfg.opt.l2 > 0))
+      return Bad(fmt::format("{}: model.l2 = {}: softmax regression needs l2 > 0 (without it the weights are unbounded "
+                             "and x_star does not exist)", path, cfg.opt.l2));
+    if (!cfg.data.own())
+      return Bad(fmt::format("{}: model.kind = \"softmax\" trains on shards: set [data] format = \"csv\" or \"records\"", path));
+  } else if (cfg.data.classes != 0 || cfg.data.intercept) {
+    return Bad(fmt::format("{}: model.classes and model.intercept are settings of model.kind = \"softmax\"", path));
+  }
   if (!cfg.data.own()) {
     if (!cfg.data.train.empty()) return Bad(fmt::format("{}: data.train needs data.format = \"csv\" or \"records\"", path));
     return Status::Ok();
   }
-  if (cfg.data.model != "least_squares" && cfg.data.model != "logistic" && cfg.data.model != "td0")
+  if (cfg.data.model != "least_squares" && cfg.data.model != "logistic" && cfg.data.model != "softmax" &&
+      cfg.data.model != "td0")
     return Bad(fmt::format(
-        "{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\" or \"td0\" (got '{}')", path,
-        cfg.data.format, cfg.data.model));
+        "{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\" or \"td0\" (got '{}')",
+        path, cfg.data.format, cfg.data.model));
   if (cfg.data.model == "td0") {  // transitions (phi(s), reward, phi(s')) from files: no array bundle
     cfg.problem = ProblemKind::kBundle;
     if (!cfg.data.test.empty())
-      return Bad(fmt::format("{}: data.test is scored by least_squares and logistic models, not by td0", path));
+      return Bad(fmt::format("{}: data.test is scored by least_squares, logistic and softmax models, not by td0", path));
     if (cfg.noise_free) return Bad(fmt::format("{}: problem.noise_free needs a generated TD(0) problem, not transitions", path));
   }
   if (cfg.data.train.empty()) return Bad(fmt::format("{}: data.train is missing (e.g. \"shards/device-{{id}}.csv\")", path));

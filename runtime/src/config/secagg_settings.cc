@@ -33,7 +33,7 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   if (c.compression.control_variates && s.dropout > 0.0)
     return bad("secure_aggregation with compression.control_variates needs secagg_dropout = 0: a dropped device's "
                "V_c would leave the server's running sum of the V_c");
-  if ((c.problem == ProblemKind::kLeastSquares || c.problem == ProblemKind::kLogistic) && s.dropout > 0.0)
+  if ((config::FamilyOf(c.problem) == config::Family::kOpt) && s.dropout > 0.0)
     for (const std::string& a : c.algorithms)
       if (a.rfind("scaffold", 0) == 0)
         return bad(fmt::format("secure_aggregation with secagg_dropout > 0 cannot run '{}': a Scaffold agent moves its "

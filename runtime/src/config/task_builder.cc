@@ -32,6 +32,7 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
     case ProblemKind::kLeastSquares: p.kind = config::ProblemKind::kLeastSquares; break;
     case ProblemKind::kLogistic: p.kind = config::ProblemKind::kLogistic; break;
     case ProblemKind::kGmm: p.kind = config::ProblemKind::kGmm; break;
+    case ProblemKind::kSoftmax: p.kind = config::ProblemKind::kSoftmax; break;
   }
   p.agents = static_cast<uint32_t>(cfg.garnet.agents);
   p.dim = static_cast<uint32_t>(cfg.garnet.dim);
@@ -44,6 +45,10 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
       return Status(StatusCode::kInvalidArgument, fmt::format("data.label '{}': 1 to {} characters", cfg.data.label,
                                                               config::kMaxLabelChars));
     std::memcpy(p.label, cfg.data.label.c_str(), cfg.data.label.size() + 1);
+  }
+  if (cfg.problem == ProblemKind::kSoftmax) {
+    p.classes = static_cast<uint32_t>(cfg.data.classes);
+    p.intercept = cfg.data.intercept.value_or(true);
   }
   p.garnet.states = static_cast<uint32_t>(cfg.garnet.n_states);
   p.garnet.actions = static_cast<uint32_t>(cfg.garnet.n_actions);

@@ -25,17 +25,10 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-// Label of a model with binary classes: 0/1 or -1/+1, stored as -1/+1.
-bool BinaryLabel(double v, double& out) {
-  if (v == 1.0) out = 1.0;
-  else if (v == 0.0 || v == -1.0) out = -1.0;
-  else return false;
-  return true;
-}
-
 struct Reader {
   std::string path, label_name;
   LabelKind kind = LabelKind::kReal;
+  uint32_t classes = 0;
   long line = 0;                   // line being fed to the parser
   bool row_open = false;           // a field of the current row has been seen
   std::vector<std::string> cells;  // the current row's fields
@@ -109,9 +102,8 @@ struct Reader {
       }
       if (c == label_col) {
         double y = v;
-        if (kind == LabelKind::kBinary && !BinaryLabel(v, y)) {
-          error = Bad(fmt::format("{}: label {} is not a class of binary logistic regression (0/1 or -1/+1)",
-                                  where(c), cell));
+        if (!StoredLabel(kind, classes, v, y)) {
+          error = Bad(fmt::format("{}: label {} is not {}", where(c), cell, LabelClasses(kind, classes)));
           return;
         }
         shard.y.push_back(y);
@@ -131,13 +123,40 @@ void OnRow(int, void* data) { static_cast<Reader*>(data)->on_row(); }
 
 }  // namespace
 
-Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, LabelKind kind) {
+bool StoredLabel(LabelKind kind, uint32_t classes, double v, double& out) {
+  switch (kind) {
+    case LabelKind::kReal: out = v; return true;
+    case LabelKind::kBinary:  // 0/1 or -1/+1, stored as -1/+1
+      if (v == 1.0) out = 1.0;
+      else if (v == 0.0 || v == -1.0) out = -1.0;
+      else return false;
+      return true;
+    case LabelKind::kClass:
+      if (!(v >= 0.0 && v < static_cast<double>(classes) && v == std::floor(v))) return false;
+      out = v;
+      return true;
+  }
+  return false;
+}
+
+std::string LabelClasses(LabelKind kind, uint32_t classes) {
+  switch (kind) {
+    case LabelKind::kReal: return "a finite number";
+    case LabelKind::kBinary: return "a class of binary logistic regression (0/1 or -1/+1)";
+    case LabelKind::kClass:
+      return fmt::format("a class of softmax regression with {} classes (an integer 0..{})", classes, classes - 1);
+  }
+  return "?";
+}
+
+Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, LabelKind kind, uint32_t classes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status(StatusCode::kNotFound, fmt::format("{}: cannot open", path));
   Reader r;
   r.path = path;
   r.label_name = label;
   r.kind = kind;
+  r.classes = classes;
   r.shard.path = path;
   csv_parser p;
   if (csv_init(&p, CSV_APPEND_NULL) != 0) return Status(StatusCode::kInternal, "libcsv: init failed");
@@ -200,8 +219,9 @@ std::string ShardPath(const std::string& pattern, uint32_t agent) {
   return out;
 }
 
-Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind) {
-  return format == ShardFormat::kCsv ? ReadCsvShard(path, label, kind) : ReadRecordShard(path, kind);
+Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind,
+                        uint32_t classes) {
+  return format == ShardFormat::kCsv ? ReadCsvShard(path, label, kind, classes) : ReadRecordShard(path, kind, classes);
 }
 
 }  // namespace fedrt::data

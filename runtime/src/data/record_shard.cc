@@ -49,7 +49,7 @@ Status WriteRecordShard(const std::string& path, const Shard& s) {
   return Status::Ok();
 }
 
-Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind) {
+Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind, uint32_t classes) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status(StatusCode::kNotFound, fmt::format("{}: cannot open", path));
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -78,12 +78,8 @@ Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind) {
         return Bad(fmt::format("{}: record {} field {}: not a finite number (NaN and Inf are refused)", path, j, k + 1));
       if (k < s.dim) {
         s.x[j * s.dim + k] = v;
-      } else if (kind == LabelKind::kBinary) {
-        if (v == 1.0) s.y[j] = 1.0;
-        else if (v == 0.0 || v == -1.0) s.y[j] = -1.0;
-        else return Bad(fmt::format("{}: record {}: label {} is not a class of binary logistic regression (0/1 or -1/+1)", path, j, v));
-      } else {
-        s.y[j] = v;
+      } else if (!StoredLabel(kind, classes, v, s.y[j])) {
+        return Bad(fmt::format("{}: record {}: label {} is not {}", path, j, v, LabelClasses(kind, classes)));
       }
     }
     p += record;

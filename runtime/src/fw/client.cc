@@ -148,6 +148,8 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
     log(l);
     return reply("the device's data was provisioned for another agent index");
   }
+  if (t.problem.kind == config::ProblemKind::kSoftmax)
+    return reply("softmax regression is not in this firmware yet (least squares, logistic, TD(0) and GMM images are)");
   if (t.problem.own_data)
     return reply("tasks on the devices' own data ([data] shards) are not in this firmware yet: its data is a provisioned image");
   if (config::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)

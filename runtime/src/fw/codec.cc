@@ -62,7 +62,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   auto bad = [](const char* m) { return Status::InvalidArgument(m); };
   t = config::Task{};
   const fedrt_wire_ProblemSpec& wp = in.problem;
-  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kGmm)) return bad("task: unknown problem kind");
+  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kSoftmax)) return bad("task: unknown problem kind");
   config::ProblemSpec& p = t.problem;
   p.kind = static_cast<config::ProblemKind>(wp.kind);
   p.agents = wp.agents;
@@ -76,6 +76,8 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   static_assert(sizeof wp.label == sizeof p.label, "nanopb label bound = config::kMaxLabelChars + 1");
   std::memcpy(p.label, wp.label, sizeof p.label);
   p.label[sizeof p.label - 1] = '\0';
+  p.classes = wp.classes;
+  p.intercept = wp.intercept;
   if (p.agents == 0 || p.agents > (1u << 24)) return bad("task: agents outside 1..2^24");
   if (p.dim == 0 || p.dim > config::kMaxDim) return bad("task: dimension outside 1..kMaxDim (256)");
   const fedrt_wire_GarnetSpec& g = wp.garnet;

@@ -282,8 +282,9 @@ Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2) {
     if (!s.ok()) return s.status();
     return s->theta_star;
   }
-  const int d = data.dim;
+  const int d = data.model_dim();
   const double inv_n = 1.0 / data.agents();
+  const auto local = data.loss == FedLoss::kSoftmax ? SoftmaxLocal : LogisticLocal;
   auto eval = [&](const Eigen::VectorXd& x, double* v, Eigen::VectorXd* g, Eigen::MatrixXd* h) {
     double vs = 0;
     Eigen::VectorXd gs = Eigen::VectorXd::Zero(d);
@@ -292,7 +293,7 @@ Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2) {
       double vc;
       Eigen::VectorXd gc;
       Eigen::MatrixXd hc;
-      LogisticLocal(data, c, l2, x, v ? &vc : nullptr, g ? &gc : nullptr, h ? &hc : nullptr);
+      local(data, c, l2, x, v ? &vc : nullptr, g ? &gc : nullptr, h ? &hc : nullptr);
       if (v) vs += vc * inv_n;
       if (g) gs += gc * inv_n;
       if (h) hs += hc * inv_n;
@@ -310,7 +311,7 @@ Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2) {
     if (g.norm() <= 1e-14 * (1.0 + x.norm())) return x;
     Eigen::LDLT<Eigen::MatrixXd> ldlt(h);
     if (ldlt.info() != Eigen::Success)
-      return Status(StatusCode::kFailedPrecondition, std::string("logistic: Hessian is singular (set problem.l2 > 0)"));
+      return Status(StatusCode::kFailedPrecondition, std::string("x_star: the Hessian is singular (set l2 > 0)"));
     const Eigen::VectorXd step = ldlt.solve(g);
     double t = 1.0;
     // Backtracking (Armijo) far from x_star only: near it the decrease of f is
@@ -332,7 +333,7 @@ Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2) {
     if (g.norm() <= 1e-12 * (1.0 + x.norm())) return x;
   }
   return Status(StatusCode::kFailedPrecondition,
-                std::string("logistic: Newton did not reach machine precision (data separable? increase problem.l2)"));
+                std::string("x_star: Newton did not reach machine precision (data separable? increase l2)"));
 }
 
 }  // namespace fedrt::problems

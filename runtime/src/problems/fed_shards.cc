@@ -10,7 +10,12 @@
 namespace fedrt::problems {
 
 data::LabelKind LabelKindOf(FedLoss loss) {
-  return loss == FedLoss::kLeastSquares ? data::LabelKind::kReal : data::LabelKind::kBinary;
+  switch (loss) {
+    case FedLoss::kLeastSquares: return data::LabelKind::kReal;
+    case FedLoss::kLogistic: return data::LabelKind::kBinary;
+    case FedLoss::kSoftmax: return data::LabelKind::kClass;
+  }
+  return data::LabelKind::kReal;
 }
 
 Status AppendShard(FedDataset& out, const data::Shard& s) {
@@ -36,8 +41,10 @@ Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files) {
   FedDataset out;
   out.loss = loss;
   out.source = files.train;
+  out.classes = static_cast<int>(files.classes);
+  out.intercept = files.intercept;
   for (uint32_t c = 0; c < files.agents; ++c) {
-    auto s = data::ReadShard(files.format, data::ShardPath(files.train, c), files.label, LabelKindOf(loss));
+    auto s = data::ReadShard(files.format, data::ShardPath(files.train, c), files.label, LabelKindOf(loss), files.classes);
     if (!s.ok()) return s.status();
     FEDRT_TRY(AppendShard(out, *s));
   }

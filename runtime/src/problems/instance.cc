@@ -96,12 +96,25 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
   return Status::Ok();
 }
 
+namespace {
+
+FedLoss LossOf(config::ProblemKind kind) {
+  if (kind == config::ProblemKind::kLeastSquares) return FedLoss::kLeastSquares;
+  return kind == config::ProblemKind::kSoftmax ? FedLoss::kSoftmax : FedLoss::kLogistic;
+}
+
+}  // namespace
+
 Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
   const config::ProblemSpec& spec = task.problem;
-  const bool lsq = spec.kind == config::ProblemKind::kLeastSquares;
-  const FedLoss loss = lsq ? FedLoss::kLeastSquares : FedLoss::kLogistic;
+  const FedLoss loss = LossOf(spec.kind);
+  if (loss == FedLoss::kSoftmax && files.shards.agents == 0)
+    return Status::InvalidArgument("softmax regression trains on shard files ([data] format = \"csv\" or \"records\")");
   if (spec.from_files) {
-    auto data = files.shards.agents > 0 ? LoadFedShards(loss, files.shards) : LoadFedDataCsv(loss, files.csv);
+    ShardFiles shards = files.shards;
+    shards.classes = spec.classes;
+    shards.intercept = spec.intercept;
+    auto data = files.shards.agents > 0 ? LoadFedShards(loss, shards) : LoadFedDataCsv(loss, files.csv);
     if (!data.ok()) return data.status();
     fed_ = std::move(*data);
     config::Fnv1a h;
@@ -112,7 +125,7 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
     }
     problem_.data_fingerprint = h.value();
     problem_.agents = static_cast<uint32_t>(fed_->agents());
-    problem_.dim = static_cast<uint32_t>(fed_->dim);
+    problem_.dim = static_cast<uint32_t>(fed_->model_dim());
   } else {
     FedDataConfig g;
     g.agents = static_cast<int>(spec.agents);
@@ -133,17 +146,27 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
 // Oracles of agents [first, last) of fed_ (the others stay empty).
 Status Instance::build_fed_oracles(const config::Task& task, int first, int last) {
   const config::ProblemSpec& spec = task.problem;
-  const bool lsq = spec.kind == config::ProblemKind::kLeastSquares;
+  const FedLoss loss = LossOf(spec.kind);
   const FedDataset& data = *fed_;
-  const size_t d = static_cast<size_t>(data.dim);
-  oracle_memory_.assign(static_cast<size_t>(last - first) * (sizeof(double) * (2 * d * d + d) + 4 * Arena::kAlignment) + 4096, 0);
+  const size_t p = static_cast<size_t>(data.dim);
+  const size_t per_agent = loss == FedLoss::kLeastSquares ? sizeof(double) * (2 * p * p + p)
+                           : loss == FedLoss::kSoftmax    ? sizeof(double) * spec.classes
+                                                          : 0;
+  oracle_memory_.assign(static_cast<size_t>(last - first) * (per_agent + 4 * Arena::kAlignment) + 4096, 0);
   Arena arena(oracle_memory_.data(), oracle_memory_.size());
   lsq_oracles_.reserve(static_cast<size_t>(last - first));
   logistic_oracles_.reserve(static_cast<size_t>(last - first));
+  softmax_oracles_.reserve(static_cast<size_t>(last - first));
   locals_.resize(static_cast<size_t>(data.agents()));
   for (int c = first; c < last; ++c) {
     const uint32_t nc = static_cast<uint32_t>(data.x[c].rows());
-    if (lsq) {
+    if (loss == FedLoss::kSoftmax) {
+      auto o = SoftmaxOracle<double>::create(arena, data.dim, spec.classes, spec.intercept, nc, data.x[c].data(),
+                                             data.y[c].data(), spec.synthetic.l2);
+      if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
+      softmax_oracles_.push_back(*o);
+      locals_[static_cast<size_t>(c)].softmax = &softmax_oracles_.back();
+    } else if (loss == FedLoss::kLeastSquares) {
       auto o = LeastSquaresOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(),
                                                   task.hyper.prox_mu);
       if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
@@ -156,7 +179,7 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
       locals_[static_cast<size_t>(c)].logistic = &logistic_oracles_.back();
     }
   }
-  initial_.assign(d, 0.0);
+  initial_.assign(static_cast<size_t>(data.model_dim()), 0.0);
   return Status::Ok();
 }
 
@@ -171,17 +194,23 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, u
     FEDRT_TRY(inst->build_own_transitions(task, agent, shard));
     return inst;
   }
-  const FedLoss loss = spec.kind == config::ProblemKind::kLeastSquares ? FedLoss::kLeastSquares : FedLoss::kLogistic;
-  auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, LabelKindOf(loss));
+  const FedLoss loss = LossOf(spec.kind);
+  auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, LabelKindOf(loss),
+                           spec.classes);
   if (!s.ok()) return s.status();
-  if (s->dim != spec.dim)
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("{}: {} features, but the task's model has d = {}", shard, s->dim, spec.dim));
-  std::unique_ptr<Instance> inst(new Instance());
-  inst->problem_ = spec;
   FedDataset fed;
   fed.loss = loss;
-  fed.dim = static_cast<int>(spec.dim);
+  fed.dim = static_cast<int>(s->dim);
+  fed.classes = static_cast<int>(spec.classes);
+  fed.intercept = spec.intercept;
+  if (fed.model_dim() != static_cast<int>(spec.dim))
+    return Status(StatusCode::kInvalidArgument,
+                  loss == FedLoss::kSoftmax
+                      ? fmt::format("{}: {} features give d = {} x ({} + {}) = {}, but the task's model has d = {}", shard,
+                                    s->dim, spec.classes, s->dim, spec.intercept ? 1 : 0, fed.model_dim(), spec.dim)
+                      : fmt::format("{}: {} features, but the task's model has d = {}", shard, s->dim, spec.dim));
+  std::unique_ptr<Instance> inst(new Instance());
+  inst->problem_ = spec;
   fed.source = shard;
   fed.x.resize(spec.agents);
   fed.y.resize(spec.agents);

@@ -18,33 +18,57 @@ bool EndsWith(const std::string& s, const std::string& t) {
 }  // namespace
 
 Result<HeldOutSet> HeldOutSet::Load(const config::Task& task, const problems::ShardFiles& files, const std::string& path) {
-  const problems::FedLoss loss =
-      task.problem.kind == config::ProblemKind::kLogistic ? problems::FedLoss::kLogistic : problems::FedLoss::kLeastSquares;
+  const config::ProblemKind kind = task.problem.kind;
+  const problems::FedLoss loss = kind == config::ProblemKind::kLogistic  ? problems::FedLoss::kLogistic
+                                 : kind == config::ProblemKind::kSoftmax ? problems::FedLoss::kSoftmax
+                                                                         : problems::FedLoss::kLeastSquares;
   const data::ShardFormat format = EndsWith(path, ".csv") ? data::ShardFormat::kCsv : files.format;
-  auto shard = data::ReadShard(format, path, files.label, problems::LabelKindOf(loss));
+  auto shard = data::ReadShard(format, path, files.label, problems::LabelKindOf(loss), task.problem.classes);
   if (!shard.ok()) return Status(shard.status().code(), fmt::format("data.test: {}", shard.status().message()));
   HeldOutSet h;
   h.data_.loss = loss;
   h.data_.source = path;
+  h.data_.classes = static_cast<int>(task.problem.classes);
+  h.data_.intercept = task.problem.intercept;
   FEDRT_TRY(problems::AppendShard(h.data_, *shard));
-  if (h.data_.dim != static_cast<int>(task.problem.dim))
+  if (h.data_.model_dim() != static_cast<int>(task.problem.dim))
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("data.test: '{}' gives a model of dimension {}, the training shards {}", path, h.data_.dim,
-                              task.problem.dim));
+                  fmt::format("data.test: '{}' gives a model of dimension {}, the training shards {}", path,
+                              h.data_.model_dim(), task.problem.dim));
   h.l2_ = task.problem.synthetic.l2;
   return h;
 }
 
-TestScore HeldOutSet::score(const double* x) const {
-  const problems::MatrixRM& a = data_.x[0];
-  const Eigen::VectorXd& y = data_.y[0];
-  const Eigen::Map<const Eigen::VectorXd> w(x, data_.dim);
-  const Eigen::VectorXd z = a * w;
+TestScore HeldOutSet::score(const double* x) const { return ScoreModel(data_, 0, l2_, x); }
+
+TestScore ScoreModel(const problems::FedDataset& data, int agent, double l2, const double* x) {
+  const problems::MatrixRM& a = data.x[agent];
+  const Eigen::VectorXd& y = data.y[agent];
   const long n = static_cast<long>(y.size());
+  TestScore s;
+  if (data.loss == problems::FedLoss::kSoftmax) {
+    const int p = data.dim, K = data.classes, P = p + (data.intercept ? 1 : 0);
+    const Eigen::Map<const problems::MatrixRM> w(x, K, P);  // class-major
+    Eigen::MatrixXd logits = a * w.leftCols(p).transpose();
+    if (data.intercept) logits.rowwise() += w.col(p).transpose();
+    long right = 0;
+    for (long j = 0; j < n; ++j) {
+      Eigen::Index best = 0;
+      logits.row(j).maxCoeff(&best);  // the first of equal maxima
+      right += static_cast<double>(best) == y[j];
+    }
+    const Eigen::Map<const Eigen::VectorXd> xv(x, data.model_dim());
+    problems::SoftmaxLocal(data, agent, l2, xv, &s.loss, nullptr, nullptr);
+    s.accuracy = static_cast<double>(right) / static_cast<double>(n);
+    return s;
+  }
+  const Eigen::Map<const Eigen::VectorXd> w(x, data.dim);
+  const Eigen::VectorXd z = a * w;
   double sum = 0.0;
   long right = 0;
+  const bool logistic = data.loss == problems::FedLoss::kLogistic;
   for (long j = 0; j < n; ++j) {
-    if (data_.loss == problems::FedLoss::kLogistic) {
+    if (logistic) {
       const double m = -y[j] * z[j];  // log(1 + e^m) without overflow
       sum += m > 0 ? m + std::log1p(std::exp(-m)) : std::log1p(std::exp(m));
       right += (z[j] >= 0 ? 1.0 : -1.0) == y[j];
@@ -52,9 +76,8 @@ TestScore HeldOutSet::score(const double* x) const {
       sum += 0.5 * (z[j] - y[j]) * (z[j] - y[j]);
     }
   }
-  TestScore s;
-  s.loss = sum / static_cast<double>(n) + (data_.loss == problems::FedLoss::kLogistic ? 0.5 * l2_ * w.squaredNorm() : 0.0);
-  s.accuracy = data_.loss == problems::FedLoss::kLogistic ? static_cast<double>(right) / static_cast<double>(n) : std::nan("");
+  s.loss = sum / static_cast<double>(n) + (logistic ? 0.5 * l2 * w.squaredNorm() : 0.0);
+  s.accuracy = logistic ? static_cast<double>(right) / static_cast<double>(n) : std::nan("");
   return s;
 }
 

@@ -53,7 +53,7 @@ class OptEvaluation : public Evaluation {
   void describe(SimResult& out) const override {
     const config::SyntheticSpec& syn = task_.problem.synthetic;
     const double l2 = syn.l2;
-    const int d = data_.dim, n = data_.agents();
+    const int d = data_.model_dim(), n = data_.agents();
     out.error_metric = "||x_t - x_star||^2";
     out.error_label = "‖x_t − x*‖²";
     out.problem.agents = n;
@@ -64,7 +64,12 @@ class OptEvaluation : public Evaluation {
       n_min = std::min<long>(n_min, m.rows());
       n_max = std::max<long>(n_max, m.rows());
     }
-    const std::string loss = lsq_ ? "least squares" : fmt::format("logistic regression (l2={})", l2);
+    const std::string loss =
+        lsq_ ? "least squares"
+        : data_.loss == problems::FedLoss::kSoftmax
+            ? fmt::format("softmax regression ({} classes, {} features{}, l2={})", data_.classes, data_.dim,
+                          data_.intercept ? " + intercept" : "", l2)
+            : fmt::format("logistic regression (l2={})", l2);
     out.problem.description =
         data_.source == "synthetic"
             ? fmt::format("federated {}, synthetic: covariate shift {}, concept shift {}, quantity skew {}, d={}, "
@@ -76,12 +81,20 @@ class OptEvaluation : public Evaluation {
     px["x_star"] = ToVec(x_star_);
     px["zeta1"] = het.zeta1;
     px["zeta2"] = het.zeta2;
-    {  // L_max = max_c lambda_max(hess f_c) (logistic: bound X_c^T X_c / (4 n_c) + l2); stable steps need eta L_max < 2
+    {  // L_max = max_c lambda_max(hess f_c) (logistic: bound X_c^T X_c / (4 n_c) + l2,
+       // softmax: Z_c^T Z_c / (2 n_c) + l2 with z = (a, 1)); stable steps need eta L_max < 2
       double l_max = 0;
+      const bool softmax = data_.loss == problems::FedLoss::kSoftmax;
       for (int c = 0; c < n; ++c) {
-        const Eigen::MatrixXd g = data_.x[c].transpose() * data_.x[c] / static_cast<double>(data_.x[c].rows());
+        Eigen::MatrixXd z = data_.x[c];
+        if (softmax && data_.intercept) {
+          z.conservativeResize(Eigen::NoChange, z.cols() + 1);
+          z.col(z.cols() - 1).setOnes();
+        }
+        const Eigen::MatrixXd g = z.transpose() * z / static_cast<double>(z.rows());
         Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(g, Eigen::EigenvaluesOnly);
-        l_max = std::max(l_max, lsq_ ? es.eigenvalues().maxCoeff() : 0.25 * es.eigenvalues().maxCoeff() + l2);
+        const double top = es.eigenvalues().maxCoeff();
+        l_max = std::max(l_max, lsq_ ? top : (softmax ? 0.5 : 0.25) * top + l2);
       }
       px["smoothness_max"] = l_max;
       px["step_times_smoothness_max"] = task_.hyper.step * l_max;
@@ -131,6 +144,11 @@ class OptEvaluation : public Evaluation {
       px[std::string(key) + "_rel_diff_from_x_star"] = (*p - x_star_).norm() / x_star_.norm();
       if (data_.theta_true) px[std::string(key) + "_statistical_error_sq"] = (*p - *data_.theta_true).squaredNorm();
     };
+    if (test_) {  // the centralized model x_star (trained on the union of the shards) on the held-out set
+      const TestScore c = test_->score(x_star_.data());
+      px["centralized_test_loss"] = c.loss;
+      px["centralized_test_accuracy"] = c.accuracy;
+    }
     put("fedavg_fixed_point", fedavg_point_);
     put("fedprox_exact_fixed_point", fedprox_point_);
   }
@@ -149,7 +167,7 @@ class OptEvaluation : public Evaluation {
   double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), x_star_); }
 
   void run_finished(size_t a, uint32_t, const protocol::ServerCore& core) override {
-    const int d = data_.dim;
+    const int d = data_.model_dim();
     final_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), d));
     pr_gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_gamma(), d));
     pr_2gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_2gamma(), d));
@@ -183,7 +201,7 @@ class OptEvaluation : public Evaluation {
     nlohmann::json& e = res.extra;
     e["final_dist_mean"] = MeanOf(final_dist);
     if (task_.compression.enabled()) {
-      const int udim = spec.kind == AlgorithmKind::kScaffold ? 2 * data_.dim : data_.dim;
+      const int udim = spec.kind == AlgorithmKind::kScaffold ? 2 * data_.model_dim() : data_.model_dim();
       e["compression_vector_length"] = udim;
       e["compression_omega"] = compression::Omega(task_.compression.quantizer, udim);
       e["compression_alpha"] =
@@ -229,7 +247,7 @@ class OptEvaluation : public Evaluation {
 
   // Flops of one local step (for the simulator's inline-vs-threads decision only).
   double work_per_sample() const override {
-    const double d = data_.dim;
+    const double d = data_.model_dim();
     if (task_.hyper.batch > 0) return task_.hyper.batch * d;
     return lsq_ ? d * d : static_cast<double>(data_.total_samples()) / data_.agents() * d;
   }

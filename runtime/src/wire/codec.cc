@@ -64,6 +64,8 @@ void EncodeTask(const config::Task& t, Task* out) {
   wp->set_own_data(p.own_data);
   wp->set_data_format(p.data_format);
   wp->set_label(p.label);
+  wp->set_classes(p.classes);
+  wp->set_intercept(p.intercept);
   GarnetSpec* g = wp->mutable_garnet();
   g->set_states(p.garnet.states);
   g->set_actions(p.garnet.actions);
@@ -120,7 +122,7 @@ Status DecodeTask(const Task& in, config::Task& t) {
   auto bad = [](const std::string& m) { return Status(StatusCode::kInvalidArgument, "task: " + m); };
   t = config::Task{};
   const ProblemSpec& wp = in.problem();
-  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kGmm)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
+  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kSoftmax)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
   config::ProblemSpec& p = t.problem;
   p.kind = static_cast<config::ProblemKind>(wp.kind());
   p.agents = wp.agents();
@@ -134,8 +136,10 @@ Status DecodeTask(const Task& in, config::Task& t) {
   if (wp.label().size() > config::kMaxLabelChars || wp.label().find('\0') != std::string::npos)
     return bad(fmt::format("label column name of {} bytes (at most {})", wp.label().size(), config::kMaxLabelChars));
   std::memcpy(p.label, wp.label().c_str(), wp.label().size() + 1);
+  p.classes = wp.classes();
+  p.intercept = wp.intercept();
   if (p.agents == 0 || p.agents > (1u << 24)) return bad(fmt::format("{} agents", p.agents));
-  if (p.dim == 0 || p.dim > config::kMaxDim) return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxDim));
+  if (p.dim == 0 || p.dim > config::kMaxLinuxDim) return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxLinuxDim));
   const GarnetSpec& g = wp.garnet();
   p.garnet.states = g.states();
   p.garnet.actions = g.actions();
@@ -165,6 +169,10 @@ Status DecodeTask(const Task& in, config::Task& t) {
       (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
        p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
     return bad("Gaussian-mixture sizes do not match the dimension G (1 + p)");
+  if (p.kind == config::ProblemKind::kSoftmax &&
+      (p.classes < 2 || p.classes > 1024 || p.dim % p.classes != 0 || p.dim / p.classes < (p.intercept ? 2u : 1u)))
+    return bad(fmt::format("softmax: {} classes do not divide the dimension {} into K (features + intercept)", p.classes,
+                           p.dim));
   if (in.algorithms_size() == 0 || in.algorithms_size() > static_cast<int>(config::kMaxAlgorithms))
     return bad(fmt::format("{} algorithms (1..{})", in.algorithms_size(), config::kMaxAlgorithms));
   t.num_algorithms = static_cast<uint32_t>(in.algorithms_size());
@@ -331,8 +339,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       const RoundAnnouncement& a = env.announce();
       if (a.kind() > static_cast<uint32_t>(protocol::WorkKind::kInitialStatistic))
         return fail(ERROR_MALFORMED, fmt::format("announcement of unknown kind {}", a.kind()));
-      if (a.model_size() > static_cast<int>(config::kMaxBroadcastScalars))
-        return fail(ERROR_DIMENSION, fmt::format("broadcast of {} values (at most {})", a.model_size(), config::kMaxBroadcastScalars));
+      if (a.model_size() > static_cast<int>(config::kMaxLinuxBroadcastScalars))
+        return fail(ERROR_DIMENSION, fmt::format("broadcast of {} values (at most {})", a.model_size(), config::kMaxLinuxBroadcastScalars));
       for (int i = 0; i < a.model_size(); ++i)
         if (!Finite(a.model(i))) return fail(ERROR_NON_FINITE, fmt::format("broadcast value {} is {}", i, a.model(i)));
       announcement_ = protocol::Announcement{};
@@ -361,8 +369,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       update_.segments = static_cast<uint32_t>(u.payload_size());
       for (int k = 0; k < u.payload_size(); ++k) {
         const std::string& p = u.payload(k);
-        if (p.size() > config::kMaxSegmentBytes)
-          return fail(ERROR_DIMENSION, fmt::format("payload segment of {} bytes (at most {})", p.size(), config::kMaxSegmentBytes));
+        if (p.size() > config::kMaxLinuxSegmentBytes)
+          return fail(ERROR_DIMENSION, fmt::format("payload segment of {} bytes (at most {})", p.size(), config::kMaxLinuxSegmentBytes));
         update_.payload[k] = View<uint8_t>{reinterpret_cast<const uint8_t*>(p.data()), static_cast<uint32_t>(p.size())};
       }
       update_.sample_count = u.sample_count();
@@ -372,8 +380,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kResult: {
       const RoundResult& r = env.result();
-      if (r.model_size() > static_cast<int>(config::kMaxDim))
-        return fail(ERROR_DIMENSION, fmt::format("round result model of {} values (at most {})", r.model_size(), config::kMaxDim));
+      if (r.model_size() > static_cast<int>(config::kMaxLinuxDim))
+        return fail(ERROR_DIMENSION, fmt::format("round result model of {} values (at most {})", r.model_size(), config::kMaxLinuxDim));
       for (int i = 0; i < r.model_size(); ++i)
         if (!Finite(r.model(i))) return fail(ERROR_NON_FINITE, fmt::format("round result value {} is {}", i, r.model(i)));
       result_ = protocol::RoundResult{IdOf(r), r.included(), View<double>{r.model().data(), static_cast<uint32_t>(r.model_size())}};
@@ -426,8 +434,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kSecaggMasked: {
       const SecAggMasked& m = env.secagg_masked();
-      if (m.masked_size() > static_cast<int>(config::kMaxMaskedScalars))
-        return fail(ERROR_DIMENSION, fmt::format("masked input of {} values (at most {})", m.masked_size(), config::kMaxMaskedScalars));
+      if (m.masked_size() > static_cast<int>(config::kMaxLinuxMaskedScalars))
+        return fail(ERROR_DIMENSION, fmt::format("masked input of {} values (at most {})", m.masked_size(), config::kMaxLinuxMaskedScalars));
       masked_ = protocol::SecAggMaskedMsg{IdOf(m), View<uint32_t>{m.masked().data(), static_cast<uint32_t>(m.masked_size())}};
       masked_.report = DecodeReport(m);
       kind_ = MessageKind::kSecAggMasked;

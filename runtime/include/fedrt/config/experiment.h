@@ -44,6 +44,8 @@ struct DataSettings {
   std::string test;                  // held-out file, scored at every round's model (optional)
   std::string label = "label";       // CSV label column
   std::string model;                 // [model] kind, as written
+  long classes = 0;                  // [model] classes: softmax's K (labels 0..K-1)
+  std::optional<bool> intercept;     // [model] intercept: softmax's z = (a, 1) (default: on)
   bool own() const { return format != "generated"; }
 };
 

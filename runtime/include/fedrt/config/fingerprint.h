@@ -68,6 +68,10 @@ inline uint64_t ProblemFingerprint(const ProblemSpec& p) {
       h.f64(p.synthetic.quantity_skew);
       h.f64(p.synthetic.noise);
       h.f64(p.synthetic.l2);
+      if (p.kind == ProblemKind::kSoftmax) {
+        h.u64(p.classes);
+        h.u64(p.intercept ? 1 : 0);
+      }
       break;
     case Family::kEm:
       h.u64(p.gmm.components);

@@ -1,7 +1,12 @@
 #pragma once
-// Device-facing limits of the protocol, in one place. The wire bounds of
-// runtime/wire/fedrt.options are these numbers (checked by
-// tests/unit/limits_test.cc); devices size their buffers from them.
+// Device-facing limits of the protocol, in one place, in two profiles
+// (docs/architecture.md, "Wire"):
+// - the microcontroller profile (kMaxDim, kMaxFrameBytes, ...): the nanopb
+//   bounds of runtime/wire/fedrt.options are these numbers (checked by
+//   tests/wire/limits_test.cc) and a firmware sizes its buffers from them;
+// - the Linux profile (kMaxLinuxDim, kMaxLinuxFrameBytes, ...): what the
+//   protobuf-lite codec of the coordinator and the Linux devices accepts.
+// A task beyond a firmware image's bounds is refused by that device alone.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +28,24 @@ constexpr uint32_t kMaxMaskedScalars = kMaxSegments * kMaxSegmentScalars;  // Se
 constexpr uint32_t kMaxIdChars = 63;      // device ids
 constexpr uint32_t kMaxReasonChars = 127;  // error and refusal messages
 constexpr uint32_t kMaxLabelChars = 63;    // the label column's name ([data] label)
-constexpr uint32_t kMaxFrameBytes = 64 * 1024;  // largest frame body a host accepts
+constexpr uint32_t kMaxFrameBytes = 64 * 1024;  // largest frame body a microcontroller accepts
+
+// The Linux profile: the same formulas at d <= 65536.
+constexpr uint32_t kMaxLinuxDim = 65536;
+constexpr uint32_t kMaxLinuxSegmentScalars = 2 * kMaxLinuxDim;
+constexpr uint32_t kMaxLinuxBroadcastScalars = kMaxSegments * 2 * kMaxLinuxDim;
+constexpr uint32_t kMaxLinuxSegmentBytes = 8 * kMaxLinuxSegmentScalars;
+constexpr uint32_t kMaxLinuxMaskedScalars = kMaxSegments * kMaxLinuxSegmentScalars;
+constexpr uint32_t kMaxLinuxFrameBytes = 16u * 1024 * 1024;  // largest frame body the coordinator and a Linux device accept
 
 static_assert(kMaxSegmentBytes >= 4 + (42 * kMaxSegmentScalars + 7) / 8, "dithering payload bound");
+static_assert(kMaxLinuxSegmentBytes >= 4 + (42 * kMaxLinuxSegmentScalars + 7) / 8, "dithering payload bound");
+// The longest message of the Linux profile fits a frame with room for its
+// framing: a broadcast of float64 (protobuf packed doubles), an update of
+// kMaxSegments raw segments, a masked input of varint-coded u32 (<= 5 bytes).
+static_assert(8ull * kMaxLinuxBroadcastScalars + 4096 <= kMaxLinuxFrameBytes, "broadcast fits a Linux frame");
+static_assert(1ull * kMaxSegments * kMaxLinuxSegmentBytes + 4096 <= kMaxLinuxFrameBytes, "update fits a Linux frame");
+static_assert(5ull * kMaxLinuxMaskedScalars + 4096 <= kMaxLinuxFrameBytes, "masked input fits a Linux frame");
+static_assert(kMaxDim <= kMaxLinuxDim && kMaxFrameBytes <= kMaxLinuxFrameBytes, "the microcontroller profile is the tighter");
 
 }  // namespace fedrt::config

@@ -27,6 +27,7 @@ enum class ProblemKind : uint8_t {
   kLeastSquares = 2,
   kLogistic = 3,  // L2-regularised binary logistic regression
   kGmm = 4,       // Gaussian mixture (EM)
+  kSoftmax = 5,   // L2-regularised multinomial logistic regression (own data only)
 };
 
 enum class AlgorithmKind : uint8_t {
@@ -105,6 +106,10 @@ struct ProblemSpec {
   bool own_data = false;
   uint8_t data_format = 0;                // data::ShardFormat: 0 csv, 1 records
   char label[kMaxLabelChars + 1] = "label";  // CSV label column
+  // Softmax regression: K classes (labels 0..K-1) and whether z = (a, 1)
+  // carries an intercept; dim = K (p + intercept) for p features.
+  uint32_t classes = 0;
+  bool intercept = false;
 };
 
 // Hyper-parameters shared by the experiment's algorithms.

@@ -18,7 +18,14 @@ namespace fedrt::data {
 enum class LabelKind : uint8_t {
   kReal,    // least squares: any finite number
   kBinary,  // binary logistic: 0/1 or -1/+1, stored as -1/+1
+  kClass,   // softmax: an integer class index 0..K-1
 };
+
+// The label `v` as stored for `kind` (K = `classes` for kClass) in `out`;
+// false when `v` is not one of the model's classes.
+bool StoredLabel(LabelKind kind, uint32_t classes, double v, double& out);
+// What the model's classes are, for errors: "a class of ... (...)".
+std::string LabelClasses(LabelKind kind, uint32_t classes);
 
 struct Shard {
   uint32_t dim = 0;
@@ -34,11 +41,11 @@ struct Shard {
 // column is a feature. Quoted fields (RFC 4180) are accepted. Errors name the
 // file, line and column: wrong column count, empty or non-numeric cell, NaN or
 // Inf, a label outside the model's classes, no data rows.
-Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, LabelKind kind);
+Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, LabelKind kind, uint32_t classes = 0);
 
 // The record file: "FEDRTREC", u32 version 1, u32 dim, u64 count, then count
 // records of dim features and the label, little-endian float64.
-Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind);
+Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind, uint32_t classes = 0);
 Status WriteRecordShard(const std::string& path, const Shard& shard);
 
 // Writes a CSV shard: the feature names (x1.. when the shard has none), then
@@ -48,7 +55,8 @@ Status WriteCsvShard(const std::string& path, const Shard& shard, const std::str
 Shard SubShard(const Shard& shard, const std::vector<uint64_t>& rows);
 
 enum class ShardFormat : uint8_t { kCsv, kRecords };
-Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind);
+Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind,
+                        uint32_t classes = 0);
 
 // "shards/device-{id}.csv" with {id} replaced by the agent index.
 std::string ShardPath(const std::string& pattern, uint32_t agent);

@@ -17,7 +17,7 @@
 
 namespace fedrt::problems {
 
-enum class FedLoss { kLeastSquares, kLogistic };
+enum class FedLoss { kLeastSquares, kLogistic, kSoftmax };
 
 struct FedDataConfig {
   int agents = 10;              // N
@@ -32,12 +32,16 @@ struct FedDataConfig {
 
 struct FedDataset {
   FedLoss loss = FedLoss::kLeastSquares;
-  int dim = 0;
-  std::vector<MatrixRM> x;             // X_c, n_c x d
-  std::vector<Eigen::VectorXd> y;      // y_c (labels in {-1, +1} for logistic)
+  int dim = 0;                         // features p (the columns of X_c)
+  int classes = 0;                     // softmax: K
+  bool intercept = false;              // softmax: z = (a, 1)
+  std::vector<MatrixRM> x;             // X_c, n_c x p
+  std::vector<Eigen::VectorXd> y;      // y_c (labels in {-1, +1} for logistic, 0..K-1 for softmax)
   std::optional<Eigen::VectorXd> theta_true;  // the generating parameter (synthetic data only)
   std::string source;                  // "synthetic" or the path
   int agents() const { return static_cast<int>(x.size()); }
+  // d of the model x: K (p + intercept) for softmax, p otherwise.
+  int model_dim() const { return loss == FedLoss::kSoftmax ? classes * (dim + (intercept ? 1 : 0)) : dim; }
   long total_samples() const;
 };
 
@@ -61,6 +65,8 @@ struct ShardFiles {
   std::string train;           // pattern with {id}
   std::string label = "label"; // label column (CSV)
   uint32_t agents = 0;
+  uint32_t classes = 0;        // softmax: labels are 0..classes-1
+  bool intercept = false;      // softmax
 };
 data::LabelKind LabelKindOf(FedLoss loss);
 // Appends one agent's shard (its dimension must match the others').
@@ -77,8 +83,15 @@ Result<LsaSystem> LeastSquaresSystem(const FedDataset& data);
 void LogisticLocal(const FedDataset& data, int agent, double l2, const Eigen::VectorXd& x, double* value,
                    Eigen::VectorXd* grad, Eigen::MatrixXd* hess);
 
+// Softmax regression's f_c(x) = (1/n_c) sum_j [logsumexp(W z_j) - w_{y_j}^T z_j] + (l2/2)||x||^2
+// (x class-major, fedrt/problems/softmax.h), its gradient and Hessian
+// H_{kl} = (1/n_c) sum_j p_jk ([k = l] - p_jl) z_j z_j^T + l2 [k = l] I.
+void SoftmaxLocal(const FedDataset& data, int agent, double l2, const Eigen::VectorXd& x, double* value,
+                  Eigen::VectorXd* grad, Eigen::MatrixXd* hess);
+
 // x_star of (1/N) sum_c f_c: normal equations for least squares, damped Newton
-// to machine precision (a full step below 1e-15 (1 + ||x||)) for logistic.
+// to machine precision (a full step below 1e-15 (1 + ||x||), or a gradient
+// below 1e-14 (1 + ||x||)) for logistic and softmax.
 Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2);
 
 }  // namespace fedrt::problems

@@ -75,6 +75,7 @@ class Instance {
   std::vector<ExpectedLsaOracle<double>> expected_oracles_;
   std::vector<LeastSquaresOracle<double>> lsq_oracles_;
   std::vector<LogisticOracle<double>> logistic_oracles_;
+  std::vector<SoftmaxOracle<double>> softmax_oracles_;
   std::vector<GmmOracle<double>> gmm_oracles_;
   std::vector<protocol::LocalProblem<double>> locals_;
   std::vector<double> initial_;

@@ -79,7 +79,9 @@ class ClientSession {
   }
   // The same for algorithm `a` alone.
   static const char* RefusalFor(const config::Task& task, uint32_t a, const LocalProblem<S>& problem, size_t capacity) {
-    if (task.problem.dim == 0 || task.problem.dim > config::kMaxDim) return "the model dimension exceeds this device's wire limit";
+    // The Linux profile's bound; a firmware image refuses tasks beyond its own
+    // frames (fw/client.cc) and its codec never decodes d > kMaxDim.
+    if (task.problem.dim == 0 || task.problem.dim > config::kMaxLinuxDim) return "the model dimension exceeds this device's wire limit";
     if (!Has(kFamilies, config::FamilyOf(task.algorithms[a].kind)))
       return "this device build does not include the task's algorithm family";
     if (config::FamilyOf(task.algorithms[a].kind) != config::FamilyOf(task.problem.kind))

@@ -160,6 +160,7 @@ class ClientWork {
             examples_ = static_cast<uint64_t>(local_steps) * (batch_ > 0 ? batch_ : Samples(p));
           }
           if (kind_ == config::ProblemKind::kLogistic) opt_[k].run_local_steps(*p.logistic, rng);
+          else if (kind_ == config::ProblemKind::kSoftmax) opt_[k].run_local_steps(*p.softmax, rng);
           else opt_[k].run_local_steps(*p.least_squares, rng);
           if (report_loss_ && k == 0) loss_after_ = Loss(p, opt_[0].local_iterate());
           value[k] = opt_[k].update();
@@ -231,11 +232,13 @@ class ClientWork {
  private:
   double Loss(const LocalProblem<S>& p, const S* x) const {
     if (kind_ == config::ProblemKind::kLogistic) return static_cast<double>(p.logistic->loss(x));
+    if (kind_ == config::ProblemKind::kSoftmax) return static_cast<double>(p.softmax->loss(x));
     if (kind_ == config::ProblemKind::kLeastSquares) return static_cast<double>(p.least_squares->loss(x));
     return kNaN;
   }
   uint64_t Samples(const LocalProblem<S>& p) const {
     if (kind_ == config::ProblemKind::kLogistic) return p.logistic->samples();
+    if (kind_ == config::ProblemKind::kSoftmax) return p.softmax->samples();
     if (kind_ == config::ProblemKind::kLeastSquares) return p.least_squares->samples();
     return 0;
   }

@@ -9,6 +9,7 @@
 #include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/problems/logistic.h"
+#include "fedrt/problems/softmax.h"
 #include "fedrt/problems/td_oracle.h"
 
 namespace fedrt::protocol {
@@ -31,6 +32,7 @@ struct LocalProblem {
   const problems::ExpectedLsaOracle<S>* expected = nullptr;   // garnet, file with noise_free
   const problems::LeastSquaresOracle<S>* least_squares = nullptr;
   const problems::LogisticOracle<S>* logistic = nullptr;
+  const problems::SoftmaxOracle<S>* softmax = nullptr;
   const problems::GmmOracle<S>* gmm = nullptr;
 };
 
@@ -48,6 +50,10 @@ const char* MissingOracle(const config::ProblemSpec& spec, const LocalProblem<S>
       return problem.least_squares == nullptr ? "no least-squares data for this task" : nullptr;
     case config::ProblemKind::kLogistic:
       return problem.logistic == nullptr ? "no logistic-regression data for this task" : nullptr;
+    case config::ProblemKind::kSoftmax:
+      if (problem.softmax == nullptr) return "no softmax-regression data for this task";
+      return problem.softmax->dim() == static_cast<int>(spec.dim) ? nullptr
+                                                                  : "the softmax data's classes and features do not give the task's dimension";
     case config::ProblemKind::kGmm:
       return problem.gmm == nullptr ? "no Gaussian-mixture data for this task" : nullptr;
   }

@@ -4,8 +4,8 @@
 // devices' shard reader, then scored at every round's model:
 //   test_loss(x) = (1/n) sum_j l(x; a_j, y_j) + (l2/2)||x||^2 (the model's f),
 //   test_accuracy(x) = fraction of examples whose predicted class is y_j
-// (binary logistic: sign(a_j^T x); least squares has no accuracy: NaN).
-// Host code.
+// (binary logistic: sign(a_j^T x); softmax: argmax_k w_k^T z_j; least
+// squares has no accuracy: NaN). Host code.
 
 #include <string>
 
@@ -21,6 +21,10 @@ struct TestScore {
   double loss = 0.0;
   double accuracy = 0.0;
 };
+
+// test_loss and test_accuracy of model `x` on agent `agent`'s examples of
+// `data` (the held-out set, or the union's model on any shard).
+TestScore ScoreModel(const problems::FedDataset& data, int agent, double l2, const double* x);
 
 class HeldOutSet {
  public:

@@ -29,7 +29,7 @@ class FrameDecoder {
   void feed(const uint8_t* data, size_t n);
   // Pops the next complete frame body into `body`: 1 when a frame was
   // produced, 0 when more bytes are needed, -1 on a length above
-  // kMaxFrameBytes (the stream is then unusable; `error` says why).
+  // kMaxLinuxFrameBytes (the stream is then unusable; `error` says why).
   int next(std::string& body, WireError& error);
   size_t buffered() const { return buf_.size() - pos_; }
 
