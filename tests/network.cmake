@@ -34,3 +34,16 @@ gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}
 # Tests of the wire module (runtime/wire, runtime/include/fedrt/wire): frames,
 # codec round trips and rejections, and the nanopb bounds against config/limits.h.
 include(${CMAKE_CURRENT_LIST_DIR}/wire.cmake)
+
+# fedrt::Device (the C++ device API) against a real coordinator on loopback.
+add_executable(fedrt_device_api_tests net/device_api_test.cc)
+target_link_libraries(fedrt_device_api_tests PRIVATE fedrt_net fedrt_sim GTest::gtest_main)
+target_compile_definitions(fedrt_device_api_tests PRIVATE
+  FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
+  FEDRT_TEST_BIN_DIR="$<TARGET_FILE_DIR:fedrt-test-device>"
+  FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp")
+add_dependencies(fedrt_device_api_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim)
+gtest_discover_tests(fedrt_device_api_tests TEST_FILTER "DeviceApiTest.BadConfig*"
+  PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+gtest_discover_tests(fedrt_device_api_tests TEST_FILTER "-DeviceApiTest.BadConfig*"
+  PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)

@@ -163,24 +163,32 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, u
   const config::ProblemSpec& spec = task.problem;
   if (!spec.own_data || config::FamilyOf(spec.kind) != config::Family::kOpt)
     return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic task");
-  if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
   const FedLoss loss = spec.kind == config::ProblemKind::kLeastSquares ? FedLoss::kLeastSquares : FedLoss::kLogistic;
   auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, LabelKindOf(loss));
   if (!s.ok()) return s.status();
-  if (s->dim != spec.dim)
+  return BuildOwn(task, agent, *s);
+}
+
+Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const data::Shard& s) {
+  const config::ProblemSpec& spec = task.problem;
+  if (!spec.own_data || config::FamilyOf(spec.kind) != config::Family::kOpt)
+    return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic task");
+  if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
+  const FedLoss loss = spec.kind == config::ProblemKind::kLeastSquares ? FedLoss::kLeastSquares : FedLoss::kLogistic;
+  if (s.dim != spec.dim)
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("{}: {} features, but the task's model has d = {}", shard, s->dim, spec.dim));
+                  fmt::format("{}: {} features, but the task's model has d = {}", s.path, s.dim, spec.dim));
   std::unique_ptr<Instance> inst(new Instance());
   inst->problem_ = spec;
   FedDataset fed;
   fed.loss = loss;
   fed.dim = static_cast<int>(spec.dim);
-  fed.source = shard;
+  fed.source = s.path;
   fed.x.resize(spec.agents);
   fed.y.resize(spec.agents);
   FedDataset own;
   own.dim = fed.dim;
-  FEDRT_TRY(AppendShard(own, *s));
+  FEDRT_TRY(AppendShard(own, s));
   fed.x[agent] = std::move(own.x[0]);
   fed.y[agent] = std::move(own.y[0]);
   inst->fed_ = std::move(fed);

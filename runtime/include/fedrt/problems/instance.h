@@ -17,6 +17,7 @@
 
 #include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
+#include "fedrt/data/shard.h"
 #include "fedrt/problems/fed_data.h"
 #include "fedrt/problems/gmm_data.h"
 #include "fedrt/problems/td_problem.h"
@@ -41,6 +42,8 @@ class Instance {
   // A device's instance of an own-data task (problem().own_data): only
   // `agent`'s shard, read from `shard`; local(agent) is its oracle.
   static Result<std::unique_ptr<Instance>> BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard);
+  // The same from a shard already in memory (a caller's data source).
+  static Result<std::unique_ptr<Instance>> BuildOwn(const config::Task& task, uint32_t agent, const data::Shard& shard);
 
   const config::ProblemSpec& problem() const { return problem_; }
   uint32_t agents() const { return problem_.agents; }
