@@ -47,3 +47,11 @@ gtest_discover_tests(fedrt_device_api_tests TEST_FILTER "DeviceApiTest.BadConfig
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(fedrt_device_api_tests TEST_FILTER "-DeviceApiTest.BadConfig*"
   PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+
+# The user-model example (examples/user-model): six fedrt::Device objects in
+# one process train a two-layer network over TLS; its training loss must fall
+# below half its first value, block of 5 rounds by block (run.sh --check).
+add_test(NAME example_user_model_loss_falls
+  COMMAND ${PROJECT_SOURCE_DIR}/examples/user-model/run.sh --bin $<TARGET_FILE_DIR:fedrt-coordinator>
+          --out ${CMAKE_CURRENT_BINARY_DIR}/example_user_model --check)
+set_tests_properties(example_user_model_loss_falls PROPERTIES LABELS integration TIMEOUT 180)

@@ -4,7 +4,9 @@
 // run and the device resumes afterwards, a bad config is refused naming the
 // field, and a fleet mixing in-process Devices (a shard file, a caller's
 // data source) with fedrt-device processes gives the simulator's iterates
-// bit for bit.
+// bit for bit. A user-defined model (fedrt/user_model.h, here through its C
+// function pointer) trains on the Devices that bring it; fedrt-device and a
+// Device with a model of the wrong size refuse the task with the reason.
 #include <atomic>
 #include <cmath>
 #include <mutex>
@@ -12,6 +14,7 @@
 
 #include "fedrt/data/shard.h"
 #include "fedrt/device.h"
+#include "fedrt/user_model.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
@@ -192,6 +195,101 @@ TEST_F(DeviceApiTest, StopFromAnotherThreadEndsTheRunAndTheDeviceResumes) {
   (*d)->stop();
   auto none = (*d)->run_one_round();
   EXPECT_EQ(none.status().code(), StatusCode::kCancelled);
+}
+
+// Logistic regression with an intercept as a user model over flat arrays:
+// L(w) = mean_j log(1 + exp(-s_j (w_0..2 . x_j + w_3))), s_j = 2 y_j - 1.
+double LinearLogistic(void*, const double* w, uint32_t dim, const fedrt_batch* b, double* g) {
+  for (uint32_t k = 0; k < dim; ++k) g[k] = 0;
+  double loss = 0;
+  for (uint32_t j = 0; j < b->count; ++j) {
+    const double* x = b->x + j * b->features;
+    const double s = 2 * b->y[j] - 1;
+    double z = w[3];
+    for (uint32_t k = 0; k < 3; ++k) z += w[k] * x[k];
+    const double m = -s * z;
+    loss += m > 0 ? m + std::log1p(std::exp(-m)) : std::log1p(std::exp(m));
+    const double coef = -s / (1 + std::exp(-m)) / b->count;  // d/dz, averaged
+    for (uint32_t k = 0; k < 3; ++k) g[k] += coef * x[k];
+    g[3] += coef;
+  }
+  return loss / b->count;
+}
+
+TEST_F(DeviceApiTest, AUserModelTrainsOnDevicesThatBringItAndOthersRefuse) {
+  constexpr int kAgents = 4, kRounds = 6;
+  const fs::path shards = WriteShards(kAgents);
+  const auto cfg = WriteExperiment(
+      "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n[model]\nkind = \"user\"\ndim = 4\n"
+      "[algorithm]\nnames = [\"fedavg\", \"scaffold-rr\"]\nstep = 0.3\nlocal_steps = 10\nbatch = 4\n[run]\nrounds = " +
+      std::to_string(kRounds) + "\nseed = 5\n[network]\ndeadline_ms = 30000\nquorum = 0.5\nstart_timeout_ms = 60000\n");
+  Provision(dir_ / "keys", kAgents);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  // Device 0: fedrt-device has no code for the model.
+  const pid_t plain = StartDevice(0, port, {"--data", (shards / "device-0.csv").string()});
+  fedrt::UserModel model;
+  model.dim = 4;
+  model.features = 3;
+  model.c_loss_and_grad = &LinearLogistic;
+  fedrt::UserModel wrong = model;
+  wrong.dim = 3;
+  std::vector<std::unique_ptr<Device>> devices;
+  for (int i = 1; i < kAgents; ++i) {
+    DeviceConfig c = Config(i, port);
+    c.data = (shards / ("device-" + std::to_string(i) + ".csv")).string();
+    c.model = i == 2 ? &wrong : &model;
+    auto d = Device::Create(c);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    devices.push_back(d.take());
+  }
+  std::vector<std::vector<RoundReport>> reports(devices.size());
+  std::vector<Status> status(devices.size(), Status::Ok());
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    devices[k]->on_progress([&reports, k](const RoundReport& r) { reports[k].push_back(r); });
+    threads.emplace_back([&, k] { status[k] = devices[k]->run(); });
+  }
+  const int co_exit = Wait(co, 120000);
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(co_exit, 0) << ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Wait(plain, 10000), 2);
+  EXPECT_NE(ReadFile(dir_ / "dev0000.log").find("only a program built on fedrt::Device with the model can train it"),
+            std::string::npos)
+      << ReadFile(dir_ / "dev0000.log");
+  EXPECT_EQ(status[1].code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(status[1].message()).find("the user model has 3 parameters, the task's model.dim is 4"),
+            std::string::npos)
+      << status[1].message();
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("start devices=2 of 4 refused=2"), std::string::npos) << log;
+  for (size_t k : {size_t{0}, size_t{2}}) {
+    EXPECT_TRUE(status[k].ok()) << status[k].message();
+    ASSERT_EQ(reports[k].size(), 2u * kRounds) << k;  // every round of both algorithms
+    for (const RoundReport& r : reports[k]) ExpectWork(r);
+    EXPECT_LT(reports[k][0].loss_after, reports[k][0].loss_before);
+    EXPECT_LT(reports[k][kRounds - 1].loss_before, reports[k][0].loss_before);  // the global model improved on f_c
+  }
+  // No error metric on the coordinator; train_loss from the devices' reports.
+  std::istringstream m(ReadFile(dir_ / "out" / "metrics.csv"));
+  std::string line;
+  std::getline(m, line);
+  EXPECT_EQ(line, "algorithm,run,round,error,agents,bits_up,bits_down,train_loss,local_loss");
+  double first = 0, last = 0;
+  int rows = 0;
+  while (std::getline(m, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    ASSERT_EQ(f.size(), 9u) << line;
+    EXPECT_EQ(f[3], "nan") << line;
+    if (f[0] != "fedavg" || f[2] == "0") continue;
+    last = std::stod(f[7]);
+    if (++rows == 1) first = last;
+  }
+  EXPECT_EQ(rows, kRounds);
+  EXPECT_LT(last, first);
 }
 
 TEST_F(DeviceApiTest, BadConfigIsRefusedNamingTheField) {

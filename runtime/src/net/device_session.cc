@@ -8,6 +8,7 @@
 #include "fedrt/config/fingerprint.h"
 #include "fedrt/config/names.h"
 #include "fedrt/data/shard.h"
+#include "fedrt/user_model.h"
 
 namespace fedrt::net {
 
@@ -116,8 +117,21 @@ Status DeviceSession::build_instance(const config::Task& task, uint32_t index, s
     *refusal = "the task's problem is read from files: start the device with --data";
     return Status::Ok();
   }
+  if (task.problem.kind == config::ProblemKind::kUser && opt_.model == nullptr) {
+    *refusal = "a user-defined model ([model] kind = \"user\"): only a program built on fedrt::Device with the model "
+               "can train it";
+    return Status::Ok();
+  }
   auto build = [&]() -> Result<std::unique_ptr<problems::Instance>> {
     if (!task.problem.own_data) return problems::Instance::Build(task, opt_.data);
+    if (task.problem.kind == config::ProblemKind::kUser) {
+      auto shard = opt_.source != nullptr
+                       ? data::ReadSource(*opt_.source, data::LabelKind::kReal, "data source")
+                       : data::ReadShard(static_cast<data::ShardFormat>(task.problem.data_format), opt_.own_data,
+                                         task.problem.label, data::LabelKind::kReal);
+      if (!shard.ok()) return shard.status();
+      return problems::Instance::BuildOwnUser(task, index, shard.take(), *opt_.model);
+    }
     if (opt_.source == nullptr) return problems::Instance::BuildOwn(task, index, opt_.own_data);
     auto shard = data::ReadSource(*opt_.source, LabelKindFor(task.problem), "data source");
     if (!shard.ok()) return shard.status();

@@ -44,6 +44,8 @@ struct DataSettings {
   std::string test;                  // held-out file, scored at every round's model (optional)
   std::string label = "label";       // CSV label column
   std::string model;                 // [model] kind, as written
+  long user_dim = 0;                 // [model] kind = "user": dim, the parameter count d
+  std::vector<double> user_init;     // and init, x_0 (empty: zeros)
   bool own() const { return format != "generated"; }
 };
 

@@ -33,6 +33,7 @@ inline const char* ProblemKindName(ProblemKind k) {
     case ProblemKind::kLeastSquares: return "lsq";
     case ProblemKind::kLogistic: return "logistic";
     case ProblemKind::kGmm: return "gmm";
+    case ProblemKind::kUser: return "user";
   }
   return "?";
 }

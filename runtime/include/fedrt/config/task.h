@@ -27,6 +27,7 @@ enum class ProblemKind : uint8_t {
   kLeastSquares = 2,
   kLogistic = 3,  // L2-regularised binary logistic regression
   kGmm = 4,       // Gaussian mixture (EM)
+  kUser = 5,      // a user-defined model (fedrt/user_model.h): each device brings its loss and gradient
 };
 
 enum class AlgorithmKind : uint8_t {

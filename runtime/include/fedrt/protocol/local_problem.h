@@ -10,6 +10,7 @@
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/problems/logistic.h"
 #include "fedrt/problems/td_oracle.h"
+#include "fedrt/problems/user_oracle.h"
 
 namespace fedrt::protocol {
 
@@ -32,6 +33,7 @@ struct LocalProblem {
   const problems::LeastSquaresOracle<S>* least_squares = nullptr;
   const problems::LogisticOracle<S>* logistic = nullptr;
   const problems::GmmOracle<S>* gmm = nullptr;
+  const problems::UserModelOracle<S>* user = nullptr;  // the program's own model (fedrt::Device)
 };
 
 // Why `problem` cannot serve `spec` (nullptr: it can).
@@ -50,6 +52,9 @@ const char* MissingOracle(const config::ProblemSpec& spec, const LocalProblem<S>
       return problem.logistic == nullptr ? "no logistic-regression data for this task" : nullptr;
     case config::ProblemKind::kGmm:
       return problem.gmm == nullptr ? "no Gaussian-mixture data for this task" : nullptr;
+    case config::ProblemKind::kUser:
+      return problem.user == nullptr ? "no user-defined model on this device (it needs a program built on fedrt::Device)"
+                                     : nullptr;
   }
   return "unknown problem kind";
 }
