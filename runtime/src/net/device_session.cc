@@ -122,6 +122,10 @@ Status DeviceSession::build_instance(const config::Task& task, uint32_t index, s
                "can train it";
     return Status::Ok();
   }
+  if (task.problem.own_data && opt_.source != nullptr && config::FamilyOf(task.problem.kind) == config::Family::kLsa) {
+    *refusal = "TD(0) transitions are read from a shard file (data), not from a data source";
+    return Status::Ok();
+  }
   auto build = [&]() -> Result<std::unique_ptr<problems::Instance>> {
     if (!task.problem.own_data) return problems::Instance::Build(task, opt_.data);
     if (task.problem.kind == config::ProblemKind::kUser) {
