@@ -5,7 +5,8 @@
 // field, and a fleet mixing in-process Devices (a shard file, a caller's
 // data source) with fedrt-device processes gives the simulator's iterates
 // bit for bit. A user-defined model (fedrt/user_model.h, here through its C
-// function pointer) trains on the Devices that bring it; fedrt-device and a
+// function pointer, with a compressed uplink) trains on the Devices that
+// bring it (a shard file, a data source); fedrt-device and a
 // Device with a model of the wrong size refuse the task with the reason.
 #include <atomic>
 #include <cmath>
@@ -221,7 +222,8 @@ TEST_F(DeviceApiTest, AUserModelTrainsOnDevicesThatBringItAndOthersRefuse) {
   const fs::path shards = WriteShards(kAgents);
   const auto cfg = WriteExperiment(
       "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n[model]\nkind = \"user\"\ndim = 4\n"
-      "[algorithm]\nnames = [\"fedavg\", \"scaffold-rr\"]\nstep = 0.3\nlocal_steps = 10\nbatch = 4\n[run]\nrounds = " +
+      "[algorithm]\nnames = [\"fedavg\", \"scaffold-rr\"]\nstep = 0.3\nlocal_steps = 10\nbatch = 4\n"
+      "[compression]\nquantizer = \"dither\"\nlevels = 8\n[run]\nrounds = " +
       std::to_string(kRounds) + "\nseed = 5\n[network]\ndeadline_ms = 30000\nquorum = 0.5\nstart_timeout_ms = 60000\n");
   Provision(dir_ / "keys", kAgents);
   const pid_t co = StartCoordinator(cfg, 0, {});
@@ -235,10 +237,15 @@ TEST_F(DeviceApiTest, AUserModelTrainsOnDevicesThatBringItAndOthersRefuse) {
   model.c_loss_and_grad = &LinearLogistic;
   fedrt::UserModel wrong = model;
   wrong.dim = 3;
+  // Device 3 gives its examples as a data source (labels as in the file).
+  auto shard3 = data::ReadCsvShard((shards / "device-3.csv").string(), "label", data::LabelKind::kReal);
+  ASSERT_TRUE(shard3.ok()) << shard3.status().message();
+  data::ArraySource source3 = shard3->source();
   std::vector<std::unique_ptr<Device>> devices;
   for (int i = 1; i < kAgents; ++i) {
     DeviceConfig c = Config(i, port);
-    c.data = (shards / ("device-" + std::to_string(i) + ".csv")).string();
+    if (i == 3) c.source = &source3;
+    else c.data = (shards / ("device-" + std::to_string(i) + ".csv")).string();
     c.model = i == 2 ? &wrong : &model;
     auto d = Device::Create(c);
     ASSERT_TRUE(d.ok()) << d.status().message();
