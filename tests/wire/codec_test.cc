@@ -89,6 +89,22 @@ TEST(WireCodec, TaskRoundTripsFieldForField) {
   EXPECT_EQ(u.runs, 2u);
 }
 
+// A user-model task (docs/user-models.md) travels as kind 5 with its d.
+TEST(WireCodec, AUserModelTaskRoundTrips) {
+  config::Task t = SampleTask();
+  t.problem.kind = config::ProblemKind::kUser;
+  t.problem.dim = 33;
+  t.problem.own_data = true;
+  Task w;
+  EncodeTask(t, &w);
+  EXPECT_EQ(w.problem().kind(), 5u);
+  config::Task u;
+  ASSERT_TRUE(DecodeTask(w, u).ok());
+  EXPECT_EQ(u.problem.kind, config::ProblemKind::kUser);
+  EXPECT_EQ(u.problem.dim, 33u);
+  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
+}
+
 TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
   auto refused = [](auto mutate, const char* why) {
     Task w;
