@@ -55,3 +55,10 @@ add_test(NAME example_user_model_loss_falls
   COMMAND ${PROJECT_SOURCE_DIR}/examples/user-model/run.sh --bin $<TARGET_FILE_DIR:fedrt-coordinator>
           --out ${CMAKE_CURRENT_BINARY_DIR}/example_user_model --check)
 set_tests_properties(example_user_model_loss_falls PROPERTIES LABELS integration TIMEOUT 180)
+
+# fedrt/user_model.h must stay a C99 header: a C model against its typedef,
+# compiled as strict C99 with every build of the tests.
+add_library(fedrt_user_model_c99_check OBJECT device/user_model_c99.c)
+target_include_directories(fedrt_user_model_c99_check PRIVATE ${PROJECT_SOURCE_DIR}/runtime/include)
+set_target_properties(fedrt_user_model_c99_check PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+target_compile_options(fedrt_user_model_c99_check PRIVATE -Wall -Wextra -pedantic -Werror)
