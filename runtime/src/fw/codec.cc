@@ -62,7 +62,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   auto bad = [](const char* m) { return Status::InvalidArgument(m); };
   t = config::Task{};
   const fedrt_wire_ProblemSpec& wp = in.problem;
-  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kSoftmax)) return bad("task: unknown problem kind");
+  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kUser)) return bad("task: unknown problem kind");
   config::ProblemSpec& p = t.problem;
   p.kind = static_cast<config::ProblemKind>(wp.kind);
   p.agents = wp.agents;
