@@ -33,8 +33,6 @@ constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope this
 constexpr size_t kBodyOffset = 8;                        // frame header at 4, body 8-aligned
 static_assert(kMaxFrame + kBodyOffset >= Inbound::kScratchBytes, "frame buffer too small for the SecAgg+ tables");
 
-enum class SessionEnd { kShutdown, kRetry, kFatal };
-
 // Why this image's frames cannot carry `task` (nullptr: they can).
 const char* WireRefusal(const config::Task& t) {
   for (uint32_t a = 0; a < t.num_algorithms; ++a) {
@@ -55,6 +53,8 @@ const char* WireRefusal(const config::Task& t) {
 }  // namespace
 
 struct FwClient::Impl {
+  enum class State { kStart, kHandshake, kRead, kWrite, kSamples, kRetry, kDrain, kDone, kError };
+
   ClientOptions opt;
   ClientStats stats;
   TlsLink tls;
@@ -64,7 +64,8 @@ struct FwClient::Impl {
   Inbound inbound;
   alignas(Arena) uint8_t arena_mem[sizeof(Arena)];
   Arena* arena = nullptr;
-  size_t data_mark = 0;  // workspace bytes of the local oracle
+  size_t store_mark = 0;  // workspace bytes of the sample store
+  size_t data_mark = 0;   // ... and of the local oracle
   bool has_task = false;
   config::Task task{};
   uint64_t task_print = 0;
@@ -75,16 +76,43 @@ struct FwClient::Impl {
   Session* session = nullptr;
   bool welcomed = false;  // in this TLS session
   bool refused = false;
+  bool shutdown = false;
+  bool out_pending = false;   // a frame is queued in `frame`
+  bool need_samples = false;  // the Welcome in `env` waits for feed_done()
   Status fatal;
+  // The poll() state machine.
+  State state = State::kStart;
+  uint32_t failed = 0;           // consecutive sessions without a Welcome
+  uint32_t sessions_before = 0;  // stats.sessions when the current session started
+  uint32_t backoff_ms = 0;       // reconnect backoff
+  uint32_t wait_from = 0;        // kRetry: start of the backoff; kDrain: start of draining
+  // Own samples fed or pulled into the store (rows x dim, row-major), float32.
+  float* store_x = nullptr;
+  float* store_y = nullptr;
+  uint32_t store_rows = 0;  // stored
+  uint32_t store_dim = 0;   // features per stored example (the first feed's)
+  bool store_sealed = false;
+  char why[128] = {};  // a formatted refusal or feed error (Status keeps the pointer)
+
+  const char* format(const LogLine& l) {
+    const size_t n = std::strlen(l.c_str());
+    const size_t k = n < sizeof why - 1 ? n : sizeof why - 1;
+    std::memcpy(why, l.c_str(), k);
+    why[k] = '\0';
+    return why;
+  }
 
   void log(const LogLine& l) { tls.log(l.c_str()); }
   static int Entropy(void* ctx, uint64_t, uint32_t, uint8_t* out, size_t n) {
     return static_cast<Impl*>(ctx)->tls.random(out, n);
   }
+  // Encodes env into the frame buffer and queues it; poll() writes it.
   Status send() {
     pb_ostream_t s = pb_ostream_from_buffer(frame + kBodyOffset, kMaxFrame);
     if (!pb_encode(&s, fedrt_wire_Envelope_fields, &env)) return Status::Internal("encoding a message failed");
-    return tls.send_frame(frame + kBodyOffset, s.bytes_written);
+    tls.begin_frame(frame + kBodyOffset, s.bytes_written);
+    out_pending = true;
+    return Status::Ok();
   }
   void drop_session() {
     if (session != nullptr) session->~Session();
@@ -93,16 +121,15 @@ struct FwClient::Impl {
   Status send_hello();
   Status reply(const char* refusal);
   Status on_welcome(const fedrt_wire_Welcome& w);
+  Status accept(const fedrt_wire_Welcome& w);
+  const char* own_samples(const config::Task& t, const float** x, const float** y, uint32_t* rows);
   Status ensure_session(const protocol::RoundId& id);
   Status send_output(const protocol::ClientOutput& out);
   Status on_round_message();
-  Status handle(bool& shutdown);
-  SessionEnd run_session();
+  Status handle();
+  void on_frame(size_t len);
+  Poll step(bool& again);
 };
-
-namespace {
-FwClient::Impl g_impl;
-}  // namespace
 
 Status FwClient::Impl::send_hello() {
   std::memset(static_cast<void*>(&env), 0, sizeof env);
@@ -110,7 +137,7 @@ Status FwClient::Impl::send_hello() {
   fedrt_wire_Hello& h = env.body.hello;
   h.protocol_version = kProtocolVersion;
   std::strncpy(h.device_id, opt.identity.device_id, sizeof h.device_id - 1);
-  h.provisioned_problem = opt.problem.problem_fingerprint;
+  h.provisioned_problem = opt.problem.table != nullptr ? opt.problem.problem_fingerprint : 0;
   protocol::RoundId pending;
   if (session != nullptr && session->pending(&pending)) {
     h.has_pending = true;
@@ -142,14 +169,34 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
   config::Task t;
   Status st = DecodeTask(w.task, t);
   if (!st.ok()) return reply(st.message());
+  if (t.problem.own_data) {
+    const float *x = nullptr, *y = nullptr;
+    uint32_t rows = 0;
+    const char* why = own_samples(t, &x, &y, &rows);
+    if (need_samples) return Status::Ok();  // poll() asks for samples, then comes back here
+    if (why != nullptr) return reply(why);
+    const uint64_t print = config::TaskFingerprint(t);
+    if (!has_task || print != task_print || w.device_index != index) {
+      drop_session();
+      has_task = false;
+      task = t;
+      task_print = print;
+      index = w.device_index;
+      arena->release_to(store_mark);
+      st = data.build_own(x, y, rows, task, *arena, local);
+      if (!st.ok()) return reply(st.message());
+      data_mark = arena->used();
+      has_task = true;
+    }
+    return accept(w);
+  }
+  if (opt.problem.table == nullptr) return reply("this device holds no provisioned problem image: it takes tasks on its own data only");
   if (w.device_index != opt.problem.agent_index) {
     LogLine l;
     l.add("provisioned for agent ").add_u(opt.problem.agent_index).add(", assigned ").add_u(w.device_index);
     log(l);
     return reply("the device's data was provisioned for another agent index");
   }
-  if (t.problem.own_data)
-    return reply("tasks on the devices' own data ([data] shards) are not in this firmware yet: its data is a provisioned image");
   if (config::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)
     return reply("the provisioned data is of another problem than the task's");
   const uint64_t print = config::TaskFingerprint(t);
@@ -159,12 +206,17 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
     task = t;
     task_print = print;
     index = w.device_index;
-    arena->release_to(0);
+    arena->release_to(store_mark);
     st = data.build(opt.problem, task, *arena, local);
     if (!st.ok()) return reply(st.message());
     data_mark = arena->used();
     has_task = true;
   }
+  return accept(w);
+}
+
+// The task's oracle is built: accept it in TaskReply if this build, memory and frames can run it.
+Status FwClient::Impl::accept(const fedrt_wire_Welcome& w) {
   const size_t left = arena->capacity() - data_mark;
   welcomed = true;
   const char* why = Session::Refusal(task, local, left);
@@ -176,6 +228,74 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
   for (uint32_t a = 0; a < task.num_algorithms; ++a) l.add(a ? "," : "").add(config::AlgorithmName(task.algorithms[a]));
   log(l);
   return reply(nullptr);
+}
+
+namespace {
+bool Finite(float v) { return v - v == 0.0f; }
+}  // namespace
+
+// Where an own-data task's examples are (x, y, rows; nullptr) or why this
+// device cannot give them; need_samples when they are still to be fed. Binary
+// labels 0/1 become -1/+1 in the store, as the shard readers store them.
+const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, const float** y, uint32_t* rows) {
+  need_samples = false;
+  const SampleOptions& so = opt.samples;
+  const config::ProblemKind kind = t.problem.kind;
+  if (kind != config::ProblemKind::kLeastSquares && kind != config::ProblemKind::kLogistic)
+    return "own-data tasks of this model are not in this firmware (least squares and binary logistic regression only)";
+  if (!protocol::Has(kFamilies, config::Family::kOpt)) return "this device build does not include the task's algorithm family";
+  const bool binary = kind == config::ProblemKind::kLogistic;
+  const uint32_t d = t.problem.dim;
+  if (so.x != nullptr) {  // in place: validated, never written
+    if (so.dim != d)
+      return format(LogLine().add("the device's samples have ").add_u(so.dim).add(" features, the task's model d = ").add_u(d));
+    for (uint32_t i = 0; i < so.rows; ++i)
+      if (binary ? (so.y[i] != 1.0f && so.y[i] != -1.0f) : !Finite(so.y[i]))
+        return format(LogLine().add("example ").add_u(i).add(binary ? ": label is not -1/+1 (binary logistic regression; a shard in place must store -1/+1)" : ": label is not a finite number"));
+    *x = so.x;
+    *y = so.y;
+    *rows = so.rows;
+    return so.rows == 0 ? "the device holds no examples" : nullptr;
+  }
+  if (!store_sealed && so.pull != nullptr) {
+    if (d > so.store_dim)
+      return format(LogLine().add("the task's model d = ").add_u(d).add(" exceeds this device's sample store (").add_u(so.store_dim).add(" features)"));
+    store_dim = d;
+    store_rows = 0;
+    for (;;) {
+      const bool full = store_rows == so.store_rows;
+      float* xi = full ? nullptr : store_x + static_cast<size_t>(store_rows) * d;
+      const int r = so.pull(so.pull_ctx, store_rows, xi, d, full ? nullptr : store_y + store_rows);
+      if (r == 0) break;
+      if (r < 0) return format(LogLine().add("example ").add_u(store_rows).add(": the sample callback failed"));
+      if (full)
+        return format(LogLine().add("the device holds more examples than its sample store (").add_u(so.store_rows).add(")"));
+      for (uint32_t k = 0; k <= d; ++k)
+        if (!Finite(k < d ? xi[k] : store_y[store_rows]))
+          return format(LogLine().add("example ").add_u(store_rows).add(k < d ? ", feature " : ", label").add(k < d ? "" : "")
+                            .add_u(k < d ? k : 0).add(": not a finite number (NaN and Inf are refused)"));
+      ++store_rows;
+    }
+    store_sealed = true;
+  }
+  if (!store_sealed) {
+    need_samples = true;
+    return nullptr;
+  }
+  if (store_rows == 0) return "the device holds no examples";
+  if (store_dim != d)
+    return format(LogLine().add("the device's samples have ").add_u(store_dim).add(" features, the task's model d = ").add_u(d));
+  if (binary)
+    for (uint32_t i = 0; i < store_rows; ++i) {
+      float& l = store_y[i];
+      if (l == 0.0f) l = -1.0f;
+      if (l != 1.0f && l != -1.0f)
+        return format(LogLine().add("example ").add_u(i).add(": label is not a class of binary logistic regression (0/1 or -1/+1)"));
+    }
+  *x = store_x;
+  *y = store_y;
+  *rows = store_rows;
+  return nullptr;
 }
 
 // The session of (algorithm, run); a new one starts from zero state (the
@@ -267,7 +387,7 @@ Status FwClient::Impl::on_round_message() {
   }
 }
 
-Status FwClient::Impl::handle(bool& shutdown) {
+Status FwClient::Impl::handle() {
   LogLine l;
   switch (env.which_body) {
     case fedrt_wire_Envelope_welcome_tag: return on_welcome(env.body.welcome);
@@ -290,68 +410,297 @@ Status FwClient::Impl::handle(bool& shutdown) {
   }
 }
 
-SessionEnd FwClient::Impl::run_session() {
-  if (!tls.handshake().ok()) return SessionEnd::kRetry;
-  if (!send_hello().ok()) return SessionEnd::kRetry;
-  for (;;) {
-    size_t len = 0;
-    const TlsLink::Frame f = tls.read_frame(frame + kBodyOffset, kMaxFrame, len);
-    if (f == TlsLink::Frame::kEnd) return SessionEnd::kRetry;
-    if (f == TlsLink::Frame::kSkipped) continue;
-    pb_istream_t is = pb_istream_from_buffer(frame + kBodyOffset, len);
-    if (!pb_decode(&is, fedrt_wire_Envelope_fields, &env) || env.which_body == 0) {
-      ++stats.rejected_frames;
-      log(LogLine().add("rejected frame: DATA_LOSS: undecodable message (").add(PB_GET_ERROR(&is)).add("); skipped"));
-      continue;
-    }
-    bool shutdown = false;
-    const Status st = handle(shutdown);
-    if (shutdown) return SessionEnd::kShutdown;
-    if (refused) return SessionEnd::kFatal;
-    if (st.ok()) continue;
-    if (st.code() == StatusCode::kPermissionDenied) {
-      fatal = st;
-      log(LogLine().add("fatal: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
-      return SessionEnd::kFatal;
-    }
-    if (st.code() == StatusCode::kUnavailable) return SessionEnd::kRetry;
+// A decoded-or-not frame of `len` bytes in the buffer: handled, or rejected and logged.
+void FwClient::Impl::on_frame(size_t len) {
+  pb_istream_t is = pb_istream_from_buffer(frame + kBodyOffset, len);
+  if (!pb_decode(&is, fedrt_wire_Envelope_fields, &env) || env.which_body == 0) {
     ++stats.rejected_frames;
-    log(LogLine().add("rejected message: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
+    log(LogLine().add("rejected frame: DATA_LOSS: undecodable message (").add(PB_GET_ERROR(&is)).add("); skipped"));
+    return;
   }
+  const Status st = handle();
+  if (shutdown || refused || need_samples || st.ok()) return;
+  if (st.code() == StatusCode::kPermissionDenied) {
+    fatal = st;
+    log(LogLine().add("fatal: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
+    refused = true;
+    return;
+  }
+  if (st.code() == StatusCode::kUnavailable) {
+    state = State::kRetry;
+    return;
+  }
+  ++stats.rejected_frames;
+  log(LogLine().add("rejected message: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
+}
+
+// One transition of the state machine; again = false when it returns what it needs.
+FwClient::Poll FwClient::Impl::step(bool& again) {
+  constexpr uint32_t kDrainQuietMs = 500;    // a UART silent this long after a failed session is drained
+  constexpr uint32_t kDrainMaxMs = 10000;    // ... or draining stops anyway
+  constexpr uint32_t kBackoffMaxMs = 2000;   // reconnect backoff: 100 ms doubling up to this
+  Poll p;
+  again = true;
+  const auto need_link = [&](uint32_t timeout_ms) {
+    const uint32_t idle = tls.now() - tls.last_rx_ms();
+    p.need = tls.wants_write() ? Need::kWrite : Need::kRead;
+    p.wait_ms = idle >= timeout_ms ? 0 : timeout_ms - idle;
+    again = false;
+    return p;
+  };
+  switch (state) {
+    case State::kStart:
+      sessions_before = stats.sessions;
+      welcomed = false;
+      if (!tls.reset().ok()) {
+        state = State::kRetry;
+        return p;
+      }
+      state = State::kHandshake;
+      return p;
+    case State::kHandshake: {
+      const TlsLink::Io io = tls.handshake_step();
+      if (io == TlsLink::Io::kEnd) {
+        state = State::kRetry;
+      } else if (io == TlsLink::Io::kDone) {
+        if (!send_hello().ok()) state = State::kRetry;
+        else state = State::kWrite;
+      } else if (tls.now() - tls.last_rx_ms() >= opt.handshake_timeout_ms) {
+        log(LogLine().add("handshake timed out"));
+        state = State::kRetry;
+      } else {
+        return need_link(opt.handshake_timeout_ms);
+      }
+      return p;
+    }
+    case State::kWrite: {
+      const TlsLink::Io io = tls.flush();
+      if (io == TlsLink::Io::kPending) return need_link(opt.idle_timeout_ms);
+      out_pending = false;
+      if (io == TlsLink::Io::kEnd) state = State::kRetry;
+      else if (refused) state = State::kError;
+      else state = State::kRead;
+      return p;
+    }
+    case State::kRead: {
+      size_t len = 0;
+      const TlsLink::Frame f = tls.read_frame(frame + kBodyOffset, kMaxFrame, len);
+      if (f == TlsLink::Frame::kEnd) {
+        state = State::kRetry;
+      } else if (f == TlsLink::Frame::kPending) {
+        if (tls.now() - tls.last_rx_ms() < opt.idle_timeout_ms) return need_link(opt.idle_timeout_ms);
+        log(LogLine().add("coordinator silent for too long: new session"));
+        state = State::kRetry;
+      } else if (f == TlsLink::Frame::kOk) {
+        on_frame(len);
+        if (shutdown) state = State::kDone;
+        else if (need_samples) state = State::kSamples;
+        else if (out_pending) state = State::kWrite;
+        else if (refused) state = State::kError;
+      }
+      return p;
+    }
+    case State::kSamples:
+      if (!store_sealed) {
+        p.need = Need::kSample;
+        again = false;
+        return p;
+      }
+      tls.touch();  // the coordinator waited for us, not we for it
+      need_samples = false;
+      {
+        const Status st = on_welcome(env.body.welcome);
+        if (!st.ok()) log(LogLine().add("rejected message: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
+      }
+      state = out_pending ? State::kWrite : (refused ? State::kError : State::kRead);
+      return p;
+    case State::kRetry:
+      if (wait_from == 0 && backoff_ms == 0) {  // the session just ended
+        failed = (stats.sessions > sessions_before && welcomed) ? 0 : failed + 1;
+        if (failed >= opt.max_failed_sessions) {
+          fatal = Status(StatusCode::kUnavailable, "no working session with the coordinator");
+          state = State::kError;
+          return p;
+        }
+        tls.close_notify();  // best effort
+        out_pending = false;
+        log(LogLine().add("new session"));
+        if (opt.link.reconnect == nullptr) {
+          state = State::kDrain;
+          wait_from = tls.now();
+          tls.touch();
+          return p;
+        }
+      } else if (tls.now() - wait_from < backoff_ms) {
+        p.need = Need::kWait;
+        p.wait_ms = backoff_ms - (tls.now() - wait_from);
+        again = false;
+        return p;
+      }
+      if (opt.link.reconnect(opt.link.ctx) == 0) {
+        backoff_ms = 0;
+        wait_from = 0;
+        state = State::kStart;
+        return p;
+      }
+      log(LogLine().add("reconnect failed; retrying"));
+      backoff_ms = backoff_ms == 0 ? 100 : (2 * backoff_ms < kBackoffMaxMs ? 2 * backoff_ms : kBackoffMaxMs);
+      wait_from = tls.now() | 1u;  // nonzero: a backoff is running
+      return p;
+    case State::kDrain: {
+      const int r = tls.drain(64);
+      if (r > 0) return p;
+      const uint32_t now = tls.now();
+      if (r < 0 || now - tls.last_rx_ms() >= kDrainQuietMs || now - wait_from >= kDrainMaxMs) {
+        wait_from = 0;
+        state = State::kStart;
+        return p;
+      }
+      p.need = Need::kRead;
+      p.wait_ms = kDrainQuietMs - (now - tls.last_rx_ms());
+      again = false;
+      return p;
+    }
+    case State::kDone:
+      p.need = Need::kDone;
+      again = false;
+      return p;
+    case State::kError:
+      p.need = Need::kError;
+      p.status = fatal.ok() ? Status::Internal("fw client: failed") : fatal;
+      again = false;
+      return p;
+  }
+  again = false;
+  p.need = Need::kError;
+  p.status = Status::Internal("fw client: bad state");
+  return p;
+}
+
+FwClient::Poll FwClient::poll() {
+  if (impl_ == nullptr) {
+    Poll p;
+    p.need = Need::kError;
+    p.status = Status::FailedPrecondition("fw client: not initialised");
+    return p;
+  }
+  bool again = true;
+  Poll p;
+  while (again) p = impl_->step(again);
+  return p;
+}
+
+Status FwClient::feed(const float* x, uint32_t dim, float y) {
+  if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
+  Impl& m = *impl_;
+  const SampleOptions& so = m.opt.samples;
+  if (m.store_sealed) return Status::FailedPrecondition("feed: the samples are complete (feed_done was called)");
+  if (x == nullptr || dim == 0) return Status::InvalidArgument("feed: no features");
+  if (m.store_rows == 0) {
+    if (dim > so.store_dim) return Status::ResourceExhausted("feed: more features than the sample store's dimension");
+    m.store_dim = dim;
+  } else if (dim != m.store_dim) {
+    return Status::InvalidArgument("feed: an example with another number of features than the first one");
+  }
+  if (m.store_rows >= so.store_rows) return Status::ResourceExhausted("feed: the sample store is full");
+  for (uint32_t k = 0; k <= dim; ++k)
+    if (!Finite(k < dim ? x[k] : y))
+      return Status::InvalidArgument(m.format(LogLine().add("feed: example ").add_u(m.store_rows).add(k < dim ? ", feature " : ", label ")
+                                                  .add_u(k < dim ? k : 0).add(": not a finite number (NaN and Inf are refused)")));
+  std::memcpy(m.store_x + static_cast<size_t>(m.store_rows) * dim, x, sizeof(float) * dim);
+  m.store_y[m.store_rows++] = y;
+  return Status::Ok();
+}
+
+Status FwClient::feed_done() {
+  if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
+  impl_->store_sealed = true;
+  return Status::Ok();
+}
+
+size_t FwClient::ImplBytes() { return sizeof(Impl); }
+
+size_t FwClient::TaskBytes(const config::Task& task) {
+  const size_t d = task.problem.dim;
+  size_t oracle = 0;  // LeastSquaresOracle: Abar_c, bbar_c, the prox factor; logistic: none
+  if (task.problem.kind == config::ProblemKind::kLeastSquares)
+    oracle = sizeof(float) * (d * d + d + (task.hyper.prox_mu > 0 ? d * d : 0)) + Arena::kAlignment;
+  size_t session = 0;
+  for (uint32_t a = 0; a < task.num_algorithms; ++a) {
+    const size_t n = Session::WorkspaceBytes(task, a);
+    if (n > session) session = n;
+  }
+  return oracle + session;
 }
 
 Status FwClient::init(const ClientOptions& options) {
+#ifndef FEDRT_FW_TLS_HEAP_BYTES
+#define FEDRT_FW_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase
+#endif
+  alignas(16) static uint8_t impl_mem[sizeof(Impl)];
+  alignas(8) static uint8_t tls_heap[FEDRT_FW_TLS_HEAP_BYTES];
+  return init_at(options, impl_mem, tls_heap, sizeof tls_heap);
+}
+
+Status FwClient::init_at(const ClientOptions& options, void* memory, uint8_t* tls_heap, size_t tls_heap_bytes) {
   if (impl_ != nullptr) return Status::FailedPrecondition("fw client: already initialised");
   const Identity& id = options.identity;
   if (id.device_id == nullptr || std::strlen(id.device_id) == 0 || std::strlen(id.device_id) > config::kMaxIdChars)
     return Status::InvalidArgument("fw client: device id must have 1..63 characters");
   if (id.psk == nullptr || id.psk_len < 16 || id.psk_len > 64) return Status::InvalidArgument("fw client: PSK must have 16..64 bytes");
-  if (id.entropy_seed == nullptr || id.entropy_seed_len < 32)
-    return Status::InvalidArgument("fw client: entropy seed must have at least 32 bytes");
-  if (options.link.read == nullptr || options.link.write == nullptr) return Status::InvalidArgument("fw client: link has no read/write");
-  if (options.problem.dim <= 0 || options.problem.table == nullptr) return Status::InvalidArgument("fw client: problem not provisioned");
+  if (options.link.entropy == nullptr && (id.entropy_seed == nullptr || id.entropy_seed_len < 32))
+    return Status::InvalidArgument("fw client: no entropy callback and no entropy seed of at least 32 bytes");
+  if (options.link.read == nullptr || options.link.write == nullptr || options.link.now_ms == nullptr)
+    return Status::InvalidArgument("fw client: the link needs read, write and now_ms");
+  const SampleOptions& so = options.samples;
+  const bool own = so.x != nullptr || so.pull != nullptr || so.store_rows > 0;
+  if (options.problem.table == nullptr && !own)
+    return Status::InvalidArgument("fw client: neither a provisioned problem nor own samples");
+  if (options.problem.table != nullptr && options.problem.dim <= 0) return Status::InvalidArgument("fw client: problem image without dimension");
+  if (so.x != nullptr && (so.y == nullptr || so.dim == 0)) return Status::InvalidArgument("fw client: in-place samples need labels and a dimension");
+  if ((so.pull != nullptr || so.store_rows > 0) && (so.store_rows == 0 || so.store_dim == 0))
+    return Status::InvalidArgument("fw client: a sample store needs rows and a dimension");
   if (options.workspace == nullptr || (reinterpret_cast<uintptr_t>(options.workspace) & (Arena::kAlignment - 1)) != 0)
     return Status::InvalidArgument("fw client: the workspace must be 16-byte aligned memory");
-  impl_ = &g_impl;
-  impl_->opt = options;
-  impl_->arena = new (impl_->arena_mem) Arena(options.workspace, options.workspace_bytes);
-  return impl_->tls.init(&impl_->opt, &impl_->stats);
+  if (memory == nullptr || (reinterpret_cast<uintptr_t>(memory) & 15) != 0 || tls_heap == nullptr)
+    return Status::InvalidArgument("fw client: the client's memory must be 16-byte aligned");
+  impl_ = new (memory) Impl();
+  Impl& m = *impl_;
+  m.opt = options;
+  m.arena = new (m.arena_mem) Arena(options.workspace, options.workspace_bytes);
+  if (so.store_rows > 0) {
+    auto xs = m.arena->allocate<float>(static_cast<size_t>(so.store_rows) * so.store_dim);
+    auto ys = m.arena->allocate<float>(so.store_rows);
+    if (!xs.ok() || !ys.ok()) {
+      impl_ = nullptr;
+      return Status::ResourceExhausted("fw client: the sample store does not fit the workspace");
+    }
+    m.store_x = xs->data;
+    m.store_y = ys->data;
+    m.store_mark = m.data_mark = m.arena->used();
+  }
+  const Status st = m.tls.init(&m.opt, &m.stats, tls_heap, tls_heap_bytes);
+  if (!st.ok()) impl_ = nullptr;
+  return st;
 }
 
 Status FwClient::run() {
   if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
-  Impl& m = *impl_;
-  uint32_t failed = 0;
+  const ByteLink& l = impl_->opt.link;
   for (;;) {
-    const uint32_t sessions_before = m.stats.sessions;
-    m.welcomed = false;
-    const SessionEnd end = m.run_session();
-    if (end == SessionEnd::kShutdown) return Status::Ok();
-    if (end == SessionEnd::kFatal) return m.fatal;
-    failed = (m.stats.sessions > sessions_before && m.welcomed) ? 0 : failed + 1;
-    if (failed >= m.opt.max_failed_sessions) return Status(StatusCode::kUnavailable, "no working session with the coordinator");
-    m.tls.end_session();
-    m.log(LogLine().add("new session"));
+    const Poll p = poll();
+    switch (p.need) {
+      case Need::kDone: return Status::Ok();
+      case Need::kError: return p.status;
+      case Need::kSample: return Status::FailedPrecondition("fw client: an own-data task and no samples (feed them)");
+      case Need::kRead:
+      case Need::kWait:
+        if (l.wait != nullptr) l.wait(l.ctx, p.wait_ms, false);
+        break;
+      case Need::kWrite:
+        if (l.wait != nullptr) l.wait(l.ctx, 10, true);
+        break;
+    }
   }
 }
 
