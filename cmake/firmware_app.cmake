@@ -91,7 +91,7 @@ target_compile_definitions(fedrt_fw_secagg_device PUBLIC FEDRT_SCALAR_FLOAT FEDR
 # ClientSession<float>: every family (fedrt_fw_client) or LSA only
 # (fedrt_fw_client_lsa). Device code: no exceptions, RTTI or heap.
 set(_fw_client_sources "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
-    "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc")
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/capi.cc")
 foreach(_v "" "_lsa")
   add_library(fedrt_fw_client${_v} STATIC ${_fw_client_sources})
   target_link_libraries(fedrt_fw_client${_v} PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
