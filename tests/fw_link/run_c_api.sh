@@ -12,13 +12,20 @@
 # runs in float32 and differs by rounding only; its samples come in place,
 # through the pull callback or by fedrt_feed (--samples), and a small
 # transport queue (--queue) makes it wait for room to write and for bytes.
+# With --elf, device 0 is instead a firmware image built on the C API with
+# its shard in flash (examples/mcu-own-data: fedrt-fw-own under
+# qemu-system-arm, UART1 bridged to TCP); --shards then names the shards the
+# image was built from (device-0.csv is the one in its flash).
 #
 #   run_c_api.sh --bin HOST_BIN_DIR --out DIR [--model least_squares|logistic]
 #                [--samples inplace|pull|feed] [--queue BYTES]
+#                [--elf FEDRT_FW_OWN.elf --machine mps2-an386 --shards DIR]
 # Exit: 0 pass, 1 fail, 77 skipped (host tools missing).
 set -uo pipefail
 
-BIN="" OUT="" MODEL=least_squares SAMPLES=feed QUEUE=64 N=3 TIMEOUT=120
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BIN="" OUT="" MODEL=least_squares SAMPLES=feed QUEUE=64 N=3 TIMEOUT=180 ELF="" MACHINE=mps2-an386 SHARDS=""
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -26,20 +33,40 @@ while (($#)); do
     --model) MODEL="$2"; shift 2 ;;
     --samples) SAMPLES="$2"; shift 2 ;;
     --queue) QUEUE="$2"; shift 2 ;;
+    --elf) ELF="$2"; shift 2 ;;
+    --machine) MACHINE="$2"; shift 2 ;;
+    --shards) SHARDS="$2"; shift 2 ;;
     *) echo "run_c_api.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [[ -n "$BIN" && -n "$OUT" ]] || { echo "run_c_api.sh: --bin and --out are required" >&2; exit 2; }
-for b in fedrt-keys fedrt-coordinator fedrt-device c_api_test; do
-  [[ -x "$BIN/$b" ]] || { echo "SKIP: $BIN/$b not built"; exit 77; }
+need=(fedrt-keys fedrt-coordinator fedrt-device)
+[[ -z "$ELF" ]] && need+=(c_api_test)
+for b in "${need[@]}"; do
+  [[ -x "$BIN/$b" ]] || { echo "SKIP: $BIN/$b not built (build the release preset first)"; exit 77; }
 done
+if [[ -n "$ELF" ]]; then
+  [[ -f "$ELF" && -d "$SHARDS" ]] || { echo "run_c_api.sh: --elf needs the firmware and --shards" >&2; exit 1; }
+  command -v qemu-system-arm >/dev/null || { echo "SKIP: qemu-system-arm not installed"; exit 77; }
+fi
 rm -rf "$OUT" && mkdir -p "$OUT/shards"
 PIDS=()
-cleanup() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; }
+FW_PIDS=()
+# qemu-run.sh runs QEMU under timeout(1) in its own process group: signal its child.
+cleanup() {
+  local p
+  for p in "${FW_PIDS[@]}"; do pkill -TERM -P "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# Shards: d = 5 features with a per-device shift, fixed seed.
+# Shards: d = 5 features with a per-device shift, fixed seed (the same code
+# wrote examples/mcu-own-data/shards).
+if [[ -n "$SHARDS" ]]; then
+  cp "$SHARDS"/device-*.csv "$OUT/shards/" || fail "copying $SHARDS"
+  N="$(ls "$OUT/shards"/device-*.csv | wc -l)"
+else
 /usr/bin/python3 - "$OUT/shards" "$N" "$MODEL" <<'PY' || fail "writing shards"
 import math, random, sys
 out, n, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -57,6 +84,7 @@ for c in range(n):
                 y = z + rng.gauss(0.0, 0.5)
             f.write(",".join(repr(v) for v in x[:2] + [y] + x[2:]) + "\n")
 PY
+fi
 cat >"$OUT/experiment.toml" <<TOML
 [experiment]
 name = "c-api-$MODEL"
@@ -96,7 +124,14 @@ federate() {
   port="$(cat "$dir/port")"
   for ((i = 0; i < N; i++)); do
     id="$(printf 'dev%04d' "$i")"
-    if ((c_dev && i == 0)); then
+    if ((c_dev && i == 0)) && [[ -n "$ELF" ]]; then
+      "$ROOT/platform/mps2/make_provision.py" --out "$dir/$id.blob" --index "$i" --id "$id" \
+        --psk-hex "$(tr -d ' \n' <"$OUT/keys/devices/$id/device.psk")" >>"$dir/provision.log" 2>&1 \
+        || fail "make_provision.py $id"
+      "$ROOT/platform/mps2/qemu-run.sh" --machine "$MACHINE" --timeout "$TIMEOUT" --provision "$dir/$id.blob" \
+        --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$ELF" >"$dir/$id.log" 2>&1 &
+      FW_PIDS+=($!)
+    elif ((c_dev && i == 0)); then
       "$BIN/c_api_test" --coordinator "127.0.0.1:$port" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
         --data "$OUT/shards/device-$i.csv" --samples "$SAMPLES" --queue "$QUEUE" \
         $([[ "$MODEL" == logistic ]] && echo --binary) 2>"$dir/$id.log" &
@@ -121,12 +156,17 @@ federate "$OUT/c" 1
 log="$OUT/c/dev0000.log"
 grep -q "update alg=" "$log" || fail "the C device sent no update"
 grep -q "shutdown reason=" "$log" || fail "the C device did not see the coordinator's shutdown"
+if [[ -n "$ELF" ]]; then
+  grep -E "boot capi|\[mps2\] (workspace|tls_heap|rounds|stack)" "$log"
+  SAMPLES=flash QUEUE=UART
+else
 grep "c_api_test: dev0000" "$log"
+fi
 case "$SAMPLES" in
   feed) grep -q "fed=1" "$log" || fail "the C device was never asked for samples (FEDRT_NEED_SAMPLE)" ;;
   pull) grep -q -E "pulled=[1-9]" "$log" || fail "the C device's sample callback was never called" ;;
 esac
-if ((QUEUE < 256)); then  # TLS records are larger than the queue: the device must have waited for room
+if [[ "$QUEUE" != UART ]] && ((QUEUE < 256)); then  # TLS records are larger than the queue: the device must have waited for room
   grep -q -E "need_write=[1-9]" "$log" || fail "a ${QUEUE}-byte queue never made the device wait to write"
 fi
 /usr/bin/python3 - "$OUT/c/run/metrics.csv" "$OUT/cpp/run/metrics.csv" "${C_API_BOUND:-1.1e-3}" <<'PY' || fail "the C device's fleet is not within the float32 bound of the C++ fleet"
@@ -151,4 +191,4 @@ print(f"rounds compared={len(c)} max |sqrt(e_C) - sqrt(e_C++)|={dev:.3e} max tra
       f"(bound {bound:g}); bit-identical rows={same}; last {last[0]} error C={c[last]['error']} C++={cpp[last]['error']}")
 sys.exit(0 if dev <= bound and loss <= bound and reported > 0 else 1)
 PY
-echo "PASS: the C API device matches the C++ device ($MODEL, samples $SAMPLES, queue $QUEUE bytes)"
+echo "PASS: the C API device matches the C++ device ($MODEL, samples $SAMPLES, transport $QUEUE)"
