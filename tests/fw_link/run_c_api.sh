@@ -20,12 +20,17 @@
 #   run_c_api.sh --bin HOST_BIN_DIR --out DIR [--model least_squares|logistic]
 #                [--samples inplace|pull|feed] [--queue BYTES]
 #                [--elf FEDRT_FW_OWN.elf --machine mps2-an386 --shards DIR]
+#                [--expect-refusal REGEX]
+# --expect-refusal: the C device gets its shard without the last feature
+# column; it must refuse the task in TaskReply with a reason matching REGEX
+# and exit with an error, and the coordinator must log the refusal and finish
+# with the other devices (no comparison then).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools missing).
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-BIN="" OUT="" MODEL=least_squares SAMPLES=feed QUEUE=64 N=3 TIMEOUT=180 ELF="" MACHINE=mps2-an386 SHARDS=""
+BIN="" OUT="" MODEL=least_squares SAMPLES=feed QUEUE=64 N=3 TIMEOUT=180 ELF="" MACHINE=mps2-an386 SHARDS="" REFUSAL=""
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -36,6 +41,7 @@ while (($#)); do
     --elf) ELF="$2"; shift 2 ;;
     --machine) MACHINE="$2"; shift 2 ;;
     --shards) SHARDS="$2"; shift 2 ;;
+    --expect-refusal) REFUSAL="$2"; shift 2 ;;
     *) echo "run_c_api.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -132,8 +138,13 @@ federate() {
         --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$ELF" >"$dir/$id.log" 2>&1 &
       FW_PIDS+=($!)
     elif ((c_dev && i == 0)); then
+      local shard="$OUT/shards/device-$i.csv"
+      if [[ -n "$REFUSAL" ]]; then  # one feature fewer than the task's model
+        shard="$dir/short-device-$i.csv"
+        cut -d, -f1-5 "$OUT/shards/device-$i.csv" >"$shard"
+      fi
       "$BIN/c_api_test" --coordinator "127.0.0.1:$port" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
-        --data "$OUT/shards/device-$i.csv" --samples "$SAMPLES" --queue "$QUEUE" \
+        --data "$shard" --samples "$SAMPLES" --queue "$QUEUE" \
         $([[ "$MODEL" == logistic ]] && echo --binary) 2>"$dir/$id.log" &
     else
       "$BIN/fedrt-device" --coordinator "127.0.0.1:$port" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
@@ -148,9 +159,26 @@ federate() {
     sleep 0.2
   done
   wait "$co" || fail "coordinator exited with an error: $(tail -3 "$dir/coordinator.log")"
-  for i in "${!devs[@]}"; do wait "${devs[$i]}" || fail "device $i exited with an error: $(tail -3 "$dir/dev000$i.log")"; done
+  for i in "${!devs[@]}"; do
+    if ((c_dev && i == 0)) && [[ -n "$REFUSAL" ]]; then
+      wait "${devs[$i]}" && fail "the C device exited without error though it should refuse the task"
+      continue
+    fi
+    wait "${devs[$i]}" || fail "device $i exited with an error: $(tail -3 "$dir/dev000$i.log")"
+  done
 }
 
+if [[ -n "$REFUSAL" ]]; then
+  federate "$OUT/c" 1
+  log="$OUT/c/dev0000.log"
+  grep -E "refused task reason=.*($REFUSAL)" "$log" | head -1 | grep . \
+    || fail "the C device did not refuse the task with a reason matching '$REFUSAL'"
+  grep -q "refused device=dev0000 .*stage=task" "$OUT/c/coordinator.log" || fail "the coordinator did not log the refusal"
+  grep -q "finished rounds=" "$OUT/c/coordinator.log" || fail "the coordinator did not finish without the C device"
+  grep "refused device=dev0000" "$OUT/c/coordinator.log" | head -1
+  echo "PASS: the C device refused the task and the federation finished without it"
+  exit 0
+fi
 federate "$OUT/cpp" 0
 federate "$OUT/c" 1
 log="$OUT/c/dev0000.log"

@@ -278,6 +278,7 @@ const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, 
     }
     store_sealed = true;
   }
+  if (!store_sealed && so.store_rows == 0) return "this device holds no own samples: its data is a provisioned problem image";
   if (!store_sealed) {
     need_samples = true;
     return nullptr;
