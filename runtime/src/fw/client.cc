@@ -1,37 +1,19 @@
 // The firmware's device driver (fedrt/fw/client.h): moves frames between the
 // TLS link and the protocol session, as runtime/src/net/device.cc does on
 // POSIX (docs/architecture.md, "Round protocol"); it holds no round logic.
-#include "fedrt/fw/client.h"
-
-#include <cstring>
-#include <new>
-
-#include <pb_decode.h>
-#include <pb_encode.h>
-
-#include "fedrt.npb.h"
+#include "client_impl.h"
 #include "fedrt/config/fingerprint.h"
 #include "fedrt/config/names.h"
-#include "fedrt/fw/codec.h"
-#include "fedrt/fw/log_line.h"
-#include "fedrt/protocol/client_session.h"
-#include "local_data.h"
-#include "tls_link.h"
-
-#ifndef FEDRT_FW_FAMILIES
-#define FEDRT_FW_FAMILIES fedrt::protocol::kAllFamilies
-#endif
 
 namespace fedrt::fw {
 
 namespace {
 
-constexpr uint32_t kProtocolVersion = 2;  // wire::kProtocolVersion
-constexpr uint32_t kFamilies = FEDRT_FW_FAMILIES;
-using Session = protocol::ClientSession<float, kFamilies>;
-constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope this image's .options allow
-constexpr size_t kBodyOffset = 8;                        // frame header at 4, body 8-aligned
-static_assert(kMaxFrame + kBodyOffset >= Inbound::kScratchBytes, "frame buffer too small for the SecAgg+ tables");
+using client_detail::kBodyOffset;
+using client_detail::kFamilies;
+using client_detail::kMaxFrame;
+using client_detail::kProtocolVersion;
+using Session = client_detail::Session;
 
 // Why this image's frames cannot carry `task` (nullptr: they can).
 const char* WireRefusal(const config::Task& t) {
@@ -52,84 +34,6 @@ const char* WireRefusal(const config::Task& t) {
 
 }  // namespace
 
-struct FwClient::Impl {
-  enum class State { kStart, kHandshake, kRead, kWrite, kSamples, kRetry, kDrain, kDone, kError };
-
-  ClientOptions opt;
-  ClientStats stats;
-  TlsLink tls;
-  // A frame (header at 4, body at 8); once decoded, the SecAgg+ tables of the message.
-  alignas(8) uint8_t frame[kBodyOffset + kMaxFrame];
-  fedrt_wire_Envelope env;  // the decoded message, then the answer
-  Inbound inbound;
-  alignas(Arena) uint8_t arena_mem[sizeof(Arena)];
-  Arena* arena = nullptr;
-  size_t store_mark = 0;  // workspace bytes of the sample store
-  size_t data_mark = 0;   // ... and of the local oracle
-  bool has_task = false;
-  config::Task task{};
-  uint64_t task_print = 0;
-  uint32_t index = 0;
-  LocalData<kFamilies> data;
-  protocol::LocalProblem<float> local{};
-  alignas(Session) uint8_t session_mem[sizeof(Session)];
-  Session* session = nullptr;
-  bool welcomed = false;  // in this TLS session
-  bool refused = false;
-  bool shutdown = false;
-  bool out_pending = false;   // a frame is queued in `frame`
-  bool need_samples = false;  // the Welcome in `env` waits for feed_done()
-  Status fatal;
-  // The poll() state machine.
-  State state = State::kStart;
-  uint32_t failed = 0;           // consecutive sessions without a Welcome
-  uint32_t sessions_before = 0;  // stats.sessions when the current session started
-  uint32_t backoff_ms = 0;       // reconnect backoff
-  uint32_t wait_from = 0;        // kRetry: start of the backoff; kDrain: start of draining
-  // Own samples fed or pulled into the store (rows x dim, row-major), float32.
-  float* store_x = nullptr;
-  float* store_y = nullptr;
-  uint32_t store_rows = 0;  // stored
-  uint32_t store_dim = 0;   // features per stored example (the first feed's)
-  bool store_sealed = false;
-  char why[128] = {};  // a formatted refusal or feed error (Status keeps the pointer)
-
-  const char* format(const LogLine& l) {
-    const size_t n = std::strlen(l.c_str());
-    const size_t k = n < sizeof why - 1 ? n : sizeof why - 1;
-    std::memcpy(why, l.c_str(), k);
-    why[k] = '\0';
-    return why;
-  }
-
-  void log(const LogLine& l) { tls.log(l.c_str()); }
-  static int Entropy(void* ctx, uint64_t, uint32_t, uint8_t* out, size_t n) {
-    return static_cast<Impl*>(ctx)->tls.random(out, n);
-  }
-  // Encodes env into the frame buffer and queues it; poll() writes it.
-  Status send() {
-    pb_ostream_t s = pb_ostream_from_buffer(frame + kBodyOffset, kMaxFrame);
-    if (!pb_encode(&s, fedrt_wire_Envelope_fields, &env)) return Status::Internal("encoding a message failed");
-    tls.begin_frame(frame + kBodyOffset, s.bytes_written);
-    out_pending = true;
-    return Status::Ok();
-  }
-  void drop_session() {
-    if (session != nullptr) session->~Session();
-    session = nullptr;
-  }
-  Status send_hello();
-  Status reply(const char* refusal);
-  Status on_welcome(const fedrt_wire_Welcome& w);
-  Status accept(const fedrt_wire_Welcome& w);
-  const char* own_samples(const config::Task& t, const float** x, const float** y, uint32_t* rows);
-  Status ensure_session(const protocol::RoundId& id);
-  Status send_output(const protocol::ClientOutput& out);
-  Status on_round_message();
-  Status handle();
-  void on_frame(size_t len);
-  Poll step(bool& again);
-};
 
 Status FwClient::Impl::send_hello() {
   std::memset(static_cast<void*>(&env), 0, sizeof env);
@@ -228,75 +132,6 @@ Status FwClient::Impl::accept(const fedrt_wire_Welcome& w) {
   for (uint32_t a = 0; a < task.num_algorithms; ++a) l.add(a ? "," : "").add(config::AlgorithmName(task.algorithms[a]));
   log(l);
   return reply(nullptr);
-}
-
-namespace {
-bool Finite(float v) { return v - v == 0.0f; }
-}  // namespace
-
-// Where an own-data task's examples are (x, y, rows; nullptr) or why this
-// device cannot give them; need_samples when they are still to be fed. Binary
-// labels 0/1 become -1/+1 in the store, as the shard readers store them.
-const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, const float** y, uint32_t* rows) {
-  need_samples = false;
-  const SampleOptions& so = opt.samples;
-  const config::ProblemKind kind = t.problem.kind;
-  if (kind != config::ProblemKind::kLeastSquares && kind != config::ProblemKind::kLogistic)
-    return "own-data tasks of this model are not in this firmware (least squares and binary logistic regression only)";
-  if (!protocol::Has(kFamilies, config::Family::kOpt)) return "this device build does not include the task's algorithm family";
-  const bool binary = kind == config::ProblemKind::kLogistic;
-  const uint32_t d = t.problem.dim;
-  if (so.x != nullptr) {  // in place: validated, never written
-    if (so.dim != d)
-      return format(LogLine().add("the device's samples have ").add_u(so.dim).add(" features, the task's model d = ").add_u(d));
-    for (uint32_t i = 0; i < so.rows; ++i)
-      if (binary ? (so.y[i] != 1.0f && so.y[i] != -1.0f) : !Finite(so.y[i]))
-        return format(LogLine().add("example ").add_u(i).add(binary ? ": label is not -1/+1 (binary logistic regression; a shard in place must store -1/+1)" : ": label is not a finite number"));
-    *x = so.x;
-    *y = so.y;
-    *rows = so.rows;
-    return so.rows == 0 ? "the device holds no examples" : nullptr;
-  }
-  if (!store_sealed && so.pull != nullptr) {
-    if (d > so.store_dim)
-      return format(LogLine().add("the task's model d = ").add_u(d).add(" exceeds this device's sample store (").add_u(so.store_dim).add(" features)"));
-    store_dim = d;
-    store_rows = 0;
-    for (;;) {
-      const bool full = store_rows == so.store_rows;
-      float* xi = full ? nullptr : store_x + static_cast<size_t>(store_rows) * d;
-      const int r = so.pull(so.pull_ctx, store_rows, xi, d, full ? nullptr : store_y + store_rows);
-      if (r == 0) break;
-      if (r < 0) return format(LogLine().add("example ").add_u(store_rows).add(": the sample callback failed"));
-      if (full)
-        return format(LogLine().add("the device holds more examples than its sample store (").add_u(so.store_rows).add(")"));
-      for (uint32_t k = 0; k <= d; ++k)
-        if (!Finite(k < d ? xi[k] : store_y[store_rows]))
-          return format(LogLine().add("example ").add_u(store_rows).add(k < d ? ", feature " : ", label").add(k < d ? "" : "")
-                            .add_u(k < d ? k : 0).add(": not a finite number (NaN and Inf are refused)"));
-      ++store_rows;
-    }
-    store_sealed = true;
-  }
-  if (!store_sealed && so.store_rows == 0) return "this device holds no own samples: its data is a provisioned problem image";
-  if (!store_sealed) {
-    need_samples = true;
-    return nullptr;
-  }
-  if (store_rows == 0) return "the device holds no examples";
-  if (store_dim != d)
-    return format(LogLine().add("the device's samples have ").add_u(store_dim).add(" features, the task's model d = ").add_u(d));
-  if (binary)
-    for (uint32_t i = 0; i < store_rows; ++i) {
-      float& l = store_y[i];
-      if (l == 0.0f) l = -1.0f;
-      if (l != 1.0f && l != -1.0f)
-        return format(LogLine().add("example ").add_u(i).add(": label is not a class of binary logistic regression (0/1 or -1/+1)"));
-    }
-  *x = store_x;
-  *y = store_y;
-  *rows = store_rows;
-  return nullptr;
 }
 
 // The session of (algorithm, run); a new one starts from zero state (the
@@ -411,214 +246,6 @@ Status FwClient::Impl::handle() {
   }
 }
 
-// A decoded-or-not frame of `len` bytes in the buffer: handled, or rejected and logged.
-void FwClient::Impl::on_frame(size_t len) {
-  pb_istream_t is = pb_istream_from_buffer(frame + kBodyOffset, len);
-  if (!pb_decode(&is, fedrt_wire_Envelope_fields, &env) || env.which_body == 0) {
-    ++stats.rejected_frames;
-    log(LogLine().add("rejected frame: DATA_LOSS: undecodable message (").add(PB_GET_ERROR(&is)).add("); skipped"));
-    return;
-  }
-  const Status st = handle();
-  if (shutdown || refused || need_samples || st.ok()) return;
-  if (st.code() == StatusCode::kPermissionDenied) {
-    fatal = st;
-    log(LogLine().add("fatal: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
-    refused = true;
-    return;
-  }
-  if (st.code() == StatusCode::kUnavailable) {
-    state = State::kRetry;
-    return;
-  }
-  ++stats.rejected_frames;
-  log(LogLine().add("rejected message: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
-}
-
-// One transition of the state machine; again = false when it returns what it needs.
-FwClient::Poll FwClient::Impl::step(bool& again) {
-  constexpr uint32_t kDrainQuietMs = 500;    // a UART silent this long after a failed session is drained
-  constexpr uint32_t kDrainMaxMs = 10000;    // ... or draining stops anyway
-  constexpr uint32_t kBackoffMaxMs = 2000;   // reconnect backoff: 100 ms doubling up to this
-  Poll p;
-  again = true;
-  const auto need_link = [&](uint32_t timeout_ms) {
-    const uint32_t idle = tls.now() - tls.last_rx_ms();
-    p.need = tls.wants_write() ? Need::kWrite : Need::kRead;
-    p.wait_ms = idle >= timeout_ms ? 0 : timeout_ms - idle;
-    again = false;
-    return p;
-  };
-  switch (state) {
-    case State::kStart:
-      sessions_before = stats.sessions;
-      welcomed = false;
-      if (!tls.reset().ok()) {
-        state = State::kRetry;
-        return p;
-      }
-      state = State::kHandshake;
-      return p;
-    case State::kHandshake: {
-      const TlsLink::Io io = tls.handshake_step();
-      if (io == TlsLink::Io::kEnd) {
-        state = State::kRetry;
-      } else if (io == TlsLink::Io::kDone) {
-        if (!send_hello().ok()) state = State::kRetry;
-        else state = State::kWrite;
-      } else if (tls.now() - tls.last_rx_ms() >= opt.handshake_timeout_ms) {
-        log(LogLine().add("handshake timed out"));
-        state = State::kRetry;
-      } else {
-        return need_link(opt.handshake_timeout_ms);
-      }
-      return p;
-    }
-    case State::kWrite: {
-      const TlsLink::Io io = tls.flush();
-      if (io == TlsLink::Io::kPending) return need_link(opt.idle_timeout_ms);
-      out_pending = false;
-      if (io == TlsLink::Io::kEnd) state = State::kRetry;
-      else if (refused) state = State::kError;
-      else state = State::kRead;
-      return p;
-    }
-    case State::kRead: {
-      size_t len = 0;
-      const TlsLink::Frame f = tls.read_frame(frame + kBodyOffset, kMaxFrame, len);
-      if (f == TlsLink::Frame::kEnd) {
-        state = State::kRetry;
-      } else if (f == TlsLink::Frame::kPending) {
-        if (tls.now() - tls.last_rx_ms() < opt.idle_timeout_ms) return need_link(opt.idle_timeout_ms);
-        log(LogLine().add("coordinator silent for too long: new session"));
-        state = State::kRetry;
-      } else if (f == TlsLink::Frame::kOk) {
-        on_frame(len);
-        if (shutdown) state = State::kDone;
-        else if (need_samples) state = State::kSamples;
-        else if (out_pending) state = State::kWrite;
-        else if (refused) state = State::kError;
-      }
-      return p;
-    }
-    case State::kSamples:
-      if (!store_sealed) {
-        p.need = Need::kSample;
-        again = false;
-        return p;
-      }
-      tls.touch();  // the coordinator waited for us, not we for it
-      need_samples = false;
-      {
-        const Status st = on_welcome(env.body.welcome);
-        if (!st.ok()) log(LogLine().add("rejected message: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
-      }
-      state = out_pending ? State::kWrite : (refused ? State::kError : State::kRead);
-      return p;
-    case State::kRetry:
-      if (wait_from == 0 && backoff_ms == 0) {  // the session just ended
-        failed = (stats.sessions > sessions_before && welcomed) ? 0 : failed + 1;
-        if (failed >= opt.max_failed_sessions) {
-          fatal = Status(StatusCode::kUnavailable, "no working session with the coordinator");
-          state = State::kError;
-          return p;
-        }
-        tls.close_notify();  // best effort
-        out_pending = false;
-        log(LogLine().add("new session"));
-        if (opt.link.reconnect == nullptr) {
-          state = State::kDrain;
-          wait_from = tls.now();
-          tls.touch();
-          return p;
-        }
-      } else if (tls.now() - wait_from < backoff_ms) {
-        p.need = Need::kWait;
-        p.wait_ms = backoff_ms - (tls.now() - wait_from);
-        again = false;
-        return p;
-      }
-      if (opt.link.reconnect(opt.link.ctx) == 0) {
-        backoff_ms = 0;
-        wait_from = 0;
-        state = State::kStart;
-        return p;
-      }
-      log(LogLine().add("reconnect failed; retrying"));
-      backoff_ms = backoff_ms == 0 ? 100 : (2 * backoff_ms < kBackoffMaxMs ? 2 * backoff_ms : kBackoffMaxMs);
-      wait_from = tls.now() | 1u;  // nonzero: a backoff is running
-      return p;
-    case State::kDrain: {
-      const int r = tls.drain(64);
-      if (r > 0) return p;
-      const uint32_t now = tls.now();
-      if (r < 0 || now - tls.last_rx_ms() >= kDrainQuietMs || now - wait_from >= kDrainMaxMs) {
-        wait_from = 0;
-        state = State::kStart;
-        return p;
-      }
-      p.need = Need::kRead;
-      p.wait_ms = kDrainQuietMs - (now - tls.last_rx_ms());
-      again = false;
-      return p;
-    }
-    case State::kDone:
-      p.need = Need::kDone;
-      again = false;
-      return p;
-    case State::kError:
-      p.need = Need::kError;
-      p.status = fatal.ok() ? Status::Internal("fw client: failed") : fatal;
-      again = false;
-      return p;
-  }
-  again = false;
-  p.need = Need::kError;
-  p.status = Status::Internal("fw client: bad state");
-  return p;
-}
-
-FwClient::Poll FwClient::poll() {
-  if (impl_ == nullptr) {
-    Poll p;
-    p.need = Need::kError;
-    p.status = Status::FailedPrecondition("fw client: not initialised");
-    return p;
-  }
-  bool again = true;
-  Poll p;
-  while (again) p = impl_->step(again);
-  return p;
-}
-
-Status FwClient::feed(const float* x, uint32_t dim, float y) {
-  if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
-  Impl& m = *impl_;
-  const SampleOptions& so = m.opt.samples;
-  if (m.store_sealed) return Status::FailedPrecondition("feed: the samples are complete (feed_done was called)");
-  if (x == nullptr || dim == 0) return Status::InvalidArgument("feed: no features");
-  if (m.store_rows == 0) {
-    if (dim > so.store_dim) return Status::ResourceExhausted("feed: more features than the sample store's dimension");
-    m.store_dim = dim;
-  } else if (dim != m.store_dim) {
-    return Status::InvalidArgument("feed: an example with another number of features than the first one");
-  }
-  if (m.store_rows >= so.store_rows) return Status::ResourceExhausted("feed: the sample store is full");
-  for (uint32_t k = 0; k <= dim; ++k)
-    if (!Finite(k < dim ? x[k] : y))
-      return Status::InvalidArgument(m.format(LogLine().add("feed: example ").add_u(m.store_rows).add(k < dim ? ", feature " : ", label ")
-                                                  .add_u(k < dim ? k : 0).add(": not a finite number (NaN and Inf are refused)")));
-  std::memcpy(m.store_x + static_cast<size_t>(m.store_rows) * dim, x, sizeof(float) * dim);
-  m.store_y[m.store_rows++] = y;
-  return Status::Ok();
-}
-
-Status FwClient::feed_done() {
-  if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
-  impl_->store_sealed = true;
-  return Status::Ok();
-}
-
 size_t FwClient::ImplBytes() { return sizeof(Impl); }
 
 size_t FwClient::TaskBytes(const config::Task& task) {
@@ -683,26 +310,6 @@ Status FwClient::init_at(const ClientOptions& options, void* memory, uint8_t* tl
   const Status st = m.tls.init(&m.opt, &m.stats, tls_heap, tls_heap_bytes);
   if (!st.ok()) impl_ = nullptr;
   return st;
-}
-
-Status FwClient::run() {
-  if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
-  const ByteLink& l = impl_->opt.link;
-  for (;;) {
-    const Poll p = poll();
-    switch (p.need) {
-      case Need::kDone: return Status::Ok();
-      case Need::kError: return p.status;
-      case Need::kSample: return Status::FailedPrecondition("fw client: an own-data task and no samples (feed them)");
-      case Need::kRead:
-      case Need::kWait:
-        if (l.wait != nullptr) l.wait(l.ctx, p.wait_ms, false);
-        break;
-      case Need::kWrite:
-        if (l.wait != nullptr) l.wait(l.ctx, 10, true);
-        break;
-    }
-  }
 }
 
 ClientStats FwClient::stats() const {
