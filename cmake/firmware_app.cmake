@@ -139,6 +139,13 @@ if(COMMAND fedrt_add_firmware)
   # (device-0.csv as const arrays, shard_to_c.py at build time). Its static
   # buffer holds the whole device (client state and frames, TLS heap, arena);
   # the firmware checks it against fedrt_workspace_size() at boot.
+  # It serves own-data least squares / logistic tasks only: a client with the
+  # optimisation family alone (no LSA or EM code).
+  add_library(fedrt_fw_client_opt STATIC ${_fw_client_sources})
+  target_link_libraries(fedrt_fw_client_opt PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
+                        fedrt_fw_nanopb fedrt_firmware_config)
+  target_compile_options(fedrt_fw_client_opt PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+  target_compile_definitions(fedrt_fw_client_opt PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
   set(_own "${CMAKE_SOURCE_DIR}/examples/mcu-own-data")
   set(_own_shard "${CMAKE_BINARY_DIR}/generated/mcu-own-data/shard-device-0.c")
   add_custom_command(OUTPUT "${_own_shard}"
@@ -149,7 +156,7 @@ if(COMMAND fedrt_add_firmware)
   fedrt_add_firmware(fedrt-fw-own
     SOURCES "${_own}/firmware.c" "${_own_shard}"
     STACK_SIZE 6144
-    LIBRARIES fedrt_fw_client
+    LIBRARIES fedrt_fw_client_opt
     LAYOUT large
     NO_STANDALONE_RUN
     FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/c-api-qemu/c/dev0000.log")  # c_api_qemu_own_data

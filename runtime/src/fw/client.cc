@@ -323,6 +323,8 @@ ClientStats FwClient::stats() const {
 
 uint32_t FwClient::Families() { return kFamilies; }
 
-const char* FwClient::BuildName() { return kFamilies == protocol::kAllFamilies ? "all families" : "lsa"; }
+const char* FwClient::BuildName() {
+  return kFamilies == protocol::kAllFamilies ? "all families" : (kFamilies == protocol::kFamilyLsa ? "lsa" : "optimisation");
+}
 
 }  // namespace fedrt::fw
