@@ -180,10 +180,16 @@ Status FwClient::Impl::on_round_message() {
       FEDRT_TRY(ensure_session(id));
       protocol::RoundId pending;
       const bool again = session->pending(&pending) && pending == id;
+      const uint32_t t0 = tls.now();
       FEDRT_TRY(session->on_announce(inbound.announcement(), out));
+      if (!again) work_ms = tls.now() - t0;
+      out.update.report.duration_ms = work_ms;
       if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
         l.add(out.kind == protocol::MessageKind::kUpdate ? (again ? "resubmit" : "update") : "secagg advertise");
         l.add(" alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_i(static_cast<int32_t>(id.round));
+        l.add(" ms=").add_u(work_ms);
+        if (out.update.report.loss_before == out.update.report.loss_before)  // own data: f_c before and after
+          l.add(" loss_before=").add_float(out.update.report.loss_before).add(" loss_after=").add_float(out.update.report.loss_after);
         log(l);
         if (out.kind == protocol::MessageKind::kUpdate && !again) ++stats.rounds;
       }
@@ -209,6 +215,7 @@ Status FwClient::Impl::on_round_message() {
     case protocol::MessageKind::kSecAggSharesIn:
       if (session == nullptr) return Status::Ok();
       FEDRT_TRY(session->on_secagg_shares_in(inbound.shares(), out));
+      out.masked.report.duration_ms = work_ms;
       if (out.kind == protocol::MessageKind::kSecAggMasked) {
         ++stats.rounds;  // the masked input is this round's update
         l.add("secagg masked alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_u(id.round);

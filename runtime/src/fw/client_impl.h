@@ -52,6 +52,7 @@ struct FwClient::Impl {
   Arena* arena = nullptr;
   size_t store_mark = 0;  // workspace bytes of the sample store
   size_t data_mark = 0;   // ... and of the local oracle
+  uint32_t work_ms = 0;   // the last local work's duration on the link's clock (the update's report)
   bool has_task = false;
   config::Task task{};
   uint64_t task_print = 0;
