@@ -7,7 +7,9 @@
 # Every round of B must match A: the error e_t = ||x_t - x*||^2 within the
 # float32 bound of run_fw_link.sh --compare-sim (|sqrt(e_B) - sqrt(e_A)| <=
 # ||x_B - x_A|| <= T H u |x|_inf sqrt(d) = 1.1e-3 for T = 8, H <= 200,
-# d <= 8, |x|_inf < 4; here T = 8, H = 10, d = 5), and the device's reported
+# d <= 8, |x|_inf < 4; here T = 8, H = 10, d = 5, or d = 18 for softmax
+# regression with K = 3 classes of p = 5 features and an intercept: 8.1e-5
+# at |x|_inf < 4), and the device's reported
 # training loss (train_loss) within the same relative bound. The C device
 # runs in float32 and differs by rounding only; its samples come in place,
 # through the pull callback or by fedrt_feed (--samples), and a small
@@ -17,7 +19,7 @@
 # qemu-system-arm, UART1 bridged to TCP); --shards then names the shards the
 # image was built from (device-0.csv is the one in its flash).
 #
-#   run_c_api.sh --bin HOST_BIN_DIR --out DIR [--model least_squares|logistic]
+#   run_c_api.sh --bin HOST_BIN_DIR --out DIR [--model least_squares|logistic|softmax]
 #                [--samples inplace|pull|feed] [--queue BYTES]
 #                [--elf FEDRT_FW_OWN.elf --machine mps2-an386 --shards DIR]
 #                [--expect-refusal REGEX]
@@ -86,6 +88,10 @@ for c in range(n):
             z = sum(a * b for a, b in zip(theta, x))
             if model == "logistic":
                 y = 1 if rng.random() < 1 / (1 + math.exp(-z)) else 0
+            elif model == "softmax":  # K = 3 classes: the largest of three noisy scores
+                s = [z, -z + 2.0 * x[1], x[0] - x[3]]
+                s = [v + rng.gauss(0.0, 1.0) for v in s]
+                y = s.index(max(s))
             else:
                 y = z + rng.gauss(0.0, 0.5)
             f.write(",".join(repr(v) for v in x[:2] + [y] + x[2:]) + "\n")
@@ -101,6 +107,7 @@ label = "label"
 [model]
 kind = "$MODEL"
 l2 = 0.01
+$([[ "$MODEL" == softmax ]] && echo "classes = 3")
 [algorithm]
 names = ["fedavg", "scaffold"]
 step = 0.05
@@ -145,7 +152,8 @@ federate() {
       fi
       "$BIN/c_api_test" --coordinator "127.0.0.1:$port" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
         --data "$shard" --samples "$SAMPLES" --queue "$QUEUE" \
-        $([[ "$MODEL" == logistic ]] && echo --binary) 2>"$dir/$id.log" &
+        $([[ "$MODEL" == logistic ]] && echo --binary) $([[ "$MODEL" == softmax ]] && echo --max-dim 18) \
+        2>"$dir/$id.log" &
     else
       "$BIN/fedrt-device" --coordinator "127.0.0.1:$port" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
         --data "$OUT/shards/device-$i.csv" 2>"$dir/$id.log" &

@@ -55,7 +55,7 @@ typedef struct fedrt_poll_result {
 
 /* What the workspace must hold. */
 typedef struct fedrt_capacity {
-  uint32_t max_dim;     /* largest model dimension d a task may have (<= the wire limit, 256) */
+  uint32_t max_dim;     /* largest model dimension d a task may have (<= the wire limit, 256); softmax: K (p + 1) */
   uint32_t max_samples; /* examples the store holds (pulled or fed; 0 when samples are in place) */
   int secagg;           /* nonzero: room for SecAgg+ rounds */
 } fedrt_capacity;
@@ -88,7 +88,8 @@ typedef struct fedrt_config {
   fedrt_callbacks cb;
   /* Optional samples in place (e.g. const arrays in flash), read, never
    * written: count x dim features row-major and count labels (binary
-   * logistic regression: -1/+1). */
+   * logistic regression: -1/+1; softmax regression: class indices 0..K-1,
+   * dim = p features of the model's d = K (p + intercept)). */
   const float* features;
   const float* labels;
   uint32_t count;
