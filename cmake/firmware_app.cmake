@@ -162,6 +162,35 @@ if(COMMAND fedrt_add_firmware)
     FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/c-api-qemu/c/dev0000.log")  # c_api_qemu_own_data
   target_compile_definitions(fedrt-fw-own PRIVATE FEDRT_OWN_WORKSPACE_BYTES=34816 FEDRT_OWN_MAX_DIM=16)
   set_target_properties(fedrt-fw-own PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+  # fedrt-fw-digits: the same C99 firmware for own-data tasks up to d = 650
+  # (softmax regression on the 8x8 digits, d = 10 (64 + 1)) on the memory of
+  # an nRF52840 (1 MB flash / 256 KB RAM, mps2-an386-nrf52840.ld): nanopb
+  # bounds of runtime/fw/fedrt_fw_d650.options, a workspace for every
+  # optimisation algorithm of logistic and softmax regression with 4-bit
+  # dithering or SecAgg+ at d = 650 (least squares at that d would need its
+  # 3.4 MB Abar_c: refused for memory), and the shard as a per-device blob in
+  # the flash region at fedrt_shard_block (shard_to_blob.py; qemu-run.sh
+  # --shard), read in place: one image for every device.
+  if(FEDRT_FW_CPU STREQUAL "cortex-m4")
+    _fedrt_fw_messages(fedrt_fw_nanopb_d650 nanopb-d650 fedrt_fw.options fedrt_fw_d650.options)
+    add_library(fedrt_fw_client_d650 STATIC ${_fw_client_sources})
+    target_link_libraries(fedrt_fw_client_d650 PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
+                          fedrt_fw_nanopb_d650 fedrt_firmware_config)
+    target_compile_options(fedrt_fw_client_d650 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+    target_compile_definitions(fedrt_fw_client_d650 PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
+    fedrt_add_firmware(fedrt-fw-digits
+      SOURCES "${_own}/firmware.c" "${_own}/shard_blob.c"
+      STACK_SIZE 6144
+      LIBRARIES fedrt_fw_client_d650
+      LAYOUT nrf52840
+      NO_STANDALONE_RUN
+      FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/digits-fleet/logs/dev0018.log")  # fleet_qemu_digits
+    target_include_directories(fedrt-fw-digits PRIVATE "${_own}")
+    target_compile_definitions(fedrt-fw-digits PRIVATE FEDRT_OWN_SHARD_BLOB FEDRT_OWN_WORKSPACE_BYTES=184320
+                               FEDRT_OWN_MAX_DIM=650 FEDRT_OWN_SECAGG=1
+                               "FEDRT_OWN_MODELS=(FEDRT_MODEL_LOGISTIC|FEDRT_MODEL_SOFTMAX)")
+    set_target_properties(fedrt-fw-digits PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+  endif()
   # The images in a fleet under qemu-system-arm (UART1 bridged to TCP), with
   # the host tools of the release preset (coordinator, native devices,
   # provisioning, relay, simulator): skipped (77) when those are not built.

@@ -289,6 +289,7 @@ int main(int argc, char** argv) {
   while (psk_len < sizeof psk && sscanf(hex + 2 * psk_len, "%2hhx", &psk[psk_len]) == 1) ++psk_len;
 
   /* The caller owns all memory: ask for the size, then give the buffer. */
+  memset(&cap, 0, sizeof cap);
   cap.max_dim = (uint32_t)atoi(arg(argc, argv, "--max-dim", "0"));
   if (cap.max_dim == 0) cap.max_dim = a.dim;
   cap.max_samples = inplace ? 0 : a.rows;
