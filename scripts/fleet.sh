@@ -14,7 +14,8 @@
 #   native     build/release/bin/fedrt-device (--devices N is an alias of --native N)
 #   aarch64    qemu-aarch64 build/aarch64/bin/fedrt-device (static; ./fedrt build aarch64)
 #   armhf      qemu-arm build/armhf/bin/fedrt-device       (static; ./fedrt build armhf)
-#   cortex-m4  firmware under qemu-system-arm (see launch_cortex_m4 below)
+#   cortex-m4  firmware under qemu-system-arm (see launch_cortex_m4 below); with
+#              [data] CSV shards fedrt-fw-digits, its shard as a flash blob
 # mixed auth (default unless the experiment's [network] auth is psk or cert):
 # even devices use their PSK, odd devices their certificate.
 # Outputs: DIR/{metrics.csv,summary.json,error.png,coordinator.log,coordinator.db},
