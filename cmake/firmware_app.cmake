@@ -249,6 +249,11 @@ if(COMMAND fedrt_add_firmware)
                --config "${CMAKE_SOURCE_DIR}/examples/digits/experiment-secagg.toml")
       set_tests_properties(fleet_qemu_digits fleet_qemu_digits_4bit fleet_qemu_digits_secagg
                            PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
+      # A missing or corrupted shard blob stops the image at boot with the reason.
+      add_test(NAME fw_digits_bad_shard_blob COMMAND "${_dir}/run_shard_blob_check.sh"
+               --elf "$<TARGET_FILE:fedrt-fw-digits>" --shard "${CMAKE_SOURCE_DIR}/examples/digits/split/device-3.csv"
+               --classes 10 --out "${_out}/digits-bad-blob")
+      set_tests_properties(fw_digits_bad_shard_blob PROPERTIES LABELS device SKIP_RETURN_CODE 77 TIMEOUT 120)
     endif()
     set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
         fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg fw_link_qemu_corrupt-record
