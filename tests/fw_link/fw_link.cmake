@@ -90,7 +90,10 @@ if(TARGET fedrt_fw_client AND TARGET fedrt-coordinator)
            --model least_squares --samples feed --expect-refusal "the device's samples have 4 features, the task's model d = 5")
   add_test(NAME c_api_softmax_refuses_bad_shard COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-refusal
            --model softmax --samples feed --expect-refusal "the device's samples have 4 features, the task's softmax model has 5 \\(d = 18\\)")
+  add_test(NAME c_api_softmax_refuses_bad_label COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-label
+           --model softmax --samples inplace --bad-label
+           --expect-refusal "example 1: label is not a class of softmax regression with 3 classes \\(an integer 0..2\\)")
   set_tests_properties(c_api_lsq_feed c_api_lsq_inplace c_api_logistic_pull c_api_softmax_feed c_api_softmax_inplace
-                       c_api_refuses_bad_shard c_api_softmax_refuses_bad_shard
+                       c_api_refuses_bad_shard c_api_softmax_refuses_bad_shard c_api_softmax_refuses_bad_label
                        PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

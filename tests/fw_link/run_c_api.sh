@@ -22,9 +22,11 @@
 #   run_c_api.sh --bin HOST_BIN_DIR --out DIR [--model least_squares|logistic|softmax]
 #                [--samples inplace|pull|feed] [--queue BYTES]
 #                [--elf FEDRT_FW_OWN.elf --machine mps2-an386 --shards DIR]
-#                [--expect-refusal REGEX]
+#                [--expect-refusal REGEX [--bad-label]]
 # --expect-refusal: the C device gets its shard without the last feature
-# column; it must refuse the task in TaskReply with a reason matching REGEX
+# column (with --bad-label: with the label of its second example set to 3,
+# not a class of the 3-class softmax task, nor a binary label); it must
+# refuse the task in TaskReply with a reason matching REGEX
 # and exit with an error, and the coordinator must log the refusal and finish
 # with the other devices (no comparison then).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools missing).
@@ -33,6 +35,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BIN="" OUT="" MODEL=least_squares SAMPLES=feed QUEUE=64 N=3 TIMEOUT=180 ELF="" MACHINE=mps2-an386 SHARDS="" REFUSAL=""
+BAD_LABEL=0
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -44,6 +47,7 @@ while (($#)); do
     --machine) MACHINE="$2"; shift 2 ;;
     --shards) SHARDS="$2"; shift 2 ;;
     --expect-refusal) REFUSAL="$2"; shift 2 ;;
+    --bad-label) BAD_LABEL=1; shift ;;
     *) echo "run_c_api.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -146,7 +150,10 @@ federate() {
       FW_PIDS+=($!)
     elif ((c_dev && i == 0)); then
       local shard="$OUT/shards/device-$i.csv"
-      if [[ -n "$REFUSAL" ]]; then  # one feature fewer than the task's model
+      if [[ -n "$REFUSAL" ]] && ((BAD_LABEL)); then  # example 1's label (column 3) is 3
+        shard="$dir/bad-label-device-$i.csv"
+        awk -F, -v OFS=, 'NR == 3 { $3 = 3 } { print }' "$OUT/shards/device-$i.csv" >"$shard"
+      elif [[ -n "$REFUSAL" ]]; then  # one feature fewer than the task's model
         shard="$dir/short-device-$i.csv"
         cut -d, -f1-5 "$OUT/shards/device-$i.csv" >"$shard"
       fi
