@@ -17,6 +17,23 @@ uint32_t Features(const config::ProblemSpec& p) {
   const uint32_t per_class = p.classes == 0 ? 0 : p.dim / p.classes;
   return per_class > (p.intercept ? 1u : 0u) ? per_class - (p.intercept ? 1u : 0u) : 0u;
 }
+// "the device's samples have 4 features, the task's model d = 5" (softmax:
+// "... the task's softmax model has 5 (d = 18)").
+LogLine FeatureMismatch(uint32_t have, uint32_t want, const config::ProblemSpec& p) {
+  LogLine l;
+  l.add("the device's samples have ").add_u(have);
+  if (p.kind == config::ProblemKind::kSoftmax)
+    l.add(" features, the task's softmax model has ").add_u(want).add(" (d = ").add_u(p.dim).add(")");
+  else
+    l.add(" features, the task's model d = ").add_u(want);
+  return l;
+}
+LogLine NotAClass(uint32_t example, uint32_t classes) {
+  LogLine l;
+  l.add("example ").add_u(example).add(": label is not a class of softmax regression with ").add_u(classes);
+  l.add(" classes (an integer 0..").add_u(classes - 1).add(")");
+  return l;
+}
 }  // namespace
 
 // Where an own-data task's examples are (x, y, rows; nullptr) or why this
@@ -39,13 +56,14 @@ const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, 
   if (softmax && (d == 0 || classes * (d + (t.problem.intercept ? 1u : 0u)) != t.problem.dim))
     return "softmax: the task's d is not K (p + intercept) for its K classes";
   if (so.x != nullptr) {  // in place: validated, never written
-    if (so.dim != d)
-      return format(softmax ? LogLine().add("the device's samples have ").add_u(so.dim).add(" features, the task's softmax model has ").add_u(d).add(" (d = ").add_u(t.problem.dim).add(")")
-                            : LogLine().add("the device's samples have ").add_u(so.dim).add(" features, the task's model d = ").add_u(d));
-    for (uint32_t i = 0; i < so.rows; ++i)
-      if (binary ? (so.y[i] != 1.0f && so.y[i] != -1.0f) : softmax ? !IsClass(so.y[i], classes) : !Finite(so.y[i]))
-        return format(softmax ? LogLine().add("example ").add_u(i).add(": label is not a class of softmax regression with ").add_u(classes).add(" classes (an integer 0..").add_u(classes - 1).add(")")
-                              : LogLine().add("example ").add_u(i).add(binary ? ": label is not -1/+1 (binary logistic regression; a shard in place must store -1/+1)" : ": label is not a finite number"));
+    if (so.dim != d) return format(FeatureMismatch(so.dim, d, t.problem));
+    for (uint32_t i = 0; i < so.rows; ++i) {
+      if (softmax) {
+        if (!IsClass(so.y[i], classes)) return format(NotAClass(i, classes));
+      } else if (binary ? (so.y[i] != 1.0f && so.y[i] != -1.0f) : !Finite(so.y[i])) {
+        return format(LogLine().add("example ").add_u(i).add(binary ? ": label is not -1/+1 (binary logistic regression; a shard in place must store -1/+1)" : ": label is not a finite number"));
+      }
+    }
     *x = so.x;
     *y = so.y;
     *rows = so.rows;
@@ -78,13 +96,10 @@ const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, 
     return nullptr;
   }
   if (store_rows == 0) return "the device holds no examples";
-  if (store_dim != d)
-    return format(softmax ? LogLine().add("the device's samples have ").add_u(store_dim).add(" features, the task's softmax model has ").add_u(d).add(" (d = ").add_u(t.problem.dim).add(")")
-                          : LogLine().add("the device's samples have ").add_u(store_dim).add(" features, the task's model d = ").add_u(d));
+  if (store_dim != d) return format(FeatureMismatch(store_dim, d, t.problem));
   if (softmax)
     for (uint32_t i = 0; i < store_rows; ++i)
-      if (!IsClass(store_y[i], classes))
-        return format(LogLine().add("example ").add_u(i).add(": label is not a class of softmax regression with ").add_u(classes).add(" classes (an integer 0..").add_u(classes - 1).add(")"));
+      if (!IsClass(store_y[i], classes)) return format(NotAClass(i, classes));
   if (binary)
     for (uint32_t i = 0; i < store_rows; ++i) {
       float& l = store_y[i];
