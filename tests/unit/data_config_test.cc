@@ -89,7 +89,7 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
   const std::string f = (dir_ / "experiment.toml").string();
   EXPECT_EQ(Error("[data]\nformat = \"parquet\"\n"), f + ": data.format 'parquet' unknown (csv, records or generated)");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n"),
-            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\" or \"softmax\" (got '')");
+            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\" or \"td0\" (got '')");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-0.csv\"\n[problem]\nagents = 3\n[model]\nkind = "
                   "\"logistic\"\n"),
             f + ": data.train '" + (dir_ / "shards/device-0.csv").string() +

@@ -129,7 +129,9 @@ TEST(ArraySource, EveryPassVisitsEachExampleOnce) {
       order.push_back(yi);
     }
     EXPECT_EQ(labels, (std::multiset<double>{0, 1, 2, 3, 4}));
-    if (seed == 0) EXPECT_EQ(order, (std::vector<double>{0, 1, 2, 3, 4}));
+    if (seed == 0) {
+      EXPECT_EQ(order, (std::vector<double>{0, 1, 2, 3, 4}));
+    }
   }
 }
 

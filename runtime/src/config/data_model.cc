@@ -27,6 +27,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     TableReader r(model, "model", path);
     FEDRT_TRY(r.read("kind", cfg.data.model));
     FEDRT_TRY(r.read("l2", cfg.opt.l2));
+    FEDRT_TRY(r.read("gamma", cfg.garnet.gamma));  // td0: the discount factor
     FEDRT_TRY(r.read("classes", cfg.data.classes));
     bool intercept = true;
     const bool has_intercept = model.contains("intercept");
@@ -70,9 +71,17 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     if (!cfg.data.train.empty()) return Bad(fmt::format("{}: data.train needs data.format = \"csv\" or \"records\"", path));
     return Status::Ok();
   }
-  if (cfg.data.model != "least_squares" && cfg.data.model != "logistic" && cfg.data.model != "softmax")
-    return Bad(fmt::format("{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\" or \"softmax\" (got '{}')",
-                           path, cfg.data.format, cfg.data.model));
+  if (cfg.data.model != "least_squares" && cfg.data.model != "logistic" && cfg.data.model != "softmax" &&
+      cfg.data.model != "td0")
+    return Bad(fmt::format(
+        "{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\" or \"td0\" (got '{}')",
+        path, cfg.data.format, cfg.data.model));
+  if (cfg.data.model == "td0") {  // transitions (phi(s), reward, phi(s')) from files: no array bundle
+    cfg.problem = ProblemKind::kBundle;
+    if (!cfg.data.test.empty())
+      return Bad(fmt::format("{}: data.test is scored by least_squares, logistic and softmax models, not by td0", path));
+    if (cfg.noise_free) return Bad(fmt::format("{}: problem.noise_free needs a generated TD(0) problem, not transitions", path));
+  }
   if (cfg.data.train.empty()) return Bad(fmt::format("{}: data.train is missing (e.g. \"shards/device-{{id}}.csv\")", path));
   if (!cfg.agents_set) {  // the shards present, numbered from 0
     uint32_t n = 0;

@@ -287,8 +287,10 @@ Status Validate(const ExperimentConfig& c) {
                                AlgorithmList(known)));
     }
   }
-  if (c.problem == ProblemKind::kBundle && c.problem_file.empty())
+  if (c.problem == ProblemKind::kBundle && c.problem_file.empty() && !c.data.own())
     return bad("--problem file needs --problem-file F (an array bundle)");
+  if (c.problem == ProblemKind::kBundle && c.data.own() && !(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0))
+    return bad(fmt::format("model.gamma must be in [0, 1), got {}", c.garnet.gamma));
   if (c.problem == ProblemKind::kGarnet) {
     if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
     if (c.garnet.n_states < 2) return bad("problem.states must be at least 2");

@@ -34,6 +34,7 @@ protocol::LocalProblem<double> Instance::local(uint32_t agent) const { return lo
 
 Status Instance::build_td(const config::Task& task, const DataFiles& files) {
   const config::ProblemSpec& spec = task.problem;
+  if (spec.own_data) return build_td_transitions(task, files);
   if (spec.kind == config::ProblemKind::kBundle) {
     auto bundle = ArrayBundle::load(files.bundle);
     if (!bundle.ok()) return bundle.status();
@@ -184,9 +185,15 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
 
 Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard) {
   const config::ProblemSpec& spec = task.problem;
-  if (!spec.own_data || config::FamilyOf(spec.kind) != config::Family::kOpt)
-    return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic task");
+  if (!spec.own_data || config::FamilyOf(spec.kind) == config::Family::kEm)
+    return Status::InvalidArgument("BuildOwn: the task is not an own-data task (least squares, logistic, TD(0))");
   if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
+  if (config::FamilyOf(spec.kind) == config::Family::kLsa) {
+    std::unique_ptr<Instance> inst(new Instance());
+    inst->problem_ = spec;
+    FEDRT_TRY(inst->build_own_transitions(task, agent, shard));
+    return inst;
+  }
   const FedLoss loss = LossOf(spec.kind);
   auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, LabelKindOf(loss),
                            spec.classes);

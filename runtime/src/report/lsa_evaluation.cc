@@ -38,7 +38,12 @@ class LsaEvaluation : public Evaluation {
     if (task_.secagg.enabled)
       out.settings["secure_aggregation"] = SecAggJson(task_.secagg, p.agents, task_.compression.quantizer.bits);
     const char* het = g.heterogeneity == config::Heterogeneity::kHigh ? "high" : "low";
-    if (p.kind == config::ProblemKind::kBundle) {
+    if (p.own_data) {
+      out.settings.update({{"train", files_.shards.train}, {"gamma", g.gamma}, {"train_loss", "mean squared TD error"}});
+      out.problem.description =
+          fmt::format("federated TD(0) on the agents' own transitions '{}', d={}, gamma={}", files_.shards.train, p.dim,
+                      g.gamma);
+    } else if (p.kind == config::ProblemKind::kBundle) {
       out.settings["problem_file"] = files_.bundle;
       out.problem.description = fmt::format("federated TD(0) from '{}'", files_.bundle);
     } else {

@@ -59,6 +59,9 @@ class Instance {
 
  private:
   Status build_td(const config::Task& task, const DataFiles& files);
+  // TD(0) on the agents' own transitions (td_transitions.cc).
+  Status build_td_transitions(const config::Task& task, const DataFiles& files);
+  Status build_own_transitions(const config::Task& task, uint32_t agent, const std::string& path);
   Status build_fed(const config::Task& task, const DataFiles& files);
   Status build_fed_oracles(const config::Task& task, int first, int last);
   Status build_gmm(const config::Task& task);

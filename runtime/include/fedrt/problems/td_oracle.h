@@ -177,6 +177,22 @@ class TdOracle {
     return acc[0] + acc[1];
   }
 
+  // Mean squared TD error over the atoms taken with equal weight,
+  // (1/n) sum_i (phi(s_i)^T theta - gamma phi(s'_i)^T theta - r_i)^2: the
+  // loss an agent reports on its own transitions (td_transitions.h), whose
+  // atoms are its rows.
+  double mean_squared_td_error(const S* theta) const {
+    double sum = 0.0;
+    for (uint32_t i = 0; i < n_atoms_; ++i) {
+      const TdTransition<S>& z = atoms_[i];
+      const S* ps = phi_ + static_cast<size_t>(z.state) * dim_;
+      const S* pn = phi_ + static_cast<size_t>(z.next_state) * dim_;
+      const double td = static_cast<double>(FixedOrderDot(ps, theta, dim_) - gamma_ * FixedOrderDot(pn, theta, dim_) - z.reward);
+      sum += td * td;
+    }
+    return n_atoms_ > 0 ? sum / n_atoms_ : 0.0;
+  }
+
   // One TD(0) step: theta <- theta - eta (phi(s) ((phi(s) - gamma phi(s'))^T theta - r(s)))
   // i.e. theta <- theta - eta (A(Z) theta - b(Z)) in O(d).
   template <int D>

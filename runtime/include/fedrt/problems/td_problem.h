@@ -12,6 +12,10 @@
 #include "fedrt/problems/array_bundle.h"
 #include "fedrt/problems/lsa_system.h"
 
+namespace fedrt::data {
+struct Shard;
+}
+
 namespace fedrt::problems {
 
 struct TdProblem {
@@ -49,5 +53,10 @@ struct TdProblem {
 // generator does); if that is not stationary to 1e-10 (eigenvalue 1 repeated),
 // the Cesaro average of the chain started from the uniform law.
 Eigen::VectorXd StationaryDistribution(const MatrixRM& p);
+
+// A shard of TD(0) transitions (docs/data.md): 2p feature columns, phi(s)
+// then phi(s') named next_<name> in the same order, the reward as the label,
+// at most kMaxTransitions rows. Errors name the file and the column.
+Status CheckTransitionColumns(const data::Shard& shard);
 
 }  // namespace fedrt::problems

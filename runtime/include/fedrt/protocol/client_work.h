@@ -130,12 +130,17 @@ class ClientWork {
         // state stays in a register (a captured reference would be stored
         // every step and force theta to be reloaded).
         const uint64_t key = RngKey(seed_, run_, agent, round, RngStream::kLocalSteps);
+        if (report_loss_) {  // own transitions: the mean squared TD error before and after
+          loss_before_ = p.td->mean_squared_td_error(broadcast);
+          examples_ = local_steps;
+        }
         DispatchDim(shape_.dim, [this, key, &p](auto tag) {
           constexpr int D = decltype(tag)::value;
           CounterRng rng(key);
           if (noise_free_) lsa_.template run_local_steps<D>(*p.expected, rng);
           else lsa_.template run_local_steps<D>(*p.td, rng);
         });
+        if (report_loss_) loss_after_ = p.td->mean_squared_td_error(lsa_.update());
         value[0] = lsa_.update();
         start[0] = broadcast;
         return local_steps;
