@@ -90,8 +90,9 @@ target_compile_definitions(fedrt_fw_secagg_device PUBLIC FEDRT_SCALAR_FLOAT FEDR
 # The device client (runtime/src/fw: driver, nanopb codec, TLS link) over
 # ClientSession<float>: every family (fedrt_fw_client) or LSA only
 # (fedrt_fw_client_lsa). Device code: no exceptions, RTTI or heap.
-set(_fw_client_sources "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
-    "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc")
+set(_fw_client_sources "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/client_poll.cc"
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/own_samples.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/capi.cc")
 foreach(_v "" "_lsa")
   add_library(fedrt_fw_client${_v} STATIC ${_fw_client_sources})
   target_link_libraries(fedrt_fw_client${_v} PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
@@ -133,6 +134,34 @@ if(COMMAND fedrt_add_firmware)
     NO_STANDALONE_RUN
     FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/lsa-fleet/dev0000.log")  # fw_link_qemu_lsa_fleet
   target_compile_definitions(fedrt-fw-lsa PRIVATE FEDRT_FW_WORKSPACE_BYTES=10240)
+  # examples/mcu-own-data: a C99 firmware on the C API alone
+  # (fedrt/fedrt_device.h), training on the shard compiled into its flash
+  # (device-0.csv as const arrays, shard_to_c.py at build time). Its static
+  # buffer holds the whole device (client state and frames, TLS heap, arena);
+  # the firmware checks it against fedrt_workspace_size() at boot.
+  # It serves own-data least squares / logistic tasks only: a client with the
+  # optimisation family alone (no LSA or EM code).
+  add_library(fedrt_fw_client_opt STATIC ${_fw_client_sources})
+  target_link_libraries(fedrt_fw_client_opt PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
+                        fedrt_fw_nanopb fedrt_firmware_config)
+  target_compile_options(fedrt_fw_client_opt PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+  target_compile_definitions(fedrt_fw_client_opt PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
+  set(_own "${CMAKE_SOURCE_DIR}/examples/mcu-own-data")
+  set(_own_shard "${CMAKE_BINARY_DIR}/generated/mcu-own-data/shard-device-0.c")
+  add_custom_command(OUTPUT "${_own_shard}"
+    COMMAND ${CMAKE_COMMAND} -E make_directory "${CMAKE_BINARY_DIR}/generated/mcu-own-data"
+    COMMAND "${Python3_EXECUTABLE}" "${_own}/shard_to_c.py" --input "${_own}/shards/device-0.csv" --out "${_own_shard}"
+    DEPENDS "${_own}/shard_to_c.py" "${_own}/shards/device-0.csv"
+    COMMENT "shard_to_c.py: examples/mcu-own-data/shards/device-0.csv into flash")
+  fedrt_add_firmware(fedrt-fw-own
+    SOURCES "${_own}/firmware.c" "${_own_shard}"
+    STACK_SIZE 6144
+    LIBRARIES fedrt_fw_client_opt
+    LAYOUT large
+    NO_STANDALONE_RUN
+    FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/c-api-qemu/c/dev0000.log")  # c_api_qemu_own_data
+  target_compile_definitions(fedrt-fw-own PRIVATE FEDRT_OWN_WORKSPACE_BYTES=34816 FEDRT_OWN_MAX_DIM=16)
+  set_target_properties(fedrt-fw-own PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
   # The images in a fleet under qemu-system-arm (UART1 bridged to TCP), with
   # the host tools of the release preset (coordinator, native devices,
   # provisioning, relay, simulator): skipped (77) when those are not built.
@@ -165,7 +194,11 @@ if(COMMAND fedrt_add_firmware)
       add_test(NAME fw_link_qemu_${mode} COMMAND ${_fw_link} ${_lsa} --out "${_out}/${mode}" --fw 1 --native 1
                --mode ${mode})
     endforeach()
-    set(_tests fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
+    # The C API firmware with its shard in flash against a fleet of C++ devices on the same shards.
+    add_test(NAME c_api_qemu_own_data COMMAND "${_dir}/run_c_api.sh" --bin "${FEDRT_HOST_BIN_DIR}"
+             --elf "$<TARGET_FILE:fedrt-fw-own>" --machine "${FEDRT_MPS2_MACHINE}"
+             --shards "${CMAKE_SOURCE_DIR}/examples/mcu-own-data/shards" --out "${_out}/c-api-qemu")
+    set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
         fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg fw_link_qemu_corrupt-record
         fw_link_qemu_bad-frames fw_link_qemu_huge-frame)
     set_tests_properties(${_tests} PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)

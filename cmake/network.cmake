@@ -38,6 +38,9 @@ if(FEDRT_DEVICE_ONLY)
     runtime/src/net/network_config.cc
     runtime/src/net/device_state.cc
     runtime/src/net/device_cli.cc
+    runtime/src/net/device_session.cc
+    runtime/src/net/device_connection.cc
+    runtime/src/net/device_api.cc
     runtime/src/net/device.cc)
   target_link_libraries(fedrt_net PUBLIC fedrt_config fedrt_wire CLI11::CLI11
     ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
@@ -58,6 +61,9 @@ add_library(fedrt_net STATIC
   runtime/src/net/coordinator_cli.cc
   runtime/src/net/device_state.cc
   runtime/src/net/device_cli.cc
+  runtime/src/net/device_session.cc
+  runtime/src/net/device_connection.cc
+  runtime/src/net/device_api.cc
   runtime/src/net/device.cc)
 target_include_directories(fedrt_net SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
 target_compile_definitions(fedrt_net PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)

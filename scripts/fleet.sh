@@ -76,6 +76,8 @@ if [[ "$DATA_FORMAT" == csv || "$DATA_FORMAT" == records ]]; then
   [[ "$SHARDS" == /* ]] || SHARDS="$(cd "$(dirname "$CONFIG")" && pwd)/$SHARDS"
   ((N_CORTEX_M4 == 0)) || die "cortex-m4 devices cannot train on [data] shards yet (their data is a provisioned image)"
 fi
+MODEL_KIND="$(sed -n '/^\[model\]/,/^\[/{s/^kind *= *"\([a-z_]*\)".*/\1/p}' "$CONFIG" | head -1)"
+[[ "$MODEL_KIND" != user ]] || die "$CONFIG: [model] kind = \"user\": fedrt-device has no code for a user model; run devices built on fedrt::Device with it (docs/user-models.md, examples/user-model)"
 # No device counts with [data] shards: one native device per shard present ({id} = 0, 1, ...).
 if ((DEVICES == 0)) && [[ -n "$SHARDS" ]]; then
   while [[ -f "${SHARDS//\{id\}/$N_NATIVE}" ]]; do N_NATIVE=$((N_NATIVE + 1)); done

@@ -6,6 +6,7 @@ usage: plot_error.py OUTDIR
 Reads OUTDIR/metrics.csv (columns: algorithm,run,round,error,... one row per
 algorithm, run and round; round 0 is the initial error) and OUTDIR/summary.json
 (keys "settings" and "algorithms"), and writes OUTDIR/error.png: the mean error
+(train_loss when no row has an error, as for a user model)
 over runs versus communication round for every algorithm (log y axis), a
 mean +/- std band when there are several runs, and a dashed line at the
 predicted bias^2 of each algorithm that has one, and dotted lines at the
@@ -52,8 +53,8 @@ def import_matplotlib():
     return plt
 
 
-def load_metrics(path):
-    """Return ({algorithm: {round: [error per run]}}, {algorithm: set(runs)}, order)."""
+def load_metrics(path, column="error"):
+    """Return ({algorithm: {round: [column per run]}}, {algorithm: set(runs)}, order)."""
     data = {}
     runs = {}
     order = []
@@ -75,7 +76,7 @@ def load_metrics(path):
                     alg = row["algorithm"].strip()
                     run = row["run"].strip()
                     rnd = int(float(row["round"]))
-                    err = float(row["error"])
+                    err = float(row[column])
                 except (AttributeError, TypeError, ValueError) as exc:
                     fail("%s:%d: malformed row (%s): %r" % (path, lineno, exc, row))
                 if not alg:
@@ -186,6 +187,13 @@ def main(argv):
     settings, algorithms = load_summary(summary_path)
     with open(summary_path) as fh:
         error_label = json.load(fh).get("error_label") or "‖θ_t − θ*‖²"
+    if not any(math.isfinite(e) for alg in data.values() for errs in alg.values() for e in errs):
+        # No error metric (a user model, docs/user-models.md): the devices' reported training loss.
+        with open(metrics_path, newline="") as fh:
+            has_train = "train_loss" in (csv.DictReader(fh).fieldnames or [])
+        if has_train:
+            data, runs, order = load_metrics(metrics_path, "train_loss")
+            error_label = "train_loss (mean f_c at the broadcast model, devices' reports)"
 
     plt = import_matplotlib()
     import numpy as np

@@ -36,3 +36,31 @@ gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}
 # Tests of the wire module (runtime/wire, runtime/include/fedrt/wire): frames,
 # codec round trips and rejections, and the nanopb bounds against config/limits.h.
 include(${CMAKE_CURRENT_LIST_DIR}/wire.cmake)
+
+# fedrt::Device (the C++ device API) against a real coordinator on loopback.
+add_executable(fedrt_device_api_tests net/device_api_test.cc)
+target_link_libraries(fedrt_device_api_tests PRIVATE fedrt_net fedrt_sim GTest::gtest_main)
+target_compile_definitions(fedrt_device_api_tests PRIVATE
+  FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
+  FEDRT_TEST_BIN_DIR="$<TARGET_FILE_DIR:fedrt-test-device>"
+  FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp")
+add_dependencies(fedrt_device_api_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim)
+gtest_discover_tests(fedrt_device_api_tests TEST_FILTER "DeviceApiTest.BadConfig*"
+  PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+gtest_discover_tests(fedrt_device_api_tests TEST_FILTER "-DeviceApiTest.BadConfig*"
+  PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+
+# The user-model example (examples/user-model): six fedrt::Device objects in
+# one process train a two-layer network over TLS; its training loss must fall
+# below half its first value, block of 5 rounds by block (run.sh --check).
+add_test(NAME example_user_model_loss_falls
+  COMMAND ${PROJECT_SOURCE_DIR}/examples/user-model/run.sh --bin $<TARGET_FILE_DIR:fedrt-coordinator>
+          --out ${CMAKE_CURRENT_BINARY_DIR}/example_user_model --check)
+set_tests_properties(example_user_model_loss_falls PROPERTIES LABELS integration TIMEOUT 180)
+
+# fedrt/user_model.h must stay a C99 header: a C model against its typedef,
+# compiled as strict C99 with every build of the tests.
+add_library(fedrt_user_model_c99_check OBJECT device/user_model_c99.c)
+target_include_directories(fedrt_user_model_c99_check PRIVATE ${PROJECT_SOURCE_DIR}/runtime/include)
+set_target_properties(fedrt_user_model_c99_check PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+target_compile_options(fedrt_user_model_c99_check PRIVATE -Wall -Wextra -pedantic -Werror)

@@ -93,6 +93,17 @@ size_t mps2_uart_read(int index, void* data, size_t n, uint32_t timeout_ms) {
   return got;
 }
 
+int mps2_uart_wait(int index, uint32_t timeout_ms) {
+  if (index < 0 || index >= kMps2UartCount) return 0;
+  CmsdkUart* u = kUarts[index];
+  const uint32_t start = mps2_millis();
+  while (!(u->state & kUartStateRxFull)) {
+    if ((uint32_t)(mps2_millis() - start) >= timeout_ms) return 0;
+    uart_wait_rx(u);
+  }
+  return 1;
+}
+
 // ---------------------------------------------------------------- SysTick time base
 #define SYST_CSR (*(volatile uint32_t*)0xE000E010u)
 #define SYST_RVR (*(volatile uint32_t*)0xE000E014u)

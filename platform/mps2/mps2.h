@@ -29,6 +29,8 @@ int mps2_uart_getc(int index);
 // byte is waiting the CPU sleeps (WFI) until the UART's RX interrupt or the
 // next SysTick, so an idle firmware does not keep QEMU busy.
 size_t mps2_uart_read(int index, void* data, size_t n, uint32_t timeout_ms);
+// Sleeps (WFI) until a byte is waiting on UART `index` (1) or timeout_ms pass (0).
+int mps2_uart_wait(int index, uint32_t timeout_ms);
 
 // ---- Console (UART0): small formatted output without stdio (newlib's printf
 // would link malloc).

@@ -1,14 +1,16 @@
-// fedrt-device: one device of the fleet (POSIX, Linux boards). It needs only
-// the coordinator's address, its credentials and a state directory: the task
-// (algorithm, model, hyper-parameters, compression, secure aggregation)
-// arrives from the coordinator, and the device builds its local problem from
-// it and its agent index (runtime/include/fedrt/net/device.h).
+// fedrt-device: one device of the fleet (POSIX, Linux boards), a command line
+// over fedrt::Device (fedrt/device.h). It needs only the coordinator's
+// address, its credentials and a state directory: the task (algorithm,
+// model, hyper-parameters, compression, secure aggregation) arrives from the
+// coordinator, and the device builds its local problem from it, its agent
+// index and its --data shard.
 
 #include <cstdio>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "fedrt/device.h"
 #include "fedrt/net/device_cli.h"
 
 using namespace fedrt;
@@ -21,9 +23,12 @@ int main(int argc, char** argv) {
   net::DeviceFlags flags;
   net::AddDeviceFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
-  net::DeviceOptions opt;
-  Status st = net::DeviceOptionsFromFlags(flags, opt);
-  if (st.ok()) st = net::RunDevice(opt);
+  DeviceConfig config;
+  Status st = net::DeviceConfigFromFlags(flags, config);
+  if (st.ok()) {
+    auto device = Device::Create(config);
+    st = device.ok() ? (*device)->run() : device.status();
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "fedrt-device: error: %s\n", st.message());
     return 2;

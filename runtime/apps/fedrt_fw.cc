@@ -39,10 +39,14 @@ int UartWrite(void*, const uint8_t* data, size_t n) {
   return static_cast<int>(n);
 }
 
-// Up to n bytes, until timeout_ms pass without a byte (the CPU sleeps on the
-// UART's RX interrupt meanwhile).
-int UartRead(void*, uint8_t* data, size_t n, uint32_t timeout_ms) {
-  return static_cast<int>(mps2_uart_read(kMps2UartLink, data, n, timeout_ms));
+// The bytes already received, up to n, without waiting.
+int UartRead(void*, uint8_t* data, size_t n) { return static_cast<int>(mps2_uart_read(kMps2UartLink, data, n, 0)); }
+
+uint32_t Millis(void*) { return mps2_millis(); }
+
+// Sleeps on the UART's RX interrupt until a byte arrives or ms pass (writes never block).
+void UartWait(void*, uint32_t ms, bool write) {
+  if (!write) mps2_uart_wait(kMps2UartLink, ms);
 }
 
 void ConsoleLog(void*, const char* line) {
@@ -88,6 +92,8 @@ int main() {
   opt.problem = *problem;
   opt.link.write = UartWrite;
   opt.link.read = UartRead;
+  opt.link.now_ms = Millis;
+  opt.link.wait = UartWait;
   opt.workspace = g_workspace;
   opt.workspace_bytes = sizeof g_workspace;
   opt.log = ConsoleLog;

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -68,26 +69,41 @@ struct TcpLink {
   }
 };
 
+// Non-blocking send: bytes taken, 0 when the socket buffer is full, -1 broken.
 int LinkWrite(void* ctx, const uint8_t* data, size_t n) {
   auto* l = static_cast<TcpLink*>(ctx);
   if (l->fd < 0) return -1;
   for (;;) {
-    const ssize_t r = ::send(l->fd, data, n, MSG_NOSIGNAL);
+    const ssize_t r = ::send(l->fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r >= 0) return static_cast<int>(r);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     if (errno != EINTR) return -1;
   }
 }
 
-int LinkRead(void* ctx, uint8_t* data, size_t n, uint32_t timeout_ms) {
+// Non-blocking receive: bytes read, 0 when none are waiting, -1 closed or broken.
+int LinkRead(void* ctx, uint8_t* data, size_t n) {
   auto* l = static_cast<TcpLink*>(ctx);
   if (l->fd < 0) return -1;
-  pollfd p{l->fd, POLLIN, 0};
-  const int pr = ::poll(&p, 1, timeout_ms == 0xFFFFFFFFu ? -1 : static_cast<int>(timeout_ms));
-  if (pr == 0) return 0;
-  if (pr < 0) return errno == EINTR ? 0 : -1;
-  const ssize_t r = ::recv(l->fd, data, n, 0);
-  if (r > 0) return static_cast<int>(r);
-  return -1;  // closed or failed
+  for (;;) {
+    const ssize_t r = ::recv(l->fd, data, n, MSG_DONTWAIT);
+    if (r > 0) return static_cast<int>(r);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (r < 0 && errno == EINTR) continue;
+    return -1;
+  }
+}
+
+uint32_t LinkMillis(void*) {
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+void LinkWait(void* ctx, uint32_t ms, bool write) {
+  auto* l = static_cast<TcpLink*>(ctx);
+  if (l->fd < 0) return;
+  pollfd p{l->fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+  ::poll(&p, 1, static_cast<int>(std::min<uint32_t>(ms, 1u << 30)));
 }
 
 // New TCP connection, retried with backoff for up to a minute.
@@ -195,7 +211,12 @@ int main(int argc, char** argv) {
   opt.identity.entropy_seed = seed.data();
   opt.identity.entropy_seed_len = seed.size();
   opt.problem = *view;
-  opt.link = {&link, LinkWrite, LinkRead, LinkReconnect};
+  opt.link.ctx = &link;
+  opt.link.write = LinkWrite;
+  opt.link.read = LinkRead;
+  opt.link.now_ms = LinkMillis;
+  opt.link.reconnect = LinkReconnect;
+  opt.link.wait = LinkWait;
   opt.workspace = ws;
   opt.workspace_bytes = workspace_bytes;
   opt.log = Log;

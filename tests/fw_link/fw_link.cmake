@@ -57,3 +57,32 @@ if(TARGET fedrt-fw-host)
                        PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
   set_tests_properties(fw_link_host_secagg PROPERTIES TIMEOUT 600)
 endif()
+
+# The C API (runtime/include/fedrt/fedrt_device.h): a device written in C99
+# (-pedantic) drives full rounds through fedrt_poll over an in-memory
+# transport against the real coordinator, on own-data shards; run_c_api.sh
+# compares the rounds with a fleet of C++ devices (fedrt-device) on the same shards.
+if(TARGET fedrt_fw_client AND TARGET fedrt-coordinator)
+  add_executable(c_api_test ${CMAKE_CURRENT_LIST_DIR}/c_api_test.c)
+  set_target_properties(c_api_test PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+  target_compile_options(c_api_test PRIVATE -pedantic-errors -Wall -Wextra)
+  target_link_libraries(c_api_test PRIVATE fedrt_fw_client)
+  add_executable(c_api_unit_test ${CMAKE_CURRENT_LIST_DIR}/c_api_unit_test.c)
+  set_target_properties(c_api_unit_test PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF
+                        LINKER_LANGUAGE CXX)
+  target_compile_options(c_api_unit_test PRIVATE -pedantic-errors -Wall -Wextra)
+  target_link_libraries(c_api_unit_test PRIVATE fedrt_fw_client m)
+  add_test(NAME c_api_unit COMMAND c_api_unit_test)
+  set_tests_properties(c_api_unit PROPERTIES LABELS device)
+  set(_capi ${CMAKE_CURRENT_LIST_DIR}/run_c_api.sh --bin ${CMAKE_BINARY_DIR}/bin)
+  add_test(NAME c_api_lsq_feed COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-lsq-feed --model least_squares
+           --samples feed)
+  add_test(NAME c_api_lsq_inplace COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-lsq-inplace
+           --model least_squares --samples inplace)
+  add_test(NAME c_api_logistic_pull COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-logistic-pull
+           --model logistic --samples pull)
+  add_test(NAME c_api_refuses_bad_shard COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-refusal
+           --model least_squares --samples feed --expect-refusal "the device's samples have 4 features, the task's model d = 5")
+  set_tests_properties(c_api_lsq_feed c_api_lsq_inplace c_api_logistic_pull c_api_refuses_bad_shard
+                       PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

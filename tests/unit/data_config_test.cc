@@ -12,6 +12,7 @@
 #include "fedrt/config/task_builder.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/report/results.h"
+#include "fedrt/sim/simulator.h"
 
 namespace fedrt::config {
 namespace {
@@ -89,15 +90,13 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
   const std::string f = (dir_ / "experiment.toml").string();
   EXPECT_EQ(Error("[data]\nformat = \"parquet\"\n"), f + ": data.format 'parquet' unknown (csv, records or generated)");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n"),
-            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\" or \"td0\" (got '')");
+            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\", \"td0\" or \"user\" (got '')");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-0.csv\"\n[problem]\nagents = 3\n[model]\nkind = "
                   "\"logistic\"\n"),
             f + ": data.train '" + (dir_ / "shards/device-0.csv").string() +
                 "' has no {id}: every agent would read the same file");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"nothing/{id}.csv\"\n[model]\nkind = \"logistic\"\n"),
             f + ": data.train: no shard '" + (dir_ / "nothing/0.csv").string() + "'");
-  EXPECT_EQ(Error("[model]\nkind = \"user\"\n"),
-            f + ": model.kind 'user' is not available yet (least_squares, logistic, softmax, td0, gmm are)");
   const std::string shards = "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n";
   EXPECT_EQ(Error(shards + "[model]\nkind = \"softmax\"\n"),
             f + ": model.classes = 0: softmax regression needs the number of classes K, 2 to 1024 (labels are 0..K-1)");
@@ -109,6 +108,55 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
   EXPECT_EQ(Error(shards + "[model]\nkind = \"logistic\"\nclasses = 3\n"),
             f + ": model.classes and model.intercept are settings of model.kind = \"softmax\"");
   EXPECT_NE(Error("[data]\nfromat = \"csv\"\n").find("data.fromat"), std::string::npos);
+}
+
+// [model] kind = "user" (docs/user-models.md): the task names d and trains on
+// the devices' shards; the coordinator's instance holds x_0 (model.init) and
+// no data, its evaluation has no error metric, and the simulator refuses it.
+TEST_F(DataConfigTest, AUserModelTaskCarriesItsDimensionAndInitialIterate) {
+  const std::string data = "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n";
+  auto cfg = Load(data + "[model]\nkind = \"user\"\ndim = 4\ninit = [0.5, -1, 0, 2]\n");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  auto task = MakeTask(*cfg);
+  ASSERT_TRUE(task.ok()) << task.status().message();
+  EXPECT_EQ(task->problem.kind, ProblemKind::kUser);
+  EXPECT_EQ(task->problem.dim, 4u);  // the parameters, not the shards' 2 features
+  EXPECT_EQ(task->problem.agents, 3u);
+  EXPECT_TRUE(task->problem.own_data);
+  EXPECT_EQ(FamilyOf(task->problem.kind), Family::kOpt);
+  auto inst = BuildInstance(*cfg);
+  ASSERT_TRUE(inst.ok()) << inst.status().message();
+  EXPECT_EQ((*inst)->initial_iterate(), (std::vector<double>{0.5, -1, 0, 2}));
+  EXPECT_EQ((*inst)->fed(), nullptr);
+  auto eval = report::Evaluation::Make(*task, DataFilesOf(*cfg), **inst, nullptr);
+  ASSERT_TRUE(eval.ok()) << eval.status().message();
+  EXPECT_TRUE(std::isnan((*eval)->initial_error()));
+  auto zeros = Load(data + "[model]\nkind = \"user\"\ndim = 3\n");
+  ASSERT_TRUE(zeros.ok()) << zeros.status().message();
+  EXPECT_EQ((*BuildInstance(*zeros))->initial_iterate(), std::vector<double>(3, 0.0));
+  auto sim = sim::RunExperiment(*cfg, {});
+  ASSERT_FALSE(sim.ok());
+  EXPECT_NE(std::string(sim.status().message()).find("the simulator has no code for a user-defined model"),
+            std::string::npos)
+      << sim.status().message();
+}
+
+TEST_F(DataConfigTest, BadUserModelTablesAreRefusedByName) {
+  const std::string f = (dir_ / "experiment.toml").string();
+  const std::string data = "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n";
+  EXPECT_EQ(Error(data + "[model]\nkind = \"user\"\n"),
+            f + ": model.dim is missing: a user model needs its parameter count d");
+  EXPECT_EQ(Error(data + "[model]\nkind = \"user\"\ndim = 0\n"), f + ": model.dim must be in [1, 65536], got 0");
+  EXPECT_EQ(Error(data + "[model]\nkind = \"user\"\ndim = 3\ninit = [1, 2]\n"),
+            f + ": model.init has 2 numbers, model.dim is 3");
+  EXPECT_EQ(Error(data + "[model]\nkind = \"user\"\ndim = 2\ninit = [1, \"a\"]\n"),
+            f + ":7: 'model.init' element 2 is not a finite number");
+  EXPECT_EQ(Error(data + "[model]\nkind = \"logistic\"\ndim = 3\n"),
+            f + ": model.dim and model.init are for [model] kind = \"user\" only");
+  EXPECT_EQ(Error("[model]\nkind = \"user\"\ndim = 3\n"),
+            f + ": [model] kind = \"user\" trains on the devices' own data: set data.format and data.train");
+  EXPECT_EQ(Error(data + "test = \"t.csv\"\n[model]\nkind = \"user\"\ndim = 3\n"),
+            f + ": data.test: the coordinator cannot score a user model (it has no code for it)");
 }
 
 TEST_F(DataConfigTest, ABadShardIsNamedWhenTheProblemIsBuilt) {

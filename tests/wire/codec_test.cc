@@ -118,6 +118,22 @@ TEST(WireCodec, SoftmaxTaskCarriesClassesAndIntercept) {
   EXPECT_FALSE(DecodeTask(w, u).ok());
 }
 
+// A user-model task (docs/user-models.md) travels as kind 6 with its d.
+TEST(WireCodec, AUserModelTaskRoundTrips) {
+  config::Task t = SampleTask();
+  t.problem.kind = config::ProblemKind::kUser;
+  t.problem.dim = 33;
+  t.problem.own_data = true;
+  Task w;
+  EncodeTask(t, &w);
+  EXPECT_EQ(w.problem().kind(), 6u);
+  config::Task u;
+  ASSERT_TRUE(DecodeTask(w, u).ok());
+  EXPECT_EQ(u.problem.kind, config::ProblemKind::kUser);
+  EXPECT_EQ(u.problem.dim, 33u);
+  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
+}
+
 TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
   auto refused = [](auto mutate, const char* why) {
     Task w;

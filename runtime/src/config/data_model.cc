@@ -1,5 +1,6 @@
 // [data] and [model] of an experiment file (docs/data.md): which model the
 // agents train and where each agent's examples come from.
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -13,6 +14,23 @@ namespace fedrt::config {
 namespace {
 
 Status Bad(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
+
+// An array of numbers (integers or floats) under `key`, if present.
+Status ReadNumbers(const toml::table& t, const char* key, const std::string& path, std::vector<double>& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return Status::Ok();
+  const toml::array* arr = n->as_array();
+  if (arr == nullptr) return Bad(fmt::format("{}:{}: 'model.{}' must be an array of numbers", path, n->source().begin.line, key));
+  out.clear();
+  for (const auto& e : *arr) {
+    auto v = e.value<double>();
+    if (!v || !std::isfinite(*v))
+      return Bad(fmt::format("{}:{}: 'model.{}' element {} is not a finite number", path, e.source().begin.line, key,
+                             out.size() + 1));
+    out.push_back(*v);
+  }
+  return Status::Ok();
+}
 
 std::string Resolve(const std::string& base, const std::string& p) {
   if (p.empty() || base.empty() || std::filesystem::path(p).is_absolute()) return p;
@@ -33,15 +51,27 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     const bool has_intercept = model.contains("intercept");
     FEDRT_TRY(r.read("intercept", intercept));
     if (has_intercept) cfg.data.intercept = intercept;
+    FEDRT_TRY(r.read("dim", cfg.data.user_dim));
+    FEDRT_TRY(ReadNumbers(model, "init", path, cfg.data.user_init));
+    r.known("init");
     FEDRT_TRY(r.check_unknown());
     const std::string& k = cfg.data.model;
+    const bool user = k == "user";
+    if (model.contains("dim") != user || (model.contains("init") && !user))
+      return Bad(fmt::format("{}: model.dim {}", path,
+                             user ? "is missing: a user model needs its parameter count d"
+                                  : "and model.init are for [model] kind = \"user\" only"));
+    if (user && (cfg.data.user_dim <= 0 || cfg.data.user_dim > config::kMaxLinuxDim))
+      return Bad(fmt::format("{}: model.dim must be in [1, {}], got {}", path, config::kMaxLinuxDim, cfg.data.user_dim));
+    if (user && !cfg.data.user_init.empty() && cfg.data.user_init.size() != static_cast<size_t>(cfg.data.user_dim))
+      return Bad(fmt::format("{}: model.init has {} numbers, model.dim is {}", path, cfg.data.user_init.size(),
+                             cfg.data.user_dim));
     if (k == "least_squares") cfg.problem = ProblemKind::kLeastSquares;
     else if (k == "logistic") cfg.problem = ProblemKind::kLogistic;
     else if (k == "softmax") cfg.problem = ProblemKind::kSoftmax;
     else if (k == "td0") cfg.problem = ProblemKind::kGarnet;
     else if (k == "gmm") cfg.problem = ProblemKind::kGmm;
-    else if (k == "user")
-      return Bad(fmt::format("{}: model.kind '{}' is not available yet (least_squares, logistic, softmax, td0, gmm are)", path, k));
+    else if (k == "user") cfg.problem = ProblemKind::kUser, cfg.garnet.dim = cfg.data.user_dim;
     else if (!k.empty())
       return Bad(fmt::format("{}: model.kind '{}' unknown (least_squares, logistic, softmax, td0, gmm or user)", path, k));
   }
@@ -68,14 +98,18 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     return Bad(fmt::format("{}: model.classes and model.intercept are settings of model.kind = \"softmax\"", path));
   }
   if (!cfg.data.own()) {
+    if (cfg.data.model == "user")
+      return Bad(fmt::format("{}: [model] kind = \"user\" trains on the devices' own data: set data.format and data.train", path));
     if (!cfg.data.train.empty()) return Bad(fmt::format("{}: data.train needs data.format = \"csv\" or \"records\"", path));
     return Status::Ok();
   }
   if (cfg.data.model != "least_squares" && cfg.data.model != "logistic" && cfg.data.model != "softmax" &&
-      cfg.data.model != "td0")
+      cfg.data.model != "td0" && cfg.data.model != "user")
     return Bad(fmt::format(
-        "{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\" or \"td0\" (got '{}')",
+        "{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\", \"td0\" or \"user\" (got '{}')",
         path, cfg.data.format, cfg.data.model));
+  if (cfg.data.model == "user" && !cfg.data.test.empty())
+    return Bad(fmt::format("{}: data.test: the coordinator cannot score a user model (it has no code for it)", path));
   if (cfg.data.model == "td0") {  // transitions (phi(s), reward, phi(s')) from files: no array bundle
     cfg.problem = ProblemKind::kBundle;
     if (!cfg.data.test.empty())

@@ -50,6 +50,7 @@ std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
               "fedavg-rr", "scaffold-rr", "fedprox-rr", "fedprox-exact-rr"};
     case ProblemKind::kLogistic:
     case ProblemKind::kSoftmax:
+    case ProblemKind::kUser:
       return {"fedavg", "scaffold", "fedprox", "fedavg-rr", "scaffold-rr", "fedprox-rr"};
     case ProblemKind::kGmm:
       return {"fedem", "fedem-naive", "vr-fedem"};
@@ -65,6 +66,7 @@ std::vector<std::string> DefaultAlgorithms(ProblemKind kind) {
     case ProblemKind::kLeastSquares:
     case ProblemKind::kLogistic:
     case ProblemKind::kSoftmax:
+    case ProblemKind::kUser:
       return {"fedavg", "scaffold"};
     case ProblemKind::kGmm:
       return {"fedem", "fedem-naive"};
@@ -300,7 +302,7 @@ Status Validate(const ExperimentConfig& c) {
     if (!(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0)) return bad("problem.gamma must be in [0, 1)");
   }
   if (c.problem == ProblemKind::kLeastSquares || c.problem == ProblemKind::kLogistic ||
-      c.problem == ProblemKind::kSoftmax) {
+      c.problem == ProblemKind::kSoftmax || c.problem == ProblemKind::kUser) {
     const OptSettings& o = c.opt;
     if (o.data.empty()) {
       if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));

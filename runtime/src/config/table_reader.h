@@ -61,6 +61,9 @@ class TableReader {
     return type_error(key, "a string or an array of strings");
   }
 
+  // Marks `key` as known (a value read without read()).
+  void known(const char* key) { seen_.insert(key); }
+
   Status check_unknown() const {
     for (auto& [k, v] : t_) {
       if (!seen_.count(std::string(k.str()))) {

@@ -33,6 +33,7 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
     case ProblemKind::kLogistic: p.kind = config::ProblemKind::kLogistic; break;
     case ProblemKind::kGmm: p.kind = config::ProblemKind::kGmm; break;
     case ProblemKind::kSoftmax: p.kind = config::ProblemKind::kSoftmax; break;
+    case ProblemKind::kUser: p.kind = config::ProblemKind::kUser; break;
   }
   p.agents = static_cast<uint32_t>(cfg.garnet.agents);
   p.dim = static_cast<uint32_t>(cfg.garnet.dim);
@@ -122,6 +123,7 @@ problems::DataFiles DataFilesOf(const ExperimentConfig& cfg) {
     files.shards.label = cfg.data.label;
     files.shards.agents = static_cast<uint32_t>(cfg.garnet.agents);
     files.test = cfg.data.test;
+    files.initial = cfg.data.user_init;
   }
   return files;
 }

@@ -1,39 +1,19 @@
 // The firmware's device driver (fedrt/fw/client.h): moves frames between the
 // TLS link and the protocol session, as runtime/src/net/device.cc does on
 // POSIX (docs/architecture.md, "Round protocol"); it holds no round logic.
-#include "fedrt/fw/client.h"
-
-#include <cstring>
-#include <new>
-
-#include <pb_decode.h>
-#include <pb_encode.h>
-
-#include "fedrt.npb.h"
+#include "client_impl.h"
 #include "fedrt/config/fingerprint.h"
 #include "fedrt/config/names.h"
-#include "fedrt/fw/codec.h"
-#include "fedrt/fw/log_line.h"
-#include "fedrt/protocol/client_session.h"
-#include "local_data.h"
-#include "tls_link.h"
-
-#ifndef FEDRT_FW_FAMILIES
-#define FEDRT_FW_FAMILIES fedrt::protocol::kAllFamilies
-#endif
 
 namespace fedrt::fw {
 
 namespace {
 
-constexpr uint32_t kProtocolVersion = 2;  // wire::kProtocolVersion
-constexpr uint32_t kFamilies = FEDRT_FW_FAMILIES;
-using Session = protocol::ClientSession<float, kFamilies>;
-constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope this image's .options allow
-constexpr size_t kBodyOffset = 8;                        // frame header at 4, body 8-aligned
-static_assert(kMaxFrame + kBodyOffset >= Inbound::kScratchBytes, "frame buffer too small for the SecAgg+ tables");
-
-enum class SessionEnd { kShutdown, kRetry, kFatal };
+using client_detail::kBodyOffset;
+using client_detail::kFamilies;
+using client_detail::kMaxFrame;
+using client_detail::kProtocolVersion;
+using Session = client_detail::Session;
 
 // Why this image's frames cannot carry `task` (nullptr: they can).
 const char* WireRefusal(const config::Task& t) {
@@ -54,55 +34,6 @@ const char* WireRefusal(const config::Task& t) {
 
 }  // namespace
 
-struct FwClient::Impl {
-  ClientOptions opt;
-  ClientStats stats;
-  TlsLink tls;
-  // A frame (header at 4, body at 8); once decoded, the SecAgg+ tables of the message.
-  alignas(8) uint8_t frame[kBodyOffset + kMaxFrame];
-  fedrt_wire_Envelope env;  // the decoded message, then the answer
-  Inbound inbound;
-  alignas(Arena) uint8_t arena_mem[sizeof(Arena)];
-  Arena* arena = nullptr;
-  size_t data_mark = 0;  // workspace bytes of the local oracle
-  bool has_task = false;
-  config::Task task{};
-  uint64_t task_print = 0;
-  uint32_t index = 0;
-  LocalData<kFamilies> data;
-  protocol::LocalProblem<float> local{};
-  alignas(Session) uint8_t session_mem[sizeof(Session)];
-  Session* session = nullptr;
-  bool welcomed = false;  // in this TLS session
-  bool refused = false;
-  Status fatal;
-
-  void log(const LogLine& l) { tls.log(l.c_str()); }
-  static int Entropy(void* ctx, uint64_t, uint32_t, uint8_t* out, size_t n) {
-    return static_cast<Impl*>(ctx)->tls.random(out, n);
-  }
-  Status send() {
-    pb_ostream_t s = pb_ostream_from_buffer(frame + kBodyOffset, kMaxFrame);
-    if (!pb_encode(&s, fedrt_wire_Envelope_fields, &env)) return Status::Internal("encoding a message failed");
-    return tls.send_frame(frame + kBodyOffset, s.bytes_written);
-  }
-  void drop_session() {
-    if (session != nullptr) session->~Session();
-    session = nullptr;
-  }
-  Status send_hello();
-  Status reply(const char* refusal);
-  Status on_welcome(const fedrt_wire_Welcome& w);
-  Status ensure_session(const protocol::RoundId& id);
-  Status send_output(const protocol::ClientOutput& out);
-  Status on_round_message();
-  Status handle(bool& shutdown);
-  SessionEnd run_session();
-};
-
-namespace {
-FwClient::Impl g_impl;
-}  // namespace
 
 Status FwClient::Impl::send_hello() {
   std::memset(static_cast<void*>(&env), 0, sizeof env);
@@ -110,7 +41,7 @@ Status FwClient::Impl::send_hello() {
   fedrt_wire_Hello& h = env.body.hello;
   h.protocol_version = kProtocolVersion;
   std::strncpy(h.device_id, opt.identity.device_id, sizeof h.device_id - 1);
-  h.provisioned_problem = opt.problem.problem_fingerprint;
+  h.provisioned_problem = opt.problem.table != nullptr ? opt.problem.problem_fingerprint : 0;
   protocol::RoundId pending;
   if (session != nullptr && session->pending(&pending)) {
     h.has_pending = true;
@@ -142,16 +73,34 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
   config::Task t;
   Status st = DecodeTask(w.task, t);
   if (!st.ok()) return reply(st.message());
+  if (t.problem.own_data) {
+    const float *x = nullptr, *y = nullptr;
+    uint32_t rows = 0;
+    const char* why = own_samples(t, &x, &y, &rows);
+    if (need_samples) return Status::Ok();  // poll() asks for samples, then comes back here
+    if (why != nullptr) return reply(why);
+    const uint64_t print = config::TaskFingerprint(t);
+    if (!has_task || print != task_print || w.device_index != index) {
+      drop_session();
+      has_task = false;
+      task = t;
+      task_print = print;
+      index = w.device_index;
+      arena->release_to(store_mark);
+      st = data.build_own(x, y, rows, task, *arena, local);
+      if (!st.ok()) return reply(st.message());
+      data_mark = arena->used();
+      has_task = true;
+    }
+    return accept(w);
+  }
+  if (opt.problem.table == nullptr) return reply("this device holds no provisioned problem image: it takes tasks on its own data only");
   if (w.device_index != opt.problem.agent_index) {
     LogLine l;
     l.add("provisioned for agent ").add_u(opt.problem.agent_index).add(", assigned ").add_u(w.device_index);
     log(l);
     return reply("the device's data was provisioned for another agent index");
   }
-  if (t.problem.kind == config::ProblemKind::kSoftmax)
-    return reply("softmax regression is not in this firmware yet (least squares, logistic, TD(0) and GMM images are)");
-  if (t.problem.own_data)
-    return reply("tasks on the devices' own data ([data] shards) are not in this firmware yet: its data is a provisioned image");
   if (config::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)
     return reply("the provisioned data is of another problem than the task's");
   const uint64_t print = config::TaskFingerprint(t);
@@ -161,12 +110,17 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
     task = t;
     task_print = print;
     index = w.device_index;
-    arena->release_to(0);
+    arena->release_to(store_mark);
     st = data.build(opt.problem, task, *arena, local);
     if (!st.ok()) return reply(st.message());
     data_mark = arena->used();
     has_task = true;
   }
+  return accept(w);
+}
+
+// The task's oracle is built: accept it in TaskReply if this build, memory and frames can run it.
+Status FwClient::Impl::accept(const fedrt_wire_Welcome& w) {
   const size_t left = arena->capacity() - data_mark;
   welcomed = true;
   const char* why = Session::Refusal(task, local, left);
@@ -226,10 +180,16 @@ Status FwClient::Impl::on_round_message() {
       FEDRT_TRY(ensure_session(id));
       protocol::RoundId pending;
       const bool again = session->pending(&pending) && pending == id;
+      const uint32_t t0 = tls.now();
       FEDRT_TRY(session->on_announce(inbound.announcement(), out));
+      if (!again) work_ms = tls.now() - t0;
+      out.update.report.duration_ms = work_ms;
       if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
         l.add(out.kind == protocol::MessageKind::kUpdate ? (again ? "resubmit" : "update") : "secagg advertise");
         l.add(" alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_i(static_cast<int32_t>(id.round));
+        l.add(" ms=").add_u(work_ms);
+        if (out.update.report.loss_before == out.update.report.loss_before)  // own data: f_c before and after
+          l.add(" loss_before=").add_float(out.update.report.loss_before).add(" loss_after=").add_float(out.update.report.loss_after);
         log(l);
         if (out.kind == protocol::MessageKind::kUpdate && !again) ++stats.rounds;
       }
@@ -255,6 +215,7 @@ Status FwClient::Impl::on_round_message() {
     case protocol::MessageKind::kSecAggSharesIn:
       if (session == nullptr) return Status::Ok();
       FEDRT_TRY(session->on_secagg_shares_in(inbound.shares(), out));
+      out.masked.report.duration_ms = work_ms;
       if (out.kind == protocol::MessageKind::kSecAggMasked) {
         ++stats.rounds;  // the masked input is this round's update
         l.add("secagg masked alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_u(id.round);
@@ -269,7 +230,7 @@ Status FwClient::Impl::on_round_message() {
   }
 }
 
-Status FwClient::Impl::handle(bool& shutdown) {
+Status FwClient::Impl::handle() {
   LogLine l;
   switch (env.which_body) {
     case fedrt_wire_Envelope_welcome_tag: return on_welcome(env.body.welcome);
@@ -292,69 +253,70 @@ Status FwClient::Impl::handle(bool& shutdown) {
   }
 }
 
-SessionEnd FwClient::Impl::run_session() {
-  if (!tls.handshake().ok()) return SessionEnd::kRetry;
-  if (!send_hello().ok()) return SessionEnd::kRetry;
-  for (;;) {
-    size_t len = 0;
-    const TlsLink::Frame f = tls.read_frame(frame + kBodyOffset, kMaxFrame, len);
-    if (f == TlsLink::Frame::kEnd) return SessionEnd::kRetry;
-    if (f == TlsLink::Frame::kSkipped) continue;
-    pb_istream_t is = pb_istream_from_buffer(frame + kBodyOffset, len);
-    if (!pb_decode(&is, fedrt_wire_Envelope_fields, &env) || env.which_body == 0) {
-      ++stats.rejected_frames;
-      log(LogLine().add("rejected frame: DATA_LOSS: undecodable message (").add(PB_GET_ERROR(&is)).add("); skipped"));
-      continue;
-    }
-    bool shutdown = false;
-    const Status st = handle(shutdown);
-    if (shutdown) return SessionEnd::kShutdown;
-    if (refused) return SessionEnd::kFatal;
-    if (st.ok()) continue;
-    if (st.code() == StatusCode::kPermissionDenied) {
-      fatal = st;
-      log(LogLine().add("fatal: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
-      return SessionEnd::kFatal;
-    }
-    if (st.code() == StatusCode::kUnavailable) return SessionEnd::kRetry;
-    ++stats.rejected_frames;
-    log(LogLine().add("rejected message: ").add(StatusCodeName(st.code())).add(": ").add(st.message()));
+size_t FwClient::ImplBytes() { return sizeof(Impl); }
+
+size_t FwClient::TaskBytes(const config::Task& task) {
+  const size_t d = task.problem.dim;
+  size_t oracle = 0;  // LeastSquaresOracle: Abar_c, bbar_c, the prox factor; logistic: none
+  if (task.problem.kind == config::ProblemKind::kLeastSquares)
+    oracle = sizeof(float) * (d * d + d + (task.hyper.prox_mu > 0 ? d * d : 0)) + Arena::kAlignment;
+  size_t session = 0;
+  for (uint32_t a = 0; a < task.num_algorithms; ++a) {
+    const size_t n = Session::WorkspaceBytes(task, a);
+    if (n > session) session = n;
   }
+  return oracle + session;
 }
 
 Status FwClient::init(const ClientOptions& options) {
+#ifndef FEDRT_FW_TLS_HEAP_BYTES
+#define FEDRT_FW_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase
+#endif
+  alignas(16) static uint8_t impl_mem[sizeof(Impl)];
+  alignas(8) static uint8_t tls_heap[FEDRT_FW_TLS_HEAP_BYTES];
+  return init_at(options, impl_mem, tls_heap, sizeof tls_heap);
+}
+
+Status FwClient::init_at(const ClientOptions& options, void* memory, uint8_t* tls_heap, size_t tls_heap_bytes) {
   if (impl_ != nullptr) return Status::FailedPrecondition("fw client: already initialised");
   const Identity& id = options.identity;
   if (id.device_id == nullptr || std::strlen(id.device_id) == 0 || std::strlen(id.device_id) > config::kMaxIdChars)
     return Status::InvalidArgument("fw client: device id must have 1..63 characters");
   if (id.psk == nullptr || id.psk_len < 16 || id.psk_len > 64) return Status::InvalidArgument("fw client: PSK must have 16..64 bytes");
-  if (id.entropy_seed == nullptr || id.entropy_seed_len < 32)
-    return Status::InvalidArgument("fw client: entropy seed must have at least 32 bytes");
-  if (options.link.read == nullptr || options.link.write == nullptr) return Status::InvalidArgument("fw client: link has no read/write");
-  if (options.problem.dim <= 0 || options.problem.table == nullptr) return Status::InvalidArgument("fw client: problem not provisioned");
+  if (options.link.entropy == nullptr && (id.entropy_seed == nullptr || id.entropy_seed_len < 32))
+    return Status::InvalidArgument("fw client: no entropy callback and no entropy seed of at least 32 bytes");
+  if (options.link.read == nullptr || options.link.write == nullptr || options.link.now_ms == nullptr)
+    return Status::InvalidArgument("fw client: the link needs read, write and now_ms");
+  const SampleOptions& so = options.samples;
+  const bool own = so.x != nullptr || so.pull != nullptr || so.store_rows > 0;
+  if (options.problem.table == nullptr && !own)
+    return Status::InvalidArgument("fw client: neither a provisioned problem nor own samples");
+  if (options.problem.table != nullptr && options.problem.dim <= 0) return Status::InvalidArgument("fw client: problem image without dimension");
+  if (so.x != nullptr && (so.y == nullptr || so.dim == 0)) return Status::InvalidArgument("fw client: in-place samples need labels and a dimension");
+  if ((so.pull != nullptr || so.store_rows > 0) && (so.store_rows == 0 || so.store_dim == 0))
+    return Status::InvalidArgument("fw client: a sample store needs rows and a dimension");
   if (options.workspace == nullptr || (reinterpret_cast<uintptr_t>(options.workspace) & (Arena::kAlignment - 1)) != 0)
     return Status::InvalidArgument("fw client: the workspace must be 16-byte aligned memory");
-  impl_ = &g_impl;
-  impl_->opt = options;
-  impl_->arena = new (impl_->arena_mem) Arena(options.workspace, options.workspace_bytes);
-  return impl_->tls.init(&impl_->opt, &impl_->stats);
-}
-
-Status FwClient::run() {
-  if (impl_ == nullptr) return Status::FailedPrecondition("fw client: not initialised");
+  if (memory == nullptr || (reinterpret_cast<uintptr_t>(memory) & 15) != 0 || tls_heap == nullptr)
+    return Status::InvalidArgument("fw client: the client's memory must be 16-byte aligned");
+  impl_ = new (memory) Impl();
   Impl& m = *impl_;
-  uint32_t failed = 0;
-  for (;;) {
-    const uint32_t sessions_before = m.stats.sessions;
-    m.welcomed = false;
-    const SessionEnd end = m.run_session();
-    if (end == SessionEnd::kShutdown) return Status::Ok();
-    if (end == SessionEnd::kFatal) return m.fatal;
-    failed = (m.stats.sessions > sessions_before && m.welcomed) ? 0 : failed + 1;
-    if (failed >= m.opt.max_failed_sessions) return Status(StatusCode::kUnavailable, "no working session with the coordinator");
-    m.tls.end_session();
-    m.log(LogLine().add("new session"));
+  m.opt = options;
+  m.arena = new (m.arena_mem) Arena(options.workspace, options.workspace_bytes);
+  if (so.store_rows > 0) {
+    auto xs = m.arena->allocate<float>(static_cast<size_t>(so.store_rows) * so.store_dim);
+    auto ys = m.arena->allocate<float>(so.store_rows);
+    if (!xs.ok() || !ys.ok()) {
+      impl_ = nullptr;
+      return Status::ResourceExhausted("fw client: the sample store does not fit the workspace");
+    }
+    m.store_x = xs->data;
+    m.store_y = ys->data;
+    m.store_mark = m.data_mark = m.arena->used();
   }
+  const Status st = m.tls.init(&m.opt, &m.stats, tls_heap, tls_heap_bytes);
+  if (!st.ok()) impl_ = nullptr;
+  return st;
 }
 
 ClientStats FwClient::stats() const {
@@ -368,6 +330,8 @@ ClientStats FwClient::stats() const {
 
 uint32_t FwClient::Families() { return kFamilies; }
 
-const char* FwClient::BuildName() { return kFamilies == protocol::kAllFamilies ? "all families" : "lsa"; }
+const char* FwClient::BuildName() {
+  return kFamilies == protocol::kAllFamilies ? "all families" : (kFamilies == protocol::kFamilyLsa ? "lsa" : "optimisation");
+}
 
 }  // namespace fedrt::fw

@@ -62,7 +62,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   auto bad = [](const char* m) { return Status::InvalidArgument(m); };
   t = config::Task{};
   const fedrt_wire_ProblemSpec& wp = in.problem;
-  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kSoftmax)) return bad("task: unknown problem kind");
+  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kUser)) return bad("task: unknown problem kind");
   config::ProblemSpec& p = t.problem;
   p.kind = static_cast<config::ProblemKind>(wp.kind);
   p.agents = wp.agents;
@@ -171,6 +171,17 @@ uint32_t MaxUpdateSegments() { return FEDRT_FW_COUNT(fedrt_wire_Update, payload)
 uint32_t MaxSegmentBytes() { return static_cast<uint32_t>(sizeof(fedrt_wire_Update_payload_t::bytes)); }
 uint32_t MaxMaskedScalars() { return FEDRT_FW_COUNT(fedrt_wire_SecAggMasked, masked); }
 
+// A report is sent when it says something (a loss or a duration), as the hosts' codec does.
+template <class M>
+void PutReport(const protocol::WorkReport& r, M& m) {
+  if (r.loss_before != r.loss_before && r.loss_after != r.loss_after && r.duration_ms == 0 && r.examples == 0) return;
+  m.has_report = true;
+  m.report.loss_before = r.loss_before;
+  m.report.loss_after = r.loss_after;
+  m.report.duration_ms = r.duration_ms;
+  m.report.examples = r.examples;
+}
+
 Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env) {
   Clear(env, fedrt_wire_Envelope_update_tag);
   fedrt_wire_Update& u = env.body.update;
@@ -185,6 +196,7 @@ Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env) {
     std::memcpy(u.payload[k].bytes, m.payload[k].data, m.payload[k].size);
   }
   u.sample_count = m.sample_count;
+  PutReport(m.report, u);
   return Status::Ok();
 }
 
@@ -219,6 +231,7 @@ Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env) {
   if (m.masked.size > Cap(s.masked)) return Status::ResourceExhausted("SecAggMasked: longer than this image sends");
   s.masked_count = static_cast<pb_size_t>(m.masked.size);
   std::memcpy(s.masked, m.masked.data, sizeof(uint32_t) * m.masked.size);
+  PutReport(m.report, s);
   return Status::Ok();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // LocalData: the oracle a task needs, over the firmware's provisioned problem
-// image (fedrt/fw/problem_image.h): what problems::Instance builds on a host
-// for agent c, in float, for the families of this build only. Device code.
+// image (fedrt/fw/problem_image.h), or over the device's own samples (an
+// own-data task, docs/data.md): what problems::Instance builds on a host for
+// agent c, in float, for the families of this build only. Device code.
 
 #include <cstdint>
 
@@ -67,6 +68,37 @@ class LocalData {
         return Status::Ok();
     }
     return Status::InvalidArgument("unknown problem family");
+  }
+
+  // Builds `out` for an own-data least squares or binary logistic task over
+  // the device's samples: x (rows x task dim, row-major), y (logistic: -1/+1),
+  // in the caller's memory, read in stored order as the shard readers store
+  // a shard (least squares: Abar_c, bbar_c (and the prox factor) in `arena`).
+  Status build_own(const float* x, const float* y, uint32_t rows, const config::Task& task, Arena& arena,
+                   protocol::LocalProblem<float>& out) {
+    out = protocol::LocalProblem<float>{};
+    const config::ProblemSpec& p = task.problem;
+    if constexpr (protocol::Has(kFamilies, config::Family::kOpt)) {
+      const int d = static_cast<int>(p.dim);
+      if (p.kind == config::ProblemKind::kLeastSquares) {
+        auto o = problems::LeastSquaresOracle<float>::create(arena, d, rows, x, y, static_cast<float>(task.hyper.prox_mu));
+        if (!o.ok())
+          return o.status().code() == StatusCode::kResourceExhausted
+                     ? Status::ResourceExhausted("least squares: Abar_c does not fit this device's memory")
+                     : o.status();
+        lsq_ = *o;
+        out.least_squares = &lsq_;
+        return Status::Ok();
+      }
+      if (p.kind == config::ProblemKind::kLogistic) {
+        auto o = problems::LogisticOracle<float>::create(arena, d, rows, x, y, static_cast<float>(p.synthetic.l2));
+        if (!o.ok()) return o.status();
+        logistic_ = *o;
+        out.logistic = &logistic_;
+        return Status::Ok();
+      }
+    }
+    return Status::FailedPrecondition("own-data tasks of this model are not in this firmware");
   }
 
  private:

@@ -10,18 +10,9 @@
 #include "fedrt/config/limits.h"
 #include "fedrt/fw/log_line.h"
 
-#ifndef FEDRT_FW_TLS_HEAP_BYTES
-#define FEDRT_FW_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase
-#endif
-
 namespace fedrt::fw {
 
 namespace {
-
-constexpr uint32_t kDrainQuietMs = 500;  // link silent this long after a failed session = drained
-constexpr int kDrainMaxRounds = 20;
-
-alignas(8) unsigned char g_tls_heap[FEDRT_FW_TLS_HEAP_BYTES];
 
 uint32_t ReadBe32(const uint8_t* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
@@ -29,10 +20,13 @@ uint32_t ReadBe32(const uint8_t* p) {
 
 }  // namespace
 
-// DRBG entropy: SHA-256(seed || counter) blocks. The boards have no TRNG; the
-// seed is provisioned per device (and per launch by the fleet).
+// DRBG entropy: the link's entropy source, else SHA-256(seed || counter)
+// blocks (the mps2 boards have no TRNG; the seed is provisioned per device and
+// per launch by the fleet).
 int TlsLink::Entropy(void* p, unsigned char* out, size_t len) {
   auto* self = static_cast<TlsLink*>(p);
+  const ByteLink& l = self->opt_->link;
+  if (l.entropy != nullptr) return l.entropy(l.ctx, out, len) == 0 ? 0 : -1;
   const Identity& id = self->opt_->identity;
   while (len > 0) {
     unsigned char block[32];
@@ -55,18 +49,27 @@ int TlsLink::Entropy(void* p, unsigned char* out, size_t len) {
 }
 
 int TlsLink::Send(void* p, const unsigned char* buf, size_t len) {
-  const ByteLink& l = static_cast<TlsLink*>(p)->opt_->link;
+  auto* self = static_cast<TlsLink*>(p);
+  const ByteLink& l = self->opt_->link;
   const int r = l.write(l.ctx, buf, len);
+  self->want_write_ = r == 0;
   if (r > 0) return r;
   return r == 0 ? MBEDTLS_ERR_SSL_WANT_WRITE : MBEDTLS_ERR_NET_SEND_FAILED;
 }
 
-int TlsLink::Recv(void* p, unsigned char* buf, size_t len, uint32_t timeout_ms) {
-  const ByteLink& l = static_cast<TlsLink*>(p)->opt_->link;
-  const int r = l.read(l.ctx, buf, len, timeout_ms == 0 ? 0xFFFFFFFFu : timeout_ms);
-  if (r > 0) return r;
-  return r == 0 ? MBEDTLS_ERR_SSL_TIMEOUT : MBEDTLS_ERR_NET_CONN_RESET;
+int TlsLink::Recv(void* p, unsigned char* buf, size_t len) {
+  auto* self = static_cast<TlsLink*>(p);
+  const ByteLink& l = self->opt_->link;
+  const int r = l.read(l.ctx, buf, len);
+  self->want_write_ = false;
+  if (r > 0) {
+    self->touch();
+    return r;
+  }
+  return r == 0 ? MBEDTLS_ERR_SSL_WANT_READ : MBEDTLS_ERR_NET_CONN_RESET;
 }
+
+uint32_t TlsLink::now() const { return opt_->link.now_ms(opt_->link.ctx); }
 
 void TlsLink::log(const char* line) const {
   if (opt_ != nullptr && opt_->log != nullptr) opt_->log(opt_->log_ctx, line);
@@ -78,10 +81,11 @@ void TlsLink::log_tls(const char* what, int rc) const {
   log(l.c_str());
 }
 
-Status TlsLink::init(const ClientOptions* opt, ClientStats* stats) {
+Status TlsLink::init(const ClientOptions* opt, ClientStats* stats, uint8_t* heap, size_t heap_bytes) {
   opt_ = opt;
   stats_ = stats;
-  mbedtls_memory_buffer_alloc_init(g_tls_heap, sizeof g_tls_heap);
+  heap_bytes_ = heap_bytes;
+  mbedtls_memory_buffer_alloc_init(heap, heap_bytes);
   mbedtls_ssl_init(&ssl_);
   mbedtls_ssl_config_init(&conf_);
   mbedtls_hmac_drbg_init(&drbg_);
@@ -102,114 +106,138 @@ Status TlsLink::init(const ClientOptions* opt, ClientStats* stats) {
   rc = mbedtls_ssl_conf_psk(&conf_, id.psk, id.psk_len, reinterpret_cast<const unsigned char*>(id.device_id),
                             std::strlen(id.device_id));
   if (rc != 0) return Status::ResourceExhausted("storing the PSK failed (TLS heap too small?)");
-  mbedtls_ssl_conf_read_timeout(&conf_, opt->handshake_timeout_ms);
   if (mbedtls_ssl_setup(&ssl_, &conf_) != 0) return Status::ResourceExhausted("mbedtls_ssl_setup failed (TLS heap too small?)");
-  mbedtls_ssl_set_bio(&ssl_, this, Send, nullptr, Recv);
+  mbedtls_ssl_set_bio(&ssl_, this, Send, Recv, nullptr);
   return Status::Ok();
 }
 
-Status TlsLink::handshake() {
-  mbedtls_ssl_conf_read_timeout(&conf_, opt_->handshake_timeout_ms);
-  int rc = mbedtls_ssl_session_reset(&ssl_);
-  if (rc != 0) return Status::Internal("TLS session reset failed");
-  while ((rc = mbedtls_ssl_handshake(&ssl_)) != 0) {
-    if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE) continue;
+Status TlsLink::reset() {
+  rd_stage_ = 0;
+  rd_pos_ = 0;
+  wr_left_ = 0;
+  touch();
+  return mbedtls_ssl_session_reset(&ssl_) == 0 ? Status::Ok() : Status::Internal("TLS session reset failed");
+}
+
+TlsLink::Io TlsLink::handshake_step() {
+  const int rc = mbedtls_ssl_handshake(&ssl_);
+  if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE) return Io::kPending;
+  if (rc != 0) {
     log_tls("handshake failed", rc);
-    return Status(StatusCode::kUnavailable, "TLS handshake failed");
+    return Io::kEnd;
   }
-  mbedtls_ssl_conf_read_timeout(&conf_, opt_->idle_timeout_ms);
   ++stats_->sessions;
   LogLine l;
   l.add("connected suite=").add(mbedtls_ssl_get_ciphersuite(&ssl_));
   log(l.c_str());
-  return Status::Ok();
+  return Io::kDone;
 }
 
-void TlsLink::end_session() {
-  mbedtls_ssl_close_notify(&ssl_);  // best effort
-  const ByteLink& l = opt_->link;
-  if (l.reconnect != nullptr) {
-    if (l.reconnect(l.ctx) != 0) log("reconnect failed; retrying");
-    return;
-  }
-  // A UART: drop what is still in flight from the old session until the link is quiet.
+void TlsLink::close_notify() { mbedtls_ssl_close_notify(&ssl_); }
+
+int TlsLink::drain(size_t n) {
   uint8_t scratch[64];
-  for (int i = 0; i < kDrainMaxRounds; ++i)
-    if (l.read(l.ctx, scratch, sizeof scratch, kDrainQuietMs) <= 0) return;
+  const ByteLink& l = opt_->link;
+  const int r = l.read(l.ctx, scratch, n < sizeof scratch ? n : sizeof scratch);
+  if (r > 0) touch();
+  return r;
 }
 
-Status TlsLink::write_all(const uint8_t* data, size_t n) {
-  while (n > 0) {
-    const int rc = mbedtls_ssl_write(&ssl_, data, n);
-    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE || rc == MBEDTLS_ERR_SSL_WANT_READ) continue;
-    if (rc < 0) {
-      log_tls("write failed", rc);
-      return Status(StatusCode::kUnavailable, "TLS write failed");
-    }
-    data += rc;
-    n -= static_cast<size_t>(rc);
-  }
-  return Status::Ok();
-}
-
-Status TlsLink::send_frame(uint8_t* body, size_t n) {
+void TlsLink::begin_frame(uint8_t* body, size_t n) {
   uint8_t* head = body - 4;
   head[0] = static_cast<uint8_t>(n >> 24);
   head[1] = static_cast<uint8_t>(n >> 16);
   head[2] = static_cast<uint8_t>(n >> 8);
   head[3] = static_cast<uint8_t>(n);
-  return write_all(head, 4 + n);
+  wr_ = head;
+  wr_left_ = 4 + n;
 }
 
-// Exactly n plaintext bytes: 0, or the mbedTLS error code.
-int TlsLink::read_exact(uint8_t* dst, size_t n) {
-  while (n > 0) {
-    const int rc = mbedtls_ssl_read(&ssl_, dst, n);
-    if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE) continue;
-    if (rc == 0) return MBEDTLS_ERR_SSL_CONN_EOF;
-    if (rc < 0) return rc;
-    dst += rc;
-    n -= static_cast<size_t>(rc);
+TlsLink::Io TlsLink::flush() {
+  while (wr_left_ > 0) {
+    const int rc = mbedtls_ssl_write(&ssl_, wr_, wr_left_);
+    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE || rc == MBEDTLS_ERR_SSL_WANT_READ) return Io::kPending;
+    if (rc < 0) {
+      log_tls("write failed", rc);
+      wr_left_ = 0;
+      return Io::kEnd;
+    }
+    wr_ += rc;
+    wr_left_ -= static_cast<size_t>(rc);
   }
-  return 0;
+  return Io::kDone;
+}
+
+// Up to n plaintext bytes: kDone with got = n, kPending (got < n so far), kEnd with err.
+TlsLink::Io TlsLink::read_some(uint8_t* dst, size_t n, size_t& got, int& err) {
+  while (got < n) {
+    const int rc = mbedtls_ssl_read(&ssl_, dst + got, n - got);
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE) return Io::kPending;
+    if (rc <= 0) {
+      err = rc == 0 ? MBEDTLS_ERR_SSL_CONN_EOF : rc;
+      return Io::kEnd;
+    }
+    got += static_cast<size_t>(rc);
+  }
+  return Io::kDone;
 }
 
 TlsLink::Frame TlsLink::read_frame(uint8_t* buf, size_t cap, size_t& len) {
-  uint8_t head[4];
-  int rc = read_exact(head, 4);
-  if (rc == 0) {
-    const uint32_t n = ReadBe32(head);
-    if (n != 0 && n <= cap) {
-      rc = read_exact(buf, n);
-      if (rc == 0) {
-        len = n;
-        return Frame::kOk;
+  int err = 0;
+  for (;;) {
+    if (rd_stage_ == 0) {
+      const Io io = read_some(rd_head_, 4, rd_pos_, err);
+      if (io == Io::kPending) return Frame::kPending;
+      if (io == Io::kEnd) return end_read(err);
+      rd_len_ = ReadBe32(rd_head_);
+      rd_pos_ = 0;
+      if (rd_len_ != 0 && rd_len_ <= cap) {
+        rd_stage_ = 1;
+        continue;
       }
-    } else {
       ++stats_->rejected_frames;
       LogLine l;
-      l.add("rejected frame: ").add(StatusCodeName(n == 0 ? StatusCode::kInvalidArgument : StatusCode::kOutOfRange))
-          .add(": frame of ").add_u(n).add(" bytes, limit ").add_u(cap);
-      if (n > config::kMaxFrameBytes) {  // no host sends it: the stream is not frames any more
+      l.add("rejected frame: ").add(StatusCodeName(rd_len_ == 0 ? StatusCode::kInvalidArgument : StatusCode::kOutOfRange))
+          .add(": frame of ").add_u(rd_len_).add(" bytes, limit ").add_u(cap);
+      if (rd_len_ > config::kMaxFrameBytes) {  // no host sends it: the stream is not frames any more
         l.add("; starting a new session");
         log(l.c_str());
+        rd_stage_ = 0;
         return Frame::kEnd;
       }
       l.add("; skipped");
       log(l.c_str());
-      for (uint32_t left = n; left > 0 && rc == 0;) {  // resync: skip the body
-        const uint32_t k = left < cap ? left : static_cast<uint32_t>(cap);
-        rc = read_exact(buf, k);
-        left -= k;
-      }
-      if (rc == 0) return Frame::kSkipped;
+      rd_stage_ = 2;  // resync: skip the body
     }
+    if (rd_stage_ == 1) {
+      const Io io = read_some(buf, rd_len_, rd_pos_, err);
+      if (io == Io::kPending) return Frame::kPending;
+      if (io == Io::kEnd) return end_read(err);
+      rd_stage_ = 0;
+      rd_pos_ = 0;
+      len = rd_len_;
+      return Frame::kOk;
+    }
+    while (rd_pos_ < rd_len_) {  // stage 2
+      size_t got = 0;
+      const size_t k = rd_len_ - rd_pos_ < cap ? rd_len_ - rd_pos_ : cap;
+      const Io io = read_some(buf, k, got, err);
+      rd_pos_ += got;
+      if (io == Io::kPending) return Frame::kPending;
+      if (io == Io::kEnd) return end_read(err);
+    }
+    rd_stage_ = 0;
+    rd_pos_ = 0;
+    return Frame::kSkipped;
   }
+}
+
+TlsLink::Frame TlsLink::end_read(int rc) {
+  rd_stage_ = 0;
+  rd_pos_ = 0;
   if (rc == MBEDTLS_ERR_SSL_INVALID_MAC || rc == MBEDTLS_ERR_SSL_INVALID_RECORD || rc == MBEDTLS_ERR_SSL_BAD_INPUT_DATA) {
     ++stats_->rejected_records;
     log_tls("rejected TLS record: DATA_LOSS", rc);
-  } else if (rc == MBEDTLS_ERR_SSL_TIMEOUT) {
-    log("coordinator silent for too long: new session");
   } else if (rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || rc == MBEDTLS_ERR_SSL_CONN_EOF) {
     log("coordinator closed the session");
   } else {
@@ -225,7 +253,5 @@ size_t TlsLink::heap_high_water() const {
   mbedtls_memory_buffer_alloc_max_get(&max_used, &max_blocks);
   return max_used;
 }
-
-size_t TlsLink::heap_bytes() const { return sizeof g_tls_heap; }
 
 }  // namespace fedrt::fw

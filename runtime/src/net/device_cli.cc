@@ -25,41 +25,39 @@ void AddDeviceFlags(CLI::App& app, DeviceFlags& f) {
       ->default_val(f.log_level);
 }
 
-Status DeviceOptionsFromFlags(const DeviceFlags& f, DeviceOptions& opt) {
+Status DeviceConfigFromFlags(const DeviceFlags& f, DeviceConfig& c) {
   auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
-  const auto colon = f.coordinator.rfind(':');
-  if (colon == std::string::npos) return bad("--coordinator must be HOST:PORT, got '" + f.coordinator + "'");
-  opt.host = f.coordinator.substr(0, colon);
-  const std::string port = f.coordinator.substr(colon + 1);
-  char* end = nullptr;
-  const long p = std::strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || p <= 0 || p > 65535) return bad("--coordinator: bad port in '" + f.coordinator + "'");
-  opt.port = static_cast<uint16_t>(p);
-  opt.id = f.id;
-  opt.credentials.identity = f.id;
+  std::string host;
+  uint16_t port = 0;
+  if (f.coordinator.rfind(':') == std::string::npos)
+    return bad("--coordinator must be HOST:PORT, got '" + f.coordinator + "'");
+  if (!ParseHostPort(f.coordinator, &host, &port)) return bad("--coordinator: bad port in '" + f.coordinator + "'");
+  c.coordinator = f.coordinator;
+  c.id = f.id;
+  c.credentials = {};
   if (!f.cert.empty()) {
     if (f.ca.empty()) return bad("--cert needs --ca (the fleet CA certificate)");
-    opt.credentials.cert_file = f.cert;
-    opt.credentials.key_file = f.key;
-    opt.credentials.ca_file = f.ca;
+    c.credentials.cert_file = f.cert;
+    c.credentials.key_file = f.key;
+    c.credentials.ca_file = f.ca;
   } else {
-    opt.credentials.psk_file = f.key;
+    c.credentials.psk_file = f.key;
   }
-  opt.state_dir = f.state;
-  if (!f.data.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::exists(f.data, ec)) return bad(fmt::format("--data: '{}' not found", f.data));
-    opt.own_data = f.data;  // an own-data task reads it as this device's shard
-    if (std::filesystem::is_directory(f.data, ec) || (f.data.size() > 4 && f.data.substr(f.data.size() - 4) == ".csv"))
-      opt.data.csv = f.data;
-    else
-      opt.data.bundle = f.data;
-  }
+  c.state_dir = f.state;
+  std::error_code ec;
+  if (!f.data.empty() && !std::filesystem::exists(f.data, ec)) return bad(fmt::format("--data: '{}' not found", f.data));
+  c.data = f.data;
   if (f.give_up_ms <= 0) return bad(fmt::format("--give-up-ms must be positive, got {}", f.give_up_ms));
-  opt.give_up_ms = f.give_up_ms;
-  opt.log_level = f.log_level == "off" ? DeviceLogLevel::kOff
-                  : f.log_level == "warn" ? DeviceLogLevel::kWarn : DeviceLogLevel::kInfo;
+  c.give_up_ms = f.give_up_ms;
+  c.log_level = f.log_level == "off" ? DeviceLogLevel::kOff
+                : f.log_level == "warn" ? DeviceLogLevel::kWarn : DeviceLogLevel::kInfo;
   return Status::Ok();
+}
+
+Status DeviceOptionsFromFlags(const DeviceFlags& f, DeviceOptions& opt) {
+  DeviceConfig c;
+  FEDRT_TRY(DeviceConfigFromFlags(f, c));
+  return DeviceOptionsFromConfig(c, opt);
 }
 
 }  // namespace fedrt::net

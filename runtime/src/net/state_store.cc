@@ -36,7 +36,7 @@ RoundRecord ReadRound(sqlite3_stmt* s) {
   if (n > 0) std::memcpy(r.theta.data(), sqlite3_column_blob(s, 3), r.theta.size() * sizeof(double));
   r.agents = static_cast<uint32_t>(sqlite3_column_int64(s, 4));
   r.sampled = static_cast<uint32_t>(sqlite3_column_int64(s, 5));
-  r.error = sqlite3_column_double(s, 6);
+  r.error = RealOrNaN(s, 6);  // NULL: no error metric (a user model)
   r.bits_up = static_cast<uint64_t>(sqlite3_column_int64(s, 7));
   r.bits_down = static_cast<uint64_t>(sqlite3_column_int64(s, 8));
   r.closed_at = sqlite3_column_double(s, 9);
@@ -89,7 +89,7 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "CREATE TABLE IF NOT EXISTS devices (id TEXT PRIMARY KEY, device_index INTEGER NOT NULL,"
       "  first_seen REAL NOT NULL, last_seen REAL NOT NULL, last_event TEXT, connections INTEGER NOT NULL DEFAULT 0);"
       "CREATE TABLE IF NOT EXISTS rounds (algorithm INTEGER NOT NULL, run INTEGER NOT NULL, round INTEGER NOT NULL,"
-      "  theta BLOB NOT NULL, agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL NOT NULL,"
+      "  theta BLOB NOT NULL, agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL,"
       "  bits_up INTEGER NOT NULL, bits_down INTEGER NOT NULL, closed_at REAL NOT NULL, closed_by TEXT,"
       "  state BLOB NOT NULL, samples INTEGER NOT NULL, failure TEXT NOT NULL, train_loss REAL, local_loss REAL,"
       "  PRIMARY KEY (algorithm, run, round));"
@@ -164,7 +164,7 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
     sqlite3_bind_blob(s.s, 4, r.theta.data(), static_cast<int>(r.theta.size() * sizeof(double)), SQLITE_TRANSIENT);
     sqlite3_bind_int64(s.s, 5, r.agents);
     sqlite3_bind_int64(s.s, 6, r.sampled);
-    sqlite3_bind_double(s.s, 7, r.error);
+    sqlite3_bind_double(s.s, 7, r.error);  // NaN is stored as NULL
     sqlite3_bind_int64(s.s, 8, static_cast<sqlite3_int64>(r.bits_up));
     sqlite3_bind_int64(s.s, 9, static_cast<sqlite3_int64>(r.bits_down));
     sqlite3_bind_double(s.s, 10, r.closed_at);

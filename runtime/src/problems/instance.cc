@@ -24,7 +24,10 @@ Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, cons
   inst->problem_ = task.problem;
   switch (config::FamilyOf(task.problem.kind)) {
     case config::Family::kLsa: FEDRT_TRY(inst->build_td(task, files)); break;
-    case config::Family::kOpt: FEDRT_TRY(inst->build_fed(task, files)); break;
+    case config::Family::kOpt:
+      if (task.problem.kind == config::ProblemKind::kUser) FEDRT_TRY(inst->build_user(task, files));
+      else FEDRT_TRY(inst->build_fed(task, files));
+      break;
     case config::Family::kEm: FEDRT_TRY(inst->build_gmm(task)); break;
   }
   return inst;
@@ -187,6 +190,7 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, u
   const config::ProblemSpec& spec = task.problem;
   if (!spec.own_data || config::FamilyOf(spec.kind) == config::Family::kEm)
     return Status::InvalidArgument("BuildOwn: the task is not an own-data task (least squares, logistic, TD(0))");
+  if (spec.kind == config::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
   if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
   if (config::FamilyOf(spec.kind) == config::Family::kLsa) {
     std::unique_ptr<Instance> inst(new Instance());
@@ -198,29 +202,81 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, u
   auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, LabelKindOf(loss),
                            spec.classes);
   if (!s.ok()) return s.status();
+  return BuildOwn(task, agent, *s);
+}
+
+Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const data::Shard& s) {
+  const config::ProblemSpec& spec = task.problem;
+  if (!spec.own_data || config::FamilyOf(spec.kind) != config::Family::kOpt)
+    return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic / softmax task");
+  if (spec.kind == config::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
+  if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
+  const FedLoss loss = LossOf(spec.kind);
   FedDataset fed;
   fed.loss = loss;
-  fed.dim = static_cast<int>(s->dim);
+  fed.dim = static_cast<int>(s.dim);
   fed.classes = static_cast<int>(spec.classes);
   fed.intercept = spec.intercept;
   if (fed.model_dim() != static_cast<int>(spec.dim))
     return Status(StatusCode::kInvalidArgument,
                   loss == FedLoss::kSoftmax
-                      ? fmt::format("{}: {} features give d = {} x ({} + {}) = {}, but the task's model has d = {}", shard,
-                                    s->dim, spec.classes, s->dim, spec.intercept ? 1 : 0, fed.model_dim(), spec.dim)
-                      : fmt::format("{}: {} features, but the task's model has d = {}", shard, s->dim, spec.dim));
+                      ? fmt::format("{}: {} features give d = {} x ({} + {}) = {}, but the task's model has d = {}", s.path,
+                                    s.dim, spec.classes, s.dim, spec.intercept ? 1 : 0, fed.model_dim(), spec.dim)
+                      : fmt::format("{}: {} features, but the task's model has d = {}", s.path, s.dim, spec.dim));
   std::unique_ptr<Instance> inst(new Instance());
   inst->problem_ = spec;
-  fed.source = shard;
+  fed.source = s.path;
   fed.x.resize(spec.agents);
   fed.y.resize(spec.agents);
   FedDataset own;
   own.dim = fed.dim;
-  FEDRT_TRY(AppendShard(own, *s));
+  FEDRT_TRY(AppendShard(own, s));
   fed.x[agent] = std::move(own.x[0]);
   fed.y[agent] = std::move(own.y[0]);
   inst->fed_ = std::move(fed);
   FEDRT_TRY(inst->build_fed_oracles(task, static_cast<int>(agent), static_cast<int>(agent) + 1));
+  return inst;
+}
+
+// The coordinator's side of a user model: no data and no oracles (it has no
+// code for the model), the agents and the initial iterate x_0.
+Status Instance::build_user(const config::Task& task, const DataFiles& files) {
+  const size_t d = task.problem.dim;
+  if (!files.initial.empty() && files.initial.size() != d)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("user model: init has {} numbers, the model has d = {}", files.initial.size(), d));
+  locals_.resize(task.problem.agents);
+  initial_ = files.initial.empty() ? std::vector<double>(d, 0.0) : files.initial;
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Instance>> Instance::BuildOwnUser(const config::Task& task, uint32_t agent, data::Shard shard,
+                                                         const UserModel& model) {
+  const config::ProblemSpec& spec = task.problem;
+  if (!spec.own_data || spec.kind != config::ProblemKind::kUser)
+    return Status::InvalidArgument("BuildOwnUser: the task does not train a user model on own data");
+  if (agent >= spec.agents) return Status::InvalidArgument("BuildOwnUser: agent index outside the task's agents");
+  if (model.dim != spec.dim)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("the user model has {} parameters, the task's model.dim is {}", model.dim, spec.dim));
+  if (model.function() == nullptr) return Status::InvalidArgument("the user model has no loss-and-gradient function");
+  if (model.features != 0 && model.features != shard.dim)
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: {} features, but the user model reads {}", shard.path,
+                                                            shard.dim, model.features));
+  std::unique_ptr<Instance> inst(new Instance());
+  inst->problem_ = spec;
+  inst->user_shard_ = std::move(shard);
+  const data::Shard& s = *inst->user_shard_;
+  const uint32_t batch = task.hyper.batch;
+  inst->oracle_memory_.assign(UserModelOracle<double>::ArenaBytes(static_cast<int>(spec.dim), s.dim, batch) + 64, 0);
+  Arena arena(inst->oracle_memory_.data(), inst->oracle_memory_.size());
+  auto o = UserModelOracle<double>::create(arena, static_cast<int>(spec.dim), s.dim, static_cast<uint32_t>(s.count()),
+                                           s.x.data(), s.y.data(), batch, model.function(), model.context());
+  if (!o.ok()) return o.status();
+  inst->user_oracles_.push_back(*o);
+  inst->locals_.resize(spec.agents);
+  inst->locals_[agent].user = &inst->user_oracles_.back();
+  inst->initial_.assign(spec.dim, 0.0);
   return inst;
 }
 

@@ -8,7 +8,9 @@ Result<std::unique_ptr<Evaluation>> Evaluation::Make(const config::Task& task, c
                                                      const problems::Instance& instance, WorkerPool* pool) {
   switch (config::FamilyOf(task.problem.kind)) {
     case config::Family::kLsa: return MakeLsaEvaluation(task, files, instance);
-    case config::Family::kOpt: return MakeOptEvaluation(task, files, instance);
+    case config::Family::kOpt:
+      if (task.problem.kind == config::ProblemKind::kUser) return MakeUserEvaluation(task, files);
+      return MakeOptEvaluation(task, files, instance);
     case config::Family::kEm: return MakeEmEvaluation(task, instance, pool);
   }
   return Status::Unimplemented("evaluation: unknown problem family");

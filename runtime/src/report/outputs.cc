@@ -99,7 +99,8 @@ Status WriteSummaryJson(const SimResult& r, const std::string& path) {
                   {"delta_het", r.problem.delta_het},
                   {"theta_star_norm_sq", r.problem.theta_star.squaredNorm()}};
   j["problem"].update(r.problem.extra);
-  j["theta_star"] = std::vector<double>(r.problem.theta_star.data(), r.problem.theta_star.data() + r.problem.dim);
+  if (r.problem.theta_star.size() == r.problem.dim)  // none for a user model: nothing to compare with
+    j["theta_star"] = std::vector<double>(r.problem.theta_star.data(), r.problem.theta_star.data() + r.problem.dim);
   nlohmann::json algs = nlohmann::json::object();
   for (const AlgorithmResult& a : r.algorithms) {
     std::vector<double> finals;

@@ -34,6 +34,10 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   auto task_r = config::MakeTask(cfg);
   if (!task_r.ok()) return task_r.status();
   config::Task task = *task_r;
+  if (task.problem.kind == config::ProblemKind::kUser)
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("[model] kind = \"user\": the simulator has no code for a user-defined model; it trains "
+                              "on devices built on fedrt::Device (docs/user-models.md)"));
   for (uint32_t a = 0; a < task.num_algorithms; ++a)
     if (task.algorithms[a].kind == config::AlgorithmKind::kFedProxExact &&
         task.problem.kind != config::ProblemKind::kLeastSquares)

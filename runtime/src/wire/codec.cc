@@ -122,7 +122,7 @@ Status DecodeTask(const Task& in, config::Task& t) {
   auto bad = [](const std::string& m) { return Status(StatusCode::kInvalidArgument, "task: " + m); };
   t = config::Task{};
   const ProblemSpec& wp = in.problem();
-  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kSoftmax)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
+  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kUser)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
   config::ProblemSpec& p = t.problem;
   p.kind = static_cast<config::ProblemKind>(wp.kind());
   p.agents = wp.agents();

@@ -46,6 +46,8 @@ struct DataSettings {
   std::string model;                 // [model] kind, as written
   long classes = 0;                  // [model] classes: softmax's K (labels 0..K-1)
   std::optional<bool> intercept;     // [model] intercept: softmax's z = (a, 1) (default: on)
+  long user_dim = 0;                 // [model] kind = "user": dim, the parameter count d
+  std::vector<double> user_init;     // and init, x_0 (empty: zeros)
   bool own() const { return format != "generated"; }
 };
 

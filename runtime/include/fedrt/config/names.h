@@ -34,6 +34,7 @@ inline const char* ProblemKindName(ProblemKind k) {
     case ProblemKind::kLogistic: return "logistic";
     case ProblemKind::kGmm: return "gmm";
     case ProblemKind::kSoftmax: return "softmax";
+    case ProblemKind::kUser: return "user";
   }
   return "?";
 }

@@ -28,6 +28,7 @@ enum class ProblemKind : uint8_t {
   kLogistic = 3,  // L2-regularised binary logistic regression
   kGmm = 4,       // Gaussian mixture (EM)
   kSoftmax = 5,   // L2-regularised multinomial logistic regression (own data only)
+  kUser = 6,      // a user-defined model (fedrt/user_model.h): each device brings its loss and gradient
 };
 
 enum class AlgorithmKind : uint8_t {

@@ -54,6 +54,11 @@ Status WriteCsvShard(const std::string& path, const Shard& shard, const std::str
 // The examples `rows` of `shard`, in that order.
 Shard SubShard(const Shard& shard, const std::vector<uint64_t>& rows);
 
+// One pass over a caller's source, in stored order (restart(0)), checked as a
+// file is: every value finite, labels of `kind`; errors name `name` and the
+// example's 0-based index. The source is left restarted.
+Result<Shard> ReadSource(Source& source, LabelKind kind, const std::string& name, uint32_t classes = 0);
+
 enum class ShardFormat : uint8_t { kCsv, kRecords };
 Result<Shard> ReadShard(ShardFormat format, const std::string& path, const std::string& label, LabelKind kind,
                         uint32_t classes = 0);

@@ -1,12 +1,16 @@
 #pragma once
-// fedrt-device (POSIX, Linux boards): a driver of the client session
-// (protocol/client_session.h) over TLS. It starts with the coordinator's
-// address, its credentials and a state directory: the task arrives in
-// Welcome, the device builds its local problem from it (and its agent index),
-// answers TaskReply (or refuses with the reason), and then only moves the
-// session's messages, gives it entropy for secure rounds and persists its
-// state region before every update. Reconnects with exponential backoff and
-// resubmits a pending update. Host code (docs/architecture.md, "Drivers").
+// The POSIX device driver's options (Linux boards): a driver of the client
+// session (protocol/client_session.h) over TLS. It starts with the
+// coordinator's address, its credentials and a state directory: the task
+// arrives in Welcome, the device builds its local problem from it (and its
+// agent index), answers TaskReply (or refuses with the reason), and then only
+// moves the session's messages, gives it entropy for secure rounds and
+// persists its state region before every update. Reconnects with exponential
+// backoff and resubmits a pending update. fedrt::Device (fedrt/device.h) is
+// the public face; these options add the hooks tests and benchmarks use.
+// The driver's parts: net/device_session.h (the task and the rounds),
+// net/device_connection.h (TLS, reconnects, frames). Host code
+// (docs/architecture.md, "Drivers").
 
 #include <cstdint>
 #include <functional>
@@ -14,6 +18,8 @@
 
 #include "fedrt.pb.h"
 #include "fedrt/core/status.h"
+#include "fedrt/data/source.h"
+#include "fedrt/device.h"
 #include "fedrt/net/tls.h"
 #include "fedrt/problems/instance.h"
 
@@ -36,8 +42,7 @@ struct DeviceHooks {
   size_t capacity = 0;
 };
 
-// The device's small logger: every event, problems only, or nothing.
-enum class DeviceLogLevel { kInfo, kWarn, kOff };
+using DeviceLogLevel = fedrt::DeviceLogLevel;
 
 struct DeviceOptions {
   std::string host = "127.0.0.1";
@@ -47,6 +52,9 @@ struct DeviceOptions {
   std::string state_dir;      // keeps the session's state across restarts; empty = in memory only
   problems::DataFiles data;   // a task whose problem is read from files needs them here
   std::string own_data;       // --data: this device's own shard, for a task with own_data (docs/data.md)
+  data::Source* source = nullptr;      // or the caller's examples for an own-data task (not owned)
+  const UserModel* model = nullptr;    // a user-defined model ([model] kind = "user"; not owned)
+  std::function<void(const RoundReport&)> progress;  // every settled round of this device
   long give_up_ms = 60000;    // exit with an error after this long without a connection
   bool quiet = false;         // no log lines (load driver)
   DeviceLogLevel log_level = DeviceLogLevel::kInfo;
@@ -56,5 +64,11 @@ struct DeviceOptions {
 // Runs until the coordinator's Shutdown (Ok), a refusal (the task, the
 // identity, the protocol version), or give_up_ms without a connection.
 Status RunDevice(const DeviceOptions& options);
+
+// The driver's options for a public DeviceConfig (fedrt/device.h); errors
+// name the config field ("coordinator: ...").
+Status DeviceOptionsFromConfig(const DeviceConfig& config, DeviceOptions& out);
+// "HOST:PORT" into its parts; false when it is not that.
+bool ParseHostPort(const std::string& text, std::string* host, uint16_t* port);
 
 }  // namespace fedrt::net

@@ -1,7 +1,7 @@
 #pragma once
 // The command line of a POSIX device (fedrt-device and the tests' device
 // program share it): coordinator address, identity, credentials, state
-// directory, data files. Host code.
+// directory, data files, into a fedrt::Device config (fedrt/device.h). Host code.
 
 #include <string>
 
@@ -20,7 +20,9 @@ struct DeviceFlags {
 
 // Registers the device's flags on `app`.
 void AddDeviceFlags(CLI::App& app, DeviceFlags& flags);
-// Checks the flags and fills the device options; the message names the flag.
+// Checks the flags and fills the public device config; the message names the flag.
+Status DeviceConfigFromFlags(const DeviceFlags& flags, DeviceConfig& out);
+// The same into the driver's options (the tests' device adds hooks to them).
 Status DeviceOptionsFromFlags(const DeviceFlags& flags, DeviceOptions& out);
 
 }  // namespace fedrt::net

@@ -17,10 +17,12 @@
 
 #include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
+#include "fedrt/data/shard.h"
 #include "fedrt/problems/fed_data.h"
 #include "fedrt/problems/gmm_data.h"
 #include "fedrt/problems/td_problem.h"
 #include "fedrt/protocol/local_problem.h"
+#include "fedrt/user_model.h"
 
 namespace fedrt::problems {
 
@@ -30,6 +32,7 @@ struct DataFiles {
   std::string csv;     // least squares / logistic: a directory of per-agent CSV files or one CSV
   ShardFiles shards;   // least squares / logistic: one shard file per agent ([data], docs/data.md)
   std::string test;    // [data] test: a held-out file the evaluation scores every round's model on
+  std::vector<double> initial;  // a user model's x_0 ([model] init; empty: zeros)
 };
 
 class Instance {
@@ -41,6 +44,13 @@ class Instance {
   // A device's instance of an own-data task (problem().own_data): only
   // `agent`'s shard, read from `shard`; local(agent) is its oracle.
   static Result<std::unique_ptr<Instance>> BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard);
+  // The same from a shard already in memory (a caller's data source).
+  static Result<std::unique_ptr<Instance>> BuildOwn(const config::Task& task, uint32_t agent, const data::Shard& shard);
+  // A device's instance of a user-model task (kind kUser): `agent`'s shard
+  // and the program's model, whose dim must be the task's; its features (if
+  // not 0) must be the shard's.
+  static Result<std::unique_ptr<Instance>> BuildOwnUser(const config::Task& task, uint32_t agent, data::Shard shard,
+                                                        const UserModel& model);
 
   const config::ProblemSpec& problem() const { return problem_; }
   uint32_t agents() const { return problem_.agents; }
@@ -65,6 +75,7 @@ class Instance {
   Status build_fed(const config::Task& task, const DataFiles& files);
   Status build_fed_oracles(const config::Task& task, int first, int last);
   Status build_gmm(const config::Task& task);
+  Status build_user(const config::Task& task, const DataFiles& files);
 
   config::ProblemSpec problem_;
   std::optional<TdProblem> td_;
@@ -77,6 +88,8 @@ class Instance {
   std::vector<LogisticOracle<double>> logistic_oracles_;
   std::vector<SoftmaxOracle<double>> softmax_oracles_;
   std::vector<GmmOracle<double>> gmm_oracles_;
+  std::optional<data::Shard> user_shard_;
+  std::vector<UserModelOracle<double>> user_oracles_;
   std::vector<protocol::LocalProblem<double>> locals_;
   std::vector<double> initial_;
   int max_atoms_ = 0;

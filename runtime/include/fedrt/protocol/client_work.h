@@ -161,6 +161,7 @@ class ClientWork {
           }
           if (kind_ == config::ProblemKind::kLogistic) opt_[k].run_local_steps(*p.logistic, rng);
           else if (kind_ == config::ProblemKind::kSoftmax) opt_[k].run_local_steps(*p.softmax, rng);
+          else if (kind_ == config::ProblemKind::kUser) opt_[k].run_local_steps(*p.user, rng);
           else opt_[k].run_local_steps(*p.least_squares, rng);
           if (report_loss_ && k == 0) loss_after_ = Loss(p, opt_[0].local_iterate());
           value[k] = opt_[k].update();
@@ -234,12 +235,14 @@ class ClientWork {
     if (kind_ == config::ProblemKind::kLogistic) return static_cast<double>(p.logistic->loss(x));
     if (kind_ == config::ProblemKind::kSoftmax) return static_cast<double>(p.softmax->loss(x));
     if (kind_ == config::ProblemKind::kLeastSquares) return static_cast<double>(p.least_squares->loss(x));
+    if (kind_ == config::ProblemKind::kUser) return static_cast<double>(p.user->loss(x));
     return kNaN;
   }
   uint64_t Samples(const LocalProblem<S>& p) const {
     if (kind_ == config::ProblemKind::kLogistic) return p.logistic->samples();
     if (kind_ == config::ProblemKind::kSoftmax) return p.softmax->samples();
     if (kind_ == config::ProblemKind::kLeastSquares) return p.least_squares->samples();
+    if (kind_ == config::ProblemKind::kUser) return p.user->samples();
     return 0;
   }
   static constexpr double kNaN = __builtin_nan("");

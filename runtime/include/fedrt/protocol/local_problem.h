@@ -11,6 +11,7 @@
 #include "fedrt/problems/logistic.h"
 #include "fedrt/problems/softmax.h"
 #include "fedrt/problems/td_oracle.h"
+#include "fedrt/problems/user_oracle.h"
 
 namespace fedrt::protocol {
 
@@ -34,6 +35,7 @@ struct LocalProblem {
   const problems::LogisticOracle<S>* logistic = nullptr;
   const problems::SoftmaxOracle<S>* softmax = nullptr;
   const problems::GmmOracle<S>* gmm = nullptr;
+  const problems::UserModelOracle<S>* user = nullptr;  // the program's own model (fedrt::Device)
 };
 
 // Why `problem` cannot serve `spec` (nullptr: it can).
@@ -56,6 +58,9 @@ const char* MissingOracle(const config::ProblemSpec& spec, const LocalProblem<S>
                                                                   : "the softmax data's classes and features do not give the task's dimension";
     case config::ProblemKind::kGmm:
       return problem.gmm == nullptr ? "no Gaussian-mixture data for this task" : nullptr;
+    case config::ProblemKind::kUser:
+      return problem.user == nullptr ? "no user-defined model on this device (it needs a program built on fedrt::Device)"
+                                     : nullptr;
   }
   return "unknown problem kind";
 }

@@ -1,0 +1,56 @@
+#pragma once
+// The device driver's connection (net/device.h): TLS to the coordinator,
+// Hello with the pending update, length-prefixed frames in and out, and
+// reconnects with exponential backoff (100 ms doubling to 3 s) until
+// give_up_ms without one. Each frame goes to the DeviceSession; the test
+// hooks (DeviceHooks) see each message before and after it is sent. The
+// connection and any buffered frames survive between pump() calls, so a
+// caller can take part one round at a time. Host code.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "fedrt/core/status.h"
+#include "fedrt/net/device.h"
+#include "fedrt/net/device_log.h"
+#include "fedrt/net/device_session.h"
+#include "fedrt/net/tls.h"
+#include "fedrt/wire/frame.h"
+
+namespace fedrt::net {
+
+// How pump() ended when it returned Ok.
+enum class PumpEnd { kShutdown, kRound, kCancelled };
+
+class DeviceConnection {
+ public:
+  DeviceConnection(const DeviceOptions& options, const DeviceLog& log, DeviceSession& session);
+  Status init();  // reads the TLS credentials
+  // Moves messages until the coordinator's Shutdown, until a round of this
+  // device settled (when `until_round`), or until `cancel` is set (checked
+  // between messages and at least every 200 ms). An error: a refusal, or
+  // give_up_ms without a connection.
+  Status pump(bool until_round, const std::atomic<bool>& cancel, PumpEnd* end);
+  void close() { tls_.close(); }
+
+ private:
+  Status send(const wire::Envelope& env);
+  Status connect(const std::atomic<bool>& cancel, bool* cancelled);
+  // Handles the buffered complete frames; stops early on a settled round (until_round) or a stop.
+  Status drain(bool until_round, DeviceStop& stop, bool* round);
+  void wait(long ms, const std::atomic<bool>& cancel);
+
+  const DeviceOptions& opt_;
+  const DeviceLog& log_;
+  DeviceSession& session_;
+  TlsClient tls_;
+  wire::FrameDecoder dec_;
+  DeviceSession::Sender sender_;
+  long backoff_ = 100;
+  std::chrono::steady_clock::time_point last_ok_;
+  std::vector<uint8_t> buf_;
+};
+
+}  // namespace fedrt::net
