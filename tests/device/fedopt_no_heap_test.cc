@@ -1,6 +1,6 @@
 // Device-code discipline of the optimisation family: FedAvg / Scaffold /
-// FedProx / FedProx-exact clients and servers, the least-squares and logistic
-// oracles and the Fed-RR averager, built with -fno-exceptions -fno-rtti, float
+// FedProx / FedProx-exact clients and servers, the least-squares, logistic
+// and softmax oracles and the Fed-RR averager, built with -fno-exceptions -fno-rtti, float
 // and double, with no heap allocation after create(). Plain main() (no gtest).
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "fedrt/core/arena.h"
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/problems/logistic.h"
+#include "fedrt/problems/softmax.h"
 
 #if defined(__cpp_exceptions) || defined(__GXX_RTTI)
 #error "device code must build with -fno-exceptions -fno-rtti"
@@ -35,8 +36,10 @@ constexpr int kDim = 4, kSamples = 6;
 
 template <class S>
 void RunScenario(const char* name) {
-  S x[kSamples * kDim], y_lsq[kSamples], y_log[kSamples];
+  S x[kSamples * kDim], y_lsq[kSamples], y_log[kSamples], a_soft[kSamples], y_cls[kSamples];
   for (int j = 0; j < kSamples; ++j) {
+    a_soft[j] = S(j % 3) - S(1);  // softmax: 2 classes x (1 feature + intercept) = kDim
+    y_cls[j] = S(j % 2);
     for (int k = 0; k < kDim; ++k) x[j * kDim + k] = S(((j * 5 + k * 3) % 7) - 3) / S(3);
     y_lsq[j] = S(0.1) * S(j) - S(0.2);
     y_log[j] = j % 2 ? S(1) : S(-1);
@@ -44,7 +47,8 @@ void RunScenario(const char* name) {
   StaticArena<16384> arena;
   auto lsq = problems::LeastSquaresOracle<S>::create(arena, kDim, kSamples, x, y_lsq, S(1));
   auto logi = problems::LogisticOracle<S>::create(arena, kDim, kSamples, x, y_log, S(0.1));
-  Check(lsq.ok() && logi.ok(), "oracles fit the arena");
+  auto soft = problems::SoftmaxOracle<S>::create(arena, 1, 2, true, kSamples, a_soft, y_cls, S(0.1));
+  Check(lsq.ok() && logi.ok() && soft.ok() && soft->dim() == kDim, "oracles fit the arena");
   for (FedOptAlgorithm alg : {FedOptAlgorithm::kFedAvg, FedOptAlgorithm::kScaffold, FedOptAlgorithm::kFedProx,
                               FedOptAlgorithm::kFedProxExact}) {
     for (uint32_t batch : {0u, 2u}) {
@@ -65,7 +69,8 @@ void RunScenario(const char* name) {
         client->begin_round(server->broadcast(), plan);
         CounterRng rng(1, 0, 0, t, RngStream::kLocalSteps);
         if (alg == FedOptAlgorithm::kFedProxExact || t % 2 == 0) client->run_local_steps(*lsq, rng);
-        else client->run_local_steps(*logi, rng);
+        else if (t % 4 == 1) client->run_local_steps(*logi, rng);
+        else client->run_local_steps(*soft, rng);
         server->accumulate(client->update());
         server->finish_round();
         rr->observe(t + 1, server->global(), server->global());

@@ -46,7 +46,9 @@ TEST_F(DigitsExampleTest, FleetMetricsEqualTheSimulatorsByteForByte) {
     std::istringstream cells(line);
     for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
     ASSERT_EQ(f.size(), 11u) << line;
-    if (f[2] != "0") EXPECT_EQ(f[4], std::to_string(kDevices)) << line;
+    if (f[2] != "0") {
+      EXPECT_EQ(f[4], std::to_string(kDevices)) << line;
+    }
     auto& fl = first_last[f[0]];
     if (f[2] == "0") fl.first = std::stod(f[10]);
     fl.second = std::stod(f[10]);
