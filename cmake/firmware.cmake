@@ -3,12 +3,13 @@
 # simulator and host tests are not built in these presets (FEDRT_BUILD_HOST=OFF).
 #
 #   fedrt_add_firmware(<name> SOURCES <src>... [STACK_SIZE <bytes>]
-#                      [LIBRARIES <target>...] [LAYOUT large] [NO_STANDALONE_RUN]
+#                      [LIBRARIES <target>...] [LAYOUT large|nrf52840] [NO_STANDALONE_RUN]
 #                      [EXCLUDE_FROM_CHECKS] [FOOTPRINT_LOG <file>])
 # builds <name>.elf with the mps2 startup code, vector table, UART/timer/
 # semihosting layer and provisioning block (platform/mps2) compiled into its
 # own sources, linked with platform/mps2/<machine>.ld (96 KB flash / 32 KB
-# RAM) or, with LAYOUT large, <machine>-large.ld (128 KB / 64 KB), plus <name>.map.
+# RAM) or, with LAYOUT large, <machine>-large.ld (128 KB / 64 KB), or with
+# LAYOUT nrf52840, mps2-an386-nrf52840.ld (1 MB / 256 KB), plus <name>.map.
 # Every firmware is registered for the symbol-table (no heap) and footprint
 # budget checks; NO_STANDALONE_RUN marks firmware that cannot run without a
 # peer (e.g. fedrt-fw needs a coordinator), so footprint.py does not run it;
@@ -40,10 +41,11 @@ function(fedrt_add_firmware name)
     set(FW_STACK_SIZE 4096)
   endif()
   set(_ld ${FEDRT_MPS2_MACHINE})
-  if(FW_LAYOUT STREQUAL "large")
-    set(_ld ${FEDRT_MPS2_MACHINE}-large)
-  elseif(FW_LAYOUT)
-    message(FATAL_ERROR "fedrt_add_firmware(${name}): LAYOUT must be 'large' or omitted")
+  if(FW_LAYOUT)  # large, or a named part (nrf52840): platform/mps2/<machine>-<layout>.ld
+    set(_ld ${FEDRT_MPS2_MACHINE}-${FW_LAYOUT})
+    if(NOT EXISTS ${FEDRT_MPS2_DIR}/${_ld}.ld)
+      message(FATAL_ERROR "fedrt_add_firmware(${name}): LAYOUT ${FW_LAYOUT}: no platform/mps2/${_ld}.ld")
+    endif()
   endif()
   add_executable(${name}
     ${FW_SOURCES}

@@ -162,6 +162,43 @@ if(COMMAND fedrt_add_firmware)
     FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/c-api-qemu/c/dev0000.log")  # c_api_qemu_own_data
   target_compile_definitions(fedrt-fw-own PRIVATE FEDRT_OWN_WORKSPACE_BYTES=34816 FEDRT_OWN_MAX_DIM=16)
   set_target_properties(fedrt-fw-own PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+  # fedrt-fw-digits: the same C99 firmware for own-data tasks up to d = 650
+  # (softmax regression on the 8x8 digits, d = 10 (64 + 1)) on the memory of
+  # an nRF52840 (1 MB flash / 256 KB RAM, mps2-an386-nrf52840.ld): nanopb
+  # bounds of runtime/fw/fedrt_fw_d650.options, a workspace for every
+  # optimisation algorithm of logistic and softmax regression with 4-bit
+  # dithering or SecAgg+ at d = 650 (least squares at that d would need its
+  # 3.4 MB Abar_c: refused for memory), and the shard as a per-device blob in
+  # the flash region at fedrt_shard_block (shard_to_blob.py; qemu-run.sh
+  # --shard), read in place: one image for every device.
+  if(FEDRT_FW_CPU STREQUAL "cortex-m4")
+    _fedrt_fw_messages(fedrt_fw_nanopb_d650 nanopb-d650 fedrt_fw.options fedrt_fw_d650.options)
+    # SecAgg+ with up to 32 neighbours: the complete graph of the digits
+    # example's 20 devices (k = 19) fits, 16 would not.
+    add_library(fedrt_fw_secagg_device32 STATIC
+                "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_mbedtls.cc"
+                "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
+    target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_firmware_config)
+    target_compile_options(fedrt_fw_secagg_device32 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+    target_compile_definitions(fedrt_fw_secagg_device32 PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=32)
+    add_library(fedrt_fw_client_d650 STATIC ${_fw_client_sources})
+    target_link_libraries(fedrt_fw_client_d650 PUBLIC fedrt_device_headers fedrt_fw_secagg_device32 fedrt_fw_mbedtls
+                          fedrt_fw_nanopb_d650 fedrt_firmware_config)
+    target_compile_options(fedrt_fw_client_d650 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+    target_compile_definitions(fedrt_fw_client_d650 PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
+    fedrt_add_firmware(fedrt-fw-digits
+      SOURCES "${_own}/firmware.c" "${_own}/shard_blob.c"
+      STACK_SIZE 6144
+      LIBRARIES fedrt_fw_client_d650
+      LAYOUT nrf52840
+      NO_STANDALONE_RUN
+      FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/digits-secagg/logs/dev0018.log")  # fleet_qemu_digits_secagg
+    target_include_directories(fedrt-fw-digits PRIVATE "${_own}")
+    target_compile_definitions(fedrt-fw-digits PRIVATE FEDRT_OWN_SHARD_BLOB FEDRT_OWN_WORKSPACE_BYTES=189440
+                               FEDRT_OWN_MAX_DIM=650 FEDRT_OWN_SECAGG=1
+                               "FEDRT_OWN_MODELS=(FEDRT_MODEL_LOGISTIC|FEDRT_MODEL_SOFTMAX)")
+    set_target_properties(fedrt-fw-digits PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+  endif()
   # The images in a fleet under qemu-system-arm (UART1 bridged to TCP), with
   # the host tools of the release preset (coordinator, native devices,
   # provisioning, relay, simulator): skipped (77) when those are not built.
@@ -198,6 +235,26 @@ if(COMMAND fedrt_add_firmware)
     add_test(NAME c_api_qemu_own_data COMMAND "${_dir}/run_c_api.sh" --bin "${FEDRT_HOST_BIN_DIR}"
              --elf "$<TARGET_FILE:fedrt-fw-own>" --machine "${FEDRT_MPS2_MACHINE}"
              --shards "${CMAKE_SOURCE_DIR}/examples/mcu-own-data/shards" --out "${_out}/c-api-qemu")
+    # The digits example (softmax, d = 650) on 18 native + 2 fedrt-fw-digits
+    # devices, 3 rounds per algorithm, against the simulator: plain, 4-bit
+    # dithering with control variates, SecAgg+ (scripts/fleet.sh --cortex-m4
+    # with [data] shards).
+    if(TARGET fedrt-fw-digits)
+      set(_digits "${_dir}/run_digits_fleet.sh" --bin "${FEDRT_HOST_BIN_DIR}" --elf "$<TARGET_FILE:fedrt-fw-digits>"
+          --rounds 3 --native 18 --fw 2)
+      add_test(NAME fleet_qemu_digits COMMAND ${_digits} --out "${_out}/digits")
+      add_test(NAME fleet_qemu_digits_4bit COMMAND ${_digits} --out "${_out}/digits-4bit"
+               --config "${CMAKE_SOURCE_DIR}/examples/digits/experiment-4bit.toml")
+      add_test(NAME fleet_qemu_digits_secagg COMMAND ${_digits} --out "${_out}/digits-secagg"
+               --config "${CMAKE_SOURCE_DIR}/examples/digits/experiment-secagg.toml")
+      set_tests_properties(fleet_qemu_digits fleet_qemu_digits_4bit fleet_qemu_digits_secagg
+                           PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
+      # A missing or corrupted shard blob stops the image at boot with the reason.
+      add_test(NAME fw_digits_bad_shard_blob COMMAND "${_dir}/run_shard_blob_check.sh"
+               --elf "$<TARGET_FILE:fedrt-fw-digits>" --shard "${CMAKE_SOURCE_DIR}/examples/digits/split/device-3.csv"
+               --classes 10 --out "${_out}/digits-bad-blob")
+      set_tests_properties(fw_digits_bad_shard_blob PROPERTIES LABELS device SKIP_RETURN_CODE 77 TIMEOUT 120)
+    endif()
     set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
         fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg fw_link_qemu_corrupt-record
         fw_link_qemu_bad-frames fw_link_qemu_huge-frame)

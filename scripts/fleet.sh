@@ -14,7 +14,8 @@
 #   native     build/release/bin/fedrt-device (--devices N is an alias of --native N)
 #   aarch64    qemu-aarch64 build/aarch64/bin/fedrt-device (static; ./fedrt build aarch64)
 #   armhf      qemu-arm build/armhf/bin/fedrt-device       (static; ./fedrt build armhf)
-#   cortex-m4  firmware under qemu-system-arm (see launch_cortex_m4 below)
+#   cortex-m4  firmware under qemu-system-arm (see launch_cortex_m4 below); with
+#              [data] CSV shards fedrt-fw-digits, its shard as a flash blob
 # mixed auth (default unless the experiment's [network] auth is psk or cert):
 # even devices use their PSK, odd devices their certificate.
 # Outputs: DIR/{metrics.csv,summary.json,error.png,coordinator.log,coordinator.db},
@@ -74,7 +75,9 @@ if [[ "$DATA_FORMAT" == csv || "$DATA_FORMAT" == records ]]; then
   SHARDS="$(sed -n '/^\[data\]/,/^\[/{s/^train *= *"\([^"]*\)".*/\1/p}' "$CONFIG" | head -1)"
   [[ -n "$SHARDS" ]] || die "$CONFIG: [data] format = \"$DATA_FORMAT\" but no train = \"...{id}...\""
   [[ "$SHARDS" == /* ]] || SHARDS="$(cd "$(dirname "$CONFIG")" && pwd)/$SHARDS"
-  ((N_CORTEX_M4 == 0)) || die "cortex-m4 devices cannot train on [data] shards yet (their data is a provisioned image)"
+  # Firmware devices read their shard from a flash blob written from the CSV (shard_to_blob.py).
+  ((N_CORTEX_M4 == 0)) || [[ "$DATA_FORMAT" == csv ]] \
+    || die "cortex-m4 devices take CSV shards (shard_to_blob.py writes their flash blob), not format = \"$DATA_FORMAT\""
 fi
 MODEL_KIND="$(sed -n '/^\[model\]/,/^\[/{s/^kind *= *"\([a-z_]*\)".*/\1/p}' "$CONFIG" | head -1)"
 [[ "$MODEL_KIND" != user ]] || die "$CONFIG: [model] kind = \"user\": fedrt-device has no code for a user model; run devices built on fedrt::Device with it (docs/user-models.md, examples/user-model)"

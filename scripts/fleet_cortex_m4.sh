@@ -5,14 +5,22 @@
 # DEVICES, TIMEOUT and die(). Per device: OUT/logs/<id>.img (problem image,
 # fedrt-fw-provision: agent <index>'s data of the experiment, loaded into the
 # firmware's data partition) and OUT/logs/<id>.blob (provisioning block: id,
-# PSK, fresh entropy seed).
-#   FEDRT_CORTEX_M4_ELF   firmware (default build/cortex-m4/bin/fedrt-fw.elf; ./fedrt build cortex-m4)
+# PSK, fresh entropy seed). With [data] shards (SHARDS set by fleet.sh) the
+# firmware is fedrt-fw-digits, whose data is its own CSV shard: OUT/logs/<id>.shard
+# (examples/mcu-own-data/shard_to_blob.py, labels as the task's model reads
+# them) is loaded into its flash shard region instead of a problem image.
+#   FEDRT_CORTEX_M4_ELF   firmware (default build/cortex-m4/bin/fedrt-fw.elf, with shards
+#                         fedrt-fw-digits.elf; ./fedrt build cortex-m4)
 
-CORTEX_M4_ELF="${FEDRT_CORTEX_M4_ELF:-$ROOT/build/cortex-m4/bin/fedrt-fw.elf}"
+if [[ -n "${SHARDS:-}" ]]; then
+  CORTEX_M4_ELF="${FEDRT_CORTEX_M4_ELF:-$ROOT/build/cortex-m4/bin/fedrt-fw-digits.elf}"
+else
+  CORTEX_M4_ELF="${FEDRT_CORTEX_M4_ELF:-$ROOT/build/cortex-m4/bin/fedrt-fw.elf}"
+fi
 
 cortex_m4_check() {
   [[ -f "$CORTEX_M4_ELF" ]] || die "--cortex-m4: $CORTEX_M4_ELF not built (./fedrt build cortex-m4)"
-  [[ -x "$BIN/fedrt-fw-provision" ]] || die "--cortex-m4: $BIN/fedrt-fw-provision not built (./fedrt build)"
+  [[ -n "${SHARDS:-}" || -x "$BIN/fedrt-fw-provision" ]] || die "--cortex-m4: $BIN/fedrt-fw-provision not built (./fedrt build)"
   command -v qemu-system-arm >/dev/null || die "--cortex-m4: qemu-system-arm not found (apt-get install qemu-system-arm)"
   [[ "$AUTH" != cert ]] || die "--cortex-m4: the firmware authenticates with its PSK only (use --auth psk or mixed)"
 }
@@ -21,9 +29,22 @@ cortex_m4_check() {
 # firmware instance in the background (output to LOG), echoes its PID.
 launch_cortex_m4() {
   local id="$1" index="$2" port="$3" keydir="$4" log="$5"
-  local base="${log%.log}"
-  "$BIN/fedrt-fw-provision" --config "$CONFIG" --agents "$DEVICES" --index "$index" --out "$base.img" \
-    2>"$log" || return 1
+  local base="${log%.log}" data
+  if [[ -n "${SHARDS:-}" ]]; then  # own data: the device's CSV shard as a flash blob
+    local label classes model args=()
+    label="$(sed -n '/^\[data\]/,/^\[/{s/^label *= *"\([^"]*\)".*/\1/p}' "$CONFIG" | head -1)"
+    model="$(sed -n '/^\[model\]/,/^\[/{s/^kind *= *"\([a-z_]*\)".*/\1/p}' "$CONFIG" | head -1)"
+    classes="$(sed -n '/^\[model\]/,/^\[/{s/^classes *= *\([0-9]*\).*/\1/p}' "$CONFIG" | head -1)"
+    [[ "$model" == logistic ]] && args+=(--binary)
+    [[ "$model" == softmax ]] && args+=(--classes "$classes")
+    "$ROOT/examples/mcu-own-data/shard_to_blob.py" --input "${SHARDS//\{id\}/$index}" --out "$base.shard" \
+      --label "${label:-label}" "${args[@]}" >"$log" 2>&1 || return 1
+    data=(--shard "$base.shard")
+  else
+    "$BIN/fedrt-fw-provision" --config "$CONFIG" --agents "$DEVICES" --index "$index" --out "$base.img" \
+      2>"$log" || return 1
+    data=(--data "$base.img")
+  fi
   "$ROOT/platform/mps2/make_provision.py" --out "$base.blob" --index "$index" --id "$id" \
     --psk-hex "$(tr -d ' \n' <"$keydir/device.psk")" >>"$log" 2>&1 || return 1
   # SIGTERM to the echoed PID (fleet.sh's cleanup) must reach QEMU: qemu-run.sh
@@ -31,6 +52,6 @@ launch_cortex_m4() {
   # signals qemu-run.sh's child (timeout forwards the signal to QEMU).
   bash -c 'c=; trap "pkill -TERM -P \$c; kill \$c" TERM; "$@" & c=$!; wait $c' fedrt-fw-"$id" \
     "$ROOT/platform/mps2/qemu-run.sh" --machine mps2-an386 --timeout "$TIMEOUT" --provision "$base.blob" \
-    --data "$base.img" --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
+    "${data[@]}" --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
   echo $!
 }

@@ -1,7 +1,10 @@
 /* fedrt-fw-own: a Cortex-M4F device (QEMU mps2-an386) that trains on the shard
  * compiled into its flash, written in C99 against the C API alone
  * (fedrt/fedrt_device.h). The shard is a const array generated at build time
- * from a CSV shard (shard_to_c.py); identity and PSK come from the
+ * from a CSV shard (shard_to_c.py). Built with FEDRT_OWN_SHARD_BLOB
+ * (fedrt-fw-digits), the shard is instead a per-device blob in the flash
+ * region at fedrt_shard_block (shard_to_blob.py, loaded by qemu-run.sh
+ * --shard), so one image serves every device; identity and PSK come from the
  * provisioning block (platform/mps2/provision.h); the task comes from the
  * coordinator. UART1 is the transport (QEMU bridges it to TCP), UART0 the
  * console. The device lives in a static buffer sized at build time and checked
@@ -14,17 +17,30 @@
 #include "mps2.h"
 #include "provision.h"
 
+#include "shard_blob.h"
+#ifdef FEDRT_OWN_SHARD_BLOB
+/* The shard region of the linker script (mps2-an386-nrf52840.ld). */
+extern const uint8_t fedrt_shard_block[];
+extern const uint8_t fedrt_shard_block_size[];
+#else
 /* The shard in flash (shard_to_c.py). */
 extern const float fedrt_shard_features[];
 extern const float fedrt_shard_labels[];
 extern const uint32_t fedrt_shard_rows;
 extern const uint32_t fedrt_shard_dim;
+#endif
 
 #ifndef FEDRT_OWN_WORKSPACE_BYTES
 #define FEDRT_OWN_WORKSPACE_BYTES 32768
 #endif
 #ifndef FEDRT_OWN_MAX_DIM
 #define FEDRT_OWN_MAX_DIM 16
+#endif
+#ifndef FEDRT_OWN_SECAGG
+#define FEDRT_OWN_SECAGG 0 /* 1: the workspace holds SecAgg+ rounds */
+#endif
+#ifndef FEDRT_OWN_MODELS
+#define FEDRT_OWN_MODELS 0 /* FEDRT_MODEL_* bits the workspace is sized for; 0 = every model */
 #endif
 
 static uint64_t g_workspace[FEDRT_OWN_WORKSPACE_BYTES / 8 + 2]; /* 16-aligned below */
@@ -96,6 +112,10 @@ int main(void) {
   void* ws = (void*)(((uintptr_t)g_workspace + 15u) & ~(uintptr_t)15u);
   int rc;
   FedrtProvisionStatus ps;
+  fedrt_shard_view shard;
+#ifdef FEDRT_OWN_SHARD_BLOB
+  const char* why;
+#endif
 
   mps2_uart_init(kMps2UartConsole);
   mps2_uart_init(kMps2UartLink);
@@ -104,9 +124,21 @@ int main(void) {
   memcpy(g_id, g_prov->device_id, FEDRT_PROVISION_ID_MAX);
   g_id[FEDRT_PROVISION_ID_MAX] = '\0';
 
+#ifdef FEDRT_OWN_SHARD_BLOB
+  why = fedrt_shard_open(fedrt_shard_block, (size_t)(uintptr_t)fedrt_shard_block_size, &shard);
+  if (why != NULL) return fail("shard region", why);
+#else
+  shard.features = fedrt_shard_features;
+  shard.labels = fedrt_shard_labels;
+  shard.rows = fedrt_shard_rows;
+  shard.dim = fedrt_shard_dim;
+#endif
+
+  memset(&cap, 0, sizeof cap);
   cap.max_dim = FEDRT_OWN_MAX_DIM;
   cap.max_samples = 0; /* the samples stay in flash */
-  cap.secagg = 0;
+  cap.secagg = FEDRT_OWN_SECAGG;
+  cap.models = FEDRT_OWN_MODELS;
   need = fedrt_workspace_size(&cap);
   mps2_report_u32("workspace_need", (uint32_t)need);
   if (need == 0 || need > FEDRT_OWN_WORKSPACE_BYTES) return fail("workspace", "fedrt_workspace_size exceeds the static buffer");
@@ -120,17 +152,17 @@ int main(void) {
   cfg.cb.now_ms = millis;
   cfg.cb.entropy = entropy;
   cfg.cb.log = console_log;
-  cfg.features = fedrt_shard_features;
-  cfg.labels = fedrt_shard_labels;
-  cfg.count = fedrt_shard_rows;
-  cfg.dim = fedrt_shard_dim;
+  cfg.features = shard.features;
+  cfg.labels = shard.labels;
+  cfg.count = shard.rows;
+  cfg.dim = shard.dim;
   cfg.handshake_timeout_ms = 3000;
   rc = fedrt_device_init(ws, FEDRT_OWN_WORKSPACE_BYTES, &cap, &cfg, &dev);
   if (rc != FEDRT_OK) return fail("fedrt_device_init", fedrt_strerror(rc));
   mps2_puts("[fw] boot capi rows=");
-  mps2_put_u32(fedrt_shard_rows);
+  mps2_put_u32(shard.rows);
   mps2_puts(" d=");
-  mps2_put_u32(fedrt_shard_dim);
+  mps2_put_u32(shard.dim);
   mps2_puts(" workspace=");
   mps2_put_u32((uint32_t)need);
   mps2_puts("\n");

@@ -5,7 +5,7 @@
 # the ELF (and any test arguments) after the options below.
 #
 #   qemu-run.sh --machine mps2-an386 [--timeout SEC] [--icount] [--provision BLOB]
-#               [--data IMAGE] [--serial1 CHARDEV] [--] FIRMWARE.elf [ARG...]
+#               [--data IMAGE] [--shard BLOB] [--serial1 CHARDEV] [--] FIRMWARE.elf [ARG...]
 #
 #   --timeout SEC      kill QEMU after SEC seconds (default 60; exit code 124;
 #                      0 = no limit, e.g. for fedrt-fw in a long fleet run)
@@ -16,11 +16,14 @@
 #                      address its ELF names: 0x0001F000 for the 128 KB layout)
 #   --data IMAGE       load a data partition (fedrt-fw-provision's problem
 #                      image) at fedrt_data_block (0x00200000, mps2-common.ld)
+#   --shard BLOB       load a device's shard (examples/mcu-own-data/shard_to_blob.py)
+#                      at the firmware's fedrt_shard_block (its linker script's shard
+#                      region in flash: fedrt-fw-digits, 0x000BF000)
 #   --serial1 CHARDEV  UART1 (the coordinator link), e.g. tcp:127.0.0.1:7000
 # ARGs are passed to the firmware as its semihosting command line.
 set -euo pipefail
 
-machine="" timeout_s=60 icount=0 provision="" data="" serial1=""
+machine="" timeout_s=60 icount=0 provision="" data="" shard="" serial1=""
 while (($#)); do
   case "$1" in
     --machine) machine="${2:?--machine needs a value}"; shift 2 ;;
@@ -28,6 +31,7 @@ while (($#)); do
     --icount) icount=1; shift ;;
     --provision) provision="${2:?--provision needs a file}"; shift 2 ;;
     --data) data="${2:?--data needs a file}"; shift 2 ;;
+    --shard) shard="${2:?--shard needs a file}"; shift 2 ;;
     --serial1) serial1="${2:?--serial1 needs a chardev}"; shift 2 ;;
     --) shift; break ;;
     -*) echo "qemu-run.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -61,6 +65,12 @@ fi
 if [[ -n "$data" ]]; then
   [[ -f "$data" ]] || { echo "qemu-run.sh: data image '$data' does not exist" >&2; exit 2; }
   cmd+=(-device "loader,file=$data,addr=$(symbol_addr fedrt_data_block 0x00200000),force-raw=on")
+fi
+if [[ -n "$shard" ]]; then
+  [[ -f "$shard" ]] || { echo "qemu-run.sh: shard blob '$shard' does not exist" >&2; exit 2; }
+  at="$(symbol_addr fedrt_shard_block "")"
+  [[ -n "$at" ]] || { echo "qemu-run.sh: $(basename "$elf") has no shard region (fedrt_shard_block)" >&2; exit 2; }
+  cmd+=(-device "loader,file=$shard,addr=$at,force-raw=on")
 fi
 cmd+=(-kernel "$elf")
 

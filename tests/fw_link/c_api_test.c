@@ -10,8 +10,11 @@
  *
  *   c_api_test --coordinator HOST:PORT --id ID --key PSK_HEX_FILE --data SHARD.csv
  *              [--label NAME] [--samples inplace|pull|feed] [--binary] [--queue BYTES]
+ *              [--max-dim D]
  * --binary: labels 0/1 become -1/+1 for the in-place arrays (the device does
- * that itself for pulled and fed samples). */
+ * that itself for pulled and fed samples). --max-dim: the largest model
+ * dimension the workspace is sized for (default: the shard's feature count;
+ * softmax regression needs d = K (p + 1)). */
 #define _POSIX_C_SOURCE 200112L
 
 #include <errno.h>
@@ -269,7 +272,7 @@ int main(int argc, char** argv) {
   if (coord == NULL || a.id == NULL || key == NULL || data == NULL || a.to_device.cap == 0 ||
       a.to_device.cap > QUEUE_MAX || (colon = strrchr(coord, ':')) == NULL || (size_t)(colon - coord) >= sizeof a.host) {
     fprintf(stderr, "usage: c_api_test --coordinator HOST:PORT --id ID --key PSK_FILE --data SHARD.csv "
-                    "[--label NAME] [--samples inplace|pull|feed] [--binary] [--queue BYTES]\n");
+                    "[--label NAME] [--samples inplace|pull|feed] [--binary] [--queue BYTES] [--max-dim D]\n");
     return 2;
   }
   memcpy(a.host, coord, (size_t)(colon - coord));
@@ -286,12 +289,14 @@ int main(int argc, char** argv) {
   while (psk_len < sizeof psk && sscanf(hex + 2 * psk_len, "%2hhx", &psk[psk_len]) == 1) ++psk_len;
 
   /* The caller owns all memory: ask for the size, then give the buffer. */
-  cap.max_dim = a.dim;
+  memset(&cap, 0, sizeof cap);
+  cap.max_dim = (uint32_t)atoi(arg(argc, argv, "--max-dim", "0"));
+  if (cap.max_dim == 0) cap.max_dim = a.dim;
   cap.max_samples = inplace ? 0 : a.rows;
   cap.secagg = 0;
   ws_bytes = fedrt_workspace_size(&cap);
   if (ws_bytes == 0 || posix_memalign(&ws, 16, ws_bytes) != 0) {
-    fprintf(stderr, "c_api_test: no workspace for d = %u\n", a.dim);
+    fprintf(stderr, "c_api_test: no workspace for d = %u\n", cap.max_dim);
     return 1;
   }
   memset(&cfg, 0, sizeof cfg);

@@ -73,6 +73,7 @@ int main(void) {
   int i;
 
   /* Sizing: grows with capacities, 0 for invalid ones. */
+  memset(&cap, 0, sizeof cap);
   cap.max_dim = 4;
   cap.max_samples = 3;
   cap.secagg = 0;
@@ -88,6 +89,13 @@ int main(void) {
   big.max_dim = 100000; /* over the wire limit */
   CHECK(fedrt_workspace_size(&big) == 0);
   CHECK(fedrt_workspace_size(NULL) == 0);
+  big = cap;
+  big.models = 8; /* no such model */
+  CHECK(fedrt_workspace_size(&big) == 0);
+  big.models = FEDRT_MODEL_LOGISTIC | FEDRT_MODEL_SOFTMAX; /* no least-squares Abar_c and prox factor (2 d^2 floats) */
+  CHECK(fedrt_workspace_size(&big) > 0 && fedrt_workspace_size(&big) < need);
+  big.models = FEDRT_MODEL_LEAST_SQUARES;
+  CHECK(fedrt_workspace_size(&big) == need);
   printf("workspace: d = 4, 3 samples: %lu bytes; 1000 samples: %lu bytes\n", (unsigned long)need,
          (unsigned long)need_big);
 

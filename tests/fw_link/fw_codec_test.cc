@@ -146,10 +146,11 @@ TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
 TEST(FwCodec, ALinuxProfileTaskIsRefusedByTheFirmwareAlone) {
   config::Task t = SampleTask();
   t.problem.dim = config::kMaxDim + 1;
+  EXPECT_EQ(fw::MaxModelDim(), config::kMaxDim);  // this image's bound is the profile's (runtime/wire/fedrt.options)
   const Verdicts v = DecodeBoth(t);
   EXPECT_TRUE(v.host.ok()) << v.host.message();
   ASSERT_FALSE(v.fw.ok());
-  EXPECT_STREQ(v.fw.message(), "task: dimension outside 1..kMaxDim (256)");
+  EXPECT_STREQ(v.fw.message(), "task: dimension above this firmware image's bound (RoundResult.model)");
 }
 
 TEST(FwCodec, RejectsTheTasksTheHostRejects) {

@@ -81,8 +81,19 @@ if(TARGET fedrt_fw_client AND TARGET fedrt-coordinator)
            --model least_squares --samples inplace)
   add_test(NAME c_api_logistic_pull COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-logistic-pull
            --model logistic --samples pull)
+  # Softmax regression (K = 3, p = 5, d = 18): class labels, fed and in place.
+  add_test(NAME c_api_softmax_feed COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-feed --model softmax
+           --samples feed)
+  add_test(NAME c_api_softmax_inplace COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-inplace
+           --model softmax --samples inplace)
   add_test(NAME c_api_refuses_bad_shard COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-refusal
            --model least_squares --samples feed --expect-refusal "the device's samples have 4 features, the task's model d = 5")
-  set_tests_properties(c_api_lsq_feed c_api_lsq_inplace c_api_logistic_pull c_api_refuses_bad_shard
+  add_test(NAME c_api_softmax_refuses_bad_shard COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-refusal
+           --model softmax --samples feed --expect-refusal "the device's samples have 4 features, the task's softmax model has 5 \\(d = 18\\)")
+  add_test(NAME c_api_softmax_refuses_bad_label COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-label
+           --model softmax --samples inplace --bad-label
+           --expect-refusal "example 1: label is not a class of softmax regression with 3 classes \\(an integer 0..2\\)")
+  set_tests_properties(c_api_lsq_feed c_api_lsq_inplace c_api_logistic_pull c_api_softmax_feed c_api_softmax_inplace
+                       c_api_refuses_bad_shard c_api_softmax_refuses_bad_shard c_api_softmax_refuses_bad_label
                        PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

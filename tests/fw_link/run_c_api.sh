@@ -7,7 +7,9 @@
 # Every round of B must match A: the error e_t = ||x_t - x*||^2 within the
 # float32 bound of run_fw_link.sh --compare-sim (|sqrt(e_B) - sqrt(e_A)| <=
 # ||x_B - x_A|| <= T H u |x|_inf sqrt(d) = 1.1e-3 for T = 8, H <= 200,
-# d <= 8, |x|_inf < 4; here T = 8, H = 10, d = 5), and the device's reported
+# d <= 8, |x|_inf < 4; here T = 8, H = 10, d = 5, or d = 18 for softmax
+# regression with K = 3 classes of p = 5 features and an intercept: 8.1e-5
+# at |x|_inf < 4), and the device's reported
 # training loss (train_loss) within the same relative bound. The C device
 # runs in float32 and differs by rounding only; its samples come in place,
 # through the pull callback or by fedrt_feed (--samples), and a small
@@ -17,12 +19,14 @@
 # qemu-system-arm, UART1 bridged to TCP); --shards then names the shards the
 # image was built from (device-0.csv is the one in its flash).
 #
-#   run_c_api.sh --bin HOST_BIN_DIR --out DIR [--model least_squares|logistic]
+#   run_c_api.sh --bin HOST_BIN_DIR --out DIR [--model least_squares|logistic|softmax]
 #                [--samples inplace|pull|feed] [--queue BYTES]
 #                [--elf FEDRT_FW_OWN.elf --machine mps2-an386 --shards DIR]
-#                [--expect-refusal REGEX]
+#                [--expect-refusal REGEX [--bad-label]]
 # --expect-refusal: the C device gets its shard without the last feature
-# column; it must refuse the task in TaskReply with a reason matching REGEX
+# column (with --bad-label: with the label of its second example set to 3,
+# not a class of the 3-class softmax task, nor a binary label); it must
+# refuse the task in TaskReply with a reason matching REGEX
 # and exit with an error, and the coordinator must log the refusal and finish
 # with the other devices (no comparison then).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools missing).
@@ -31,6 +35,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BIN="" OUT="" MODEL=least_squares SAMPLES=feed QUEUE=64 N=3 TIMEOUT=180 ELF="" MACHINE=mps2-an386 SHARDS="" REFUSAL=""
+BAD_LABEL=0
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -42,6 +47,7 @@ while (($#)); do
     --machine) MACHINE="$2"; shift 2 ;;
     --shards) SHARDS="$2"; shift 2 ;;
     --expect-refusal) REFUSAL="$2"; shift 2 ;;
+    --bad-label) BAD_LABEL=1; shift ;;
     *) echo "run_c_api.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -86,6 +92,10 @@ for c in range(n):
             z = sum(a * b for a, b in zip(theta, x))
             if model == "logistic":
                 y = 1 if rng.random() < 1 / (1 + math.exp(-z)) else 0
+            elif model == "softmax":  # K = 3 classes: the largest of three noisy scores
+                s = [z, -z + 2.0 * x[1], x[0] - x[3]]
+                s = [v + rng.gauss(0.0, 1.0) for v in s]
+                y = s.index(max(s))
             else:
                 y = z + rng.gauss(0.0, 0.5)
             f.write(",".join(repr(v) for v in x[:2] + [y] + x[2:]) + "\n")
@@ -101,6 +111,7 @@ label = "label"
 [model]
 kind = "$MODEL"
 l2 = 0.01
+$([[ "$MODEL" == softmax ]] && echo "classes = 3")
 [algorithm]
 names = ["fedavg", "scaffold"]
 step = 0.05
@@ -139,13 +150,17 @@ federate() {
       FW_PIDS+=($!)
     elif ((c_dev && i == 0)); then
       local shard="$OUT/shards/device-$i.csv"
-      if [[ -n "$REFUSAL" ]]; then  # one feature fewer than the task's model
+      if [[ -n "$REFUSAL" ]] && ((BAD_LABEL)); then  # example 1's label (column 3) is 3
+        shard="$dir/bad-label-device-$i.csv"
+        awk -F, -v OFS=, 'NR == 3 { $3 = 3 } { print }' "$OUT/shards/device-$i.csv" >"$shard"
+      elif [[ -n "$REFUSAL" ]]; then  # one feature fewer than the task's model
         shard="$dir/short-device-$i.csv"
         cut -d, -f1-5 "$OUT/shards/device-$i.csv" >"$shard"
       fi
       "$BIN/c_api_test" --coordinator "127.0.0.1:$port" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
         --data "$shard" --samples "$SAMPLES" --queue "$QUEUE" \
-        $([[ "$MODEL" == logistic ]] && echo --binary) 2>"$dir/$id.log" &
+        $([[ "$MODEL" == logistic ]] && echo --binary) $([[ "$MODEL" == softmax ]] && echo --max-dim 18) \
+        2>"$dir/$id.log" &
     else
       "$BIN/fedrt-device" --coordinator "127.0.0.1:$port" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
         --data "$OUT/shards/device-$i.csv" 2>"$dir/$id.log" &

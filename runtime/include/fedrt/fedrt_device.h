@@ -53,11 +53,19 @@ typedef struct fedrt_poll_result {
   const char* message; /* FEDRT_ERROR: why, a static or device-owned string */
 } fedrt_poll_result;
 
-/* What the workspace must hold. */
+/* Models a workspace is sized for (fedrt_capacity.models, bits). */
+#define FEDRT_MODEL_LEAST_SQUARES 1u /* its oracle holds Abar_c and the prox factor: 8 d^2 bytes */
+#define FEDRT_MODEL_LOGISTIC 2u
+#define FEDRT_MODEL_SOFTMAX 4u
+
+/* What the workspace must hold. Zero-initialise it, then set the fields. */
 typedef struct fedrt_capacity {
-  uint32_t max_dim;     /* largest model dimension d a task may have (<= the wire limit, 256) */
+  uint32_t max_dim;     /* largest model dimension d a task may have (<= this image's wire bound:
+                           256, or 650 for fedrt-fw-digits); softmax: K (p + 1) */
   uint32_t max_samples; /* examples the store holds (pulled or fed; 0 when samples are in place) */
   int secagg;           /* nonzero: room for SecAgg+ rounds */
+  uint32_t models;      /* FEDRT_MODEL_* bits; 0 = every model. A task of another model whose
+                           vectors do not fit is refused in TaskReply for memory. */
 } fedrt_capacity;
 
 typedef struct fedrt_callbacks {
@@ -88,7 +96,8 @@ typedef struct fedrt_config {
   fedrt_callbacks cb;
   /* Optional samples in place (e.g. const arrays in flash), read, never
    * written: count x dim features row-major and count labels (binary
-   * logistic regression: -1/+1). */
+   * logistic regression: -1/+1; softmax regression: class indices 0..K-1,
+   * dim = p features of the model's d = K (p + intercept)). */
   const float* features;
   const float* labels;
   uint32_t count;
@@ -107,8 +116,9 @@ typedef struct fedrt_stats {
 
 /* Bytes of the buffer fedrt_device_init() needs for `cap`:
  * state + frames + TLS heap + 4 max_samples (max_dim + 1) + arena(max_dim),
- * the arena holding the local problem and the worst optimisation-family
- * session at max_dim; 0 when cap is invalid. */
+ * the arena holding the local problem of the worst model in cap.models and
+ * the worst optimisation-family session at max_dim; 0 when cap is invalid
+ * (max_dim 0 or above this image's wire bound, unknown model bits). */
 size_t fedrt_workspace_size(const fedrt_capacity* cap);
 
 /* Places a device in `buffer` (16-byte aligned, `size` >= fedrt_workspace_size(cap)),

@@ -9,6 +9,7 @@
 
 #include "fedrt/core/arena.h"
 #include "fedrt/fw/client.h"
+#include "fedrt/fw/codec.h"
 
 #ifndef FEDRT_CAPI_TLS_HEAP_BYTES
 #define FEDRT_CAPI_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase
@@ -30,6 +31,7 @@ namespace {
 constexpr size_t kAlign = 16;
 constexpr size_t Up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 constexpr size_t kTlsHeap = FEDRT_CAPI_TLS_HEAP_BYTES;
+constexpr uint32_t kAllModels = FEDRT_MODEL_LEAST_SQUARES | FEDRT_MODEL_LOGISTIC | FEDRT_MODEL_SOFTMAX;
 
 int Code(const Status& st) {
   switch (st.code()) {
@@ -66,7 +68,13 @@ size_t TaskArenaBytes(const fedrt_capacity& cap) {
   using fedrt::compression::QuantizerKind;
   size_t most = 0;
   Task t;
-  t.problem.kind = ProblemKind::kLeastSquares;
+  // The model whose oracle takes the most arena: least squares (Abar_c and the
+  // prox factor), else softmax (K <= d logits), else logistic (none).
+  const uint32_t models = cap.models == 0 ? kAllModels : cap.models;
+  t.problem.kind = (models & FEDRT_MODEL_LEAST_SQUARES) != 0 ? ProblemKind::kLeastSquares
+                   : (models & FEDRT_MODEL_SOFTMAX) != 0     ? ProblemKind::kSoftmax
+                                                             : ProblemKind::kLogistic;
+  t.problem.classes = cap.max_dim;  // K = d / (p + 1) < d: a bound of its logits
   t.problem.dim = cap.max_dim;
   t.problem.own_data = true;
   t.hyper.prox_mu = 1.0;
@@ -95,7 +103,8 @@ size_t TaskArenaBytes(const fedrt_capacity& cap) {
 extern "C" {
 
 size_t fedrt_workspace_size(const fedrt_capacity* cap) {
-  if (cap == nullptr || cap->max_dim == 0 || cap->max_dim > fedrt::config::kMaxDim) return 0;
+  if (cap == nullptr || cap->max_dim == 0 || cap->max_dim > fedrt::fw::MaxModelDim()) return 0;
+  if ((cap->models & ~kAllModels) != 0) return 0;
   return Up(sizeof(fedrt_device)) + Up(FwClient::ImplBytes()) + Up(kTlsHeap) + StoreBytes(*cap) + TaskArenaBytes(*cap) +
          sizeof(fedrt::Arena) + 4 * kAlign;
 }

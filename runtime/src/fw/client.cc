@@ -257,9 +257,11 @@ size_t FwClient::ImplBytes() { return sizeof(Impl); }
 
 size_t FwClient::TaskBytes(const config::Task& task) {
   const size_t d = task.problem.dim;
-  size_t oracle = 0;  // LeastSquaresOracle: Abar_c, bbar_c, the prox factor; logistic: none
+  size_t oracle = 0;  // LeastSquaresOracle: Abar_c, bbar_c, the prox factor; softmax: K logits; logistic: none
   if (task.problem.kind == config::ProblemKind::kLeastSquares)
     oracle = sizeof(float) * (d * d + d + (task.hyper.prox_mu > 0 ? d * d : 0)) + Arena::kAlignment;
+  if (task.problem.kind == config::ProblemKind::kSoftmax)
+    oracle = sizeof(float) * task.problem.classes + Arena::kAlignment;
   size_t session = 0;
   for (uint32_t a = 0; a < task.num_algorithms; ++a) {
     const size_t n = Session::WorkspaceBytes(task, a);

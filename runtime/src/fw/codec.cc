@@ -79,7 +79,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   p.classes = wp.classes;
   p.intercept = wp.intercept;
   if (p.agents == 0 || p.agents > (1u << 24)) return bad("task: agents outside 1..2^24");
-  if (p.dim == 0 || p.dim > config::kMaxDim) return bad("task: dimension outside 1..kMaxDim (256)");
+  if (p.dim == 0 || p.dim > MaxModelDim()) return bad("task: dimension above this firmware image's bound (RoundResult.model)");
   const fedrt_wire_GarnetSpec& g = wp.garnet;
   p.garnet.states = g.states;
   p.garnet.actions = g.actions;
@@ -166,6 +166,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
 
 // ---------------------------------------------------------------- device -> coordinator
 
+uint32_t MaxModelDim() { return FEDRT_FW_COUNT(fedrt_wire_RoundResult, model); }
 uint32_t MaxBroadcastScalars() { return FEDRT_FW_COUNT(fedrt_wire_RoundAnnouncement, model); }
 uint32_t MaxUpdateSegments() { return FEDRT_FW_COUNT(fedrt_wire_Update, payload); }
 uint32_t MaxSegmentBytes() { return static_cast<uint32_t>(sizeof(fedrt_wire_Update_payload_t::bytes)); }
@@ -271,7 +272,7 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       const fedrt_wire_RoundAnnouncement& a = env.body.announce;
       if (a.kind > static_cast<uint32_t>(protocol::WorkKind::kInitialStatistic))
         return Status::InvalidArgument("announcement of unknown kind");
-      if (a.model_count > config::kMaxBroadcastScalars) return Status::OutOfRange("broadcast longer than kMaxBroadcastScalars");
+      if (a.model_count > MaxBroadcastScalars()) return Status::OutOfRange("broadcast longer than this image's bound");
       for (pb_size_t i = 0; i < a.model_count; ++i)
         if (!Finite(a.model[i])) return Status::InvalidArgument("broadcast value is NaN or infinite");
       announcement_ = protocol::Announcement{};
@@ -290,7 +291,7 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
     }
     case fedrt_wire_Envelope_result_tag: {
       const fedrt_wire_RoundResult& r = env.body.result;
-      if (r.model_count > config::kMaxDim) return Status::OutOfRange("round result model longer than kMaxDim");
+      if (r.model_count > MaxModelDim()) return Status::OutOfRange("round result model longer than this image's bound");
       for (pb_size_t i = 0; i < r.model_count; ++i)
         if (!Finite(r.model[i])) return Status::InvalidArgument("round result value is NaN or infinite");
       result_ = protocol::RoundResult{IdOf(r), r.included, View<double>{r.model, r.model_count}};

@@ -70,8 +70,9 @@ class LocalData {
     return Status::InvalidArgument("unknown problem family");
   }
 
-  // Builds `out` for an own-data least squares or binary logistic task over
-  // the device's samples: x (rows x task dim, row-major), y (logistic: -1/+1),
+  // Builds `out` for an own-data least squares, binary logistic or softmax
+  // task over the device's samples: x (rows x p, row-major; p = d, or
+  // d / K - intercept for softmax), y (logistic: -1/+1; softmax: 0..K-1),
   // in the caller's memory, read in stored order as the shard readers store
   // a shard (least squares: Abar_c, bbar_c (and the prox factor) in `arena`).
   Status build_own(const float* x, const float* y, uint32_t rows, const config::Task& task, Arena& arena,
@@ -97,6 +98,16 @@ class LocalData {
         out.logistic = &logistic_;
         return Status::Ok();
       }
+      if (p.kind == config::ProblemKind::kSoftmax && p.classes > 0) {
+        const int features = d / static_cast<int>(p.classes) - (p.intercept ? 1 : 0);
+        auto o = problems::SoftmaxOracle<float>::create(arena, features, p.classes, p.intercept, rows, x, y,
+                                                        static_cast<float>(p.synthetic.l2));
+        if (!o.ok()) return o.status();
+        if (o->dim() != d) return Status::FailedPrecondition("softmax: the task's d is not K (p + intercept)");
+        softmax_ = *o;
+        out.softmax = &softmax_;
+        return Status::Ok();
+      }
     }
     return Status::FailedPrecondition("own-data tasks of this model are not in this firmware");
   }
@@ -105,6 +116,7 @@ class LocalData {
   problems::TdOracle<float> td_;
   problems::LeastSquaresOracle<float> lsq_;
   problems::LogisticOracle<float> logistic_;
+  problems::SoftmaxOracle<float> softmax_;
   problems::GmmOracle<float> gmm_;
 };
 

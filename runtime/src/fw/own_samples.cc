@@ -6,26 +6,64 @@ namespace fedrt::fw {
 
 namespace {
 bool Finite(float v) { return v - v == 0.0f; }
+// A softmax label is a class index 0..K-1 stored as a float.
+bool IsClass(float v, uint32_t classes) {
+  return v >= 0.0f && v < static_cast<float>(classes) && v == static_cast<float>(static_cast<uint32_t>(v));
+}
+// Features per example of an own-data task: d, or p = d / K - intercept for
+// softmax regression (d = K (p + intercept), class-major).
+uint32_t Features(const config::ProblemSpec& p) {
+  if (p.kind != config::ProblemKind::kSoftmax) return p.dim;
+  const uint32_t per_class = p.classes == 0 ? 0 : p.dim / p.classes;
+  return per_class > (p.intercept ? 1u : 0u) ? per_class - (p.intercept ? 1u : 0u) : 0u;
+}
+// "the device's samples have 4 features, the task's model d = 5" (softmax:
+// "... the task's softmax model has 5 (d = 18)").
+LogLine FeatureMismatch(uint32_t have, uint32_t want, const config::ProblemSpec& p) {
+  LogLine l;
+  l.add("the device's samples have ").add_u(have);
+  if (p.kind == config::ProblemKind::kSoftmax)
+    l.add(" features, the task's softmax model has ").add_u(want).add(" (d = ").add_u(p.dim).add(")");
+  else
+    l.add(" features, the task's model d = ").add_u(want);
+  return l;
+}
+LogLine NotAClass(uint32_t example, uint32_t classes) {
+  LogLine l;
+  l.add("example ").add_u(example).add(": label is not a class of softmax regression with ").add_u(classes);
+  l.add(" classes (an integer 0..").add_u(classes - 1).add(")");
+  return l;
+}
 }  // namespace
 
 // Where an own-data task's examples are (x, y, rows; nullptr) or why this
 // device cannot give them; need_samples when they are still to be fed. Binary
-// labels 0/1 become -1/+1 in the store, as the shard readers store them.
+// labels 0/1 become -1/+1 in the store, as the shard readers store them;
+// softmax labels must be class indices 0..K-1 (the examples then have
+// p = d / K - intercept features).
 const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, const float** y, uint32_t* rows) {
   need_samples = false;
   const SampleOptions& so = opt.samples;
   const config::ProblemKind kind = t.problem.kind;
-  if (kind != config::ProblemKind::kLeastSquares && kind != config::ProblemKind::kLogistic)
-    return "own-data tasks of this model are not in this firmware (least squares and binary logistic regression only)";
+  if (kind != config::ProblemKind::kLeastSquares && kind != config::ProblemKind::kLogistic &&
+      kind != config::ProblemKind::kSoftmax)
+    return "own-data tasks of this model are not in this firmware (least squares, binary logistic and softmax regression only)";
   if (!protocol::Has(kFamilies, config::Family::kOpt)) return "this device build does not include the task's algorithm family";
   const bool binary = kind == config::ProblemKind::kLogistic;
-  const uint32_t d = t.problem.dim;
+  const bool softmax = kind == config::ProblemKind::kSoftmax;
+  const uint32_t classes = t.problem.classes;
+  const uint32_t d = Features(t.problem);  // features per example
+  if (softmax && (d == 0 || classes * (d + (t.problem.intercept ? 1u : 0u)) != t.problem.dim))
+    return "softmax: the task's d is not K (p + intercept) for its K classes";
   if (so.x != nullptr) {  // in place: validated, never written
-    if (so.dim != d)
-      return format(LogLine().add("the device's samples have ").add_u(so.dim).add(" features, the task's model d = ").add_u(d));
-    for (uint32_t i = 0; i < so.rows; ++i)
-      if (binary ? (so.y[i] != 1.0f && so.y[i] != -1.0f) : !Finite(so.y[i]))
+    if (so.dim != d) return format(FeatureMismatch(so.dim, d, t.problem));
+    for (uint32_t i = 0; i < so.rows; ++i) {
+      if (softmax) {
+        if (!IsClass(so.y[i], classes)) return format(NotAClass(i, classes));
+      } else if (binary ? (so.y[i] != 1.0f && so.y[i] != -1.0f) : !Finite(so.y[i])) {
         return format(LogLine().add("example ").add_u(i).add(binary ? ": label is not -1/+1 (binary logistic regression; a shard in place must store -1/+1)" : ": label is not a finite number"));
+      }
+    }
     *x = so.x;
     *y = so.y;
     *rows = so.rows;
@@ -33,7 +71,7 @@ const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, 
   }
   if (!store_sealed && so.pull != nullptr) {
     if (d > so.store_dim)
-      return format(LogLine().add("the task's model d = ").add_u(d).add(" exceeds this device's sample store (").add_u(so.store_dim).add(" features)"));
+      return format(LogLine().add("the task's examples have ").add_u(d).add(" features, more than this device's sample store (").add_u(so.store_dim).add(")"));
     store_dim = d;
     store_rows = 0;
     for (;;) {
@@ -58,8 +96,10 @@ const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, 
     return nullptr;
   }
   if (store_rows == 0) return "the device holds no examples";
-  if (store_dim != d)
-    return format(LogLine().add("the device's samples have ").add_u(store_dim).add(" features, the task's model d = ").add_u(d));
+  if (store_dim != d) return format(FeatureMismatch(store_dim, d, t.problem));
+  if (softmax)
+    for (uint32_t i = 0; i < store_rows; ++i)
+      if (!IsClass(store_y[i], classes)) return format(NotAClass(i, classes));
   if (binary)
     for (uint32_t i = 0; i < store_rows; ++i) {
       float& l = store_y[i];

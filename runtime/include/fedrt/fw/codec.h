@@ -32,6 +32,7 @@ Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env);
 Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env);
 
 // Largest Envelope payloads this image's nanopb code holds (for the task checks).
+uint32_t MaxModelDim();          // RoundResult.model: the largest model dimension d this image decodes
 uint32_t MaxBroadcastScalars();  // RoundAnnouncement.model
 uint32_t MaxUpdateSegments();    // Update.payload count
 uint32_t MaxSegmentBytes();      // Update.payload size
