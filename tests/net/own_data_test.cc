@@ -36,12 +36,12 @@ class OwnDataTest : public NetTest {
     }
     return dir;
   }
-  fs::path Experiment(const std::string& extra = "") {
-    return WriteExperiment(
-        "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\ntest = \"test.csv\"\n[model]\nkind = \"logistic\"\nl2 = 0.01\n"
-        "[algorithm]\nnames = [\"fedavg\", \"scaffold\"]\nstep = 0.1\nlocal_steps = 10\nbatch = 4\n"
+  fs::path Experiment(const std::string& extra = "") { return WriteExperiment(Body(extra)); }
+  static std::string Body(const std::string& extra) {
+    return "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\ntest = \"test.csv\"\n[model]\nkind = \"logistic\"\nl2 = 0.01\n"
+           "[algorithm]\nnames = [\"fedavg\", \"scaffold\"]\nstep = 0.1\nlocal_steps = 10\nbatch = 4\n"
         "[participation]\nrate = 0.7\n[compression]\nquantizer = \"dither\"\nlevels = 4\n[run]\nrounds = " +
-        std::to_string(kRounds) + "\nseed = 2\n[network]\ndeadline_ms = 30000\nstart_timeout_ms = 60000\n" + extra);
+        std::to_string(kRounds) + "\nseed = 2\n[network]\ndeadline_ms = 30000\nstart_timeout_ms = 60000\n" + extra;
   }
 };
 
@@ -102,6 +102,79 @@ TEST_F(OwnDataTest, EachDeviceReadsItsShardAndTheFleetEqualsTheSimulator) {
   }
   EXPECT_GT(rows, 0);
   EXPECT_EQ(rows, members);
+}
+
+// A coordinator whose machine holds no shard ([data] coordinator_reads_shards
+// = false, docs/data.md): N comes from problem.agents, d from the header of
+// its own held-out file; the run completes with no error column (nan) and the
+// same global iterates, device reports and held-out scores, bit for bit, as
+// the run where the coordinator reads the shards.
+TEST_F(OwnDataTest, TheCoordinatorRunsWithoutTheShardsAndGivesTheSameNumbers) {
+  const fs::path shards = WriteShards();
+  Provision(dir_ / "keys", kAgents);
+  auto run = [&](const fs::path& cfg) {
+    const pid_t co = StartCoordinator(cfg, 0, {});
+    const int port = WaitPort();
+    EXPECT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+    for (int i = 0; i < kAgents; ++i)
+      StartDevice(i, port, {"--data", (shards / ("device-" + std::to_string(i) + ".csv")).string()});
+    EXPECT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  };
+  run(Experiment("quorum = 1.0\n"));  // the coordinator reads the shards
+  EXPECT_NE(ReadFile(dir_ / "coordinator.log").find("read_by_coordinator=yes"), std::string::npos);
+  const auto with_rounds = Rounds();
+  const std::string with = ReadFile(dir_ / "out" / "metrics.csv");
+  fs::rename(dir_ / "out", dir_ / "out-with-shards");
+  fs::remove(dir_ / "coordinator.db");
+  for (int i = 0; i < kAgents; ++i) fs::remove_all(dir_ / Id(i));  // the devices start afresh too
+
+  const fs::path server = dir_ / "server";  // the coordinator's own directory: its test file, no shard
+  fs::create_directories(server);
+  fs::copy_file(dir_ / "test.csv", server / "test.csv");
+  std::string body = Body("quorum = 1.0\n");
+  body.replace(body.find("[data]\n"), 7, "[problem]\nagents = 6\n[data]\ncoordinator_reads_shards = false\n");
+  const fs::path blind = server / "experiment.toml";
+  std::ofstream(blind) << body;
+  ASSERT_FALSE(fs::exists(server / "shards"));
+  run(blind);
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("listening address=127.0.0.1:"), std::string::npos) << log;
+  EXPECT_NE(log.find("agents=6 problem=logistic d=3"), std::string::npos) << log;
+  EXPECT_NE(log.find("read_by_coordinator=no"), std::string::npos) << log;
+
+  const auto rounds = Rounds();  // the same global iterates
+  ASSERT_EQ(rounds.size(), with_rounds.size());
+  int identical = 0;
+  for (size_t i = 0; i < rounds.size(); ++i) identical += rounds[i].theta == with_rounds[i].theta ? 1 : 0;
+  EXPECT_EQ(identical, static_cast<int>(rounds.size()));
+
+  // metrics.csv: error nan in every row, every other column equal to the run with the shards.
+  auto rows = [](const std::string& text) {
+    std::vector<std::vector<std::string>> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      out.emplace_back();
+      std::istringstream cells(line);
+      for (std::string c; std::getline(cells, c, ',');) out.back().push_back(c);
+    }
+    return out;
+  };
+  const auto a = rows(ReadFile(dir_ / "out" / "metrics.csv")), b = rows(with);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.size(), 1u + 2u * (kRounds + 1));
+  EXPECT_EQ(a[0], b[0]);
+  int compared = 0;
+  for (size_t r = 1; r < a.size(); ++r) {
+    ASSERT_EQ(a[r].size(), 11u);
+    EXPECT_EQ(a[r][3], "nan") << r;
+    EXPECT_NE(b[r][3], "nan") << r;
+    for (size_t c = 0; c < a[r].size(); ++c)
+      if (c != 3) EXPECT_EQ(a[r][c], b[r][c]) << "row " << r << " column " << b[0][c];
+    for (size_t c = 7; c < 11; ++c) compared += b[r][c] != "nan" && a[r][c] == b[r][c] ? 1 : 0;
+  }
+  std::printf("[coordinator without shards] rounds=%zu identical iterates=%d, metrics rows=%zu, "
+              "train/local/test loss and accuracy cells equal=%d\n",
+              rounds.size(), identical, a.size() - 1, compared);
 }
 
 struct BadShard {

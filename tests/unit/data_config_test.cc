@@ -96,7 +96,9 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
             f + ": data.train '" + (dir_ / "shards/device-0.csv").string() +
                 "' has no {id}: every agent would read the same file");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"nothing/{id}.csv\"\n[model]\nkind = \"logistic\"\n"),
-            f + ": data.train: no shard '" + (dir_ / "nothing/0.csv").string() + "'");
+            f + ": data.train: no shard '" + (dir_ / "nothing/0.csv").string() +
+                "' (to count the agents, the coordinator and the simulator read every shard; a coordinator without "
+                "the devices' data takes [data] coordinator_reads_shards = false and [problem] agents = N)");
   const std::string shards = "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n";
   EXPECT_EQ(Error(shards + "[model]\nkind = \"softmax\"\n"),
             f + ": model.classes = 0: softmax regression needs the number of classes K, 2 to 1024 (labels are 0..K-1)");

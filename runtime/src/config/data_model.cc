@@ -37,6 +37,38 @@ std::string Resolve(const std::string& base, const std::string& p) {
   return (std::filesystem::path(base) / p).string();
 }
 
+// [data] coordinator_reads_shards = false and [model] features: what the
+// coordinator needs to run without the devices' shards (docs/data.md).
+Status CheckShardsAtCoordinator(const toml::table& model, const std::string& path, const ExperimentConfig& cfg) {
+  const DataSettings& d = cfg.data;
+  const bool has_features = model.contains("features");
+  if (d.coordinator_reads_shards) {
+    if (has_features)
+      return Bad(fmt::format("{}: model.features is for [data] coordinator_reads_shards = false (otherwise the "
+                             "dimension comes from the shards)", path));
+    return Status::Ok();
+  }
+  if (!d.own())
+    return Bad(fmt::format("{}: data.coordinator_reads_shards = false needs the devices' own data (data.format = "
+                           "\"csv\" or \"records\")", path));
+  if (!cfg.agents_set)
+    return Bad(fmt::format("{}: data.coordinator_reads_shards = false: the coordinator does not count the shards, "
+                           "set [problem] agents = N (the number of devices)", path));
+  if (d.model == "td0")
+    return Bad(fmt::format("{}: data.coordinator_reads_shards = false is not available for td0: its initial iterate "
+                           "theta* + (1, ..., 1) needs every agent's transitions", path));
+  if (d.model == "user") {
+    if (has_features) return Bad(fmt::format("{}: model.features: a user model's size is model.dim", path));
+    return Status::Ok();
+  }
+  if (has_features && (d.features <= 0 || d.features > static_cast<long>(kMaxLinuxDim)))
+    return Bad(fmt::format("{}: model.features must be in [1, {}], got {}", path, kMaxLinuxDim, d.features));
+  if (!has_features && d.test.empty())
+    return Bad(fmt::format("{}: data.coordinator_reads_shards = false: the coordinator needs the model's dimension, "
+                           "set [model] features = p (feature columns per example) or give a data.test file", path));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ReadDataModel(const toml::table& data, const toml::table& model, const std::string& base,
@@ -52,6 +84,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     FEDRT_TRY(r.read("intercept", intercept));
     if (has_intercept) cfg.data.intercept = intercept;
     FEDRT_TRY(r.read("dim", cfg.data.user_dim));
+    FEDRT_TRY(r.read("features", cfg.data.features));
     FEDRT_TRY(ReadNumbers(model, "init", path, cfg.data.user_init));
     r.known("init");
     FEDRT_TRY(r.check_unknown());
@@ -80,6 +113,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
   FEDRT_TRY(r.read("train", cfg.data.train));
   FEDRT_TRY(r.read("test", cfg.data.test));
   FEDRT_TRY(r.read("label", cfg.data.label));
+  FEDRT_TRY(r.read("coordinator_reads_shards", cfg.data.coordinator_reads_shards));
   FEDRT_TRY(r.check_unknown());
   cfg.data.train = Resolve(base, cfg.data.train);
   cfg.data.test = Resolve(base, cfg.data.test);
@@ -97,6 +131,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
   } else if (cfg.data.classes != 0 || cfg.data.intercept) {
     return Bad(fmt::format("{}: model.classes and model.intercept are settings of model.kind = \"softmax\"", path));
   }
+  FEDRT_TRY(CheckShardsAtCoordinator(model, path, cfg));
   if (!cfg.data.own()) {
     if (cfg.data.model == "user")
       return Bad(fmt::format("{}: [model] kind = \"user\" trains on the devices' own data: set data.format and data.train", path));
@@ -121,7 +156,11 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     uint32_t n = 0;
     std::error_code ec;
     while (n < (1u << 20) && std::filesystem::exists(data::ShardPath(cfg.data.train, n), ec)) ++n;
-    if (n == 0) return Bad(fmt::format("{}: data.train: no shard '{}'", path, data::ShardPath(cfg.data.train, 0)));
+    if (n == 0)
+      return Bad(fmt::format("{}: data.train: no shard '{}' (to count the agents, the coordinator and the simulator "
+                             "read every shard; a coordinator without the devices' data takes [data] "
+                             "coordinator_reads_shards = false and [problem] agents = N)",
+                             path, data::ShardPath(cfg.data.train, 0)));
     cfg.garnet.agents = n;
   }
   if (cfg.garnet.agents > 1 && cfg.data.train.find("{id}") == std::string::npos)

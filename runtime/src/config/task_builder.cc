@@ -113,7 +113,7 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   return t;
 }
 
-problems::DataFiles DataFilesOf(const ExperimentConfig& cfg) {
+problems::DataFiles DataFilesOf(const ExperimentConfig& cfg, bool at_coordinator) {
   problems::DataFiles files;
   files.bundle = cfg.problem_file;
   files.csv = cfg.opt.data;
@@ -124,15 +124,25 @@ problems::DataFiles DataFilesOf(const ExperimentConfig& cfg) {
     files.shards.agents = static_cast<uint32_t>(cfg.garnet.agents);
     files.test = cfg.data.test;
     files.initial = cfg.data.user_init;
+    files.read_shards = !at_coordinator || cfg.data.coordinator_reads_shards;
+    files.features = static_cast<uint32_t>(cfg.data.features);
   }
   return files;
 }
 
-Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& cfg) {
+Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& cfg, bool at_coordinator) {
   auto task = MakeTask(cfg);
   if (!task.ok()) return task.status();
-  auto inst = problems::Instance::Build(*task, DataFilesOf(cfg));
-  if (!inst.ok()) return inst.status();
+  const problems::DataFiles files = DataFilesOf(cfg, at_coordinator);
+  auto inst = problems::Instance::Build(*task, files);
+  if (!inst.ok()) {
+    if (cfg.data.own() && !cfg.data.coordinator_reads_shards && files.read_shards)
+      return Status(inst.status().code(),
+                    fmt::format("the simulator trains every agent's shard, so it needs them all (data."
+                                "coordinator_reads_shards = false spares only the coordinator): {}",
+                                inst.status().message()));
+    return inst.status();
+  }
   if (cfg.agents_set && static_cast<uint32_t>(cfg.garnet.agents) != (*inst)->agents())
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("--agents {} does not match the {} agents in {}", cfg.garnet.agents, (*inst)->agents(),

@@ -111,11 +111,11 @@ Status Coordinator::prepare_task() {
     return Status::InvalidArgument(
         "secure_aggregation on a fleet needs control_variates = false: a device that drops out of a secure round "
         "leaves the sum of the compression memories unknown");
-  auto inst = config::BuildInstance(cfg);
+  auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
   if (!inst.ok()) return inst.status();
   instance_ = std::move(*inst);
   task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files
-  auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg), *instance_, nullptr);
+  auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg, /*at_coordinator=*/true), *instance_, nullptr);
   if (!eval.ok()) return eval.status();
   eval_ = std::move(*eval);
   for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(config::AlgorithmName(task_.algorithms[a]));
@@ -178,6 +178,14 @@ Status Coordinator::listen() {
   CoordinatorLog("listening address={}:{} agents={} problem={} d={} algorithms={} auth={} deadline_ms={} quorum={}",
                  opt_.network.listen, port, task_.problem.agents, config::ProblemKindName(task_.problem.kind),
                  task_.problem.dim, algs, opt_.network.auth, opt_.network.deadline_ms, opt_.network.quorum);
+  const config::DataSettings& data = opt_.experiment.data;
+  if (task_.problem.own_data)  // which of the devices' data this coordinator holds (docs/data.md)
+    CoordinatorLog("data shards={} {}", data.train,
+                   data.coordinator_reads_shards
+                       ? "read_by_coordinator=yes (agents and d from the shards, error = ||x_t - x_star||^2)"
+                       : fmt::format("read_by_coordinator=no (coordinator_reads_shards = false: agents and d from the "
+                                     "experiment file, no x_star, error = nan{})",
+                                     data.test.empty() ? "" : ", test scored on " + data.test));
   return Status::Ok();
 }
 

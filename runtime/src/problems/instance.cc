@@ -23,9 +23,15 @@ Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, cons
   auto inst = std::unique_ptr<Instance>(new Instance());
   inst->problem_ = task.problem;
   switch (config::FamilyOf(task.problem.kind)) {
-    case config::Family::kLsa: FEDRT_TRY(inst->build_td(task, files)); break;
+    case config::Family::kLsa:
+      if (task.problem.own_data && !files.read_shards)
+        return Status::InvalidArgument("td0 needs its shards where the global model is evaluated: its initial iterate "
+                                       "theta* + (1, ..., 1) depends on every agent's transitions");
+      FEDRT_TRY(inst->build_td(task, files));
+      break;
     case config::Family::kOpt:
       if (task.problem.kind == config::ProblemKind::kUser) FEDRT_TRY(inst->build_user(task, files));
+      else if (task.problem.own_data && !files.read_shards) FEDRT_TRY(inst->build_blind(task, files));
       else FEDRT_TRY(inst->build_fed(task, files));
       break;
     case config::Family::kEm: FEDRT_TRY(inst->build_gmm(task)); break;
@@ -120,6 +126,9 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
     auto data = files.shards.agents > 0 ? LoadFedShards(loss, shards) : LoadFedDataCsv(loss, files.csv);
     if (!data.ok()) return data.status();
     fed_ = std::move(*data);
+    if (files.features != 0 && static_cast<uint32_t>(fed_->dim) != files.features)
+      return Status(StatusCode::kInvalidArgument, fmt::format("model.features = {}, but the shards '{}' have {} features",
+                                                              files.features, files.shards.train, fed_->dim));
     config::Fnv1a h;
     h.u64(static_cast<uint64_t>(fed_->dim));
     for (int c = 0; c < fed_->agents(); ++c) {

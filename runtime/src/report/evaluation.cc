@@ -10,6 +10,7 @@ Result<std::unique_ptr<Evaluation>> Evaluation::Make(const config::Task& task, c
     case config::Family::kLsa: return MakeLsaEvaluation(task, files, instance);
     case config::Family::kOpt:
       if (task.problem.kind == config::ProblemKind::kUser) return MakeUserEvaluation(task, files);
+      if (instance.fed() == nullptr) return MakeBlindEvaluation(task, files, instance);
       return MakeOptEvaluation(task, files, instance);
     case config::Family::kEm: return MakeEmEvaluation(task, instance, pool);
   }

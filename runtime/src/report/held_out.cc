@@ -6,6 +6,7 @@
 
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/logistic.h"
+#include "fedrt/protocol/messages.h"
 
 namespace fedrt::report {
 
@@ -40,6 +41,35 @@ Result<HeldOutSet> HeldOutSet::Load(const config::Task& task, const problems::Sh
 }
 
 TestScore HeldOutSet::score(const double* x) const { return ScoreModel(data_, 0, l2_, x); }
+
+void HeldOutScores::record(size_t algorithm, uint32_t run, uint32_t round, const double* model) {
+  if (round == protocol::kInitRound) return;
+  std::vector<TestScore>& row = rows_[algorithm][run];
+  if (row.empty()) row.assign(rounds_ + 1, TestScore{std::nan(""), std::nan("")});
+  if (round < rounds_) row[round + 1] = set_.score(model);
+}
+
+void HeldOutScores::fill(size_t algorithm, uint32_t runs, const double* initial, AlgorithmResult& res) const {
+  const TestScore first = set_.score(initial);
+  const auto runs_of = rows_.find(algorithm);
+  for (uint32_t run = 0; run < runs; ++run) {
+    std::vector<TestScore> row;
+    if (runs_of != rows_.end()) {
+      const auto it = runs_of->second.find(run);
+      if (it != runs_of->second.end()) row = it->second;
+    }
+    row.resize(rounds_ + 1, TestScore{std::nan(""), std::nan("")});
+    row[0] = first;
+    std::vector<double> loss, acc;
+    for (const TestScore& s : row) {
+      loss.push_back(s.loss);
+      acc.push_back(s.accuracy);
+    }
+    res.test_loss.push_back(std::move(loss));
+    res.test_accuracy.push_back(std::move(acc));
+  }
+  res.extra["test_examples"] = set_.examples();
+}
 
 TestScore ScoreModel(const problems::FedDataset& data, int agent, double l2, const double* x) {
   const problems::MatrixRM& a = data.x[agent];

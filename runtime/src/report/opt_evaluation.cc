@@ -145,7 +145,7 @@ class OptEvaluation : public Evaluation {
       if (data_.theta_true) px[std::string(key) + "_statistical_error_sq"] = (*p - *data_.theta_true).squaredNorm();
     };
     if (test_) {  // the centralized model x_star (trained on the union of the shards) on the held-out set
-      const TestScore c = test_->score(x_star_.data());
+      const TestScore c = test_->set().score(x_star_.data());
       px["centralized_test_loss"] = c.loss;
       px["centralized_test_accuracy"] = c.accuracy;
     }
@@ -153,14 +153,11 @@ class OptEvaluation : public Evaluation {
     put("fedprox_exact_fixed_point", fedprox_point_);
   }
 
-  void set_test(HeldOutSet test) { test_ = std::move(test); }
+  void set_test(HeldOutSet test) { test_.emplace(std::move(test), task_.rounds); }
 
   // Held-out scores of round t's model go in row t + 1 (row 0: the initial iterate).
   void round_finished(size_t a, uint32_t run, uint32_t round, const protocol::ServerCore& core) override {
-    if (!test_ || round == protocol::kInitRound) return;
-    std::vector<TestScore>& row = scores_[a][run];
-    if (row.empty()) row.assign(task_.rounds + 1, TestScore{std::nan(""), std::nan("")});
-    if (round < task_.rounds) row[round + 1] = test_->score(core.model());
+    if (test_) test_->record(a, run, round, core.model());
   }
 
   double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), x_star_); }
@@ -175,22 +172,7 @@ class OptEvaluation : public Evaluation {
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
     const config::AlgorithmChoice spec = task_.algorithms[a];
-    if (test_) {
-      const TestScore first = test_->score(inst_.initial_iterate().data());
-      for (uint32_t run = 0; run < task_.runs; ++run) {
-        std::vector<TestScore> row = scores_[a][run];
-        row.resize(task_.rounds + 1, TestScore{std::nan(""), std::nan("")});
-        row[0] = first;
-        std::vector<double> loss, acc;
-        for (const TestScore& s : row) {
-          loss.push_back(s.loss);
-          acc.push_back(s.accuracy);
-        }
-        res.test_loss.push_back(std::move(loss));
-        res.test_accuracy.push_back(std::move(acc));
-      }
-      res.extra["test_examples"] = test_->examples();
-    }
+    if (test_) test_->fill(a, task_.runs, inst_.initial_iterate().data(), res);
     std::vector<double> final_dist, pr_dist, pr2_dist, stat_err;
     for (size_t r = 0; r < final_[a].size(); ++r) {  // distances to x_star (not squared)
       final_dist.push_back((final_[a][r] - x_star_).norm());
@@ -263,8 +245,7 @@ class OptEvaluation : public Evaluation {
   std::optional<Eigen::VectorXd> fedavg_point_, fedprox_point_;
   std::optional<analysis::FedLsaBias> fedavg_bias_;
   std::map<size_t, std::vector<Eigen::VectorXd>> final_, pr_gamma_, pr_2gamma_;
-  std::optional<HeldOutSet> test_;
-  std::map<size_t, std::map<uint32_t, std::vector<TestScore>>> scores_;  // [algorithm][run][row]
+  std::optional<HeldOutScores> test_;
 };
 
 }  // namespace

@@ -93,13 +93,14 @@ Status WriteSummaryJson(const SimResult& r, const std::string& path) {
   j["seeds"] = {{"seed", r.config.seed},
                 {"problem_seed", r.config.effective_problem_seed()},
                 {"streams", "counter-based, keyed by (seed, run, agent, round, stream)"}};
-  j["problem"] = {{"description", r.problem.description},
-                  {"agents", r.problem.agents},
-                  {"dim", r.problem.dim},
-                  {"delta_het", r.problem.delta_het},
-                  {"theta_star_norm_sq", r.problem.theta_star.squaredNorm()}};
+  j["problem"] = {{"description", r.problem.description}, {"agents", r.problem.agents}, {"dim", r.problem.dim}};
+  // No solution for a user model or a coordinator without the shards: nothing to compare with.
+  if (r.problem.theta_star.size() > 0) {
+    j["problem"]["delta_het"] = r.problem.delta_het;
+    j["problem"]["theta_star_norm_sq"] = r.problem.theta_star.squaredNorm();
+  }
   j["problem"].update(r.problem.extra);
-  if (r.problem.theta_star.size() == r.problem.dim)  // none for a user model: nothing to compare with
+  if (r.problem.theta_star.size() == r.problem.dim)
     j["theta_star"] = std::vector<double>(r.problem.theta_star.data(), r.problem.theta_star.data() + r.problem.dim);
   nlohmann::json algs = nlohmann::json::object();
   for (const AlgorithmResult& a : r.algorithms) {

@@ -48,6 +48,12 @@ struct DataSettings {
   std::optional<bool> intercept;     // [model] intercept: softmax's z = (a, 1) (default: on)
   long user_dim = 0;                 // [model] kind = "user": dim, the parameter count d
   std::vector<double> user_init;     // and init, x_0 (empty: zeros)
+  // [data] coordinator_reads_shards: false when the coordinator's machine does
+  // not hold the devices' shards (docs/data.md): it then needs problem.agents
+  // and the model's dimension (model.features or data.test), and reports no
+  // x_star (the error column is NaN). The simulator reads the shards anyway.
+  bool coordinator_reads_shards = true;
+  long features = 0;                 // [model] features: p, feature columns per example (with the above)
   bool own() const { return format != "generated"; }
 };
 

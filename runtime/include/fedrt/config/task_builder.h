@@ -19,9 +19,11 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg);
 Result<config::AlgorithmChoice> ParseAlgorithmChoice(const std::string& name);
 
 // The data files `config` names (an array bundle, CSV data), for Instance::Build.
-problems::DataFiles DataFilesOf(const ExperimentConfig& config);
+// `at_coordinator`: for fedrt-coordinator, which reads the shards only when
+// data.coordinator_reads_shards (the simulator trains them: it always does).
+problems::DataFiles DataFilesOf(const ExperimentConfig& config, bool at_coordinator = false);
 // Every agent's data and oracle of `config`'s problem (problems/instance.h),
 // checking an explicit --agents against a problem read from files.
-Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& config);
+Result<std::unique_ptr<problems::Instance>> BuildInstance(const ExperimentConfig& config, bool at_coordinator = false);
 
 }  // namespace fedrt::config

@@ -33,6 +33,11 @@ struct DataFiles {
   ShardFiles shards;   // least squares / logistic: one shard file per agent ([data], docs/data.md)
   std::string test;    // [data] test: a held-out file the evaluation scores every round's model on
   std::vector<double> initial;  // a user model's x_0 ([model] init; empty: zeros)
+  // false: the caller (a coordinator) does not hold the shards (docs/data.md):
+  // an own-data least squares / logistic / softmax instance then has no data,
+  // its d from `features` (p) or, when 0, from the header of `test`.
+  bool read_shards = true;
+  uint32_t features = 0;
 };
 
 class Instance {
@@ -61,7 +66,8 @@ class Instance {
   // optimisation x_0 = 0, EM Shat_0.
   const std::vector<double>& initial_iterate() const { return initial_; }
 
-  // The problem itself, for evaluation (one of them is set).
+  // The problem itself, for evaluation (one of them is set, none for a user
+  // model or an own-data instance built without the shards).
   const TdProblem* td() const { return td_ ? &*td_ : nullptr; }
   const FedDataset* fed() const { return fed_ ? &*fed_ : nullptr; }
   const GmmData* gmm() const { return gmm_ ? &*gmm_ : nullptr; }
@@ -76,6 +82,9 @@ class Instance {
   Status build_fed_oracles(const config::Task& task, int first, int last);
   Status build_gmm(const config::Task& task);
   Status build_user(const config::Task& task, const DataFiles& files);
+  // A coordinator's instance without the shards (read_shards = false): agents
+  // and d only, x_0 = 0 (instance_blind.cc).
+  Status build_blind(const config::Task& task, const DataFiles& files);
 
   config::ProblemSpec problem_;
   std::optional<TdProblem> td_;

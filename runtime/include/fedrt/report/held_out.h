@@ -7,13 +7,16 @@
 // (binary logistic: sign(a_j^T x); softmax: argmax_k w_k^T z_j; least
 // squares has no accuracy: NaN). Host code.
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include <Eigen/Dense>
 
 #include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/fed_data.h"
+#include "fedrt/report/results.h"
 
 namespace fedrt::report {
 
@@ -39,6 +42,26 @@ class HeldOutSet {
  private:
   problems::FedDataset data_;  // one agent: the test set
   double l2_ = 0.0;
+};
+
+// The held-out scores of every algorithm's runs, as metrics.csv's
+// test_loss / test_accuracy columns: row 0 scores x_0, row t + 1 round t's
+// model (NaN for a round never recorded).
+class HeldOutScores {
+ public:
+  HeldOutScores(HeldOutSet set, uint32_t rounds) : set_(std::move(set)), rounds_(rounds) {}
+  // Scores `model` (d numbers) as round `round`'s of (algorithm, run); the
+  // initial exchange (protocol::kInitRound) and rounds past the schedule are ignored.
+  void record(size_t algorithm, uint32_t run, uint32_t round, const double* model);
+  // Appends runs 0..runs-1 of `algorithm` to res.test_loss / test_accuracy,
+  // row 0 from `initial`, and res.extra["test_examples"].
+  void fill(size_t algorithm, uint32_t runs, const double* initial, AlgorithmResult& res) const;
+  const HeldOutSet& set() const { return set_; }
+
+ private:
+  HeldOutSet set_;
+  uint32_t rounds_;
+  std::map<size_t, std::map<uint32_t, std::vector<TestScore>>> rows_;  // [algorithm][run][row]
 };
 
 }  // namespace fedrt::report
