@@ -41,18 +41,8 @@ class BlindEvaluation : public Evaluation {
                                  : fmt::format("logistic regression (l2={})", l2);
     out.problem.description = fmt::format("federated {} on the devices' own shards '{}' (not read by the coordinator), d={}",
                                           loss, train_, d);
-    const uint32_t batch = task_.hyper.batch;
-    out.settings = {{"batch", batch},
-                    {"gradients", batch == 0 ? "full" : fmt::format("mini-batch of {} (with replacement)", batch)},
-                    {"prox_mu", task_.hyper.prox_mu},
-                    {"server_step", task_.hyper.server_step},
-                    {"rr_burn_in", task_.hyper.burn_in},
-                    {"l2", l2},
-                    {"aggregation", "uniform mean over the agents that reported"},
-                    {"payload", "raw float64: d values per message (2d for Scaffold), framing not counted"},
-                    {"initial_iterate", "x_0 = 0"},
-                    {"data", train_},
-                    {"coordinator_reads_shards", false}};
+    out.settings = OptSettingsJson(task_, l2, "uniform mean over the agents that reported");
+    out.settings.update({{"data", train_}, {"coordinator_reads_shards", false}});
     if (task_.compression.enabled()) out.settings["compression"] = CompressionJson(task_.compression, d);
     if (task_.secagg.enabled)
       out.settings["secure_aggregation"] = SecAggJson(task_.secagg, p.agents, task_.compression.quantizer.bits);

@@ -106,19 +106,8 @@ class OptEvaluation : public Evaluation {
       px["theta_true"] = ToVec(*data_.theta_true);
       px["x_star_statistical_error_sq"] = (x_star_ - *data_.theta_true).squaredNorm();
     }
-    const uint32_t batch = task_.hyper.batch;
-    out.settings = {{"batch", batch},
-                    {"gradients", batch == 0 ? "full" : fmt::format("mini-batch of {} (with replacement)", batch)},
-                    {"prox_mu", task_.hyper.prox_mu},
-                    {"server_step", task_.hyper.server_step},
-                    {"rr_burn_in", task_.hyper.burn_in},
-                    {"l2", l2},
-                    {"aggregation", "uniform mean over the agents that reported (x_star minimises (1/N) sum_c f_c)"},
-                    {"payload", "raw float64: d values per message (2d for Scaffold), framing not counted"},
-                    {"initial_iterate", "x_0 = 0"}};
+    out.settings = OptSettingsJson(task_, l2, "uniform mean over the agents that reported (x_star minimises (1/N) sum_c f_c)");
     if (task_.compression.enabled()) {
-      out.settings["payload"] =
-          "encoded bytes of the compressed update (dx, and dc for Scaffold, one vector; bits = 8 * bytes)";
       out.settings["compression"] = CompressionJson(task_.compression, d);
       out.settings["compression"]["omega_note"] =
           "omega and alpha for a d-vector; Scaffold compresses 2d scalars (see each algorithm's compression_omega)";

@@ -6,6 +6,8 @@
 #include "fedrt/config/names.h"
 #include "fedrt/secagg/protocol.h"
 
+#include <fmt/format.h>
+
 namespace fedrt::report {
 
 nlohmann::json CompressionJson(const config::CompressionSpec& k, int dim) {
@@ -37,6 +39,22 @@ nlohmann::json SecAggJson(const config::SecAggSpec& s, uint32_t agents, uint32_t
           {"simulated_dropout", s.dropout},
           {"bits", bits},
           {"aggregation", "integer sum of the b-bit payloads, dequantized once (same as without secure aggregation)"}};
+}
+
+nlohmann::json OptSettingsJson(const config::Task& t, double l2, const char* aggregation) {
+  const uint32_t batch = t.hyper.batch;
+  nlohmann::json j = {{"batch", batch},
+                      {"gradients", batch == 0 ? "full" : fmt::format("mini-batch of {} (with replacement)", batch)},
+                      {"prox_mu", t.hyper.prox_mu},
+                      {"server_step", t.hyper.server_step},
+                      {"rr_burn_in", t.hyper.burn_in},
+                      {"l2", l2},
+                      {"aggregation", aggregation},
+                      {"payload", "raw float64: d values per message (2d for Scaffold), framing not counted"},
+                      {"initial_iterate", "x_0 = 0"}};
+  if (t.compression.enabled())
+    j["payload"] = "encoded bytes of the compressed update (dx, and dc for Scaffold, one vector; bits = 8 * bytes)";
+  return j;
 }
 
 }  // namespace fedrt::report

@@ -14,5 +14,8 @@ namespace fedrt::report {
 nlohmann::json CompressionJson(const config::CompressionSpec& c, int dim);
 // SecAgg+ at full participation of `agents`: neighbours, threshold, failure bound.
 nlohmann::json SecAggJson(const config::SecAggSpec& s, uint32_t agents, uint32_t bits);
+// The optimisation family's settings (batch, prox_mu, server step, l2,
+// aggregation, payload, x_0), with the codec's payload text when compressed.
+nlohmann::json OptSettingsJson(const config::Task& t, double l2, const char* aggregation);
 
 }  // namespace fedrt::report
