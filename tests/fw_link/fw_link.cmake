@@ -87,7 +87,7 @@ if(TARGET fedrt_fw_client AND TARGET fedrt-coordinator)
   add_test(NAME c_api_softmax_inplace COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-inplace
            --model softmax --samples inplace)
   add_test(NAME c_api_refuses_bad_shard COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-refusal
-           --model least_squares --samples feed --expect-refusal "the device's samples have 4 features, the task's model d = 5")
+           --model least_squares --samples feed --expect-refusal "the device's samples have 4 features, the task's model has 5 and an intercept \\(d = 6\\)")
   add_test(NAME c_api_softmax_refuses_bad_shard COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-refusal
            --model softmax --samples feed --expect-refusal "the device's samples have 4 features, the task's softmax model has 5 \\(d = 18\\)")
   add_test(NAME c_api_softmax_refuses_bad_label COMMAND ${_capi} --out ${CMAKE_BINARY_DIR}/fw_link/c-api-softmax-label

@@ -112,6 +112,7 @@ label = "label"
 kind = "$MODEL"
 l2 = 0.01
 $([[ "$MODEL" == softmax ]] && echo "classes = 3")
+$([[ "$MODEL" == least_squares ]] && echo "intercept = true  # ridge (l2) with an intercept: d = p + 1")
 [algorithm]
 names = ["fedavg", "scaffold"]
 step = 0.05

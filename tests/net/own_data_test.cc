@@ -38,7 +38,7 @@ class OwnDataTest : public NetTest {
   }
   fs::path Experiment(const std::string& extra = "") { return WriteExperiment(Body(extra)); }
   static std::string Body(const std::string& extra) {
-    return "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\ntest = \"test.csv\"\n[model]\nkind = \"logistic\"\nl2 = 0.01\n"
+    return "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\ntest = \"test.csv\"\n[model]\nkind = \"logistic\"\nl2 = 0.01\nintercept = true\n"
            "[algorithm]\nnames = [\"fedavg\", \"scaffold\"]\nstep = 0.1\nlocal_steps = 10\nbatch = 4\n"
         "[participation]\nrate = 0.7\n[compression]\nquantizer = \"dither\"\nlevels = 4\n[run]\nrounds = " +
         std::to_string(kRounds) + "\nseed = 2\n[network]\ndeadline_ms = 30000\nstart_timeout_ms = 60000\n" + extra;
@@ -139,7 +139,7 @@ TEST_F(OwnDataTest, TheCoordinatorRunsWithoutTheShardsAndGivesTheSameNumbers) {
   run(blind);
   const std::string log = ReadFile(dir_ / "coordinator.log");
   EXPECT_NE(log.find("listening address=127.0.0.1:"), std::string::npos) << log;
-  EXPECT_NE(log.find("agents=6 problem=logistic d=3"), std::string::npos) << log;
+  EXPECT_NE(log.find("agents=6 problem=logistic d=4"), std::string::npos) << log;
   EXPECT_NE(log.find("read_by_coordinator=no"), std::string::npos) << log;
 
   const auto rounds = Rounds();  // the same global iterates
@@ -169,7 +169,9 @@ TEST_F(OwnDataTest, TheCoordinatorRunsWithoutTheShardsAndGivesTheSameNumbers) {
     EXPECT_EQ(a[r][3], "nan") << r;
     EXPECT_NE(b[r][3], "nan") << r;
     for (size_t c = 0; c < a[r].size(); ++c)
-      if (c != 3) EXPECT_EQ(a[r][c], b[r][c]) << "row " << r << " column " << b[0][c];
+      if (c != 3) {
+        EXPECT_EQ(a[r][c], b[r][c]) << "row " << r << " column " << b[0][c];
+      }
     for (size_t c = 7; c < 11; ++c) compared += b[r][c] != "nan" && a[r][c] == b[r][c] ? 1 : 0;
   }
   std::printf("[coordinator without shards] rounds=%zu identical iterates=%d, metrics rows=%zu, "

@@ -108,7 +108,12 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
   EXPECT_EQ(Error("[model]\nkind = \"softmax\"\nclasses = 3\n"),
             f + ": model.kind = \"softmax\" trains on shards: set [data] format = \"csv\" or \"records\"");
   EXPECT_EQ(Error(shards + "[model]\nkind = \"logistic\"\nclasses = 3\n"),
-            f + ": model.classes and model.intercept are settings of model.kind = \"softmax\"");
+            f + ": model.classes is a setting of model.kind = \"softmax\"");
+  EXPECT_EQ(Error(shards + "label = \"reward\"\n[model]\nkind = \"td0\"\nintercept = true\n"),
+            f + ": model.intercept is a setting of least_squares, logistic and softmax models");
+  EXPECT_EQ(Error("[model]\nkind = \"least_squares\"\nintercept = true\n"),
+            f + ": model.intercept adds a constant feature to the examples of [data] shards: set data.format = "
+                "\"csv\" or \"records\"");
   EXPECT_NE(Error("[data]\nfromat = \"csv\"\n").find("data.fromat"), std::string::npos);
 }
 

@@ -76,6 +76,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
   {
     TableReader r(model, "model", path);
     FEDRT_TRY(r.read("kind", cfg.data.model));
+    if (model.contains("l2")) cfg.opt.l2_set = true;
     FEDRT_TRY(r.read("l2", cfg.opt.l2));
     FEDRT_TRY(r.read("gamma", cfg.garnet.gamma));  // td0: the discount factor
     FEDRT_TRY(r.read("classes", cfg.data.classes));
@@ -128,8 +129,14 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
                              "and x_star does not exist)", path, cfg.opt.l2));
     if (!cfg.data.own())
       return Bad(fmt::format("{}: model.kind = \"softmax\" trains on shards: set [data] format = \"csv\" or \"records\"", path));
-  } else if (cfg.data.classes != 0 || cfg.data.intercept) {
-    return Bad(fmt::format("{}: model.classes and model.intercept are settings of model.kind = \"softmax\"", path));
+  } else if (cfg.data.classes != 0) {
+    return Bad(fmt::format("{}: model.classes is a setting of model.kind = \"softmax\"", path));
+  } else if (cfg.data.intercept) {
+    if (cfg.data.model != "least_squares" && cfg.data.model != "logistic")
+      return Bad(fmt::format("{}: model.intercept is a setting of least_squares, logistic and softmax models", path));
+    if (!cfg.data.own())
+      return Bad(fmt::format("{}: model.intercept adds a constant feature to the examples of [data] shards: set "
+                             "data.format = \"csv\" or \"records\"", path));
   }
   FEDRT_TRY(CheckShardsAtCoordinator(model, path, cfg));
   if (!cfg.data.own()) {

@@ -174,6 +174,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("concept_shift", cfg.opt.concept_shift));
     FEDRT_TRY(r.read("quantity_skew", cfg.opt.quantity_skew));
     FEDRT_TRY(r.read("noise", cfg.opt.noise));
+    if (table("problem").contains("l2")) cfg.opt.l2_set = true;
     FEDRT_TRY(r.read("l2", cfg.opt.l2));
     std::string data;
     FEDRT_TRY(r.read("data", data));

@@ -36,7 +36,7 @@ void AddExperimentFlags(CLI::App& app, ExperimentFlags& f) {
   app.add_option("--quantity-skew", f.quantity_skew, "problem.quantity_skew (synthetic lsq/logistic, 0 = none)");
   app.add_option("--samples", f.samples, "problem.samples: mean samples per agent (synthetic lsq/logistic)");
   app.add_option("--noise", f.noise, "problem.noise: label noise std (synthetic lsq)");
-  app.add_option("--l2", f.l2, "problem.l2: logistic L2 weight lambda");
+  app.add_option("--l2", f.l2, "problem.l2: L2 weight lambda (logistic, softmax; least squares: ridge)");
   app.add_flag("--rr", f.rr, "algorithm.rr: also run each algorithm in Federated Richardson-Romberg (<name>-rr)");
   // Compression (every uplink) and the federated EM family (gmm).
   app.add_option("--quantizer", f.quantizer, "compression.quantizer: none | dither | rounding");
@@ -121,7 +121,7 @@ Status ExperimentFromFlags(const CLI::App& app, const ExperimentFlags& f, Experi
   if (given("--quantity-skew")) cfg.opt.quantity_skew = f.quantity_skew;
   if (given("--samples")) cfg.opt.samples = f.samples;
   if (given("--noise")) cfg.opt.noise = f.noise;
-  if (given("--l2")) cfg.opt.l2 = f.l2;
+  if (given("--l2")) cfg.opt.l2 = f.l2, cfg.opt.l2_set = true;
   ApplyFamilyDefaults(cfg);  // e.g. fedavg,scaffold for lsq when no algorithm is named
   return Status::Ok();
 }

@@ -50,6 +50,8 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   if (cfg.problem == ProblemKind::kSoftmax) {
     p.classes = static_cast<uint32_t>(cfg.data.classes);
     p.intercept = cfg.data.intercept.value_or(true);
+  } else if (cfg.problem == ProblemKind::kLeastSquares || cfg.problem == ProblemKind::kLogistic) {
+    p.intercept = cfg.data.intercept.value_or(false);
   }
   p.garnet.states = static_cast<uint32_t>(cfg.garnet.n_states);
   p.garnet.actions = static_cast<uint32_t>(cfg.garnet.n_actions);
@@ -64,7 +66,9 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   p.synthetic.concept_shift = cfg.opt.concept_shift;
   p.synthetic.quantity_skew = cfg.opt.quantity_skew;
   p.synthetic.noise = cfg.opt.noise;
-  p.synthetic.l2 = cfg.opt.l2;
+  // Least squares is ridge regression only when l2 is given (its default 0.01
+  // is logistic regression's lambda).
+  p.synthetic.l2 = cfg.problem == ProblemKind::kLeastSquares && !cfg.opt.l2_set ? 0.0 : cfg.opt.l2;
   p.gmm.components = static_cast<uint32_t>(cfg.gmm.components);
   p.gmm.data_dim = static_cast<uint32_t>(cfg.gmm.data_dim);
   p.gmm.points = static_cast<uint32_t>(cfg.gmm.points);

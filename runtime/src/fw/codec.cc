@@ -111,6 +111,9 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
       (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
        p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
     return bad("task: Gaussian-mixture sizes do not match the dimension G (1 + p)");
+  if (p.intercept && p.kind != config::ProblemKind::kSoftmax &&
+      ((p.kind != config::ProblemKind::kLeastSquares && p.kind != config::ProblemKind::kLogistic) || p.dim < 2))
+    return bad("task: an intercept is for least squares, logistic or softmax models with d >= 2");
   if (in.algorithms_count == 0 || in.algorithms_count > config::kMaxAlgorithms)
     return bad("task: algorithms outside 1..kMaxAlgorithms (8)");
   t.num_algorithms = in.algorithms_count;

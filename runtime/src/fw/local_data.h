@@ -39,7 +39,8 @@ class LocalData {
             return Status::FailedPrecondition("the provisioned samples have another dimension than the task's");
           if (p.kind == config::ProblemKind::kLeastSquares) {
             auto o = problems::LeastSquaresOracle<float>::create(arena, image.dim, image.rows, image.table, image.labels,
-                                                                 static_cast<float>(task.hyper.prox_mu));
+                                                                 static_cast<float>(task.hyper.prox_mu),
+                                                                 static_cast<float>(p.synthetic.l2));
             if (!o.ok())
               return o.status().code() == StatusCode::kResourceExhausted
                          ? Status::ResourceExhausted("least squares: Abar_c does not fit this device's memory")
@@ -71,8 +72,8 @@ class LocalData {
   }
 
   // Builds `out` for an own-data least squares, binary logistic or softmax
-  // task over the device's samples: x (rows x p, row-major; p = d, or
-  // d / K - intercept for softmax), y (logistic: -1/+1; softmax: 0..K-1),
+  // task over the device's samples: x (rows x p, row-major; p = d - intercept,
+  // or d / K - intercept for softmax), y (logistic: -1/+1; softmax: 0..K-1),
   // in the caller's memory, read in stored order as the shard readers store
   // a shard (least squares: Abar_c, bbar_c (and the prox factor) in `arena`).
   Status build_own(const float* x, const float* y, uint32_t rows, const config::Task& task, Arena& arena,
@@ -82,7 +83,8 @@ class LocalData {
     if constexpr (protocol::Has(kFamilies, config::Family::kOpt)) {
       const int d = static_cast<int>(p.dim);
       if (p.kind == config::ProblemKind::kLeastSquares) {
-        auto o = problems::LeastSquaresOracle<float>::create(arena, d, rows, x, y, static_cast<float>(task.hyper.prox_mu));
+        auto o = problems::LeastSquaresOracle<float>::create(arena, d, rows, x, y, static_cast<float>(task.hyper.prox_mu),
+                                                             static_cast<float>(p.synthetic.l2), p.intercept);
         if (!o.ok())
           return o.status().code() == StatusCode::kResourceExhausted
                      ? Status::ResourceExhausted("least squares: Abar_c does not fit this device's memory")
@@ -92,7 +94,8 @@ class LocalData {
         return Status::Ok();
       }
       if (p.kind == config::ProblemKind::kLogistic) {
-        auto o = problems::LogisticOracle<float>::create(arena, d, rows, x, y, static_cast<float>(p.synthetic.l2));
+        auto o = problems::LogisticOracle<float>::create(arena, d, rows, x, y, static_cast<float>(p.synthetic.l2),
+                                                         p.intercept);
         if (!o.ok()) return o.status();
         logistic_ = *o;
         out.logistic = &logistic_;

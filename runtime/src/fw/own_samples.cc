@@ -10,10 +10,10 @@ bool Finite(float v) { return v - v == 0.0f; }
 bool IsClass(float v, uint32_t classes) {
   return v >= 0.0f && v < static_cast<float>(classes) && v == static_cast<float>(static_cast<uint32_t>(v));
 }
-// Features per example of an own-data task: d, or p = d / K - intercept for
-// softmax regression (d = K (p + intercept), class-major).
+// Features per example of an own-data task: p = d - intercept, or
+// p = d / K - intercept for softmax regression (d = K (p + intercept), class-major).
 uint32_t Features(const config::ProblemSpec& p) {
-  if (p.kind != config::ProblemKind::kSoftmax) return p.dim;
+  if (p.kind != config::ProblemKind::kSoftmax) return p.intercept && p.dim > 0 ? p.dim - 1 : p.dim;
   const uint32_t per_class = p.classes == 0 ? 0 : p.dim / p.classes;
   return per_class > (p.intercept ? 1u : 0u) ? per_class - (p.intercept ? 1u : 0u) : 0u;
 }
@@ -24,6 +24,8 @@ LogLine FeatureMismatch(uint32_t have, uint32_t want, const config::ProblemSpec&
   l.add("the device's samples have ").add_u(have);
   if (p.kind == config::ProblemKind::kSoftmax)
     l.add(" features, the task's softmax model has ").add_u(want).add(" (d = ").add_u(p.dim).add(")");
+  else if (p.intercept)
+    l.add(" features, the task's model has ").add_u(want).add(" and an intercept (d = ").add_u(p.dim).add(")");
   else
     l.add(" features, the task's model d = ").add_u(want);
   return l;

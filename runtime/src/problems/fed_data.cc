@@ -227,18 +227,20 @@ Result<FedDataset> LoadFedDataCsv(FedLoss loss, const std::string& path) {
   return out;
 }
 
-Result<LsaSystem> LeastSquaresSystem(const FedDataset& data) {
+Result<LsaSystem> LeastSquaresSystem(const FedDataset& data, double l2) {
   LsaSystem s;
   s.dim = data.dim;
   for (int c = 0; c < data.agents(); ++c) {
     const double n = static_cast<double>(data.x[c].rows());
-    s.abar.push_back((data.x[c].transpose() * data.x[c]) / n);
+    Eigen::MatrixXd abar = (data.x[c].transpose() * data.x[c]) / n;
+    if (l2 != 0.0) abar.diagonal().array() += l2;
+    s.abar.push_back(std::move(abar));
     s.bbar.push_back((data.x[c].transpose() * data.y[c]) / n);
   }
   Status st = s.solve();
   if (!st.ok())
     return Status(StatusCode::kFailedPrecondition,
-                  fmt::format("least squares: sum_c X_c^T X_c / n_c is singular ({})", st.message()));
+                  fmt::format("least squares: sum_c X_c^T X_c / n_c + l2 I is singular ({}; model.l2 > 0 makes it ridge regression)", st.message()));
   return s;
 }
 
@@ -278,7 +280,7 @@ void LogisticLocal(const FedDataset& data, int c, double l2, const Eigen::Vector
 
 Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2) {
   if (data.loss == FedLoss::kLeastSquares) {
-    auto s = LeastSquaresSystem(data);
+    auto s = LeastSquaresSystem(data, l2);
     if (!s.ok()) return s.status();
     return s->theta_star;
   }

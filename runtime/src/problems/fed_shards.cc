@@ -19,16 +19,18 @@ data::LabelKind LabelKindOf(FedLoss loss) {
 }
 
 Status AppendShard(FedDataset& out, const data::Shard& s) {
-  if (out.dim == 0) out.dim = static_cast<int>(s.dim);
-  if (static_cast<int>(s.dim) != out.dim)
+  const int ones = out.ones_column();
+  if (out.dim == 0) out.dim = static_cast<int>(s.dim) + ones;
+  const int p = out.dim - ones;
+  if (static_cast<int>(s.dim) != p)
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("{}: {} features, but the other shards have {} (dimensions must match)", s.path, s.dim,
-                              out.dim));
+                  fmt::format("{}: {} features, but the other shards have {} (dimensions must match)", s.path, s.dim, p));
   const long n = static_cast<long>(s.count());
   MatrixRM xc(n, out.dim);
   Eigen::VectorXd yc(n);
   for (long j = 0; j < n; ++j) {
-    for (int k = 0; k < out.dim; ++k) xc(j, k) = s.x[static_cast<size_t>(j) * s.dim + k];
+    for (int k = 0; k < p; ++k) xc(j, k) = s.x[static_cast<size_t>(j) * s.dim + k];
+    if (ones) xc(j, p) = 1.0;
     yc[j] = s.y[static_cast<size_t>(j)];
   }
   out.x.push_back(std::move(xc));

@@ -180,7 +180,7 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
       locals_[static_cast<size_t>(c)].softmax = &softmax_oracles_.back();
     } else if (loss == FedLoss::kLeastSquares) {
       auto o = LeastSquaresOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(),
-                                                  task.hyper.prox_mu);
+                                                  task.hyper.prox_mu, spec.synthetic.l2);
       if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
       lsq_oracles_.push_back(*o);
       locals_[static_cast<size_t>(c)].least_squares = &lsq_oracles_.back();
@@ -223,21 +223,24 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, u
   const FedLoss loss = LossOf(spec.kind);
   FedDataset fed;
   fed.loss = loss;
-  fed.dim = static_cast<int>(s.dim);
   fed.classes = static_cast<int>(spec.classes);
   fed.intercept = spec.intercept;
+  fed.dim = static_cast<int>(s.dim) + fed.ones_column();
   if (fed.model_dim() != static_cast<int>(spec.dim))
     return Status(StatusCode::kInvalidArgument,
                   loss == FedLoss::kSoftmax
                       ? fmt::format("{}: {} features give d = {} x ({} + {}) = {}, but the task's model has d = {}", s.path,
                                     s.dim, spec.classes, s.dim, spec.intercept ? 1 : 0, fed.model_dim(), spec.dim)
-                      : fmt::format("{}: {} features, but the task's model has d = {}", s.path, s.dim, spec.dim));
+                      : fmt::format("{}: {} features{}, but the task's model has d = {}", s.path, s.dim,
+                                    spec.intercept ? " and the intercept" : "", spec.dim));
   std::unique_ptr<Instance> inst(new Instance());
   inst->problem_ = spec;
   fed.source = s.path;
   fed.x.resize(spec.agents);
   fed.y.resize(spec.agents);
   FedDataset own;
+  own.loss = loss;
+  own.intercept = fed.intercept;
   own.dim = fed.dim;
   FEDRT_TRY(AppendShard(own, s));
   fed.x[agent] = std::move(own.x[0]);

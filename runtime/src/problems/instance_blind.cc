@@ -34,7 +34,7 @@ Status Instance::build_blind(const config::Task& task, const DataFiles& files) {
     if (!test.ok()) return Status(test.status().code(), fmt::format("data.test: {}", test.status().message()));
     p = test->dim;
   }
-  shape.dim = static_cast<int>(p);
+  shape.dim = static_cast<int>(p) + shape.ones_column();
   if (shape.model_dim() <= 0 || static_cast<uint32_t>(shape.model_dim()) > config::kMaxLinuxDim)
     return Status(StatusCode::kInvalidArgument, fmt::format("{} features give a model of dimension {}, outside [1, {}]", p,
                                                             shape.model_dim(), config::kMaxLinuxDim));

@@ -106,7 +106,7 @@ TestScore ScoreModel(const problems::FedDataset& data, int agent, double l2, con
       sum += 0.5 * (z[j] - y[j]) * (z[j] - y[j]);
     }
   }
-  s.loss = sum / static_cast<double>(n) + (logistic ? 0.5 * l2 * w.squaredNorm() : 0.0);
+  s.loss = sum / static_cast<double>(n) + (l2 > 0 ? 0.5 * l2 * w.squaredNorm() : 0.0);
   s.accuracy = logistic ? static_cast<double>(right) / static_cast<double>(n) : std::nan("");
   return s;
 }

@@ -39,7 +39,7 @@ class OptEvaluation : public Evaluation {
 
   Status prepare() {  // closed-form theory for least squares (docs/algorithms.md 6)
     if (!lsq_) return Status::Ok();
-    auto s = problems::LeastSquaresSystem(data_);
+    auto s = problems::LeastSquaresSystem(data_, task_.problem.synthetic.l2);
     if (!s.ok()) return s.status();
     lsa_ = *s;
     auto fa = analysis::FedAvgFixedPoint(*lsa_, task_.hyper.step, task_.hyper.local_steps);
@@ -65,11 +65,12 @@ class OptEvaluation : public Evaluation {
       n_max = std::max<long>(n_max, m.rows());
     }
     const std::string loss =
-        lsq_ ? "least squares"
+        lsq_ ? (l2 > 0 ? fmt::format("ridge least squares (l2={}{})", l2, data_.intercept ? ", intercept" : "")
+                       : std::string(data_.intercept ? "least squares (intercept)" : "least squares"))
         : data_.loss == problems::FedLoss::kSoftmax
             ? fmt::format("softmax regression ({} classes, {} features{}, l2={})", data_.classes, data_.dim,
                           data_.intercept ? " + intercept" : "", l2)
-            : fmt::format("logistic regression (l2={})", l2);
+            : fmt::format("logistic regression (l2={}{})", l2, data_.intercept ? ", intercept" : "");
     out.problem.description =
         data_.source == "synthetic"
             ? fmt::format("federated {}, synthetic: covariate shift {}, concept shift {}, quantity skew {}, d={}, "
@@ -94,7 +95,7 @@ class OptEvaluation : public Evaluation {
         const Eigen::MatrixXd g = z.transpose() * z / static_cast<double>(z.rows());
         Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(g, Eigen::EigenvaluesOnly);
         const double top = es.eigenvalues().maxCoeff();
-        l_max = std::max(l_max, lsq_ ? top : (softmax ? 0.5 : 0.25) * top + l2);
+        l_max = std::max(l_max, (lsq_ ? top : (softmax ? 0.5 : 0.25) * top) + l2);
       }
       px["smoothness_max"] = l_max;
       px["step_times_smoothness_max"] = task_.hyper.step * l_max;

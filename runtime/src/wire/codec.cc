@@ -173,6 +173,9 @@ Status DecodeTask(const Task& in, config::Task& t) {
       (p.classes < 2 || p.classes > 1024 || p.dim % p.classes != 0 || p.dim / p.classes < (p.intercept ? 2u : 1u)))
     return bad(fmt::format("softmax: {} classes do not divide the dimension {} into K (features + intercept)", p.classes,
                            p.dim));
+  if (p.intercept && p.kind != config::ProblemKind::kSoftmax &&
+      ((p.kind != config::ProblemKind::kLeastSquares && p.kind != config::ProblemKind::kLogistic) || p.dim < 2))
+    return bad(fmt::format("an intercept is for least squares, logistic or softmax models with d >= 2 (d = {})", p.dim));
   if (in.algorithms_size() == 0 || in.algorithms_size() > static_cast<int>(config::kMaxAlgorithms))
     return bad(fmt::format("{} algorithms (1..{})", in.algorithms_size(), config::kMaxAlgorithms));
   t.num_algorithms = static_cast<uint32_t>(in.algorithms_size());
@@ -436,7 +439,7 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       const SecAggMasked& m = env.secagg_masked();
       if (m.masked_size() > static_cast<int>(config::kMaxLinuxMaskedScalars))
         return fail(ERROR_DIMENSION, fmt::format("masked input of {} values (at most {})", m.masked_size(), config::kMaxLinuxMaskedScalars));
-      masked_ = protocol::SecAggMaskedMsg{IdOf(m), View<uint32_t>{m.masked().data(), static_cast<uint32_t>(m.masked_size())}};
+      masked_ = protocol::SecAggMaskedMsg{IdOf(m), View<uint32_t>{m.masked().data(), static_cast<uint32_t>(m.masked_size())}, {}};
       masked_.report = DecodeReport(m);
       kind_ = MessageKind::kSecAggMasked;
       return true;

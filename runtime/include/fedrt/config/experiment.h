@@ -26,7 +26,8 @@ struct OptSettings {
   double concept_shift = 0.0;
   double quantity_skew = 0.0;
   double noise = 0.5;            // least-squares label noise std
-  double l2 = 0.01;              // lambda of logistic regression
+  double l2 = 0.01;              // lambda of logistic / softmax regression (least squares: ridge, when set)
+  bool l2_set = false;           // l2 given (problem.l2, model.l2 or --l2): least squares is ridge only then
   std::string data;              // CSV directory (one file per agent) or file with an agent column
   // [algorithm]
   long batch = 0;                // B samples per stochastic gradient; 0 = full gradient
@@ -45,7 +46,7 @@ struct DataSettings {
   std::string label = "label";       // CSV label column
   std::string model;                 // [model] kind, as written
   long classes = 0;                  // [model] classes: softmax's K (labels 0..K-1)
-  std::optional<bool> intercept;     // [model] intercept: softmax's z = (a, 1) (default: on)
+  std::optional<bool> intercept;     // [model] intercept: z = (a, 1) (default: on for softmax, off otherwise)
   long user_dim = 0;                 // [model] kind = "user": dim, the parameter count d
   std::vector<double> user_init;     // and init, x_0 (empty: zeros)
   // [data] coordinator_reads_shards: false when the coordinator's machine does

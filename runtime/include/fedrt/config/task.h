@@ -108,7 +108,8 @@ struct ProblemSpec {
   uint8_t data_format = 0;                // data::ShardFormat: 0 csv, 1 records
   char label[kMaxLabelChars + 1] = "label";  // CSV label column
   // Softmax regression: K classes (labels 0..K-1) and whether z = (a, 1)
-  // carries an intercept; dim = K (p + intercept) for p features.
+  // carries an intercept; dim = K (p + intercept) for p features. Least
+  // squares and logistic regression on shards may carry one too: d = p + 1.
   uint32_t classes = 0;
   bool intercept = false;
 };

@@ -32,9 +32,10 @@ struct FedDataConfig {
 
 struct FedDataset {
   FedLoss loss = FedLoss::kLeastSquares;
-  int dim = 0;                         // features p (the columns of X_c)
+  int dim = 0;                         // the columns of X_c: p features, plus the constant 1 of an intercept
+                                       // for least squares and logistic (softmax keeps p: its W holds the intercept)
   int classes = 0;                     // softmax: K
-  bool intercept = false;              // softmax: z = (a, 1)
+  bool intercept = false;              // z = (a, 1)
   std::vector<MatrixRM> x;             // X_c, n_c x p
   std::vector<Eigen::VectorXd> y;      // y_c (labels in {-1, +1} for logistic, 0..K-1 for softmax)
   std::optional<Eigen::VectorXd> theta_true;  // the generating parameter (synthetic data only)
@@ -42,6 +43,10 @@ struct FedDataset {
   int agents() const { return static_cast<int>(x.size()); }
   // d of the model x: K (p + intercept) for softmax, p otherwise.
   int model_dim() const { return loss == FedLoss::kSoftmax ? classes * (dim + (intercept ? 1 : 0)) : dim; }
+  // Columns of X_c that come from the examples: 1 less than dim when least
+  // squares or logistic regression appended the intercept's constant column.
+  int ones_column() const { return intercept && loss != FedLoss::kSoftmax ? 1 : 0; }
+  int features() const { return dim - ones_column(); }
   long total_samples() const;
 };
 
@@ -66,17 +71,20 @@ struct ShardFiles {
   std::string label = "label"; // label column (CSV)
   uint32_t agents = 0;
   uint32_t classes = 0;        // softmax: labels are 0..classes-1
-  bool intercept = false;      // softmax
+  bool intercept = false;      // z = (a, 1)
 };
 data::LabelKind LabelKindOf(FedLoss loss);
-// Appends one agent's shard (its dimension must match the others').
+// Appends one agent's shard (its dimension must match the others'); least
+// squares and logistic regression with an intercept get z = (a, 1): X_c gains
+// a last column of ones, so every host formula holds with d = p + 1.
 Status AppendShard(FedDataset& out, const data::Shard& shard);
 // Every agent's shard, read with the devices' reader.
 Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files);
 
-// Least squares as an LSA system: Abar_c = X_c^T X_c / n_c, bbar_c = X_c^T y_c / n_c
-// (theta_star = x_star = OLS of the uniformly weighted objective).
-Result<LsaSystem> LeastSquaresSystem(const FedDataset& data);
+// Least squares as an LSA system: Abar_c = X_c^T X_c / n_c + l2 I, bbar_c = X_c^T y_c / n_c
+// (theta_star = x_star, the ridge (OLS when l2 = 0) solution of the uniformly
+// weighted objective (1/N) sum_c [(1/(2 n_c)) ||X_c x - y_c||^2 + (l2/2) ||x||^2]).
+Result<LsaSystem> LeastSquaresSystem(const FedDataset& data, double l2 = 0.0);
 
 // f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j a_j^T x)) + (l2/2)||x||^2 and its
 // gradient and Hessian (docs/algorithms.md 1.4).

@@ -1,7 +1,8 @@
 #pragma once
 // Device oracle of agent c's L2-regularised logistic objective (docs/algorithms.md 1.4):
-//   f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j a_j^T x)) + (lambda/2)||x||^2,  y_j in {-1, +1},
-//   grad f_c(x) = (1/n_c) sum_j -y_j sigma(-y_j a_j^T x) a_j + lambda x.
+//   f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j z_j^T x)) + (lambda/2)||x||^2,  y_j in {-1, +1},
+//   grad f_c(x) = (1/n_c) sum_j -y_j sigma(-y_j z_j^T x) z_j + lambda x,
+// with z_j = (a_j, 1) when the model carries an intercept, z_j = a_j otherwise.
 // Stochastic gradients average B samples drawn uniformly with replacement
 // (unbiased). The data stay in caller-owned memory; no arena memory is needed.
 
@@ -29,14 +30,16 @@ class LogisticOracle {
 
   LogisticOracle() = default;
 
-  // `x` (n_c x d, row-major) and labels `y` in {-1, +1} must outlive the oracle.
+  // `x` (n_c rows of p = d - intercept features, row-major) and labels `y`
+  // in {-1, +1} must outlive the oracle.
   static Result<LogisticOracle> create(Arena& /*arena*/, int dim, uint32_t samples, const S* x, const S* y,
-                                       S l2) {
-    if (dim <= 0) return Status::InvalidArgument("logistic: dimension must be positive");
+                                       S l2, bool intercept = false) {
+    if (dim <= (intercept ? 1 : 0)) return Status::InvalidArgument("logistic: dimension must be positive");
     if (samples == 0) return Status::InvalidArgument("logistic: an agent needs at least one sample");
     if (!(l2 >= S(0))) return Status::InvalidArgument("logistic: l2 weight must be >= 0");
     LogisticOracle o;
     o.dim_ = dim;
+    o.p_ = dim - (intercept ? 1 : 0);
     o.n_ = samples;
     o.x_ = x;
     o.y_ = y;
@@ -44,30 +47,33 @@ class LogisticOracle {
     return o;
   }
 
-  // g = (1/B) sum_{j in batch} -y_j sigma(-y_j a_j^T x) a_j + lambda x, j ~ U{0..n_c-1};
+  // g = (1/B) sum_{j in batch} -y_j sigma(-y_j z_j^T x) z_j + lambda x, j ~ U{0..n_c-1};
   // batch = 0 sums over all n_c samples (full gradient).
   void gradient(const S* x, S* g, uint32_t batch, CounterRng& rng) const {
-    const int d = dim_;
+    const int d = dim_, p = p_;
     for (int k = 0; k < d; ++k) g[k] = l2_ * x[k];
     const uint32_t m = batch == 0 ? n_ : batch;
     const S inv_m = S(1) / static_cast<S>(m);
     for (uint32_t b = 0; b < m; ++b) {
       const uint32_t j = batch == 0 ? b : rng.below(n_);
-      const S* a = x_ + static_cast<size_t>(j) * d;
+      const S* a = x_ + static_cast<size_t>(j) * p;
       S z = S(0);
-      for (int k = 0; k < d; ++k) z += a[k] * x[k];
+      for (int k = 0; k < p; ++k) z += a[k] * x[k];
+      if (p < d) z += x[p];
       const S coef = -y_[j] * Sigmoid(-y_[j] * z) * inv_m;
-      for (int k = 0; k < d; ++k) g[k] += coef * a[k];
+      for (int k = 0; k < p; ++k) g[k] += coef * a[k];
+      if (p < d) g[p] += coef;
     }
   }
 
-  // f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j a_j^T x)) + (lambda/2)||x||^2 over all n_c samples.
+  // f_c(x) = (1/n_c) sum_j log(1 + exp(-y_j z_j^T x)) + (lambda/2)||x||^2 over all n_c samples.
   S loss(const S* x) const {
     S sum = S(0);
     for (uint32_t j = 0; j < n_; ++j) {
-      const S* a = x_ + static_cast<size_t>(j) * dim_;
+      const S* a = x_ + static_cast<size_t>(j) * p_;
       S z = S(0);
-      for (int k = 0; k < dim_; ++k) z += a[k] * x[k];
+      for (int k = 0; k < p_; ++k) z += a[k] * x[k];
+      if (p_ < dim_) z += x[p_];
       const S m = -y_[j] * z;  // log(1 + e^m) without overflow
       sum += m > S(0) ? m + std::log1p(std::exp(-m)) : std::log1p(std::exp(m));
     }
@@ -85,7 +91,7 @@ class LogisticOracle {
   uint32_t samples() const { return n_; }
 
  private:
-  int dim_ = 0;
+  int dim_ = 0, p_ = 0;  // d, features per row (d - intercept)
   uint32_t n_ = 0;
   const S* x_ = nullptr;
   const S* y_ = nullptr;
