@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <new>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -91,8 +93,18 @@ int main(int argc, char** argv) {
   Progress progress(cfg, log::Get("fedrt-sim").should_log(spdlog::level::info));
   SimOptions opt;
   opt.on_round = [&](const RoundEvent& e) { progress.on_round(e); };
-  auto result = RunExperiment(cfg, opt);
+  std::optional<Result<SimResult>> run;
+  try {  // the only exception the host code lets through: memory running out
+    run.emplace(RunExperiment(cfg, opt));
+  } catch (const std::bad_alloc&) {
+    progress.finish();
+    return Fail(fmt::format("out of memory: the simulator holds every agent's data and state (problem.dim = {}, "
+                            "{} agents; a dense least-squares or logistic problem needs about agents x samples x d "
+                            "x 8 bytes); reduce problem.dim, problem.samples or problem.agents",
+                            cfg.garnet.dim, cfg.garnet.agents));
+  }
   progress.finish();
+  Result<SimResult>& result = *run;
   if (!result.ok()) return Fail(result.status().message());
 
   Status plot_status;

@@ -275,9 +275,11 @@ TEST(ClientSession, RefusesTasksItCannotRun) {
                "this device build does not include the task's algorithm family");
   EXPECT_STREQ(Client::Refusal(f.task, LocalProblem<double>{}, 1 << 20), "no least-squares data for this task");
   EXPECT_STREQ(Client::Refusal(f.task, f.local[0], 64), "the task's vectors do not fit this device's memory");
-  config::Task big = f.task;
+  config::Task big = f.task;  // no wire here (the simulator's case): d is bounded by the memory given
   big.problem.dim = config::kMaxLinuxDim + 1;
-  EXPECT_STREQ(Client::Refusal(big, f.local[0], 1 << 20), "the model dimension exceeds this device's wire limit");
+  EXPECT_STREQ(Client::Refusal(big, f.local[0], 1 << 20), "the task's vectors do not fit this device's memory");
+  big.problem.dim = 0;
+  EXPECT_STREQ(Client::Refusal(big, f.local[0], 1 << 20), "the task's model has no parameters");
 }
 
 // Announcements with the wrong length, NaN, another run or no local steps

@@ -190,5 +190,71 @@ TEST(Ridge, LeastSquaresIsRidgeOnlyWhenL2IsSet) {
   EXPECT_FALSE(ridge->problem.intercept);
 }
 
+// Large d (docs/algorithms.md, "Large d"): the matrix-free oracle is the same
+// function as the dense one (full gradients within round-off, mini-batches
+// bit for bit), and conjugate gradients reach the dense x_star, or, without
+// l2 and with fewer samples than d, the minimum-norm solution.
+TEST(LargeD, MatrixFreeLeastSquaresEqualsTheDenseOracle) {
+  const Rows r = MakeRows(false);
+  std::vector<unsigned char> mem(1 << 14);
+  Arena arena(mem.data(), mem.size());
+  for (bool intercept : {false, true}) {
+    const double* rows = intercept ? r.a.data() : r.z.data();
+    auto dense = LeastSquaresOracle<double>::create(arena, kP + 1, kN, rows, r.y.data(), 0.0, 0.05, intercept);
+    auto free = LeastSquaresOracle<double>::CreateMatrixFree(kP + 1, kN, rows, r.y.data(), 0.05, intercept);
+    ASSERT_TRUE(dense.ok() && free.ok());
+    EXPECT_TRUE(free->matrix_free());
+    EXPECT_FALSE(dense->matrix_free());
+    ExpectSameOracle(*free, *dense);
+  }
+}
+
+problems::FedDataset Wide(int agents, int n, int d) {
+  problems::FedDataset data;
+  data.loss = problems::FedLoss::kLeastSquares;
+  data.dim = d;
+  for (int c = 0; c < agents; ++c) {
+    CounterRng rng(5, 0, static_cast<uint64_t>(c), 0, RngStream::kProblem);
+    problems::MatrixRM x(n, d);
+    Eigen::VectorXd y(n);
+    for (int j = 0; j < n; ++j) {
+      for (int k = 0; k < d; ++k) x(j, k) = rng.uniform() - 0.5 + (k == c ? 0.3 : 0.0);
+      y[j] = rng.uniform() - 0.5;
+    }
+    data.x.push_back(std::move(x));
+    data.y.push_back(std::move(y));
+  }
+  return data;
+}
+
+TEST(LargeD, ConjugateGradientsReachTheDenseSolution) {
+  const problems::FedDataset data = Wide(3, 40, 12);
+  for (double l2 : {0.0, 0.2}) {
+    auto dense = problems::ExactSolution(data, l2);
+    int iters = 0;
+    auto cg = problems::LeastSquaresSolutionCg(data, l2, &iters);
+    ASSERT_TRUE(dense.ok() && cg.ok());
+    EXPECT_LT((*cg - *dense).norm(), 1e-10 * dense->norm()) << "l2 " << l2;
+    EXPECT_LE(iters, 12 + 50);
+  }
+}
+
+TEST(LargeD, WithoutL2AndFewerSamplesThanDConjugateGradientsGiveTheMinimumNormSolution) {
+  const problems::FedDataset data = Wide(2, 5, 20);  // 10 samples in R^20: singular normal equations
+  EXPECT_FALSE(problems::LeastSquaresSystem(data).ok());
+  auto cg = problems::LeastSquaresSolutionCg(data, 0.0);
+  ASSERT_TRUE(cg.ok()) << cg.status().message();
+  // The weighted stacked system W^(1/2) X x = W^(1/2) y, w_c = 1 / (N n_c): its
+  // minimum-norm least-squares solution by complete orthogonal decomposition.
+  Eigen::MatrixXd a(10, 20);
+  Eigen::VectorXd b(10);
+  for (int c = 0; c < 2; ++c) {
+    a.middleRows(5 * c, 5) = data.x[c] * std::sqrt(0.1);
+    b.segment(5 * c, 5) = data.y[c] * std::sqrt(0.1);
+  }
+  const Eigen::VectorXd want = a.completeOrthogonalDecomposition().solve(b);
+  EXPECT_LT((*cg - want).norm(), 1e-9 * want.norm());
+}
+
 }  // namespace
 }  // namespace fedrt

@@ -181,6 +181,7 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
     }
   }
   const size_t capacity = opt_.hooks != nullptr && opt_.hooks->capacity > 0 ? opt_.hooks->capacity : kCapacity;
+  if (task_.problem.dim > config::kMaxLinuxDim) return refuse("the model dimension exceeds this device's wire limit", stop);
   if (const char* why = Session::Refusal(task_, local_, capacity)) return refuse(why, stop);
   std::string algs;
   for (uint32_t a = 0; a < task_.num_algorithms; ++a)

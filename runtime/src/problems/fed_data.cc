@@ -1,4 +1,5 @@
 #include "fedrt/problems/fed_data.h"
+#include "fedrt/problems/least_squares.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -280,6 +281,7 @@ void LogisticLocal(const FedDataset& data, int c, double l2, const Eigen::Vector
 
 Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2) {
   if (data.loss == FedLoss::kLeastSquares) {
+    if (data.dim > kDenseLeastSquaresMaxDim) return LeastSquaresSolutionCg(data, l2);
     auto s = LeastSquaresSystem(data, l2);
     if (!s.ok()) return s.status();
     return s->theta_star;

@@ -161,7 +161,17 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
   const FedLoss loss = LossOf(spec.kind);
   const FedDataset& data = *fed_;
   const size_t p = static_cast<size_t>(data.dim);
-  const size_t per_agent = loss == FedLoss::kLeastSquares ? sizeof(double) * (2 * p * p + p)
+  // Least squares keeps Abar_c (and the prox factor) up to d = 2048, and is
+  // matrix-free above (fedrt/problems/least_squares.h): then no exact prox.
+  const bool dense = data.dim <= kDenseLeastSquaresMaxDim;
+  if (loss == FedLoss::kLeastSquares && !dense)
+    for (uint32_t a = 0; a < task.num_algorithms; ++a)
+      if (task.algorithms[a].kind == config::AlgorithmKind::kFedProxExact)
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("fedprox-exact solves a d x d system per agent and round; d = {} is above {} (the "
+                                  "largest d whose Abar_c is kept): use fedprox (local gradient steps)",
+                                  data.dim, kDenseLeastSquaresMaxDim));
+  const size_t per_agent = loss == FedLoss::kLeastSquares ? (dense ? sizeof(double) * (2 * p * p + p) : 0)
                            : loss == FedLoss::kSoftmax    ? sizeof(double) * spec.classes
                                                           : 0;
   oracle_memory_.assign(static_cast<size_t>(last - first) * (per_agent + 4 * Arena::kAlignment) + 4096, 0);
@@ -179,8 +189,10 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
       softmax_oracles_.push_back(*o);
       locals_[static_cast<size_t>(c)].softmax = &softmax_oracles_.back();
     } else if (loss == FedLoss::kLeastSquares) {
-      auto o = LeastSquaresOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(),
-                                                  task.hyper.prox_mu, spec.synthetic.l2);
+      auto o = dense ? LeastSquaresOracle<double>::create(arena, data.dim, nc, data.x[c].data(), data.y[c].data(),
+                                                          task.hyper.prox_mu, spec.synthetic.l2)
+                     : LeastSquaresOracle<double>::CreateMatrixFree(data.dim, nc, data.x[c].data(), data.y[c].data(),
+                                                                    spec.synthetic.l2, false);
       if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
       lsq_oracles_.push_back(*o);
       locals_[static_cast<size_t>(c)].least_squares = &lsq_oracles_.back();

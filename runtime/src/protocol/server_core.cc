@@ -17,10 +17,13 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
   broadcast_dim_ = family_ == Family::kEm ? 2 * dim_ : static_cast<int>(chains_) * segment_dim_;
   if (static_cast<int>(initial.size()) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
   const config::HyperSpec& h = task.hyper;
-  memory_.assign(algorithms::LsaServer<double>::ArenaBytes(dim_) + 2 * algorithms::FedOptServer<double>::ArenaBytes(dim_) +
-                     algorithms::RichardsonRomberg<double>::ArenaBytes(dim_) +
-                     algorithms::FedEmServer<double>::ArenaBytes(dim_) + 256,
-                 0);
+  // Only the family's servers: their exact sums are 544 bytes per coordinate.
+  const size_t family_bytes =
+      family_ == Family::kLsa   ? algorithms::LsaServer<double>::ArenaBytes(dim_)
+      : family_ == Family::kEm  ? algorithms::FedEmServer<double>::ArenaBytes(dim_)
+                                : chains_ * algorithms::FedOptServer<double>::ArenaBytes(dim_) +
+                                      algorithms::RichardsonRomberg<double>::ArenaBytes(dim_);
+  memory_.assign(family_bytes + 256, 0);
   Arena arena(memory_.data(), memory_.size());
   broadcast_.assign(static_cast<size_t>(broadcast_dim_), 0.0);
   switch (family_) {

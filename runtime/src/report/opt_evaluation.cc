@@ -37,8 +37,12 @@ class OptEvaluation : public Evaluation {
       : task_(t), inst_(i), data_(*i.fed()), x_star_(std::move(x_star)),
         lsq_(t.problem.kind == config::ProblemKind::kLeastSquares) {}
 
+  // Above d = 2048 the host keeps no d x d matrix: no closed-form theory, no
+  // Hessian-based heterogeneity or smoothness (summary.json says so).
+  bool dense() const { return data_.model_dim() <= problems::kDenseLeastSquaresMaxDim; }
+
   Status prepare() {  // closed-form theory for least squares (docs/algorithms.md 6)
-    if (!lsq_) return Status::Ok();
+    if (!lsq_ || !dense()) return Status::Ok();
     auto s = problems::LeastSquaresSystem(data_, task_.problem.synthetic.l2);
     if (!s.ok()) return s.status();
     lsa_ = *s;
@@ -77,13 +81,23 @@ class OptEvaluation : public Evaluation {
                           "n_c in [{}, {}]",
                           loss, syn.covariate_shift, syn.concept_shift, syn.quantity_skew, d, n_min, n_max)
             : fmt::format("federated {} from '{}', d={}, n_c in [{}, {}]", loss, data_.source, d, n_min, n_max);
-    const analysis::Heterogeneity het = analysis::HeterogeneityAt(data_, l2, x_star_);
     nlohmann::json& px = out.problem.extra;
     px["x_star"] = ToVec(x_star_);
-    px["zeta1"] = het.zeta1;
-    px["zeta2"] = het.zeta2;
-    {  // L_max = max_c lambda_max(hess f_c) (logistic: bound X_c^T X_c / (4 n_c) + l2,
-       // softmax: Z_c^T Z_c / (2 n_c) + l2 with z = (a, 1)); stable steps need eta L_max < 2
+    if (!dense()) {
+      px["large_d_note"] = fmt::format(
+          "d = {} > {}: x_star by conjugate gradients (matrix-free); the closed-form fixed points and predicted "
+          "bias and zeta1/zeta2 need d x d matrices and are not computed",
+          d, problems::kDenseLeastSquaresMaxDim);
+    } else {
+      const analysis::Heterogeneity het = analysis::HeterogeneityAt(data_, l2, x_star_);
+      px["zeta1"] = het.zeta1;
+      px["zeta2"] = het.zeta2;
+    }
+    long gram_max = 0;  // lambda_max(Z^T Z) = lambda_max(Z Z^T): the smaller Gram matrix serves
+    for (const auto& m : data_.x) gram_max = std::max<long>(gram_max, std::min<long>(m.rows(), m.cols()));
+    if (gram_max <= problems::kDenseLeastSquaresMaxDim) {
+      // L_max = max_c lambda_max(hess f_c) (logistic: bound X_c^T X_c / (4 n_c) + l2,
+      // softmax: Z_c^T Z_c / (2 n_c) + l2 with z = (a, 1)); stable steps need eta L_max < 2
       double l_max = 0;
       const bool softmax = data_.loss == problems::FedLoss::kSoftmax;
       for (int c = 0; c < n; ++c) {
@@ -92,7 +106,9 @@ class OptEvaluation : public Evaluation {
           z.conservativeResize(Eigen::NoChange, z.cols() + 1);
           z.col(z.cols() - 1).setOnes();
         }
-        const Eigen::MatrixXd g = z.transpose() * z / static_cast<double>(z.rows());
+        const Eigen::MatrixXd g = (z.rows() < z.cols() ? Eigen::MatrixXd(z * z.transpose())
+                                                        : Eigen::MatrixXd(z.transpose() * z)) /
+                                  static_cast<double>(z.rows());
         Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(g, Eigen::EigenvaluesOnly);
         const double top = es.eigenvalues().maxCoeff();
         l_max = std::max(l_max, (lsq_ ? top : (softmax ? 0.5 : 0.25) * top) + l2);
@@ -202,7 +218,7 @@ class OptEvaluation : public Evaluation {
     if (exact_theory && spec.kind == AlgorithmKind::kScaffold) {
       res.predicted_bias_sq = 0.0;  // control variates remove the heterogeneity bias
       res.predicted_bias_sq_stationary = 0.0;
-    } else if (exact_theory && lsq_ && spec.kind == AlgorithmKind::kFedAvg) {
+    } else if (exact_theory && lsq_ && fedavg_bias_ && spec.kind == AlgorithmKind::kFedAvg) {
       res.predicted_bias_sq = fedavg_bias_->after_rounds.squaredNorm();
       res.predicted_bias_sq_stationary = fedavg_bias_->stationary.squaredNorm();
       if (fedavg_point_ && !final_[a].empty()) {
@@ -221,7 +237,7 @@ class OptEvaluation : public Evaluation {
   double work_per_sample() const override {
     const double d = data_.model_dim();
     if (task_.hyper.batch > 0) return task_.hyper.batch * d;
-    return lsq_ ? d * d : static_cast<double>(data_.total_samples()) / data_.agents() * d;
+    return lsq_ && dense() ? d * d : static_cast<double>(data_.total_samples()) / data_.agents() * d;
   }
   double min_parallel_work() const override { return 1u << 16; }
 

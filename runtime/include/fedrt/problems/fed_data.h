@@ -97,7 +97,15 @@ void LogisticLocal(const FedDataset& data, int agent, double l2, const Eigen::Ve
 void SoftmaxLocal(const FedDataset& data, int agent, double l2, const Eigen::VectorXd& x, double* value,
                   Eigen::VectorXd* grad, Eigen::MatrixXd* hess);
 
-// x_star of (1/N) sum_c f_c: normal equations for least squares, damped Newton
+// x_star of least squares without d x d matrices: conjugate gradients on
+// (1/N) sum_c (X_c^T X_c / n_c + l2 I) x = (1/N) sum_c X_c^T y_c / n_c from x = 0
+// (the minimum-norm solution when l2 = 0 and the system is singular), to a
+// relative residual of 1e-13 (an error above 1e-9 after min(d, 20000) + 50
+// iterations). `iterations` receives the count.
+Result<Eigen::VectorXd> LeastSquaresSolutionCg(const FedDataset& data, double l2, int* iterations = nullptr);
+
+// x_star of (1/N) sum_c f_c: normal equations for least squares (conjugate
+// gradients above d = kDenseLeastSquaresMaxDim), damped Newton
 // to machine precision (a full step below 1e-15 (1 + ||x||), or a gradient
 // below 1e-14 (1 + ||x||)) for logistic and softmax.
 Result<Eigen::VectorXd> ExactSolution(const FedDataset& data, double l2);

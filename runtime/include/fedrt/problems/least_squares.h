@@ -20,12 +20,33 @@
 
 namespace fedrt::problems {
 
+// Largest d for which the host keeps Abar_c (d x d) per agent; above it the
+// oracle is matrix-free: full gradients sum over the samples, O(n_c d).
+constexpr int kDenseLeastSquaresMaxDim = 2048;
+
 template <class S>
 class LeastSquaresOracle {
  public:
   static constexpr bool kHasExactProx = true;
 
   LeastSquaresOracle() = default;
+
+  // The matrix-free oracle of the same f_c (no Abar_c, no arena memory, no
+  // exact prox): grad f_c(x) = (1/n_c) sum_j z_j (z_j^T x - y_j) + l2 x.
+  static Result<LeastSquaresOracle> CreateMatrixFree(int dim, uint32_t samples, const S* x, const S* y, S l2,
+                                                     bool intercept) {
+    if (dim <= (intercept ? 1 : 0)) return Status::InvalidArgument("least squares: dimension must be positive");
+    if (samples == 0) return Status::InvalidArgument("least squares: an agent needs at least one sample");
+    if (!(l2 >= S(0))) return Status::InvalidArgument("least squares: l2 weight must be >= 0");
+    LeastSquaresOracle o;
+    o.dim_ = dim;
+    o.p_ = dim - (intercept ? 1 : 0);
+    o.n_ = samples;
+    o.x_ = x;
+    o.y_ = y;
+    o.l2_ = l2;
+    return o;
+  }
 
   // Precomputes Abar_c, bbar_c; when prox_mu > 0 also the Cholesky factor L of
   // Abar_c + mu I (for prox()). `dim` is d; with `intercept` the rows of `x`
@@ -83,6 +104,20 @@ class LeastSquaresOracle {
   // batch = 0 gives the full gradient Abar_c x - bbar_c.
   void gradient(const S* x, S* g, uint32_t batch, CounterRng& rng) const {
     const int d = dim_, p = p_;
+    if (batch == 0 && abar_ == nullptr) {  // matrix-free: every sample once
+      for (int r = 0; r < d; ++r) g[r] = l2_ > S(0) ? l2_ * x[r] : S(0);
+      const S inv_n = S(1) / static_cast<S>(n_);
+      for (uint32_t j = 0; j < n_; ++j) {
+        const S* a = x_ + static_cast<size_t>(j) * p;
+        S res = -y_[j];
+        for (int k = 0; k < p; ++k) res += a[k] * x[k];
+        if (p < d) res += x[p];
+        res *= inv_n;
+        for (int k = 0; k < p; ++k) g[k] += res * a[k];
+        if (p < d) g[p] += res;
+      }
+      return;
+    }
     if (batch == 0) {
       for (int r = 0; r < d; ++r) {
         S s = -bbar_[r];
@@ -140,10 +175,11 @@ class LeastSquaresOracle {
   }
 
   bool has_prox() const { return chol_ != nullptr; }
+  bool matrix_free() const { return abar_ == nullptr; }
   int dim() const { return dim_; }
   uint32_t samples() const { return n_; }
-  const S* abar() const { return abar_; }  // Abar_c, d x d row-major
-  const S* bbar() const { return bbar_; }  // bbar_c
+  const S* abar() const { return abar_; }  // Abar_c, d x d row-major (nullptr when matrix-free)
+  const S* bbar() const { return bbar_; }  // bbar_c (nullptr when matrix-free)
 
  private:
   int dim_ = 0, p_ = 0;  // d, features per row (d - intercept)

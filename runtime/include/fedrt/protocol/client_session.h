@@ -79,9 +79,10 @@ class ClientSession {
   }
   // The same for algorithm `a` alone.
   static const char* RefusalFor(const config::Task& task, uint32_t a, const LocalProblem<S>& problem, size_t capacity) {
-    // The Linux profile's bound; a firmware image refuses tasks beyond its own
-    // frames (fw/client.cc) and its codec never decodes d > kMaxDim.
-    if (task.problem.dim == 0 || task.problem.dim > config::kMaxLinuxDim) return "the model dimension exceeds this device's wire limit";
+    // The wire's bounds are the drivers' (a Linux device refuses d above
+    // kMaxLinuxDim, a firmware image tasks beyond its frames, fw/client.cc);
+    // the simulator has no wire.
+    if (task.problem.dim == 0) return "the task's model has no parameters";
     if (!Has(kFamilies, config::FamilyOf(task.algorithms[a].kind)))
       return "this device build does not include the task's algorithm family";
     if (config::FamilyOf(task.algorithms[a].kind) != config::FamilyOf(task.problem.kind))
