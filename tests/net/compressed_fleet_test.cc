@@ -238,14 +238,51 @@ TEST_F(NetTest, BadCodecPayloadIsRejectedAndRoundsEqualSimulator) {
   EXPECT_EQ(compared, T);
 }
 
-TEST_F(NetTest, CompressedDownlinkIsRefusedByTheCoordinator) {
+// Compressed downlink (docs/architecture.md, "Downlink"): devices keep xhat
+// and receive Q(x - xhat) when their last update proves they hold the
+// previous version, xhat whole otherwise (partial participation gives both).
+// The fleet's metrics.csv, bits_down included, equals the simulator's.
+TEST_F(NetTest, CompressedDownlinkOnTheFleetEqualsTheSimulator) {
+  constexpr int kN = 6, kT = 8, kD = 5;
   const auto cfg = WriteExperiment(
-      Config(2, 10, 1, 1, 1000, "quantizer = \"dither\"\nlevels = 4\ncontrol_variates = true\ndownlink = true\n"));
-  Provision(dir_ / "keys", 2);
+      "[problem]\nkind = \"lsq\"\nagents = " + std::to_string(kN) + "\ndim = " + std::to_string(kD) +
+      "\nsamples = 40\nconcept_shift = 1.0\n[algorithm]\nnames = [\"fedavg\", \"scaffold\"]\nstep = 0.05\n"
+      "local_steps = 10\n[participation]\nrate = 0.7\n[run]\nrounds = " + std::to_string(kT) +
+      "\nseed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\nstart_timeout_ms = 60000\n[compression]\n"
+      "quantizer = \"dither\"\nlevels = 4\ndownlink = true\n");
+  Provision(dir_ / "keys", kN);
   const pid_t co = StartCoordinator(cfg, 0, {});
-  EXPECT_NE(Wait(co, 30000), 0);
-  EXPECT_NE(ReadFile(dir_ / "coordinator.log").find("compression.downlink is simulator-only"), std::string::npos)
-      << ReadFile(dir_ / "coordinator.log");
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < kN; ++i) StartDevice(i, port);
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const std::string fleet = ReadFile(dir_ / "out" / "metrics.csv"), simulated = ReadFile(dir_ / "sim" / "metrics.csv");
+  EXPECT_EQ(fleet, simulated);
+  // bits_down per round: each announced agent costs 64 x broadcast (whole) or
+  // the delta's bytes; after round 0 some rounds must carry deltas.
+  std::istringstream rows(fleet);
+  std::string line;
+  std::getline(rows, line);
+  ASSERT_EQ(line.rfind("algorithm,run,round,error,agents,bits_up,bits_down", 0), 0u) << line;
+  int rounds = 0, cheaper = 0;
+  while (std::getline(rows, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    if (f[2] == "0") continue;  // the initial row
+    const uint64_t agents = std::stoull(f[4]), down = std::stoull(f[6]);
+    const uint64_t whole = 64ull * kD * (f[0] == "scaffold" ? 2 : 1);
+    ++rounds;
+    EXPECT_LE(down, agents * whole) << line;
+    cheaper += down < agents * whole ? 1 : 0;
+  }
+  EXPECT_EQ(rounds, 2 * kT);
+  EXPECT_GE(cheaper, kT);  // most rounds send deltas to someone
+  std::printf("[compressed downlink] %d rounds, %d with deltas; fleet metrics.csv == simulator's: %s\n", rounds, cheaper,
+              fleet == simulated ? "yes" : "no");
 }
 
 }  // namespace

@@ -310,5 +310,56 @@ TEST(ClientSession, RejectsBadAnnouncements) {
   EXPECT_EQ(out.kind, MessageKind::kUpdate);
 }
 
+// Compressed downlink (docs/architecture.md, "Downlink"): round 0 sends xhat
+// whole, later rounds the delta to agents whose update was aggregated (the
+// fleet test compares whole runs with the simulator). A delta for a version the
+// client does not hold is refused (the server then sends xhat whole to it),
+// and a repeated announcement does not apply the delta twice.
+TEST(ClientSession, FollowsTheCompressedDownlink) {
+  Fleet f(AlgorithmKind::kFedAvg);
+  f.dither(/*memory=*/false);
+  f.task.compression.downlink = true;
+  Sessions s(f);
+  for (uint32_t t = 0; t < 3; ++t) {
+    ASSERT_TRUE(s.server.open_round(t, 0).ok());
+    Outgoing out;
+    while (s.server.next_outgoing(out)) {
+      const Announcement a = s.server.announcement(out.agent, 0);
+      EXPECT_EQ(a.has_delta, t > 0) << "round " << t;
+      EXPECT_EQ(a.model_version, t);
+      ClientOutput r;
+      ASSERT_TRUE(s.clients[out.agent].on_announce(a, r).ok());
+      ASSERT_TRUE(s.server.on_update(out.agent, r.update, 0).ok());
+    }
+    ASSERT_TRUE(s.server.round_closed());
+    s.publish();
+  }
+  // Round 3: agent 0's announcement moves version 2 to 3 ...
+  ASSERT_TRUE(s.server.open_round(3, 0).ok());
+  const Announcement a = s.server.announcement(0, 0);
+  ASSERT_TRUE(a.has_delta);
+  EXPECT_EQ(a.delta_base, 2u);
+  // ... which a client still at version 1 cannot apply.
+  Fleet g(AlgorithmKind::kFedAvg);
+  g.dither(false);
+  g.task.compression.downlink = true;
+  Sessions stale(g);
+  ASSERT_TRUE(stale.server.open_round(0, 0).ok());
+  ClientOutput r0;
+  ASSERT_TRUE(stale.clients[0].on_announce(stale.server.announcement(0, 0), r0).ok());  // holds version 0
+  ClientOutput r;
+  const Status st = stale.clients[0].on_announce(a, r);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.message();
+  // The up-to-date client applies it once; a repeat sends the same update.
+  ClientOutput first, again;
+  ASSERT_TRUE(s.clients[0].on_announce(a, first).ok());
+  ASSERT_TRUE(s.clients[0].on_announce(a, again).ok());
+  ASSERT_EQ(first.update.payload[0].size, again.update.payload[0].size);
+  EXPECT_EQ(0, std::memcmp(first.update.payload[0].data, again.update.payload[0].data, first.update.payload[0].size));
+  Announcement bad = a;  // a delta that skips versions is malformed
+  bad.delta_base = 0;
+  EXPECT_EQ(s.clients[1].on_announce(bad, r).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fedrt::protocol

@@ -216,7 +216,14 @@ TEST(FedOptCompression, BitsAreEightTimesTheEncodedBytes) {
     const uint64_t per = compression::MaxPayloadBytes(c.compression.quantizer, u) * 8;
     for (long t = 1; t <= c.rounds; ++t) {
       EXPECT_EQ(a.bits_up[0][t], a.agents[0][t] * per * chains) << a.name << " round " << t;
-      EXPECT_EQ(a.bits_down[0][t], a.agents[0][t] * per * chains) << a.name << " round " << t;
+      // Downlink: each agent gets the delta (per x chains) when its last
+      // update proves it holds the previous xhat, xhat whole (64 bits a value) otherwise.
+      const uint64_t whole = 64ull * static_cast<uint64_t>(u) * chains, delta = per * chains;
+      const uint64_t n = a.agents[0][t], down = a.bits_down[0][t];
+      ASSERT_GE(down, n * delta) << a.name << " round " << t;
+      EXPECT_EQ((down - n * delta) % (whole - delta), 0u) << a.name << " round " << t;
+      EXPECT_LE((down - n * delta) / (whole - delta), n) << a.name << " round " << t;
+      if (t == 1) EXPECT_EQ(down, n * whole) << a.name;  // nobody holds xhat yet
     }
     EXPECT_LT(per, static_cast<uint64_t>(u) * 32);  // below float32
   }

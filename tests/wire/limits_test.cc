@@ -33,7 +33,8 @@ std::map<std::string, long> ReadOptions(const std::string& path) {
     field = field.substr(prefix.size());
     while (words >> option) {
       const size_t colon = option.find(':');
-      if (option.compare(0, colon, "descriptorsize") == 0) continue;  // a layout option, not a bound
+      // A layout option, or a field the image does not decode (type:FT_IGNORE): not a bound.
+      if (option.compare(0, colon, "descriptorsize") == 0 || option.compare(0, colon, "type") == 0) continue;
       out[field + " " + option.substr(0, colon)] = std::stol(option.substr(colon + 1));
     }
   }

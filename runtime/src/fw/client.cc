@@ -17,6 +17,7 @@ using Session = client_detail::Session;
 
 // Why this image's frames cannot carry `task` (nullptr: they can).
 const char* WireRefusal(const config::Task& t) {
+  if (Session::Downlink(t)) return "compression.downlink: this firmware takes the broadcast whole (no model deltas)";
   for (uint32_t a = 0; a < t.num_algorithms; ++a) {
     const auto s = Session::Work::ShapeOf(t, t.algorithms[a]);
     const size_t seg = static_cast<size_t>(s.segment_dim);

@@ -275,6 +275,7 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       const fedrt_wire_RoundAnnouncement& a = env.body.announce;
       if (a.kind > static_cast<uint32_t>(protocol::WorkKind::kInitialStatistic))
         return Status::InvalidArgument("announcement of unknown kind");
+      if (a.has_delta) return Status::InvalidArgument("a model delta: this image takes the broadcast whole");
       if (a.model_count > MaxBroadcastScalars()) return Status::OutOfRange("broadcast longer than this image's bound");
       for (pb_size_t i = 0; i < a.model_count; ++i)
         if (!Finite(a.model[i])) return Status::InvalidArgument("broadcast value is NaN or infinite");

@@ -102,9 +102,6 @@ Status Coordinator::prepare_task() {
   auto task = config::MakeTask(cfg);
   if (!task.ok()) return task.status();
   task_ = *task;
-  if (task_.compression.downlink && task_.compression.enabled())
-    return Status::InvalidArgument(
-        "compression.downlink is simulator-only: the coordinator broadcasts the model as raw float64 (set downlink = false)");
   if (task_.secagg.enabled && task_.secagg.dropout > 0.0)
     return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
   if (task_.secagg.enabled && task_.compression.control_variates)

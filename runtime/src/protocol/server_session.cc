@@ -49,6 +49,9 @@ Status ServerSession::init(const ServerOptions& o) {
     down_wire_.assign(compression::MaxPayloadBytes(task_.compression.quantizer, seg), 0);
     xhat_ = model_;
     down_g_.assign(static_cast<size_t>(seg), 0.0);
+    down_version_ = 0;
+    for (auto& d : down_delta_) d.clear();
+    synced_.assign(agents_, -1);
   }
   return Status::Ok();
 }
@@ -80,7 +83,11 @@ void ServerSession::announce(uint32_t agent) {
   if (!announced_[agent]) {
     announced_[agent] = 1;
     ++announced_count_;
-    if (!downlink_) commit_.bits_down += 64ull * model_.size();  // raw float64 broadcast
+    if (sends_delta(agent)) {
+      for (uint32_t k = 0; k < core_.chains(); ++k) commit_.bits_down += 8ull * down_delta_[k].size();
+    } else {
+      commit_.bits_down += 64ull * model_.size();  // raw float64 broadcast (xhat whole, with the downlink)
+    }
   }
   queue(agent, MessageKind::kAnnouncement);
 }
@@ -157,7 +164,15 @@ Announcement ServerSession::announcement(uint32_t agent, uint64_t now_ms) const 
   a.kind = id_.round == kInitRound ? WorkKind::kInitialStatistic : WorkKind::kLocalWork;
   a.local_steps = local_steps_;
   a.report = sampled_[agent] != 0;
-  a.model = View<double>{model_.data(), static_cast<uint32_t>(model_.size())};
+  if (downlink_) a.model_version = down_version_;
+  if (sends_delta(agent)) {
+    a.has_delta = true;
+    a.delta_base = down_version_ - 1;
+    for (uint32_t k = 0; k < core_.chains(); ++k)
+      a.delta[k] = View<uint8_t>{down_delta_[k].data(), static_cast<uint32_t>(down_delta_[k].size())};
+  } else {
+    a.model = View<double>{model_.data(), static_cast<uint32_t>(model_.size())};
+  }
   if (deadline_ != kNoDeadline)
     a.deadline_ms = deadline_ > now_ms ? static_cast<uint32_t>(std::min<uint64_t>(deadline_ - now_ms, 0xFFFFFFFFu)) : 0;
   if (secure_ && a.kind == WorkKind::kLocalWork) a.secagg = secagg_.params_for(agent);
@@ -312,9 +327,11 @@ void ServerSession::close(const char* by) {
     init_done_ = true;
   } else {
     core_.finish_round(id_.round);
-    if (downlink_) {  // the delta that brings every announced agent's model to the new broadcast
-      const uint64_t bits = compress_broadcast();
-      commit_.bits_down += announced_count_ * bits;
+    if (downlink_) {
+      // The members' updates prove they hold this round's xhat; then its next version
+      // (the bits count when it is announced).
+      for (uint32_t c : commit_.members) synced_[c] = down_version_;
+      compress_broadcast();
     }
   }
   if (core_.result_needs_model()) {
@@ -360,9 +377,18 @@ uint64_t ServerSession::compress_broadcast() {
     if (!n.ok()) return 0;  // cannot fail: the buffer holds the longest payload
     const double* m = down_[k].message();
     for (int i = 0; i < seg; ++i) xh[i] += m[i];
+    down_delta_[k].assign(down_wire_.begin(), down_wire_.begin() + static_cast<long>(*n));
     bits += 8ull * *n;
   }
+  ++down_version_;
   return bits;
+}
+
+// Whether agent c's announcement carries the last close's delta (it holds
+// the version before it) rather than xhat whole.
+bool ServerSession::sends_delta(uint32_t agent) const {
+  return downlink_ && id_.round != kInitRound && down_version_ > 0 && agent < synced_.size() &&
+         synced_[agent] == static_cast<int64_t>(down_version_) - 1;
 }
 
 void ServerSession::publish() {

@@ -239,6 +239,13 @@ void Encode(const protocol::Announcement& m, Envelope& env) {
   a->set_report(m.report);
   a->set_deadline_ms(m.deadline_ms);
   a->mutable_model()->Add(m.model.data, m.model.data + m.model.size);
+  a->set_model_version(m.model_version);
+  if (m.has_delta) {
+    a->set_has_delta(true);
+    a->set_delta_base(m.delta_base);
+    for (uint32_t k = 0; k < config::kMaxSegments && m.delta[k].size > 0; ++k)
+      a->add_delta(Bytes(m.delta[k].data, m.delta[k].size));
+  }
   if (m.secagg.enabled) {
     SecAggParams* p = a->mutable_secagg();
     p->set_round_id(m.secagg.round_id);
@@ -353,6 +360,19 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       announcement_.report = a.report();
       announcement_.deadline_ms = a.deadline_ms();
       announcement_.model = View<double>{a.model().data(), static_cast<uint32_t>(a.model_size())};
+      announcement_.model_version = a.model_version();
+      if (a.delta_size() > static_cast<int>(config::kMaxSegments) || (a.has_delta() != (a.delta_size() > 0)))
+        return fail(ERROR_MALFORMED, fmt::format("announcement with {} model delta segments (has_delta {})", a.delta_size(),
+                                                 a.has_delta()));
+      announcement_.has_delta = a.has_delta();
+      announcement_.delta_base = a.delta_base();
+      for (int k = 0; k < a.delta_size(); ++k) {
+        const std::string& p = a.delta(k);
+        if (p.size() > config::kMaxLinuxSegmentBytes)
+          return fail(ERROR_DIMENSION, fmt::format("model delta segment of {} bytes (at most {})", p.size(),
+                                                   config::kMaxLinuxSegmentBytes));
+        announcement_.delta[k] = View<uint8_t>{reinterpret_cast<const uint8_t*>(p.data()), static_cast<uint32_t>(p.size())};
+      }
       if (a.has_secagg()) {
         const SecAggParams& p = a.secagg();
         announcement_.secagg = protocol::SecAggRound{true, p.round_id(), p.graph_seed(), p.n(), p.k(), p.t(), p.id()};

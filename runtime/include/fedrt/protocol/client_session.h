@@ -64,8 +64,16 @@ class ClientSession {
     size_t n = sizeof(State) + Arena::kAlignment + Work::ArenaBytes(task, alg) +
                s.chains * SegmentCoder<S>::ArenaBytes(s.segment_dim, task.compression.quantizer) +
                sizeof(S) * static_cast<size_t>(s.broadcast_dim) + Arena::kAlignment;
+    if (Downlink(task)) n += sizeof(S) * static_cast<size_t>(s.broadcast_dim) + Arena::kAlignment;
     if (task.secagg.enabled) n += ClientSecAgg::ArenaBytes(s.chains * static_cast<uint32_t>(s.segment_dim));
     return n;
+  }
+
+  // Whether the task compresses the broadcast (the optimisation and LSA
+  // families; docs/architecture.md, "Downlink").
+  static bool Downlink(const config::Task& task) {
+    return task.compression.downlink && task.compression.enabled() &&
+           config::FamilyOf(task.problem.kind) != config::Family::kEm;
   }
 
   // Why this device cannot take `task` (nullptr: it can), given its local
@@ -127,6 +135,12 @@ class ClientSession {
     if (!b.ok()) return b.status();
     broadcast_ = b->data;
     state_size_ = static_cast<size_t>(arena.base() + arena.used() - state_begin_);
+    downlink_ = Downlink(task_);
+    if (downlink_) {  // decoded deltas, before they move xhat (not persistent)
+      auto m = arena.allocate<S>(static_cast<size_t>(s.broadcast_dim));
+      if (!m.ok()) return m.status();
+      delta_ = m->data;
+    }
     if (task_.secagg.enabled) FEDRT_TRY(secagg_.create(arena, s.chains * static_cast<uint32_t>(s.segment_dim)));
     coded_ = em || task_.compression.enabled();
     return Status::Ok();
@@ -141,7 +155,15 @@ class ClientSession {
     if (state_->pending && state_->pending_id == a.id) return send_pending(a, out);
     if (state_->pending) discard();  // a new round began without our update: it was not aggregated
     const typename Work::Shape& s = work_.shape();
-    for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] = static_cast<S>(a.model[static_cast<uint32_t>(i)]);
+    if (a.has_delta) {
+      FEDRT_TRY(apply_delta(a));
+    } else {
+      for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] = static_cast<S>(a.model[static_cast<uint32_t>(i)]);
+    }
+    if (downlink_) {
+      state_->has_xhat = 1;
+      state_->xhat_version = a.model_version;
+    }
     if (a.kind == WorkKind::kInitialStatistic) {
       S* v0 = const_cast<S*>(coder_[0].sent());  // V_{0,c} is what the server adds
       last_samples_ = work_.run_initial(broadcast_, problem_, v0);
@@ -277,14 +299,44 @@ class ClientSession {
     uint64_t samples;
     double loss_before, loss_after;  // the pending update's report
     uint64_t examples;
+    uint32_t xhat_version;  // compressed downlink: the version of xhat in broadcast_
+    uint8_t has_xhat;
   };
+
+  // xhat += Q(x - xhat) decoded, chain by chain, for a device holding version
+  // a.delta_base (a repeat of the announcement it already applied is a no-op);
+  // every chain is decoded and checked before xhat moves.
+  Status apply_delta(const Announcement& a) {
+    if (state_->has_xhat && state_->xhat_version == a.model_version) return Status::Ok();
+    if (!state_->has_xhat || state_->xhat_version != a.delta_base)
+      return Status::FailedPrecondition("announcement: a model delta for a version of xhat this device does not hold "
+                                        "(it takes the next broadcast whole)");
+    const typename Work::Shape& s = work_.shape();
+    for (uint32_t k = 0; k < s.chains; ++k) {
+      S* m = delta_ + static_cast<size_t>(k) * s.segment_dim;
+      FEDRT_TRY(compression::Decode<S>(task_.compression.quantizer, a.delta[k].data, a.delta[k].size, s.segment_dim, m));
+      for (int i = 0; i < s.segment_dim; ++i)
+        if (!(m[i] - m[i] == S(0))) return Status::InvalidArgument("announcement: model delta has a NaN or Inf entry");
+    }
+    for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] += delta_[i];
+    return Status::Ok();
+  }
 
   Status check_announcement(const Announcement& a) const {
     if (a.id.algorithm != state_->algorithm || a.id.run != state_->run)
       return Status::InvalidArgument("announcement for another algorithm or run than this session's");
     const typename Work::Shape& s = work_.shape();
-    if (a.model.size != static_cast<uint32_t>(s.broadcast_dim))
+    if (a.has_delta) {
+      if (!downlink_) return Status::InvalidArgument("announcement: a model delta, but the task's downlink is not compressed");
+      if (a.model.size != 0 || a.delta_base + 1 != a.model_version)
+        return Status::InvalidArgument("announcement: a model delta must come alone and move xhat by one version");
+      const size_t cap = compression::MaxPayloadBytes(task_.compression.quantizer, s.segment_dim);
+      for (uint32_t k = 0; k < config::kMaxSegments; ++k)
+        if ((k < s.chains) != (a.delta[k].size > 0) || a.delta[k].size > cap)
+          return Status::InvalidArgument("announcement: model delta segments of the wrong number or size");
+    } else if (a.model.size != static_cast<uint32_t>(s.broadcast_dim)) {
       return Status::InvalidArgument("announcement: broadcast of the wrong length");
+    }
     for (uint32_t i = 0; i < a.model.size; ++i)
       if (!(a.model[i] - a.model[i] == 0.0)) return Status::InvalidArgument("announcement: broadcast has a NaN or Inf entry");
     if (a.kind == WorkKind::kInitialStatistic) {
@@ -339,6 +391,8 @@ class ClientSession {
   Work work_;
   SegmentCoder<S> coder_[config::kMaxSegments];
   S* broadcast_ = nullptr;
+  S* delta_ = nullptr;     // compressed downlink: decoded deltas
+  bool downlink_ = false;
   ClientSecAgg secagg_;
   bool coded_ = false;
   uint64_t last_samples_ = 0;

@@ -56,6 +56,15 @@ struct Announcement {
   uint32_t deadline_ms = 0;  // time left to report
   View<double> model;        // the broadcast (layout: docs/architecture.md, per family)
   SecAggRound secagg;
+  // Compressed downlink (docs/architecture.md, "Downlink"): the agents' model
+  // xhat has a version (0: the run's start, +1 per round closed). With
+  // has_delta, `model` is empty and delta[k] (chain k's codec bytes of
+  // Q(x - xhat)) moves a device holding version delta_base to model_version;
+  // otherwise `model` is xhat at model_version itself.
+  uint32_t model_version = 0;
+  bool has_delta = false;
+  uint32_t delta_base = 0;
+  View<uint8_t> delta[config::kMaxSegments];
 };
 
 enum class Encoding : uint8_t {

@@ -181,12 +181,20 @@ class ServerSession {
   std::vector<double> model_;   // what the round's announcements carry (the broadcast, or xhat)
   std::vector<double> result_;  // what round results carry (LSA: theta_{t+1} or xhat_{t+1})
   uint64_t announced_count_ = 0;  // agents that received this round's broadcast
-  // Compressed broadcast (simulator): the agents' model xhat per chain.
+  // Compressed broadcast: the agents' model xhat per chain, its version
+  // (rounds closed since the run's start), the last close's coded delta per
+  // chain, and per agent the version it is known to hold (its update for a
+  // round proves it received that round's announcement; -1: unknown, so it
+  // gets xhat whole).
   bool downlink_ = false;
   std::vector<uint8_t> down_memory_;
   compression::CompressedDifference<double> down_[config::kMaxSegments];
   std::vector<uint8_t> down_wire_;
   std::vector<double> xhat_, down_g_;
+  uint32_t down_version_ = 0;
+  std::vector<uint8_t> down_delta_[config::kMaxSegments];
+  std::vector<int64_t> synced_;
+  bool sends_delta(uint32_t agent) const;
   Commit commit_;
   std::vector<uint32_t> notify_;
   std::vector<PhaseClosed> phases_;
