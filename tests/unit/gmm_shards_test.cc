@@ -17,6 +17,7 @@
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/gmm_data.h"
 #include "fedrt/problems/gmm_oracle.h"
+#include "fedrt/report/evaluation.h"
 #include "fedrt/sim/simulator.h"
 
 namespace fedrt::problems {
@@ -206,6 +207,30 @@ TEST_F(GmmShardsTest, FederatedEmOnTwoSeparatedClustersFindsTheirMeans) {
     EXPECT_TRUE(std::isfinite(alg.train_loss[0].back()));
     EXPECT_LT(alg.train_loss[0].back(), alg.train_loss[0][1]);  // NLL falls from theta_0
   }
+}
+
+TEST_F(GmmShardsTest, ACoordinatorWithoutTheShardsRunsOnInitAndFeatures) {
+  config::ExperimentConfig cfg;  // no shard on disk at all
+  ASSERT_TRUE(Load("[problem]\nagents = 3\n" + Own("components = 2\nfeatures = 2\ninit = [-1, 0, 1, 0]\n",
+                                                   "coordinator_reads_shards = false\n"),
+                   cfg).ok());
+  ASSERT_TRUE(config::Validate(cfg).ok());
+  auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
+  ASSERT_TRUE(inst.ok()) << inst.status().message();
+  EXPECT_EQ((*inst)->agents(), 3u);
+  EXPECT_EQ((*inst)->problem().dim, 6u);
+  EXPECT_EQ((*inst)->initial_iterate(), (std::vector<double>{0.5, 0.5, -0.5, 0, 0.5, 0}));
+  for (const auto& l : (*inst)->locals()) EXPECT_EQ(l.gmm, nullptr);
+  auto task = config::MakeTask(cfg);
+  ASSERT_TRUE(task.ok());
+  task->problem = (*inst)->problem();
+  auto eval = report::Evaluation::Make(*task, config::DataFilesOf(cfg, true), **inst, nullptr);
+  ASSERT_TRUE(eval.ok()) << eval.status().message();
+  EXPECT_TRUE(std::isnan((*eval)->initial_error()));
+  // The simulator trains every shard: it names the missing one.
+  auto sim = config::BuildInstance(cfg);
+  ASSERT_FALSE(sim.ok());
+  EXPECT_NE(std::string(sim.status().message()).find("the simulator trains every agent's shard"), std::string::npos);
 }
 
 }  // namespace
