@@ -90,7 +90,7 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
   const std::string f = (dir_ / "experiment.toml").string();
   EXPECT_EQ(Error("[data]\nformat = \"parquet\"\n"), f + ": data.format 'parquet' unknown (csv, records or generated)");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n"),
-            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\", \"td0\" or \"user\" (got '')");
+            f + ": data.format = \"csv\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\", \"td0\", \"gmm\" or \"user\" (got '')");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-0.csv\"\n[problem]\nagents = 3\n[model]\nkind = "
                   "\"logistic\"\n"),
             f + ": data.train '" + (dir_ / "shards/device-0.csv").string() +
@@ -159,7 +159,7 @@ TEST_F(DataConfigTest, BadUserModelTablesAreRefusedByName) {
   EXPECT_EQ(Error(data + "[model]\nkind = \"user\"\ndim = 2\ninit = [1, \"a\"]\n"),
             f + ":7: 'model.init' element 2 is not a finite number");
   EXPECT_EQ(Error(data + "[model]\nkind = \"logistic\"\ndim = 3\n"),
-            f + ": model.dim and model.init are for [model] kind = \"user\" only");
+            f + ": model.dim and model.init are for [model] kind = \"user\" (init: also \"gmm\") only");
   EXPECT_EQ(Error("[model]\nkind = \"user\"\ndim = 3\n"),
             f + ": [model] kind = \"user\" trains on the devices' own data: set data.format and data.train");
   EXPECT_EQ(Error(data + "test = \"t.csv\"\n[model]\nkind = \"user\"\ndim = 3\n"),

@@ -47,13 +47,15 @@ Status ValidateCompressionEm(const ExperimentConfig& c) {
     if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
     if (g.components < 1 || g.components > 64) return bad(fmt::format("gmm.components must be in [1, 64], got {}", g.components));
     if (g.data_dim < 1 || g.data_dim > 1024) return bad(fmt::format("gmm.data_dim must be in [1, 1024], got {}", g.data_dim));
-    if (g.points < 1) return bad(fmt::format("gmm.points must be positive, got {}", g.points));
+    const bool own = c.data.own();  // on shards: p and the points come from the files (checked when read)
+    if (!own && g.points < 1) return bad(fmt::format("gmm.points must be positive, got {}", g.points));
     if (!(g.own_weight >= 0 && g.own_weight <= 1)) return bad(fmt::format("gmm.own_weight must be in [0, 1], got {}", g.own_weight));
     if (!(g.separation >= 0) || !std::isfinite(g.separation))
       return bad(fmt::format("gmm.separation must be >= 0, got {}", g.separation));
     if (!(g.em_step > 0 && g.em_step <= 1)) return bad(fmt::format("gmm.em_step (gamma) must be in (0, 1], got {}", g.em_step));
     if (g.inner_iters < 1) return bad(fmt::format("--inner-iters must be positive, got {}", g.inner_iters));
-    if (g.batch < 0 || g.batch > g.points)
+    if (own && g.batch < 0) return bad(fmt::format("--batch must be >= 0 (0 = full local pass), got {}", g.batch));
+    if (!own && (g.batch < 0 || g.batch > g.points))
       return bad(fmt::format("--batch must be in [0, gmm.points = {}] (0 = full local pass), got {}", g.points, g.batch));
   }
   return Status::Ok();

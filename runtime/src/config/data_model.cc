@@ -61,11 +61,53 @@ Status CheckShardsAtCoordinator(const toml::table& model, const std::string& pat
     if (has_features) return Bad(fmt::format("{}: model.features: a user model's size is model.dim", path));
     return Status::Ok();
   }
+  if (d.model == "gmm") {  // no data at the coordinator: no k-means++ seeding, and p is not in any header
+    if (!has_features || d.features <= 0 || d.features > 1024)
+      return Bad(fmt::format("{}: data.coordinator_reads_shards = false with model.kind = \"gmm\": set [model] "
+                             "features = p (the shards' columns, 1 to 1024): the coordinator reads no shard to learn it",
+                             path));
+    if (d.user_init.empty())
+      return Bad(fmt::format("{}: data.coordinator_reads_shards = false with model.kind = \"gmm\": set [model] init "
+                             "(the G means, G p numbers): the default k-means++ seeding needs every agent's points",
+                             path));
+    if (d.user_init.size() != static_cast<size_t>(d.components * d.features))
+      return Bad(fmt::format("{}: model.init has {} numbers, G p = {} x {} = {} (the G means, component-major)", path,
+                             d.user_init.size(), d.components, d.features, d.components * d.features));
+    return Status::Ok();
+  }
   if (has_features && (d.features <= 0 || d.features > static_cast<long>(kMaxLinuxDim)))
     return Bad(fmt::format("{}: model.features must be in [1, {}], got {}", path, kMaxLinuxDim, d.features));
   if (!has_features && d.test.empty())
     return Bad(fmt::format("{}: data.coordinator_reads_shards = false: the coordinator needs the model's dimension, "
                            "set [model] features = p (feature columns per example) or give a data.test file", path));
+  return Status::Ok();
+}
+
+// [model] kind = "gmm" (docs/data.md, "Gaussian mixtures"): on shards it
+// takes components = G and optionally init (G means), no label; a generated
+// mixture keeps its [gmm] table and takes neither.
+Status CheckGmmModel(const toml::table& data, const toml::table& model, const std::string& path,
+                     const ExperimentConfig& cfg) {
+  const DataSettings& d = cfg.data;
+  if (d.model != "gmm") return Status::Ok();
+  if (!d.own()) {
+    if (model.contains("components") || model.contains("init"))
+      return Bad(fmt::format("{}: model.components and model.init are for a Gaussian mixture on the devices' shards "
+                             "([data] format = \"csv\" or \"records\"); a generated mixture takes [gmm] components",
+                             path));
+    return Status::Ok();
+  }
+  if (!model.contains("components"))
+    return Bad(fmt::format("{}: model.components is missing: a Gaussian mixture on shards needs the number of "
+                           "components G (1 to {})", path, 64));
+  if (d.components < 1 || d.components > 64)
+    return Bad(fmt::format("{}: model.components must be in [1, 64], got {}", path, d.components));
+  if (!d.user_init.empty() && d.user_init.size() % static_cast<size_t>(d.components) != 0)
+    return Bad(fmt::format("{}: model.init has {} numbers, not a multiple of model.components = {} (the G means, "
+                           "component-major: G p numbers)", path, d.user_init.size(), d.components));
+  if (data.contains("label"))
+    return Bad(fmt::format("{}: data.label: a Gaussian mixture has no label, every CSV column is a feature (remove "
+                           "data.label)", path));
   return Status::Ok();
 }
 
@@ -86,15 +128,19 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     if (has_intercept) cfg.data.intercept = intercept;
     FEDRT_TRY(r.read("dim", cfg.data.user_dim));
     FEDRT_TRY(r.read("features", cfg.data.features));
+    FEDRT_TRY(r.read("components", cfg.data.components));
     FEDRT_TRY(ReadNumbers(model, "init", path, cfg.data.user_init));
     r.known("init");
     FEDRT_TRY(r.check_unknown());
     const std::string& k = cfg.data.model;
     const bool user = k == "user";
-    if (model.contains("dim") != user || (model.contains("init") && !user))
+    if (model.contains("dim") != user || (model.contains("init") && !user && k != "gmm"))
       return Bad(fmt::format("{}: model.dim {}", path,
                              user ? "is missing: a user model needs its parameter count d"
-                                  : "and model.init are for [model] kind = \"user\" only"));
+                                  : "and model.init are for [model] kind = \"user\" (init: also \"gmm\") only"));
+    if (model.contains("components") && k != "gmm")
+      return Bad(fmt::format("{}: model.components is a setting of [model] kind = \"gmm\" (the number of mixture "
+                             "components G), not of '{}'", path, k));
     if (user && (cfg.data.user_dim <= 0 || cfg.data.user_dim > config::kMaxLinuxDim))
       return Bad(fmt::format("{}: model.dim must be in [1, {}], got {}", path, config::kMaxLinuxDim, cfg.data.user_dim));
     if (user && !cfg.data.user_init.empty() && cfg.data.user_init.size() != static_cast<size_t>(cfg.data.user_dim))
@@ -138,6 +184,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
       return Bad(fmt::format("{}: model.intercept adds a constant feature to the examples of [data] shards: set "
                              "data.format = \"csv\" or \"records\"", path));
   }
+  FEDRT_TRY(CheckGmmModel(data, model, path, cfg));
   FEDRT_TRY(CheckShardsAtCoordinator(model, path, cfg));
   if (!cfg.data.own()) {
     if (cfg.data.model == "user")
@@ -146,9 +193,10 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     return Status::Ok();
   }
   if (cfg.data.model != "least_squares" && cfg.data.model != "logistic" && cfg.data.model != "softmax" &&
-      cfg.data.model != "td0" && cfg.data.model != "user")
+      cfg.data.model != "td0" && cfg.data.model != "gmm" && cfg.data.model != "user")
     return Bad(fmt::format(
-        "{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\", \"td0\" or \"user\" (got '{}')",
+        "{}: data.format = \"{}\" needs [model] kind = \"least_squares\", \"logistic\", \"softmax\", \"td0\", "
+        "\"gmm\" or \"user\" (got '{}')",
         path, cfg.data.format, cfg.data.model));
   if (cfg.data.model == "user" && !cfg.data.test.empty())
     return Bad(fmt::format("{}: data.test: the coordinator cannot score a user model (it has no code for it)", path));

@@ -265,6 +265,15 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("inner_iters", cfg.gmm.inner_iters));
     FEDRT_TRY(r.read("batch", cfg.gmm.batch));
     FEDRT_TRY(r.check_unknown());
+    if (cfg.problem == ProblemKind::kGmm && cfg.data.own()) {  // the mixture comes from the shards
+      for (const char* key : {"components", "data_dim", "points", "own_weight", "separation"})
+        if (table("gmm").contains(key))
+          return Status(StatusCode::kInvalidArgument,
+                        fmt::format("{}: gmm.{} generates a mixture; with [data] shards the data are the devices' "
+                                    "(G is [model] components, p the shards' column count)", path, key));
+      cfg.gmm.components = static_cast<int>(cfg.data.components);
+      if (cfg.data.features > 0) cfg.gmm.data_dim = static_cast<int>(cfg.data.features);
+    }
   }
   return Status::Ok();
 }

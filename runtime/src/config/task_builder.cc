@@ -74,6 +74,13 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   p.gmm.points = static_cast<uint32_t>(cfg.gmm.points);
   p.gmm.own_weight = cfg.gmm.own_weight;
   p.gmm.separation = cfg.gmm.separation;
+  if (cfg.problem == ProblemKind::kGmm && cfg.data.own()) {  // the points are the devices': p from the shards
+    p.gmm.components = static_cast<uint32_t>(cfg.data.components);
+    p.gmm.data_dim = static_cast<uint32_t>(cfg.data.features > 0 ? cfg.data.features : 0);
+    p.gmm.points = 0;
+    p.gmm.own_weight = 0.0;
+    p.gmm.separation = 0.0;
+  }
   if (cfg.problem == ProblemKind::kGmm) p.dim = p.gmm.components * (1 + p.gmm.data_dim);
 
   std::vector<AlgorithmChoice> algs;

@@ -61,7 +61,13 @@ struct Reader {
                                 "required)", path, line, c + 1));
         return;
       }
-      if (header[c] == label_name) found = c;
+      if (kind != LabelKind::kNone && header[c] == label_name) found = c;
+    }
+    if (kind == LabelKind::kNone) {  // every column is a feature
+      label_col = header.size();
+      shard.dim = static_cast<uint32_t>(header.size());
+      shard.features = header;
+      return;
     }
     if (found == header.size()) {
       error = Bad(fmt::format("{}:{}: no label column '{}' in the header ({} columns: {})", path, line, label_name,
@@ -111,6 +117,7 @@ struct Reader {
         shard.x.push_back(v);
       }
     }
+    if (kind == LabelKind::kNone) shard.y.push_back(0.0);
   }
 };
 
@@ -131,6 +138,7 @@ bool StoredLabel(LabelKind kind, uint32_t classes, double v, double& out) {
       else if (v == 0.0 || v == -1.0) out = -1.0;
       else return false;
       return true;
+    case LabelKind::kNone: out = 0.0; return true;  // no label: the slot is ignored
     case LabelKind::kClass:
       if (!(v >= 0.0 && v < static_cast<double>(classes) && v == std::floor(v))) return false;
       out = v;
@@ -143,6 +151,7 @@ std::string LabelClasses(LabelKind kind, uint32_t classes) {
   switch (kind) {
     case LabelKind::kReal: return "a finite number";
     case LabelKind::kBinary: return "a class of binary logistic regression (0/1 or -1/+1)";
+    case LabelKind::kNone: return "ignored (the model has no label)";
     case LabelKind::kClass:
       return fmt::format("a class of softmax regression with {} classes (an integer 0..{})", classes, classes - 1);
   }

@@ -74,6 +74,7 @@ Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind, uint32_t 
   for (uint64_t j = 0; j < count; ++j) {
     for (uint32_t k = 0; k <= s.dim; ++k) {
       const double v = GetLe<double>(p + 8 * k);
+      if (k == s.dim && kind == LabelKind::kNone) break;  // the label slot is ignored (y stays 0)
       if (!std::isfinite(v))
         return Bad(fmt::format("{}: record {} field {}: not a finite number (NaN and Inf are refused)", path, j, k + 1));
       if (k < s.dim) {

@@ -27,6 +27,7 @@ Result<Shard> ReadSource(Source& source, LabelKind kind, const std::string& name
     for (uint32_t k = 0; k < s.dim; ++k)
       if (!std::isfinite(s.x[j * s.dim + k]))
         return bad(fmt::format("{}: example {} feature {}: not a finite number (NaN and Inf are refused)", name, j, k + 1));
+    if (kind == LabelKind::kNone) y = 0.0;  // no label: ignored
     if (!std::isfinite(y)) return bad(fmt::format("{}: example {} label: not a finite number", name, j));
     double stored = 0.0;
     if (!StoredLabel(kind, classes, y, stored))

@@ -176,13 +176,15 @@ Status Coordinator::listen() {
                  opt_.network.listen, port, task_.problem.agents, config::ProblemKindName(task_.problem.kind),
                  task_.problem.dim, algs, opt_.network.auth, opt_.network.deadline_ms, opt_.network.quorum);
   const config::DataSettings& data = opt_.experiment.data;
+  const bool em = config::FamilyOf(task_.problem.kind) == config::Family::kEm;
   if (task_.problem.own_data)  // which of the devices' data this coordinator holds (docs/data.md)
     CoordinatorLog("data shards={} {}", data.train,
                    data.coordinator_reads_shards
-                       ? "read_by_coordinator=yes (agents and d from the shards, error = ||x_t - x_star||^2)"
+                       ? fmt::format("read_by_coordinator=yes (agents and d from the shards, error = {})",
+                                     em ? "||h(Shat_k)||^2" : "||x_t - x_star||^2")
                        : fmt::format("read_by_coordinator=no (coordinator_reads_shards = false: agents and d from the "
-                                     "experiment file, no x_star, error = nan{})",
-                                     data.test.empty() ? "" : ", test scored on " + data.test));
+                                     "experiment file, no {}, error = nan{})",
+                                     em ? "h(Shat_k)" : "x_star", data.test.empty() ? "" : ", test scored on " + data.test));
   return Status::Ok();
 }
 

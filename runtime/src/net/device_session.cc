@@ -28,6 +28,7 @@ uint64_t Digest(const protocol::ClientSession<double>& s) {
 // regression, class indices for softmax, any finite number otherwise.
 data::LabelKind LabelKindFor(const config::ProblemSpec& p) {
   if (p.kind == config::ProblemKind::kLogistic) return data::LabelKind::kBinary;
+  if (p.kind == config::ProblemKind::kGmm) return data::LabelKind::kNone;  // a mixture's points have no label
   return p.kind == config::ProblemKind::kSoftmax ? data::LabelKind::kClass : data::LabelKind::kReal;
 }
 

@@ -56,8 +56,15 @@ Result<GmmData> GenerateGmm(const config::ProblemSpec& spec) {
       for (int j = 0; j < d.p; ++j) pts[static_cast<size_t>(i) * d.p + j] = mu[j] + Normal(rng);
     }
     d.points.push_back(std::move(pts));
+    d.counts.push_back(d.m);
   }
   return d;
+}
+
+uint64_t GmmData::total_points() const {
+  uint64_t t = 0;
+  for (uint32_t c : counts) t += c;
+  return t;
 }
 
 std::vector<double> GmmInitialStatistic(const GmmData& d) {

@@ -34,7 +34,10 @@ Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, cons
       else if (task.problem.own_data && !files.read_shards) FEDRT_TRY(inst->build_blind(task, files));
       else FEDRT_TRY(inst->build_fed(task, files));
       break;
-    case config::Family::kEm: FEDRT_TRY(inst->build_gmm(task)); break;
+    case config::Family::kEm:
+      if (task.problem.own_data) FEDRT_TRY(inst->build_gmm_shards(task, files));
+      else FEDRT_TRY(inst->build_gmm(task));
+      break;
   }
   return inst;
 }
@@ -209,8 +212,7 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
 
 Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard) {
   const config::ProblemSpec& spec = task.problem;
-  if (!spec.own_data || config::FamilyOf(spec.kind) == config::Family::kEm)
-    return Status::InvalidArgument("BuildOwn: the task is not an own-data task (least squares, logistic, TD(0))");
+  if (!spec.own_data) return Status::InvalidArgument("BuildOwn: the task is not an own-data task");
   if (spec.kind == config::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
   if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
   if (config::FamilyOf(spec.kind) == config::Family::kLsa) {
@@ -219,17 +221,23 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, u
     FEDRT_TRY(inst->build_own_transitions(task, agent, shard));
     return inst;
   }
-  const FedLoss loss = LossOf(spec.kind);
-  auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, LabelKindOf(loss),
-                           spec.classes);
+  const data::LabelKind label = config::FamilyOf(spec.kind) == config::Family::kEm ? data::LabelKind::kNone
+                                                                                   : LabelKindOf(LossOf(spec.kind));
+  auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, label, spec.classes);
   if (!s.ok()) return s.status();
   return BuildOwn(task, agent, *s);
 }
 
 Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const data::Shard& s) {
   const config::ProblemSpec& spec = task.problem;
+  if (spec.own_data && config::FamilyOf(spec.kind) == config::Family::kEm && agent < spec.agents) {
+    std::unique_ptr<Instance> inst(new Instance());
+    inst->problem_ = spec;
+    FEDRT_TRY(inst->build_own_gmm(task, agent, s));
+    return inst;
+  }
   if (!spec.own_data || config::FamilyOf(spec.kind) != config::Family::kOpt)
-    return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic / softmax task");
+    return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic / softmax / gmm task");
   if (spec.kind == config::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
   if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
   const FedLoss loss = LossOf(spec.kind);
@@ -310,7 +318,7 @@ Status Instance::build_gmm(const config::Task& task) {
   gmm_ = std::move(*data);
   const GmmData& g = *gmm_;
   for (uint32_t c = 0; c < g.n; ++c) {
-    auto o = GmmOracle<double>::create(g.points[c].data(), g.m, g.G, g.p);
+    auto o = GmmOracle<double>::create(g.points[c].data(), g.counts[c], g.G, g.p);
     if (!o.ok()) return o.status();
     gmm_oracles_.push_back(*o);
   }

@@ -12,7 +12,7 @@ Result<std::unique_ptr<Evaluation>> Evaluation::Make(const config::Task& task, c
       if (task.problem.kind == config::ProblemKind::kUser) return MakeUserEvaluation(task, files);
       if (instance.fed() == nullptr) return MakeBlindEvaluation(task, files, instance);
       return MakeOptEvaluation(task, files, instance);
-    case config::Family::kEm: return MakeEmEvaluation(task, instance, pool);
+    case config::Family::kEm: return MakeEmEvaluation(task, files, instance, pool);
   }
   return Status::Unimplemented("evaluation: unknown problem family");
 }

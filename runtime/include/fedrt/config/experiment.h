@@ -48,7 +48,9 @@ struct DataSettings {
   long classes = 0;                  // [model] classes: softmax's K (labels 0..K-1)
   std::optional<bool> intercept;     // [model] intercept: z = (a, 1) (default: on for softmax, off otherwise)
   long user_dim = 0;                 // [model] kind = "user": dim, the parameter count d
-  std::vector<double> user_init;     // and init, x_0 (empty: zeros)
+  std::vector<double> user_init;     // [model] init: a user model's x_0 (empty: zeros), or gmm's
+                                     // G means mu_1..mu_G (G p numbers; empty: k-means++ seeding)
+  long components = 0;               // [model] components: G of kind = "gmm" on shards (1..64)
   // [data] coordinator_reads_shards: false when the coordinator's machine does
   // not hold the devices' shards (docs/data.md): it then needs problem.agents
   // and the model's dimension (model.features or data.test), and reports no

@@ -19,6 +19,8 @@ enum class LabelKind : uint8_t {
   kReal,    // least squares: any finite number
   kBinary,  // binary logistic: 0/1 or -1/+1, stored as -1/+1
   kClass,   // softmax: an integer class index 0..K-1
+  kNone,    // no label (Gaussian mixture): every CSV column is a feature; a record's
+            // label slot is ignored; y holds one 0 per example so count() is the row count
 };
 
 // The label `v` as stored for `kind` (K = `classes` for kClass) in `out`;
@@ -38,7 +40,7 @@ struct Shard {
 };
 
 // A CSV file with a header row; `label` names the label column, every other
-// column is a feature. Quoted fields (RFC 4180) are accepted. Errors name the
+// column is a feature (kind kNone: no label column, `label` is not used). Quoted fields (RFC 4180) are accepted. Errors name the
 // file, line and column: wrong column count, empty or non-numeric cell, NaN or
 // Inf, a label outside the model's classes, no data rows.
 Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, LabelKind kind, uint32_t classes = 0);

@@ -79,6 +79,29 @@ class GmmOracle {
     }
   }
 
+  // Mean negative log-likelihood of the agent's points at theta:
+  // (1/m) sum_i [-log sum_g pi_g exp(-||y_i - mu_g||^2 / 2) + (p/2) log(2 pi)].
+  double nll(const S* theta) const {
+    double total = 0;
+    for (uint32_t i = 0; i < m_; ++i) {
+      const S* y = y_ + static_cast<size_t>(i) * p_;
+      double logw[kMaxGmmComponents];
+      double mx = -INFINITY;
+      for (int g = 0; g < G_; ++g) {
+        const S* mu = theta + G_ + g * p_;
+        double d2 = 0;
+        for (int j = 0; j < p_; ++j) d2 += (double(y[j]) - double(mu[j])) * (double(y[j]) - double(mu[j]));
+        const double pi = double(theta[g]) > 1e-30 ? double(theta[g]) : 1e-30;
+        logw[g] = std::log(pi) - 0.5 * d2;
+        if (logw[g] > mx) mx = logw[g];
+      }
+      double z = 0;
+      for (int g = 0; g < G_; ++g) z += std::exp(logw[g] - mx);
+      total += -(mx + std::log(z));
+    }
+    return total / m_ + 0.5 * p_ * 1.8378770664093453;  // log(2 pi)
+  }
+
   // out = sbar_c(theta) = (1/m) sum_i s_i(theta): the full local pass.
   void mean_stat(const S* theta, S* out) const {
     for (int k = 0; k < stat_dim(); ++k) out[k] = 0;

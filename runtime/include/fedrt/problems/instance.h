@@ -32,7 +32,7 @@ struct DataFiles {
   std::string csv;     // least squares / logistic: a directory of per-agent CSV files or one CSV
   ShardFiles shards;   // least squares / logistic: one shard file per agent ([data], docs/data.md)
   std::string test;    // [data] test: a held-out file the evaluation scores every round's model on
-  std::vector<double> initial;  // a user model's x_0 ([model] init; empty: zeros)
+  std::vector<double> initial;  // a user model's x_0, or gmm's G means ([model] init; empty: zeros / k-means++)
   // false: the caller (a coordinator) does not hold the shards (docs/data.md):
   // an own-data least squares / logistic / softmax instance then has no data,
   // its d from `features` (p) or, when 0, from the header of `test`.
@@ -81,6 +81,10 @@ class Instance {
   Status build_fed(const config::Task& task, const DataFiles& files);
   Status build_fed_oracles(const config::Task& task, int first, int last);
   Status build_gmm(const config::Task& task);
+  // Gaussian mixtures on the agents' own shards (instance_gmm.cc): every
+  // shard (or, without them, G, p and the init only), and one device's.
+  Status build_gmm_shards(const config::Task& task, const DataFiles& files);
+  Status build_own_gmm(const config::Task& task, uint32_t agent, const data::Shard& shard);
   Status build_user(const config::Task& task, const DataFiles& files);
   // A coordinator's instance without the shards (read_shards = false): agents
   // and d only, x_0 = 0 (instance_blind.cc).

@@ -54,7 +54,9 @@ class ClientWork {
     switch (s.family) {
       case config::Family::kLsa: return algorithms::LsaClient<S>::ArenaBytes(s.dim);
       case config::Family::kOpt: return s.chains * algorithms::FedOptClient<S>::ArenaBytes(s.dim);
-      case config::Family::kEm: return algorithms::FedEmClient<S>::ArenaBytes(s.dim);
+      case config::Family::kEm:  // own data: T(S_{k,c}) for the loss report
+        return algorithms::FedEmClient<S>::ArenaBytes(s.dim) +
+               (task.problem.own_data ? sizeof(S) * static_cast<size_t>(s.dim) + Arena::kAlignment : 0);
     }
     return 0;
   }
@@ -105,6 +107,13 @@ class ClientWork {
           auto c = algorithms::FedEmClient<S>::create(arena, shape_.dim, EmHyperOf(task, a));
           if (!c.ok()) return c.status();
           em_ = *c;
+          G_ = static_cast<int>(task.problem.gmm.components);
+          p_ = static_cast<int>(task.problem.gmm.data_dim);
+          if (report_loss_) {
+            auto t = arena.allocate<S>(static_cast<size_t>(shape_.dim));
+            if (!t.ok()) return t.status();
+            local_theta_ = t->data;
+          }
           return Status::Ok();
         }
         break;
@@ -174,7 +183,15 @@ class ClientWork {
     if constexpr (kEm) {
       if (shape_.family == config::Family::kEm) {
         CounterRng rng(seed_, run_, agent, round, RngStream::kLocalSteps);
+        if (report_loss_) {  // own points: the mean NLL at T(Shat_k) and at the local M-step T(S_{k,c})
+          loss_before_ = p.gmm->nll(broadcast + shape_.dim);
+        }
         samples = em_.compute_statistic(*p.gmm, broadcast + shape_.dim, round, rng);
+        if (report_loss_) {
+          problems::GmmMStep(em_.statistic(), G_, p_, local_theta_);
+          loss_after_ = p.gmm->nll(local_theta_);
+          examples_ = samples;  // per-point statistic evaluations
+        }
         value[0] = em_.statistic();
         start[0] = broadcast;  // Shat_k
         return samples;
@@ -184,7 +201,8 @@ class ClientWork {
   }
 
   // The local objective f_c at the last round's broadcast and local model
-  // (own-data optimisation tasks; NaN otherwise), for the device's report.
+  // (own-data tasks: optimisation f_c, TD(0) mean squared TD error, EM mean
+  // NLL at T(Shat_k) and T(S_{k,c}); NaN otherwise), for the device's report.
   double loss_before() const { return loss_before_; }
   double loss_after() const { return loss_after_; }
   uint64_t examples() const { return examples_; }
@@ -256,6 +274,8 @@ class ClientWork {
   uint32_t run_ = 0;
   config::ProblemKind kind_ = config::ProblemKind::kGarnet;
   bool noise_free_ = false;
+  int G_ = 0, p_ = 0;          // EM: components and data dimension
+  S* local_theta_ = nullptr;   // EM on own data: T(S_{k,c}) (arena)
   algorithms::LsaClient<S> lsa_;
   algorithms::FedOptClient<S> opt_[config::kMaxSegments];
   algorithms::FedEmClient<S> em_;

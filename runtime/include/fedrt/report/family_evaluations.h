@@ -16,7 +16,8 @@ Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, 
 Result<std::unique_ptr<Evaluation>> MakeBlindEvaluation(const config::Task& task, const problems::DataFiles& files,
                                                         const problems::Instance& instance);
 std::unique_ptr<Evaluation> MakeUserEvaluation(const config::Task& task, const problems::DataFiles& files);
-Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::Instance& instance,
+Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::DataFiles& files,
+                                                     const problems::Instance& instance,
                                                      WorkerPool* pool);
 
 // ||x - star||^2 over star's length.
