@@ -223,7 +223,9 @@ TEST(FedOptCompression, BitsAreEightTimesTheEncodedBytes) {
       ASSERT_GE(down, n * delta) << a.name << " round " << t;
       EXPECT_EQ((down - n * delta) % (whole - delta), 0u) << a.name << " round " << t;
       EXPECT_LE((down - n * delta) / (whole - delta), n) << a.name << " round " << t;
-      if (t == 1) EXPECT_EQ(down, n * whole) << a.name;  // nobody holds xhat yet
+      if (t == 1) {
+        EXPECT_EQ(down, n * whole) << a.name;  // nobody holds xhat yet
+      }
     }
     EXPECT_LT(per, static_cast<uint64_t>(u) * 32);  // below float32
   }
