@@ -10,75 +10,20 @@
 //
 //   fedrt-net-latency [--devices 10] [--rounds 200] [--local-steps 1000] [--no-device-state] [--keep DIR]
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "fleet_procs.h"
+
 namespace fs = std::filesystem;
+using namespace fedrt::bench;
 
 namespace {
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-pid_t Spawn(const std::vector<std::string>& args, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int WaitExit(pid_t pid, int timeout_s) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (std::chrono::steady_clock::now() < end) {
-    int st = 0;
-    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -2;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
-}
-
-// The number after ` key=` on `line`, or -1.
-double Field(const std::string& line, const std::string& key) {
-  const auto p = line.find(" " + key + "=");
-  return p == std::string::npos ? -1.0 : std::atof(line.c_str() + p + key.size() + 2);
-}
-
-std::string Word(const std::string& line, const std::string& key) {
-  const auto p = line.find(" " + key + "=");
-  if (p == std::string::npos) return "";
-  const auto b = p + key.size() + 2;
-  return line.substr(b, line.find(' ', b) - b);
-}
 
 // Phase name -> samples (ms) over rounds 2.. of the log.
 std::map<std::string, std::vector<double>> Phases(const std::string& log) {
@@ -98,13 +43,6 @@ std::map<std::string, std::vector<double>> Phases(const std::string& log) {
   return out;
 }
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
-
 struct Options {
   int devices = 10, rounds = 200, local_steps = 1000;
   bool no_device_state = false;
@@ -112,55 +50,14 @@ struct Options {
 };
 
 // One fleet run; returns the coordinator's log ("" on failure).
-std::string RunFleet(const std::string& bin, const fs::path& work, const Options& o, bool secure) {
-  fs::remove_all(work);
-  fs::create_directories(work);
+std::string RunLatencyFleet(const std::string& bin, const fs::path& work, const Options& o, bool secure) {
   std::string cfg = fmt::format(
       "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = {}\ndim = 8\n"
       "[algorithm]\nnames = [\"fedlsa\"]\nstep = 0.01\nlocal_steps = {}\n[run]\nrounds = {}\nseed = 1\n"
       "[network]\ndeadline_ms = 30000\nstart_timeout_ms = 60000\n",
       o.devices, o.local_steps, o.rounds);
   if (secure) cfg += "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\nsecure_aggregation = true\n";
-  std::ofstream(work / "experiment.toml") << cfg;
-  if (WaitExit(Spawn({bin + "/fedrt-keys", "--out", (work / "keys").string(), "--devices", std::to_string(o.devices)},
-                     work / "keys.log"),
-               120) != 0) {
-    std::fprintf(stderr, "fedrt-net-latency: provisioning failed:\n%s\n", Slurp(work / "keys.log").c_str());
-    return "";
-  }
-  const pid_t co = Spawn({bin + "/fedrt-coordinator", "--config", (work / "experiment.toml").string(), "--keys",
-                          (work / "keys").string(), "--state", (work / "state.db").string(), "--listen", "127.0.0.1",
-                          "--port", "0", "--port-file", (work / "port").string(), "--out", (work / "out").string(),
-                          "--no-plot"},
-                         work / "coordinator.log");
-  int port = 0;
-  for (int i = 0; i < 600 && port == 0; ++i) {
-    const std::string s = Slurp(work / "port");
-    if (!s.empty() && s.back() == '\n') port = std::stoi(s);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (port == 0) {
-    WaitExit(co, 0);
-    std::fprintf(stderr, "fedrt-net-latency: the coordinator did not start:\n%s\n", Slurp(work / "coordinator.log").c_str());
-    return "";
-  }
-  std::vector<pid_t> devs;
-  for (int i = 0; i < o.devices; ++i) {
-    const std::string id = fmt::format("dev{:04d}", i);
-    const fs::path kd = work / "keys" / "devices" / id;
-    std::vector<std::string> args = {bin + "/fedrt-device", "--coordinator", fmt::format("127.0.0.1:{}", port),
-                                     "--id", id, "--key", (kd / "device.psk").string()};
-    if (!o.no_device_state) args.insert(args.end(), {"--state", (work / id).string()});
-    devs.push_back(Spawn(args, work / (id + ".log")));
-  }
-  const int rc = WaitExit(co, 600);
-  for (pid_t p : devs) WaitExit(p, 10);
-  const std::string log = Slurp(work / "coordinator.log");
-  if (rc != 0) {
-    std::fprintf(stderr, "fedrt-net-latency: the coordinator exited with %d:\n%s\n", rc, log.c_str());
-    return "";
-  }
-  return log;
+  return RunFleet(bin, work, cfg, o.devices, !o.no_device_state, "fedrt-net-latency").log;
 }
 
 }  // namespace
@@ -186,7 +83,7 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (bool secure : {false, true}) {
     std::fprintf(stderr, "[net-latency] %s run: coordinator + %d devices ...\n", secure ? "SecAgg+" : "plain", o.devices);
-    const std::string log = RunFleet(bin, work / (secure ? "secagg" : "plain"), o, secure);
+    const std::string log = RunLatencyFleet(bin, work / (secure ? "secagg" : "plain"), o, secure);
     if (log.empty()) {
       ++failed;
       continue;

@@ -86,3 +86,7 @@ add_dependencies(fedrt-net-bench fedrt-coordinator)
 add_executable(fedrt-net-latency bench/fedrt_net_latency.cc)
 target_link_libraries(fedrt-net-latency PRIVATE CLI11::CLI11 fmt::fmt)
 add_dependencies(fedrt-net-latency fedrt-coordinator fedrt-device fedrt-keys)
+# Large models: round time, bytes through TLS vs the cipher, coordinator RSS (./fedrt bench).
+add_executable(fedrt-model-bench bench/fedrt_model_bench.cc)
+target_link_libraries(fedrt-model-bench PRIVATE fedrt_net CLI11::CLI11 fmt::fmt)
+add_dependencies(fedrt-model-bench fedrt-coordinator fedrt-device fedrt-keys)

@@ -4,8 +4,6 @@ namespace fedrt::analysis {
 
 using problems::MatrixRM;
 
-namespace {
-// (G, S) = ((I - eta A)^H, sum_{l<H} (I - eta A)^l) by binary powering:
 // (G_m, S_m) combine as G_{m+n} = G_m G_n, S_{m+n} = S_m + G_m S_n.
 void PowerAndSeries(const MatrixRM& a, double eta, long h, MatrixRM& g, MatrixRM& s) {
   const int d = static_cast<int>(a.rows());
@@ -25,7 +23,6 @@ void PowerAndSeries(const MatrixRM& a, double eta, long h, MatrixRM& g, MatrixRM
     }
   }
 }
-}  // namespace
 
 FedLsaBias PredictFedLsaBias(const problems::LsaSystem& lsa, double eta, long local_steps, long rounds) {
   const int d = lsa.dim;
@@ -50,7 +47,7 @@ FedLsaBias PredictFedLsaBias(const problems::LsaSystem& lsa, double eta, long lo
   Eigen::VectorXd b = Eigen::VectorXd::Zero(d);
   for (long t = 0; t < rounds; ++t) b = out.g_bar * b + out.rho;
   out.after_rounds = b;
-  out.stationary = (MatrixRM::Identity(d, d) - out.g_bar).fullPivLu().solve(out.rho);
+  out.stationary = (MatrixRM::Identity(d, d) - out.g_bar).partialPivLu().solve(out.rho);
   return out;
 }
 

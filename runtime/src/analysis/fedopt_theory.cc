@@ -2,29 +2,24 @@
 
 #include <fmt/format.h>
 
+#include "fedrt/analysis/fedlsa_bias.h"
+
 namespace fedrt::analysis {
 
 Result<Eigen::VectorXd> FedAvgFixedPoint(const problems::LsaSystem& lsq, double eta, long s) {
   const int d = lsq.dim;
   const double inv_n = 1.0 / lsq.agents();
-  const Eigen::MatrixXd I = Eigen::MatrixXd::Identity(d, d);
   Eigen::MatrixXd lhs = Eigen::MatrixXd::Zero(d, d);
   Eigen::VectorXd rhs = Eigen::VectorXd::Zero(d);
+  problems::MatrixRM g, series;  // series = S_c = sum_{l<s} (I - eta A_c)^l
   for (int c = 0; c < lsq.agents(); ++c) {
-    const Eigen::MatrixXd A = lsq.abar[c];
-    const Eigen::MatrixXd K = I - eta * A;
-    Eigen::MatrixXd S = Eigen::MatrixXd::Zero(d, d), P = I;  // S = sum_{l<s} K^l
-    for (long l = 0; l < s; ++l) {
-      S += P;
-      P = K * P;
-    }
-    lhs += inv_n * A * S;
-    rhs += inv_n * S * lsq.bbar[c];
+    PowerAndSeries(lsq.abar[c], eta, s, g, series);
+    lhs += inv_n * lsq.abar[c] * series;
+    rhs += inv_n * series * lsq.bbar[c];
   }
-  Eigen::FullPivLU<Eigen::MatrixXd> lu(lhs);
-  if (!lu.isInvertible())
-    return Status(StatusCode::kFailedPrecondition, std::string("FedAvg fixed point: mean_c A_c S_c is singular"));
-  return Eigen::VectorXd(lu.solve(rhs));
+  auto x = problems::SolveIfRegular(lhs, rhs);
+  if (!x) return Status(StatusCode::kFailedPrecondition, std::string("FedAvg fixed point: mean_c A_c S_c is singular"));
+  return *x;
 }
 
 Result<Eigen::VectorXd> FedProxFixedPoint(const problems::LsaSystem& lsq, double mu) {
@@ -39,10 +34,9 @@ Result<Eigen::VectorXd> FedProxFixedPoint(const problems::LsaSystem& lsq, double
     mean_p += inv_n * P;
     rhs += (inv_n / mu) * P * lsq.bbar[c];
   }
-  Eigen::FullPivLU<Eigen::MatrixXd> lu(I - mean_p);
-  if (!lu.isInvertible())
-    return Status(StatusCode::kFailedPrecondition, std::string("FedProx fixed point: I - mean_c P_c is singular"));
-  return Eigen::VectorXd(lu.solve(rhs));
+  auto x = problems::SolveIfRegular(Eigen::MatrixXd(I - mean_p), rhs);
+  if (!x) return Status(StatusCode::kFailedPrecondition, std::string("FedProx fixed point: I - mean_c P_c is singular"));
+  return *x;
 }
 
 Heterogeneity HeterogeneityAt(const problems::FedDataset& data, double l2, const Eigen::VectorXd& x_star) {

@@ -17,15 +17,14 @@ Status LsaSystem::solve() {
   for (int c = 0; c < n; ++c) {
     a_sum += abar[c];
     b_sum += bbar[c];
-    Eigen::FullPivLU<MatrixRM> lu(abar[c]);
-    if (lu.isInvertible()) theta_c[c] = lu.solve(bbar[c]);
+    if (auto x = SolveIfRegular(abar[c], bbar[c])) theta_c[c] = *x;
   }
-  Eigen::FullPivLU<MatrixRM> lu(a_sum);
-  if (!lu.isInvertible()) {
+  auto x = SolveIfRegular(a_sum, b_sum);
+  if (!x) {
     return Status(StatusCode::kFailedPrecondition,
                   std::string("sum_c Abar_c is singular: the federated LSA problem has no unique solution"));
   }
-  theta_star = lu.solve(b_sum);
+  theta_star = *x;
   return Status::Ok();
 }
 

@@ -8,6 +8,10 @@
 
 namespace fedrt::analysis {
 
+// (G, S) = ((I - eta A)^H, sum_{l<H} (I - eta A)^l) by binary powering,
+// O(log H) products of d x d matrices.
+void PowerAndSeries(const problems::MatrixRM& a, double eta, long h, problems::MatrixRM& g, problems::MatrixRM& s);
+
 struct FedLsaBias {
   Eigen::VectorXd rho;         // rho = mean_c (I - G_c)(theta_c - theta_star), G_c = (I - eta Abar_c)^H
   problems::MatrixRM g_bar;    // Gbar = mean_c G_c
