@@ -43,8 +43,8 @@ start_timeout_ms = 60000
 )";
 
 // The family of a fault test: SCAFFLSA on Garnet (raw float64 updates),
-// FedAvg with 4-level dithering and its memory (codec updates, mirrors on the
-// coordinator), Scaffold (raw, control variates on both sides).
+// FedAvg with 4-level dithering and its memory (codec updates, the memories'
+// sum W on the coordinator), Scaffold (raw, control variates on both sides).
 std::string Experiment(int agents, int H, int T, double q, int deadline_ms, int seed = 1,
                        const std::string& family = "scafflsa") {
   std::string s = kGarnetHigh;

@@ -7,6 +7,7 @@
 // safely and the next round completes; what the coordinator received (its
 // --secagg-dump record, a hook of the tests' coordinator) shows no device's
 // input.
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include <thread>
 
+#include "fedrt/algorithms/lsa.h"
 #include "fedrt/net/device.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/wire/frame.h"
@@ -202,6 +204,63 @@ TEST_F(SecAggFleetTest, DevicesDroppedAfterMaskingAreUnmaskedExactly) {
   EXPECT_GE(Count(ReadFile(dir_ / (Id(0) + ".log")), "dropped the connection after the masked input"), 1u);
 }
 
+// Compression control variates under SecAgg+ (partial participation, and two
+// of round 2's sampled devices vanishing after their masked input): the
+// server keeps only W = sum_c V_c and moves it by alpha times the secure sum
+// of the contributors' messages. Every round equals the simulator without
+// secure aggregation bit for bit, and at the end the devices' memories add up
+// to the coordinator's W.
+TEST_F(SecAggFleetTest, ControlVariatesWithPartialParticipationAndDropoutsAreBitIdentical) {
+  const int T = 5;
+  std::string toml = Config("\"fedlsa\"", T);
+  const std::string full = "rate = 1.0\n";
+  toml.replace(toml.find(full), full.size(), "rate = 0.7\n");
+  toml += "control_variates = true\n";
+  const auto cfg = WriteExperiment(toml);
+  config::ExperimentConfig e;
+  ASSERT_TRUE(config::LoadExperimentToml(cfg.string(), e).ok());
+  auto task = config::MakeTask(e);
+  ASSERT_TRUE(task.ok());
+  std::map<int, std::vector<std::string>> drop;  // two devices sampled in round 2 (index 1) drop after masking
+  for (int i = 0; i < kAgents && drop.size() < 2; ++i)
+    if (algorithms::IsSampled(task->seed, 0, static_cast<uint32_t>(i), 1, task->participation)) drop[i] = {"--drop-after-masked", "1"};
+  ASSERT_EQ(drop.size(), 2u);
+  RunFleet(cfg, {}, drop);
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
+  int identical = 0, compared = 0;
+  MaxRelDiff(rounds, PlainSim(cfg, 0), 0, &identical, &compared);
+  std::set<uint32_t> sizes;
+  for (const auto& r : rounds) {
+    EXPECT_EQ(r.agents, r.sampled);
+    sizes.insert(r.sampled);
+  }
+  std::printf("[secagg fleet + control variates, participation 0.7, 2 dropped after masking] rounds bit-identical=%d/%d\n",
+              identical, T);
+  EXPECT_EQ(compared, T);
+  EXPECT_EQ(identical, T);
+  EXPECT_LT(*sizes.begin(), static_cast<uint32_t>(kAgents));  // some round sampled part of the agents
+  for (const auto& [i, flags] : drop)
+    EXPECT_GE(Count(ReadFile(dir_ / (Id(i) + ".log")), "dropped the connection after the masked input"), 1u) << i;
+  // FedLSA's state: theta (d), then W (d).
+  const std::vector<double>& state = rounds.back().state;
+  const size_t d = rounds.back().theta.size();
+  ASSERT_EQ(state.size(), 2 * d);
+  double diff = 0, scale = 0;
+  for (size_t j = 0; j < d; ++j) {
+    double sum = 0;
+    for (int i = 0; i < kAgents; ++i) {
+      const std::vector<double> v = DeviceMemory(cfg, static_cast<uint32_t>(i));
+      EXPECT_EQ(v.size(), d) << "device " << i;
+      if (v.size() == d) sum += v[j];
+    }
+    diff = std::max(diff, std::abs(state[d + j] - sum));
+    scale = std::max(scale, std::abs(sum));
+  }
+  EXPECT_GT(scale, 0.0);
+  EXPECT_LE(diff, 1e-12 * scale);
+}
+
 // (c) 5 > n - t = 4 devices vanish after masking in round 2: no device's
 // self-mask seed has t shares, the round fails with a logged reason and leaves
 // the model unchanged; the devices come back and round 3 completes.
@@ -344,7 +403,6 @@ TEST_F(SecAggFleetTest, CoordinatorRefusesSecureAggregationSettingsItCannotRun) 
   const std::string base = Config("\"fedlsa\"", 1);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"secagg_dropout = 0.2\n", "secagg_dropout is simulator-only"},
-      {"control_variates = true\n", "control_variates = false"},
   };
   for (const auto& [extra, reason] : cases) {
     const auto cfg = WriteExperiment(base + extra);

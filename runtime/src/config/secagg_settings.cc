@@ -27,12 +27,11 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
     if (s.dropout > 0.0)
       return bad("secure_aggregation for problem gmm needs secagg_dropout = 0: FedEM agents update V_c when they send, "
                  "so a dropped message would leave the server's V behind");
-  } else if (c.compression.control_variates && c.participation < 1.0)
-    return bad("secure_aggregation with compression.control_variates needs participation = 1: with partial "
-               "participation the server would need each sampled device's memory V_c (only sums are available)");
-  if (c.compression.control_variates && s.dropout > 0.0)
-    return bad("secure_aggregation with compression.control_variates needs secagg_dropout = 0: a dropped device's "
-               "V_c would leave the server's running sum of the V_c");
+  }
+  // Compression memories need no restriction: the server keeps W = sum_c V_c
+  // and moves it by alpha times the secure sum of the contributors' messages,
+  // exactly what the contributors add to their V_c; a dropped device is no
+  // contributor and keeps its V_c (docs/algorithms.md 4).
   if ((config::FamilyOf(c.problem) == config::Family::kOpt) && s.dropout > 0.0)
     for (const std::string& a : c.algorithms)
       if (a.rfind("scaffold", 0) == 0)

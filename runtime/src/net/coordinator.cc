@@ -104,10 +104,6 @@ Status Coordinator::prepare_task() {
   task_ = *task;
   if (task_.secagg.enabled && task_.secagg.dropout > 0.0)
     return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
-  if (task_.secagg.enabled && task_.compression.control_variates)
-    return Status::InvalidArgument(
-        "secure_aggregation on a fleet needs control_variates = false: a device that drops out of a secure round "
-        "leaves the sum of the compression memories unknown");
   auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
   if (!inst.ok()) return inst.status();
   instance_ = std::move(*inst);

@@ -1,7 +1,6 @@
 #include "fedrt/net/fleet_rounds.h"
 
 #include <fstream>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -92,12 +91,6 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
     if (!st.ok())
       return Status(st.code(), fmt::format("state db: round {} of {} run {}: {}", round_name(resume->round),
                                            opt_.names[a], r, st.message()));
-  }
-  if (s->uplink().has_mirrors()) {
-    auto mirrors = store_->load_mirrors(a, r);
-    if (!mirrors.ok()) return mirrors.status();
-    for (const auto& [agent, v] : *mirrors)
-      if (agent < agents_) FEDRT_TRY(s->mutable_uplink().set_mirror(agent, v));
   }
   for (uint32_t c = 0; c < agents_; ++c) {
     s->set_refused(c, refused_[c] != 0);
@@ -207,10 +200,7 @@ Status FleetRounds::persist() {
     m.bytes_up = bytes_up_[m.device];
     rec.reports.push_back(m);
   }
-  std::map<uint32_t, std::vector<double>> mirrors;
-  if (session_->uplink().has_mirrors())
-    for (uint32_t m : c.members) mirrors[m] = session_->uplink().mirror(m);
-  FEDRT_TRY(store_->save_round(rec, c.members, mirrors));
+  FEDRT_TRY(store_->save_round(rec, c.members));
   const size_t slot = c.id.round == protocol::kInitRound ? 0 : static_cast<size_t>(c.id.round) + 1;
   done_[c.id.algorithm * opt_.task.runs + c.id.run][slot] = 1;
   ++done_count_;

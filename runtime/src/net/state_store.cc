@@ -56,7 +56,9 @@ RoundRecord ReadRound(sqlite3_stmt* s) {
 constexpr const char* kRoundCols =
     "algorithm, run, round, theta, agents, sampled, error, bits_up, bits_down, closed_at, closed_by, state, samples, failure, "
     "train_loss, local_loss";
-constexpr const char* kSchema = "3";  // 3: rounds and members carry the devices' reports
+// 3: rounds and members carry the devices' reports; 4: no per-device mirrors
+// (the state blob carries the memories' sum W instead).
+constexpr const char* kSchema = "4";
 
 }  // namespace
 
@@ -95,10 +97,7 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "  PRIMARY KEY (algorithm, run, round));"
       "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
       "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, examples INTEGER, loss_before REAL, loss_after REAL,"
-      "  duration_ms INTEGER, bytes_down INTEGER, bytes_up INTEGER, PRIMARY KEY (algorithm, run, round, device_index));"
-      "CREATE TABLE IF NOT EXISTS mirrors (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
-      "  device_index INTEGER NOT NULL, round INTEGER NOT NULL, v BLOB NOT NULL,"
-      "  PRIMARY KEY (algorithm, run, device_index));"));
+      "  duration_ms INTEGER, bytes_down INTEGER, bytes_up INTEGER, PRIMARY KEY (algorithm, run, round, device_index));"));
   {  // A database of another schema cannot be resumed.
     Stmt q(db, "SELECT value FROM meta WHERE key = 'schema'");
     if (q.s != nullptr && sqlite3_step(q.s) == SQLITE_ROW) {
@@ -150,8 +149,7 @@ Status StateStore::upsert_device(const std::string& id, uint32_t index, const st
   return Status::Ok();
 }
 
-Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>& members,
-                              const std::map<uint32_t, std::vector<double>>& mirrors) {
+Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>& members) {
   FEDRT_TRY(exec("PRAGMA synchronous=FULL"));
   FEDRT_TRY(exec("BEGIN IMMEDIATE"));
   Status st = [&]() -> Status {
@@ -197,16 +195,6 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
       }
       if (sqlite3_step(m.s) != SQLITE_DONE) return SqlError(db_, "member insert");
     }
-    Stmt v(db_, "INSERT OR REPLACE INTO mirrors (algorithm, run, device_index, round, v) VALUES (?1, ?2, ?3, ?4, ?5)");
-    for (const auto& [device, vec] : mirrors) {
-      sqlite3_reset(v.s);
-      sqlite3_bind_int64(v.s, 1, r.algorithm);
-      sqlite3_bind_int64(v.s, 2, r.run);
-      sqlite3_bind_int64(v.s, 3, device);
-      sqlite3_bind_int64(v.s, 4, r.round);
-      sqlite3_bind_blob(v.s, 5, vec.data(), static_cast<int>(vec.size() * sizeof(double)), SQLITE_TRANSIENT);
-      if (sqlite3_step(v.s) != SQLITE_DONE) return SqlError(db_, "mirror insert");
-    }
     return Status::Ok();
   }();
   if (!st.ok()) {
@@ -234,21 +222,6 @@ Result<std::optional<RoundRecord>> StateStore::get_round(uint32_t alg, uint32_t 
   sqlite3_bind_int64(s.s, 3, round);
   if (sqlite3_step(s.s) == SQLITE_ROW) return std::optional<RoundRecord>(ReadRound(s.s));
   return std::optional<RoundRecord>();
-}
-
-Result<std::map<uint32_t, std::vector<double>>> StateStore::load_mirrors(uint32_t alg, uint32_t run) {
-  Stmt s(db_, "SELECT device_index, v FROM mirrors WHERE algorithm = ?1 AND run = ?2");
-  if (s.s == nullptr) return SqlError(db_, "load mirrors");
-  sqlite3_bind_int64(s.s, 1, alg);
-  sqlite3_bind_int64(s.s, 2, run);
-  std::map<uint32_t, std::vector<double>> out;
-  while (sqlite3_step(s.s) == SQLITE_ROW) {
-    std::vector<double>& v = out[static_cast<uint32_t>(sqlite3_column_int64(s.s, 0))];
-    const int n = sqlite3_column_bytes(s.s, 1);
-    v.resize(static_cast<size_t>(n) / sizeof(double));
-    if (n > 0) std::memcpy(v.data(), sqlite3_column_blob(s.s, 1), v.size() * sizeof(double));
-  }
-  return out;
 }
 
 Result<bool> StateStore::was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device) {

@@ -268,7 +268,7 @@ void ServerSession::advance_secagg() {
     if (!st.ok()) return fail(st.message());
     if (secagg_.finished()) {
       commit_.members = secagg_.contributors();
-      uplink_.close_integer(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), model_.data(), core_);
+      uplink_.close(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), model_.data(), core_);
       return close("secagg");
     }
     const MessageKind kind = secagg_.phase() == 2   ? MessageKind::kSecAggKeys
@@ -315,14 +315,8 @@ void ServerSession::close(const char* by) {
     commit_.bits_up = secagg_.bytes_up() * 8;  // the secure round's traffic replaces the payload bits
     commit_.bits_down += secagg_.bytes_down() * 8;
   }
-  if (!initial && uplink_.mode() == ServerUplink::Mode::kInteger && !secure_) {
-    if (uplink_.needs_everyone() && commit_.members.size() != agents_) {
-      return fail(fmt::format("compression control variates on the integer uplink need all {} agents in every round, "
-                              "{} reported",
-                              agents_, commit_.members.size()));
-    }
-    uplink_.close_integer(static_cast<uint32_t>(commit_.members.size()), nullptr, model_.data(), core_);
-  }
+  if (!initial && !secure_)
+    uplink_.close(static_cast<uint32_t>(commit_.members.size()), nullptr, model_.data(), core_);
   if (initial) {
     init_done_ = true;
   } else {

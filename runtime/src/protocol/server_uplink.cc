@@ -22,8 +22,8 @@ Status ServerUplink::init(const config::Task& task, const ServerCore& core, uint
     mode_ = q_.kind == QuantizerKind::kRounding ? Mode::kInteger : Mode::kCoded;
   } else if (q_.kind == QuantizerKind::kNone) {
     mode_ = Mode::kRaw;
-  } else if (q_.kind == QuantizerKind::kRounding && (!memory_ || task.participation >= 1.0)) {
-    mode_ = Mode::kInteger;  // with memories only when every agent reports: the server keeps their sum W
+  } else if (q_.kind == QuantizerKind::kRounding) {
+    mode_ = Mode::kInteger;  // exact integer sums, with or without memories (then W)
   } else {
     mode_ = Mode::kCoded;
   }
@@ -31,8 +31,10 @@ Status ServerUplink::init(const config::Task& task, const ServerCore& core, uint
     return Status::InvalidArgument("secure aggregation needs the rounding quantizer's integer uplink");
   rec_ = core.reconstruction(q_.kind != QuantizerKind::kNone);
   alpha_ = compression::ControlVariateStep(q_, seg_);
-  mirrors_.assign(has_mirrors() ? agents : 0, {});
-  w_.assign(mode_ == Mode::kInteger && memory_ ? static_cast<size_t>(chains_) * seg_ : 0, 0.0);
+  agents_ = agents;
+  const size_t n = static_cast<size_t>(chains_) * seg_;
+  w_.assign(keeps_sum() ? n : 0, 0.0);
+  msum_.assign(mode_ == Mode::kCoded && keeps_sum() ? n : 0, ExactSum{});
   isum_.assign(static_cast<size_t>(chains_) * seg_, 0);
   scratch_.assign(static_cast<size_t>(chains_) * seg_, 0.0);
   value_.assign(static_cast<size_t>(seg_), 0.0);
@@ -44,9 +46,12 @@ Encoding ServerUplink::expected_encoding(bool initial) const {
   return mode_ == Mode::kRaw ? Encoding::kRawFloat64 : Encoding::kCodec;
 }
 
-void ServerUplink::start_round() { std::fill(isum_.begin(), isum_.end(), 0); }
+void ServerUplink::start_round() {
+  std::fill(isum_.begin(), isum_.end(), 0);
+  for (ExactSum& e : msum_) e.clear();
+}
 
-Result<uint64_t> ServerUplink::accept(uint32_t agent, const Update& u, const double* announced, ServerCore& core) {
+Result<uint64_t> ServerUplink::accept(uint32_t /*agent*/, const Update& u, const double* announced, ServerCore& core) {
   const bool initial = u.id.round == kInitRound;
   const Encoding want = expected_encoding(initial);
   if (u.encoding != want)
@@ -101,59 +106,51 @@ Result<uint64_t> ServerUplink::accept(uint32_t agent, const Update& u, const dou
       core.add(k, m);
       continue;
     }
-    // start + V_c + m, then V_c <- V_c + alpha m (as compression/diana.h's receiver).
+    if (keeps_sum()) {  // S_m += m, exactly (any arrival order gives the same bits)
+      ExactSum* e = msum_.data() + static_cast<size_t>(k) * seg_;
+      for (int i = 0; i < seg_; ++i) e[i].add(m[i]);
+      continue;
+    }
+    // No memories: start + m.
     const double* start = core.start(k, announced);
-    double* v = nullptr;
-    if (memory_) {
-      std::vector<double>& mirror = mirrors_[agent];
-      if (mirror.empty()) mirror.assign(static_cast<size_t>(chains_) * seg_, 0.0);
-      v = mirror.data() + static_cast<size_t>(k) * seg_;
-    }
-    for (int i = 0; i < seg_; ++i) {
-      value_[i] = (v != nullptr ? v[i] : 0.0) + m[i];
-      if (v != nullptr) v[i] += alpha_ * m[i];
-    }
-    if (start != nullptr)
-      for (int i = 0; i < seg_; ++i) value_[i] += start[i];
+    for (int i = 0; i < seg_; ++i) value_[i] = (start != nullptr ? start[i] : 0.0) + m[i];
     core.add(k, value_.data());
   }
   return bits;
 }
 
-void ServerUplink::close_integer(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core) {
-  if (m == 0) return;
+void ServerUplink::close(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core) {
+  if (m == 0 || !closes_round()) return;
   const double delta = 2.0 * q_.clip / static_cast<double>((1u << q_.bits) - 1u);
   const double md = static_cast<double>(m);
+  // W/N as (W |S|/N) / |S|: with everyone (|S| = N) the value is (W + S_m)/N to the bit.
+  const double share = md / static_cast<double>(agents_);
   for (uint32_t k = 0; k < chains_; ++k) {
     const size_t off = static_cast<size_t>(k) * seg_;
-    auto sum = [&](int i) {
+    auto isum = [&](int i) {  // the integer sum S
       return secure_sum != nullptr ? static_cast<double>(secure_sum[off + i]) : static_cast<double>(isum_[off + i]);
     };
-    if (message_only_) {  // FedEM: sum_c m_c = Delta S - m clip
-      for (int i = 0; i < seg_; ++i) value_[i] = sum(i) * delta - md * q_.clip;
+    auto msum = [&](int i) {  // S_m: the members' messages summed (integer: Delta S - |S| clip)
+      return mode_ == Mode::kCoded ? msum_[off + i].value() : isum(i) * delta - md * q_.clip;
+    };
+    if (message_only_) {  // FedEM: sum_c m_c
+      for (int i = 0; i < seg_; ++i) value_[i] = msum(i);
       core.add_message_sum(value_.data());
       continue;
     }
     const double* start = core.start(k, announced);
-    if (!memory_) {
-      for (int i = 0; i < seg_; ++i) value_[i] = (start != nullptr ? start[i] : 0.0) + sum(i) * delta / md - q_.clip;
-    } else {  // mean of V_c + m_c = (W + sum_c m_c) / m; W <- W + alpha sum_c m_c
+    if (!memory_) {  // integer mode: start + Delta S / |S| - clip
+      for (int i = 0; i < seg_; ++i) value_[i] = (start != nullptr ? start[i] : 0.0) + isum(i) * delta / md - q_.clip;
+    } else {  // start + W/N + S_m/|S|; W <- W + alpha S_m
       double* w = w_.data() + off;
       for (int i = 0; i < seg_; ++i) {
-        const double msum = sum(i) * delta - md * q_.clip;
-        value_[i] = (start != nullptr ? start[i] : 0.0) + (w[i] + msum) / md;
-        w[i] += alpha_ * msum;
+        const double sm = msum(i);
+        value_[i] = (start != nullptr ? start[i] : 0.0) + (w[i] * share + sm) / md;
+        w[i] += alpha_ * sm;
       }
     }
     core.add_mean(k, value_.data(), m);
   }
-}
-
-Status ServerUplink::set_mirror(uint32_t agent, const std::vector<double>& v) {
-  if (!has_mirrors() || agent >= mirrors_.size()) return Status::InvalidArgument("uplink: no mirror for this agent");
-  if (v.size() != static_cast<size_t>(chains_) * seg_) return Status::DataLoss("uplink: stored mirror of the wrong size");
-  mirrors_[agent] = v;
-  return Status::Ok();
 }
 
 Status ServerUplink::import_state(const std::vector<double>& in) {

@@ -2,13 +2,13 @@
 // The coordinator's durable state in SQLite: experiment identity, device
 // registry, and the round log (docs/architecture.md, "Persistence"): per
 // closed round the reported model, the server session's whole state, the
-// error, bits and samples, the agents whose updates were aggregated and,
-// with compression memories, the members' mirrors V_c. Written in one
+// error, bits and samples, and the agents whose updates were aggregated
+// (compression memories need no per-device rows: their sum W is part of the
+// session's state). Written in one
 // transaction per round before any device learns the result, so a restart
 // resumes after the last committed round. Host only.
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,12 +66,8 @@ class StateStore {
   Status check_experiment(const std::string& identity);
   // Records a device's registration event ("registered", "refused: why", "disconnected").
   Status upsert_device(const std::string& id, uint32_t index, const std::string& event);
-  // One transaction: the round row, its members, and (compressed uplink with
-  // control variates) the server's mirrors V_c of the members after this round.
-  Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members,
-                    const std::map<uint32_t, std::vector<double>>& mirrors = {});
-  // Latest mirror V_c of every device that has one, for (algorithm, run).
-  Result<std::map<uint32_t, std::vector<double>>> load_mirrors(uint32_t alg, uint32_t run);
+  // One transaction: the round row and its members.
+  Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members);
   Result<std::vector<RoundRecord>> load_rounds();
   Result<std::optional<RoundRecord>> get_round(uint32_t alg, uint32_t run, uint32_t round);
   Result<bool> was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device);

@@ -89,7 +89,6 @@ class ServerSession {
   Status init(const ServerOptions& options);
   const ServerCore& core() const { return core_; }
   const ServerUplink& uplink() const { return uplink_; }
-  ServerUplink& mutable_uplink() { return uplink_; }
   const config::Task& task() const { return task_; }
 
   // Presence: connected (and registered) devices; refused ones never take part.
@@ -134,8 +133,8 @@ class ServerSession {
   // After the commit is durable: queues the round results to its members.
   void publish();
 
-  // What a restart needs besides the commits: the server cores' state (and
-  // the uplink's memory sum); mirrors through mutable_uplink().
+  // What a restart needs besides the commits: the server cores' state, the
+  // uplink's memory sum W and (compressed downlink) xhat.
   void export_state(std::vector<double>& out) const;
   Status import_state(const std::vector<double>& in);
 

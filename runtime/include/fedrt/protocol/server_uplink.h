@@ -3,19 +3,24 @@
 // "Uplink"). It validates every segment with the bounded decoders before any
 // state moves, then
 //   raw:        adds the values (LSA, optimisation without a quantizer);
-//   coded:      adds start + V_c + m, keeping the mirror V_c of each device's
-//               compression memory (DIANA), or FedEM's m alone;
+//   coded:      adds start + m (no memories) or FedEM's m alone; with
+//               compression memories (DIANA) it adds m to an exact sum S_m
+//               and closes the round with start + W/N + S_m/|S|;
 //   integer:    adds the b-bit fields of the rounding quantizer to exact
 //               integer sums S (plain, or the SecAgg+ sum) and dequantizes
-//               once at the close: start + Delta S / m - clip, with the
-//               memories' sum W when control variates ride on it.
-// Host code.
+//               once at the close: start + Delta S / |S| - clip, or with
+//               memories start + W/N + S_m/|S|, S_m = Delta S - |S| clip.
+// With memories the server keeps only W = sum_c V_c over all N agents
+// (chains x segment_dim values, whatever N): W <- W + alpha S_m at every
+// close, which is exactly what the members add to their V_c when their
+// round result says they were included. Host code.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "fedrt/config/task.h"
+#include "fedrt/core/exact_sum.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
 #include "fedrt/protocol/server_core.h"
@@ -28,8 +33,9 @@ class ServerUplink {
 
   Status init(const config::Task& task, const ServerCore& core, uint32_t agents);
   Mode mode() const { return mode_; }
-  // The integer sum with control variates needs every agent in every round.
-  bool needs_everyone() const { return mode_ == Mode::kInteger && memory_ && !message_only_; }
+  // Whether the round's aggregate is formed at close() (integer mode, or
+  // compression memories) rather than update by update in accept().
+  bool closes_round() const { return mode_ == Mode::kInteger || keeps_sum(); }
   Encoding expected_encoding(bool initial) const;
 
   void start_round();
@@ -37,16 +43,16 @@ class ServerUplink {
   // the message says why. Returns the payload bits.
   // `announced` is the broadcast the devices received (their starts).
   Result<uint64_t> accept(uint32_t agent, const Update& u, const double* announced, ServerCore& core);
-  // Integer mode: the m contributors' sum (from accept(), or `secure_sum` of a
-  // SecAgg+ round over the concatenated segments) into the server core.
-  void close_integer(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core);
+  // The round's close with its m members (when closes_round()): integer mode
+  // takes their sum from accept(), or `secure_sum` of a SecAgg+ round over the
+  // concatenated segments. Adds start + W/N + S_m/m (memories; W <- W + alpha
+  // S_m), start + S_m/m (integer, none) or FedEM's S_m to the server core.
+  void close(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core);
 
-  // Compression memories: device c's mirror V_c (chains x segment_dim
-  // values; empty when the server keeps none or c never reported).
-  bool has_mirrors() const { return mode_ == Mode::kCoded && memory_ && !message_only_; }
-  const std::vector<double>& mirror(uint32_t agent) const { return mirrors_[agent]; }
-  Status set_mirror(uint32_t agent, const std::vector<double>& v);
-  // What else persists: W per segment (integer mode with memories).
+  // Compression memories: the server keeps W = sum_c V_c (chains x segment_dim).
+  bool keeps_sum() const { return memory_ && !message_only_; }
+  const std::vector<double>& memory_sum() const { return w_; }
+  // What persists: W (empty without memories).
   void export_state(std::vector<double>& out) const { out = w_; }
   Status import_state(const std::vector<double>& in);
 
@@ -56,11 +62,12 @@ class ServerUplink {
   bool memory_ = false;        // compression control variates (DIANA)
   bool message_only_ = false;  // FedEM: the server adds m and keeps V itself
   Reconstruction rec_ = Reconstruction::kValue;
+  uint32_t agents_ = 1;
   uint32_t chains_ = 1;
   int seg_ = 0;
   double alpha_ = 1.0;
-  std::vector<std::vector<double>> mirrors_;
-  std::vector<double> w_;                 // integer mode: W = sum_c V_c per segment
+  std::vector<double> w_;                 // memories: W = sum_c V_c per segment
+  std::vector<ExactSum> msum_;            // coded mode with memories: S_m, exactly, per segment
   std::vector<uint64_t> isum_;            // integer mode: S per segment
   std::vector<double> scratch_, value_;   // decoded messages of every segment, one reconstructed value
 };
