@@ -370,7 +370,10 @@ uint64_t ServerSession::compress_broadcast() {
     auto n = down_[k].encode(down_g_.data(), rng, down_wire_.data(), down_wire_.size(), down_g_.data());
     if (!n.ok()) return 0;  // cannot fail: the buffer holds the longest payload
     const double* m = down_[k].message();
-    for (int i = 0; i < seg; ++i) xh[i] += m[i];
+    // xhat <- xhat + alpha Q(x - xhat), alpha = 1 / (1 + omega): without the
+    // damping a quantizer with omega > 1 makes ||x - xhat|| grow.
+    const double alpha = compression::ControlVariateStep(task_.compression.quantizer, seg);
+    for (int i = 0; i < seg; ++i) xh[i] += alpha * m[i];
     down_delta_[k].assign(down_wire_.begin(), down_wire_.begin() + static_cast<long>(*n));
     bits += 8ull * *n;
   }

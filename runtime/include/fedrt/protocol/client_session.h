@@ -303,7 +303,8 @@ class ClientSession {
     uint8_t has_xhat;
   };
 
-  // xhat += Q(x - xhat) decoded, chain by chain, for a device holding version
+  // xhat += alpha Q(x - xhat) decoded (alpha = 1 / (1 + omega), as the
+  // server's), chain by chain, for a device holding version
   // a.delta_base (a repeat of the announcement it already applied is a no-op);
   // every chain is decoded and checked before xhat moves.
   Status apply_delta(const Announcement& a) {
@@ -318,7 +319,8 @@ class ClientSession {
       for (int i = 0; i < s.segment_dim; ++i)
         if (!(m[i] - m[i] == S(0))) return Status::InvalidArgument("announcement: model delta has a NaN or Inf entry");
     }
-    for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] += delta_[i];
+    const S alpha = static_cast<S>(compression::ControlVariateStep(task_.compression.quantizer, s.segment_dim));
+    for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] += alpha * delta_[i];
     return Status::Ok();
   }
 
