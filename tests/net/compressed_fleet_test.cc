@@ -276,9 +276,7 @@ TEST_F(NetTest, CompressedDownlinkOnTheFleetEqualsTheSimulator) {
   ASSERT_EQ(line.rfind("algorithm,run,round,error,agents,bits_up,bits_down", 0), 0u) << line;
   int rounds = 0, cheaper = 0;
   while (std::getline(rows, line)) {
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    const std::vector<std::string> f = Cells(line);
     if (f[2] == "0") continue;  // the initial row
     const uint64_t agents = std::stoull(f[4]), down = std::stoull(f[6]);
     const uint64_t whole = 64ull * kD * (f[0] == "scaffold" ? 2 : 1);

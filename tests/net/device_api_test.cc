@@ -286,9 +286,7 @@ TEST_F(DeviceApiTest, AUserModelTrainsOnDevicesThatBringItAndOthersRefuse) {
   double first = 0, last = 0;
   int rows = 0;
   while (std::getline(m, line)) {
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    const std::vector<std::string> f = Cells(line);
     ASSERT_EQ(f.size(), 9u) << line;
     EXPECT_EQ(f[3], "nan") << line;
     if (f[0] != "fedavg" || f[2] == "0") continue;

@@ -42,9 +42,7 @@ TEST_F(DigitsExampleTest, FleetMetricsEqualTheSimulatorsByteForByte) {
   int rows = 0;
   std::map<std::string, std::pair<double, double>> first_last;
   while (std::getline(m, line)) {
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    const std::vector<std::string> f = Cells(line);
     ASSERT_EQ(f.size(), 11u) << line;
     if (f[2] != "0") {
       EXPECT_EQ(f[4], std::to_string(kDevices)) << line;

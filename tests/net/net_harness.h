@@ -41,6 +41,14 @@ inline std::string ReadFile(const fs::path& p) {
   return ss.str();
 }
 
+// One CSV line's cells (metrics.csv, devices.csv: no quoting).
+inline std::vector<std::string> Cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream cells(line);
+  for (std::string c; std::getline(cells, c, ',');) out.push_back(c);
+  return out;
+}
+
 inline size_t Count(const std::string& hay, const std::string& needle) {
   size_t n = 0;
   for (size_t pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) ++n;

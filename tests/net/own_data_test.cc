@@ -81,9 +81,7 @@ TEST_F(OwnDataTest, EachDeviceReadsItsShardAndTheFleetEqualsTheSimulator) {
   int rows = 0;
   while (std::getline(dev, line)) {
     ++rows;
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    const std::vector<std::string> f = Cells(line);
     ASSERT_EQ(f.size(), 10u) << line;
     EXPECT_EQ(f[4], "40") << line;  // local_steps 10 x batch 4
     EXPECT_TRUE(std::isfinite(std::stod(f[5])) && std::stod(f[5]) > 0) << line;
@@ -95,9 +93,7 @@ TEST_F(OwnDataTest, EachDeviceReadsItsShardAndTheFleetEqualsTheSimulator) {
   std::istringstream m(metrics);
   std::getline(m, line);
   while (std::getline(m, line)) {
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    const std::vector<std::string> f = Cells(line);
     members += std::stoi(f[4]);
   }
   EXPECT_GT(rows, 0);
@@ -153,9 +149,7 @@ TEST_F(OwnDataTest, TheCoordinatorRunsWithoutTheShardsAndGivesTheSameNumbers) {
     std::vector<std::vector<std::string>> out;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) {
-      out.emplace_back();
-      std::istringstream cells(line);
-      for (std::string c; std::getline(cells, c, ',');) out.back().push_back(c);
+      out.push_back(Cells(line));
     }
     return out;
   };

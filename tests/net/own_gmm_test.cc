@@ -75,9 +75,7 @@ TEST_F(OwnGmmTest, TheFleetOnOwnPointsEqualsTheSimulator) {
   std::getline(m, line);
   int reported = 0;
   while (std::getline(m, line)) {
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    const std::vector<std::string> f = Cells(line);
     ASSERT_EQ(f.size(), 9u) << line;
     EXPECT_TRUE(std::isfinite(std::stod(f[3]))) << line;
     if (f[2] == "0") continue;
