@@ -74,5 +74,36 @@ TEST(ExactSum, ManyAdditionsCarryCorrectly) {
   EXPECT_EQ(s.value(), x * static_cast<double>(n));  // one correctly rounded product
 }
 
+// Against a wider float: with exponents within 2^-20..2^20 and 2000 addends
+// the sum needs at most 53 + 40 + 11 bits, which binary128 (113 bits) holds
+// exactly, so rounding its sum once to double is the exact answer. Mixed
+// signs, cancellations and carries across the tracked chunks included.
+TEST(ExactSum, EqualsTheRoundedExactSumOfABinary128) {
+#if defined(__SIZEOF_FLOAT128__)
+  using Wide = __float128;
+#elif defined(__LDBL_MANT_DIG__) && __LDBL_MANT_DIG__ >= 113
+  using Wide = long double;
+#else
+  GTEST_SKIP() << "no 113-bit floating type on this target";
+#endif
+#if defined(__SIZEOF_FLOAT128__) || (defined(__LDBL_MANT_DIG__) && __LDBL_MANT_DIG__ >= 113)
+  std::mt19937_64 gen(7);
+  std::uniform_real_distribution<double> mant(1.0, 2.0);
+  std::uniform_int_distribution<int> expo(-20, 20), sign(0, 1);
+  ExactSum s;
+  for (int trial = 0; trial < 200; ++trial) {
+    s.clear();
+    Wide wide = 0;
+    const int n = 1 + trial * 10;
+    for (int i = 0; i < n; ++i) {
+      const double x = (sign(gen) ? -1.0 : 1.0) * std::ldexp(mant(gen), expo(gen));
+      s.add(x);
+      wide += static_cast<Wide>(x);
+    }
+    EXPECT_EQ(s.value(), static_cast<double>(wide)) << "trial " << trial;
+  }
+#endif
+}
+
 }  // namespace
 }  // namespace fedrt
