@@ -124,9 +124,7 @@ TEST_P(FaultTest, KilledDevicesRoundClosesAtDeadlineAndTheyRejoinWithTheirState)
     ASSERT_TRUE(saved.ok() && saved->has_value()) << Id(i);
     const auto& bytes = (*saved)->state;
     EXPECT_NE(std::count(bytes.begin(), bytes.end(), 0), static_cast<long>(bytes.size()));  // xi_c != 0
-    config::Fnv1a h;
-    h.bytes(bytes.data(), bytes.size());
-    digests.push_back(fmt::format("{:016x}", h.value()));
+    digests.push_back(fmt::format("{:016x}", StateDigest(bytes.data(), bytes.size())));
   }
   // Rejoin (same state directories); logs go to a second file per device.
   for (int i = 0; i < 3; ++i) {

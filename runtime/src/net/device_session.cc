@@ -17,27 +17,9 @@ namespace {
 
 constexpr size_t kCapacity = size_t{1} << 30;  // a Linux board's arena: the task's workspace, allocated per session
 
-// A digest of a session's persistent region: the logs show that a restart
-// restored exactly what the last commit saved (control variates, memory).
-// Four FNV-1a-style lanes over 64-bit words, then the lanes and the length:
-// byte-wise FNV-1a of the state was 29% of a device's CPU at d = 65536.
-uint64_t Digest(const protocol::ClientSession<double>& s) {
-  constexpr uint64_t kOffset = 14695981039346656037ull, kPrime = 1099511628211ull;
-  const uint8_t* p = s.state();
-  const size_t n = s.state_size();
-  uint64_t lane[4] = {kOffset, kOffset ^ 1, kOffset ^ 2, kOffset ^ 3};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int k = 0; k < 4; ++k) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * k, 8);
-      lane[k] = (lane[k] ^ w) * kPrime;
-    }
-  for (; i < n; ++i) lane[0] = (lane[0] ^ p[i]) * kPrime;
-  uint64_t h = kOffset;
-  for (uint64_t v : lane) h = (h ^ v) * kPrime;
-  return (h ^ n) * kPrime;
-}
+// The logged digest of a session's persistent region: the logs show that a
+// restart restored exactly what the last commit saved (control variates, memory).
+uint64_t Digest(const protocol::ClientSession<double>& s) { return StateDigest(s.state(), s.state_size()); }
 
 // The labels the task's model takes (docs/data.md): binary for logistic
 // regression, class indices for softmax, any finite number otherwise.

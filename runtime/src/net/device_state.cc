@@ -158,4 +158,20 @@ Status SaveSession(const std::string& dir, const SavedSession& s, bool durable) 
   return Status::Ok();
 }
 
+uint64_t StateDigest(const uint8_t* p, size_t n) {
+  constexpr uint64_t kOffset = 14695981039346656037ull, kPrime = 1099511628211ull;
+  uint64_t lane[4] = {kOffset, kOffset ^ 1, kOffset ^ 2, kOffset ^ 3};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * kPrime;
+    }
+  for (; i < n; ++i) lane[0] = (lane[0] ^ p[i]) * kPrime;
+  uint64_t h = kOffset;
+  for (uint64_t v : lane) h = (h ^ v) * kPrime;
+  return (h ^ n) * kPrime;
+}
+
 }  // namespace fedrt::net
