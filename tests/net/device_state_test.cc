@@ -2,6 +2,7 @@
 // then a load gives back every field; a torn copy (a power cut mid-write)
 // falls back to the other one; a session of another size starts a new file;
 // a file with no intact copy is an error naming it.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fedrt/config/fingerprint.h"
 #include "fedrt/net/device_state.h"
 
 namespace fedrt::net {
@@ -65,6 +67,29 @@ TEST_F(DeviceStateTest, SavesAlternateAndTheNewestWins) {
     EXPECT_TRUE(s.pending);
   }
   EXPECT_EQ(fs::file_size(dir_ / "session.state"), 2u * (256 + 40));
+}
+
+// A file saved by the previous format (version 3: byte-wise FNV-1a of the
+// header fields and the state) still loads after an upgrade.
+TEST_F(DeviceStateTest, AVersion3FileStillLoads) {
+  const SavedSession v = Make(7, 0x5c);
+  const std::string fields = "fedrt-device-state 3 9 000000001234abcd 1 2 3 1 7 40";
+  config::Fnv1a fnv;
+  fnv.bytes(fields.data(), fields.size());
+  fnv.bytes(v.state.data(), v.state.size());
+  const uint64_t h = fnv.value();
+  char line[256] = {};
+  std::snprintf(line, sizeof line, "%s %016llx\n", fields.c_str(), static_cast<unsigned long long>(h));
+  fs::create_directories(dir_);
+  std::ofstream f(dir_ / "session.state", std::ios::binary);
+  f.write(line, sizeof line);
+  f.write(reinterpret_cast<const char*>(v.state.data()), static_cast<std::streamsize>(v.state.size()));
+  f.write(std::string(256 + 40, '\0').data(), 256 + 40);
+  f.close();
+  auto r = LoadSavedSession(dir_.string());
+  ASSERT_TRUE(r.ok() && r->has_value()) << r.status().message();
+  EXPECT_EQ((*r)->pending_round, 7u);
+  EXPECT_EQ((*r)->state, v.state);
 }
 
 TEST_F(DeviceStateTest, ATornCopyFallsBackToTheOther) {
