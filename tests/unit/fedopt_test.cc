@@ -145,6 +145,31 @@ TEST(FedOpt, QuantitySkewChangesAgentSizes) {
   EXPECT_GT(mx, 2 * mn);
 }
 
+// A device generates its own agent's data only: the same numbers as in the
+// whole problem (each agent has its own random stream), and no rows for the others.
+TEST(FedOpt, OneAgentsDataIsTheSameAsInTheWholeProblem) {
+  problems::FedDataConfig g;
+  g.agents = 5;
+  g.dim = 4;
+  g.samples = 30;
+  g.covariate_shift = 0.5;
+  g.quantity_skew = 0.5;
+  auto all = problems::GenerateFedData(problems::FedLoss::kLeastSquares, g);
+  g.only_agent = 3;
+  auto one = problems::GenerateFedData(problems::FedLoss::kLeastSquares, g);
+  ASSERT_TRUE(all.ok() && one.ok());
+  ASSERT_EQ(one->x.size(), 5u);
+  for (int c = 0; c < 5; ++c) {
+    if (c == 3) {
+      EXPECT_TRUE(one->x[c] == all->x[c]);
+      EXPECT_TRUE(one->y[c] == all->y[c]);
+    } else {
+      EXPECT_EQ(one->x[c].rows(), 0);
+      EXPECT_EQ(one->y[c].size(), 0);
+    }
+  }
+}
+
 TEST(FedOpt, ExactProxMatchesNormalEquations) {
   const int d = 3;
   const double x[] = {1, 0, 2, 0, 1, 1, 3, 1, 0, 1, 1, 1};

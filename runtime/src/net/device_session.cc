@@ -136,7 +136,11 @@ Status DeviceSession::build_instance(const config::Task& task, uint32_t index, s
     return Status::Ok();
   }
   auto build = [&]() -> Result<std::unique_ptr<problems::Instance>> {
-    if (!task.problem.own_data) return problems::Instance::Build(task, opt_.data);
+    if (!task.problem.own_data) {
+      problems::DataFiles files = opt_.data;
+      files.only_agent = static_cast<int>(index);  // a generated problem: this agent's data only
+      return problems::Instance::Build(task, files);
+    }
     if (task.problem.kind == config::ProblemKind::kUser) {
       auto shard = opt_.source != nullptr
                        ? data::ReadSource(*opt_.source, data::LabelKind::kReal, "data source")

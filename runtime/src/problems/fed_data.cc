@@ -132,6 +132,11 @@ Result<FedDataset> GenerateFedData(FedLoss loss, const FedDataConfig& cfg) {
   out.theta_true = theta;
   const double sx = cfg.covariate_shift, sy = cfg.concept_shift, sn = cfg.quantity_skew;
   for (int c = 0; c < cfg.agents; ++c) {
+    if (cfg.only_agent >= 0 && c != cfg.only_agent) {  // every agent's stream is its own: skipping one changes no other
+      out.x.emplace_back(0, d);
+      out.y.emplace_back(0);
+      continue;
+    }
     CounterRng rng(cfg.seed, 0, static_cast<uint64_t>(c), 0, RngStream::kProblem);
     const double gn = Gaussian(rng);
     const long n = std::max<long>(2, std::lround(static_cast<double>(cfg.samples) * std::exp(sn * gn - 0.5 * sn * sn)));

@@ -151,9 +151,11 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
     g.quantity_skew = spec.synthetic.quantity_skew;
     g.noise = spec.synthetic.noise;
     g.seed = spec.seed;
+    g.only_agent = files.only_agent < static_cast<int>(spec.agents) ? files.only_agent : -1;
     auto data = GenerateFedData(loss, g);
     if (!data.ok()) return data.status();
     fed_ = std::move(*data);
+    if (g.only_agent >= 0) return build_fed_oracles(task, g.only_agent, g.only_agent + 1);
   }
   return build_fed_oracles(task, 0, fed_->agents());
 }

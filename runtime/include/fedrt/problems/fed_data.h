@@ -28,6 +28,7 @@ struct FedDataConfig {
   double quantity_skew = 0;     // s_n: n_c = max(2, round(n exp(s_n g_c - s_n^2/2))), g_c ~ N(0, 1)
   double noise = 0.5;           // least squares: y = a^T theta_c + noise * N(0, 1)
   uint64_t seed = 1;
+  int only_agent = -1;          // >= 0: generate that agent's data only (a device); the others get 0 rows
 };
 
 struct FedDataset {

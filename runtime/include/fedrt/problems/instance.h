@@ -38,6 +38,9 @@ struct DataFiles {
   // its d from `features` (p) or, when 0, from the header of `test`.
   bool read_shards = true;
   uint32_t features = 0;
+  // >= 0: a device that is this agent: a generated problem builds this
+  // agent's data and oracle only (the others' would cost N times the memory).
+  int only_agent = -1;
 };
 
 class Instance {
