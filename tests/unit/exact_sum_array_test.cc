@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include "fedrt/algorithms/fedem.h"
+#include "fedrt/algorithms/fedopt.h"
+#include "fedrt/algorithms/lsa.h"
 #include "fedrt/core/exact_sum.h"
 #include "fedrt/core/exact_sum_array.h"
 
@@ -260,6 +263,10 @@ TEST(ExactSumArray, BytesPerCoordinate) {
   const size_t d = 1000000;
   const double per = static_cast<double>(ExactSumArray::ArenaBytes(d)) / d;
   EXPECT_LE(per, 30.5);
+  // The coordinator's servers: their own vectors and these sums.
+  EXPECT_LE(static_cast<double>(algorithms::LsaServer<double>::ArenaBytes(d)) / d, 8 + 30.5);
+  EXPECT_LE(static_cast<double>(algorithms::FedOptServer<double>::ArenaBytes(d)) / d, 2 * (8 + 30.5));
+  EXPECT_LE(static_cast<double>(algorithms::FedEmServer<double>::ArenaBytes(d)) / d, 4 * 8 + 2 * 30.5);
 }
 
 }  // namespace
