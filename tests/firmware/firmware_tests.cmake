@@ -23,8 +23,9 @@ set_tests_properties(fw_platform_with_blob PROPERTIES FIXTURES_REQUIRED fw_blob)
 set_tests_properties(fw_platform_no_blob fw_provision_blob_make fw_platform_with_blob
   PROPERTIES LABELS device TIMEOUT 120)
 
-# Device cores in float on the target, against host-computed values.
-foreach(t lsa rng codec)
+# Device cores on the target: in float against host-computed values, and the
+# exact sums against ExactSum (exact_sum).
+foreach(t lsa rng codec exact_sum)
   fedrt_add_firmware(fw_${t}_test SOURCES ${FEDRT_FW_TEST_DIR}/${t}_test.cc)
   target_include_directories(fw_${t}_test PRIVATE ${FEDRT_FW_TEST_DIR})
   add_test(NAME fw_${t}_test COMMAND fw_${t}_test)

@@ -34,7 +34,10 @@ Status ServerUplink::init(const config::Task& task, const ServerCore& core, uint
   agents_ = agents;
   const size_t n = static_cast<size_t>(chains_) * seg_;
   w_.assign(keeps_sum() ? n : 0, 0.0);
-  msum_.assign(mode_ == Mode::kCoded && keeps_sum() ? n : 0, ExactSum{});
+  const size_t msum_n = mode_ == Mode::kCoded && keeps_sum() ? n : 0;
+  msum_memory_.assign(ExactSumArray::ArenaBytes(msum_n), 0);
+  Arena msum_arena(msum_memory_.data(), msum_memory_.size());
+  FEDRT_ASSIGN_OR_RETURN(msum_, ExactSumArray::create(msum_arena, msum_n));
   isum_.assign(static_cast<size_t>(chains_) * seg_, 0);
   scratch_.assign(static_cast<size_t>(chains_) * seg_, 0.0);
   value_.assign(static_cast<size_t>(seg_), 0.0);
@@ -48,7 +51,7 @@ Encoding ServerUplink::expected_encoding(bool initial) const {
 
 void ServerUplink::start_round() {
   std::fill(isum_.begin(), isum_.end(), 0);
-  for (ExactSum& e : msum_) e.clear();
+  msum_.clear();
 }
 
 Result<uint64_t> ServerUplink::accept(uint32_t /*agent*/, const Update& u, const double* announced, ServerCore& core) {
@@ -107,8 +110,8 @@ Result<uint64_t> ServerUplink::accept(uint32_t /*agent*/, const Update& u, const
       continue;
     }
     if (keeps_sum()) {  // S_m += m, exactly (any arrival order gives the same bits)
-      ExactSum* e = msum_.data() + static_cast<size_t>(k) * seg_;
-      for (int i = 0; i < seg_; ++i) e[i].add(m[i]);
+      const size_t off = static_cast<size_t>(k) * seg_;
+      for (int i = 0; i < seg_; ++i) msum_.add(off + i, m[i]);
       continue;
     }
     // No memories: start + m.
@@ -176,7 +179,7 @@ void ServerUplink::close(uint32_t m, const uint32_t* secure_sum, const double* a
       return secure_sum != nullptr ? static_cast<double>(secure_sum[off + i]) : static_cast<double>(isum_[off + i]);
     };
     auto msum = [&](int i) {  // S_m: the members' messages summed (integer: Delta S - |S| clip)
-      return mode_ == Mode::kCoded ? msum_[off + i].value() : isum(i) * delta - md * q_.clip;
+      return mode_ == Mode::kCoded ? msum_.value(off + i) : isum(i) * delta - md * q_.clip;
     };
     if (message_only_) {  // FedEM: sum_c m_c
       for (int i = 0; i < seg_; ++i) value_[i] = msum(i);

@@ -11,7 +11,7 @@
 #include "fedrt/compression/codec.h"
 #include "fedrt/compression/quantizer.h"
 #include "fedrt/core/arena.h"
-#include "fedrt/core/exact_sum.h"
+#include "fedrt/core/exact_sum_array.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/gmm_oracle.h"
@@ -134,7 +134,8 @@ class FedEmServer {
   FedEmServer() = default;
 
   static constexpr size_t ArenaBytes(int dim) {
-    return (4 * sizeof(S) + 2 * sizeof(ExactSum)) * static_cast<size_t>(dim) + 3 * Arena::kAlignment;
+    return 4 * sizeof(S) * static_cast<size_t>(dim) + Arena::kAlignment +
+           2 * ExactSumArray::ArenaBytes(static_cast<size_t>(dim));
   }
 
   static Result<FedEmServer> create(Arena& arena, int dim, int components, int data_dim, uint32_t agents,
@@ -146,8 +147,10 @@ class FedEmServer {
     FEDRT_TRY(compression::ValidateSpec(hyper.quantizer));
     auto buf = arena.allocate<S>(static_cast<size_t>(dim) * 4);
     if (!buf.ok()) return buf.status();
-    auto sums = arena.allocate<ExactSum>(static_cast<size_t>(dim) * 2);
+    auto sums = ExactSumArray::create(arena, static_cast<size_t>(dim));
     if (!sums.ok()) return sums.status();
+    auto v0_sums = ExactSumArray::create(arena, static_cast<size_t>(dim));
+    if (!v0_sums.ok()) return v0_sums.status();
     FedEmServer s;
     s.dim_ = dim;
     s.G_ = components;
@@ -161,8 +164,8 @@ class FedEmServer {
     s.v_ = buf->data + dim;
     s.theta_ = buf->data + 2 * dim;
     s.msg_ = buf->data + 3 * dim;
-    s.sum_ = sums->data;
-    s.v0_sum_ = sums->data + dim;
+    s.sum_ = *sums;
+    s.v0_sum_ = *v0_sums;
     std::memcpy(s.shat_, shat0, sizeof(S) * dim);
     problems::GmmMStep(s.shat_, components, data_dim, s.theta_);
     return s;
@@ -172,13 +175,13 @@ class FedEmServer {
   // exact sum: the order in which they arrive does not matter).
   void add_initial_control_variate(const S* v0c) {
     for (int i = 0; i < dim_; ++i) {
-      v0_sum_[i].add(static_cast<double>(v0c[i] / static_cast<S>(n_)));
-      v_[i] = static_cast<S>(v0_sum_[i].value());
+      v0_sum_.add(static_cast<size_t>(i), static_cast<double>(v0c[i] / static_cast<S>(n_)));
+      v_[i] = static_cast<S>(v0_sum_.value(static_cast<size_t>(i)));
     }
   }
 
   void start_round() {
-    for (int i = 0; i < dim_; ++i) sum_[i].clear();
+    sum_.clear();
   }
   // Decodes one active agent's payload (untrusted) and adds Q(Delta_c).
   Status receive(const uint8_t* bytes, size_t n) {
@@ -188,7 +191,7 @@ class FedEmServer {
   }
   // Adds one active agent's decoded Q(Delta_c).
   void accumulate(const S* message) {
-    for (int i = 0; i < dim_; ++i) sum_[i].add(static_cast<double>(message[i]));
+    for (int i = 0; i < dim_; ++i) sum_.add(static_cast<size_t>(i), static_cast<double>(message[i]));
   }
   // Adds sum_{c in A} Q(Delta_c) as one vector (secure aggregation: only the sum is known).
   void receive_sum(const S* message_sum) { accumulate(message_sum); }
@@ -197,7 +200,7 @@ class FedEmServer {
     const S scale = g / (static_cast<S>(n_) * static_cast<S>(hyper_.participation));
     const S a = alpha_ / static_cast<S>(n_);
     for (int i = 0; i < dim_; ++i) {
-      const S sum = static_cast<S>(sum_[i].value());
+      const S sum = static_cast<S>(sum_.value(static_cast<size_t>(i)));
       shat_[i] += scale * sum + g * v_[i];
       v_[i] += a * sum;
     }
@@ -224,8 +227,8 @@ class FedEmServer {
   S* v_ = nullptr;
   S* theta_ = nullptr;
   S* msg_ = nullptr;
-  ExactSum* sum_ = nullptr;
-  ExactSum* v0_sum_ = nullptr;
+  ExactSumArray sum_;
+  ExactSumArray v0_sum_;
 };
 
 }  // namespace fedrt::algorithms

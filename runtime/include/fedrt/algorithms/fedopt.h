@@ -11,7 +11,7 @@
 
 #include "fedrt/algorithms/lsa.h"  // RoundPlan, IsSampled
 #include "fedrt/core/arena.h"
-#include "fedrt/core/exact_sum.h"
+#include "fedrt/core/exact_sum_array.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
 
@@ -164,14 +164,18 @@ class FedOptClient {
 };
 
 // Coordinator side: streaming weighted mean of the updates, O(d) memory. The
-// sums are exact (core/exact_sum.h), so the arrival order does not matter.
+// sums are exact (core/exact_sum_array.h), so the arrival order does not matter.
 template <class S>
 class FedOptServer {
  public:
   FedOptServer() = default;
 
-  static constexpr size_t ArenaBytes(int dim) {
-    return (sizeof(S) + sizeof(ExactSum)) * 2 * static_cast<size_t>(dim) + 2 * Arena::kAlignment;
+  // Arena bytes of create() for any algorithm (Scaffold's, the largest).
+  static constexpr size_t ArenaBytes(int dim) { return ArenaBytes(dim, FedOptAlgorithm::kScaffold); }
+  // Arena bytes of create() for `algorithm`: update_dim() scalars and exact sums.
+  static constexpr size_t ArenaBytes(int dim, FedOptAlgorithm algorithm) {
+    const size_t m = static_cast<size_t>(dim) * (algorithm == FedOptAlgorithm::kScaffold ? 2 : 1);
+    return sizeof(S) * m + Arena::kAlignment + ExactSumArray::ArenaBytes(m);
   }
 
   // x_0 = x0, c = 0.
@@ -182,16 +186,17 @@ class FedOptServer {
     if (num_agents == 0) return Status::InvalidArgument("fedopt server: needs at least one agent");
     if (!(hyper.server_step > S(0))) return Status::InvalidArgument("fedopt server: server step must be positive");
     const size_t d = static_cast<size_t>(dim);
-    auto buf = arena.allocate<S>(2 * d);
+    const size_t m = static_cast<size_t>(FedOptUpdateDim(hyper.algorithm, dim));  // = broadcast_dim()
+    auto buf = arena.allocate<S>(m);
     if (!buf.ok()) return buf.status();
-    auto sums = arena.allocate<ExactSum>(2 * d);
+    auto sums = ExactSumArray::create(arena, m);
     if (!sums.ok()) return sums.status();
     FedOptServer s;
     s.dim_ = dim;
     s.hyper_ = hyper;
     s.agents_ = num_agents;
     s.broadcast_ = buf->data;  // x_t then c
-    s.sum_ = sums->data;
+    s.sum_ = *sums;
     std::memcpy(s.broadcast_, x0, sizeof(S) * d);
     return s;
   }
@@ -200,7 +205,7 @@ class FedOptServer {
   RoundPlan start_round(uint32_t round) {
     weight_ = S(0);
     reports_ = 0;
-    for (int i = 0; i < update_dim(); ++i) sum_[i].clear();
+    sum_.clear();
     RoundPlan plan;
     plan.round = round;
     plan.local_steps = hyper_.algorithm == FedOptAlgorithm::kFedProxExact ? 1u : hyper_.local_steps;
@@ -216,14 +221,14 @@ class FedOptServer {
   // aggregate of m updates passes their mean with weight m and reports m).
   void accumulate(const S* update, S weight = S(1), uint32_t reports = 1) {
     const int m = update_dim();
-    for (int i = 0; i < m; ++i) sum_[i].add(static_cast<double>(weight * update[i]));
+    for (int i = 0; i < m; ++i) sum_.add(static_cast<size_t>(i), static_cast<double>(weight * update[i]));
     weight_ += weight;
     reports_ += reports;
   }
   // A chunked update (weight 1): entries [first, first + n) as they arrive
   // (negated: taken back), then count_report() once it is whole.
   void accumulate_part(int first, int n, const S* values, bool negate = false) {
-    for (int i = 0; i < n; ++i) sum_[first + i].add(static_cast<double>(negate ? -values[i] : values[i]));
+    for (int i = 0; i < n; ++i) sum_.add(first + i, static_cast<double>(negate ? -values[i] : values[i]));
   }
   void count_report() {
     weight_ += S(1);
@@ -235,10 +240,10 @@ class FedOptServer {
   void finish_round() {
     if (reports_ == 0) return;
     const S inv = S(1) / weight_;
-    for (int i = 0; i < dim_; ++i) broadcast_[i] += hyper_.server_step * static_cast<S>(sum_[i].value()) * inv;
+    for (int i = 0; i < dim_; ++i) broadcast_[i] += hyper_.server_step * static_cast<S>(sum_.value(i)) * inv;
     if (hyper_.algorithm == FedOptAlgorithm::kScaffold) {
       const S frac = static_cast<S>(reports_) / static_cast<S>(agents_);
-      for (int i = 0; i < dim_; ++i) broadcast_[dim_ + i] += frac * static_cast<S>(sum_[dim_ + i].value()) * inv;
+      for (int i = 0; i < dim_; ++i) broadcast_[dim_ + i] += frac * static_cast<S>(sum_.value(dim_ + i)) * inv;
     }
   }
 
@@ -251,7 +256,7 @@ class FedOptServer {
   FedOptHyper<S> hyper_{};
   uint32_t agents_ = 0;
   S* broadcast_ = nullptr;
-  ExactSum* sum_ = nullptr;
+  ExactSumArray sum_;
   S weight_ = S(0);
   uint32_t reports_ = 0;
 };

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "fedrt/core/arena.h"
-#include "fedrt/core/exact_sum.h"
+#include "fedrt/core/exact_sum_array.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
 #include "fedrt/core/types.h"
@@ -124,15 +124,15 @@ class LsaClient {
 
 // Coordinator side: plans rounds and averages the reported local iterates by
 // streaming accumulation, O(d) memory whatever the number of agents. The sums
-// are exact (core/exact_sum.h): the arrival order of the updates does not
-// change a bit of theta_{t+1}.
+// are exact (core/exact_sum_array.h): the arrival order of the updates does
+// not change a bit of theta_{t+1}.
 template <class S>
 class LsaServer {
  public:
   LsaServer() = default;
 
   static constexpr size_t ArenaBytes(int dim) {
-    return (sizeof(S) + sizeof(ExactSum)) * static_cast<size_t>(dim) + 2 * Arena::kAlignment;
+    return sizeof(S) * static_cast<size_t>(dim) + Arena::kAlignment + ExactSumArray::ArenaBytes(dim);
   }
 
   static Result<LsaServer> create(Arena& arena, int dim, const LsaHyper<S>& hyper, const S* theta0,
@@ -143,13 +143,13 @@ class LsaServer {
       return Status::InvalidArgument("lsa server: communication probability must be in (0, 1]");
     auto buf = arena.allocate<S>(static_cast<size_t>(dim));
     if (!buf.ok()) return buf.status();
-    auto sums = arena.allocate<ExactSum>(static_cast<size_t>(dim));
+    auto sums = ExactSumArray::create(arena, static_cast<size_t>(dim));
     if (!sums.ok()) return sums.status();
     LsaServer s;
     s.dim_ = dim;
     s.hyper_ = hyper;
     s.theta_ = buf->data;
-    s.sum_ = sums->data;
+    s.sum_ = *sums;
     s.seed_ = seed;
     s.run_ = run;
     std::memcpy(s.theta_, theta0, sizeof(S) * dim);
@@ -162,7 +162,7 @@ class LsaServer {
     round_ = round;
     weight_ = 0;
     reports_ = 0;
-    for (int i = 0; i < dim_; ++i) sum_[i].clear();
+    sum_.clear();
     RoundPlan plan;
     plan.round = round;
     if (hyper_.algorithm == LsaAlgorithm::kScaffLsaProb) {
@@ -181,14 +181,14 @@ class LsaServer {
 
   // Streaming sum of the reported theta_{t,H}^c with weight w_c.
   void accumulate(const S* update, S weight = S(1)) {
-    for (int i = 0; i < dim_; ++i) sum_[i].add(static_cast<double>(weight * update[i]));
+    for (int i = 0; i < dim_; ++i) sum_.add(static_cast<size_t>(i), static_cast<double>(weight * update[i]));
     weight_ += weight;
     ++reports_;
   }
   // A chunked update (weight 1): entries [first, first + n) of theta_{t,H}^c
   // as they arrive (negated: taken back), then count_report() once it is whole.
   void accumulate_part(int first, int n, const S* values, bool negate = false) {
-    for (int i = 0; i < n; ++i) sum_[first + i].add(static_cast<double>(negate ? -values[i] : values[i]));
+    for (int i = 0; i < n; ++i) sum_.add(first + i, static_cast<double>(negate ? -values[i] : values[i]));
   }
   void count_report() {
     weight_ += S(1);
@@ -199,7 +199,7 @@ class LsaServer {
   void finish_round() {
     if (reports_ == 0) return;
     const S inv = S(1) / weight_;
-    for (int i = 0; i < dim_; ++i) theta_[i] = static_cast<S>(sum_[i].value()) * inv;
+    for (int i = 0; i < dim_; ++i) theta_[i] = static_cast<S>(sum_.value(static_cast<size_t>(i))) * inv;
   }
 
   uint32_t reports() const { return reports_; }
@@ -212,7 +212,7 @@ class LsaServer {
   int dim_ = 0;
   LsaHyper<S> hyper_{};
   S* theta_ = nullptr;
-  ExactSum* sum_ = nullptr;
+  ExactSumArray sum_;
   S weight_ = 0;
   uint32_t reports_ = 0;
   uint32_t round_ = 0;

@@ -65,6 +65,21 @@ class ExactSum {
     if (++pending_ == kCarryInterval) carry();
   }
 
+  // sum += v * 2^(32 k - 1074), |v| < 2^32, 0 <= k < kChunks: takes over the
+  // exact value of a wider accumulator chunk by chunk (ExactSumArray's promotion).
+  void add_chunk(int k, int64_t v) {
+    if (v == 0) return;
+    if (top_ == 0) {
+      lo_ = static_cast<uint8_t>(k);
+      top_ = static_cast<uint8_t>(k + 1);
+    } else {
+      if (k < lo_) lo_ = static_cast<uint8_t>(k);
+      if (k + 1 > top_) top_ = static_cast<uint8_t>(k + 1);
+    }
+    chunk_[k] += v;
+    if (++pending_ == kCarryInterval) carry();
+  }
+
   // The exact sum rounded to the nearest double (ties to even); +-inf when it
   // exceeds the double range.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "fedrt/config/task.h"
-#include "fedrt/core/exact_sum.h"
+#include "fedrt/core/exact_sum_array.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
 #include "fedrt/protocol/server_core.h"
@@ -79,7 +79,8 @@ class ServerUplink {
   int seg_ = 0;
   double alpha_ = 1.0;
   std::vector<double> w_;                 // memories: W = sum_c V_c per segment
-  std::vector<ExactSum> msum_;            // coded mode with memories: S_m, exactly, per segment
+  std::vector<uint8_t> msum_memory_;      // msum_'s arena
+  ExactSumArray msum_;                    // coded mode with memories: S_m, exactly, per segment
   std::vector<uint64_t> isum_;            // integer mode: S per segment
   std::vector<double> scratch_, value_;   // decoded messages of every segment, one reconstructed value
 };
