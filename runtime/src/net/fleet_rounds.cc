@@ -184,7 +184,7 @@ void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
   auto offset = std::make_shared<uint64_t>(0);
   stream_(agent, [this, agent, id, total, limit, offset](wire::Envelope& next) {
     if (session_ == nullptr || !session_->round_open() || session_->current() != id || *offset >= total) return false;
-    const auto* bytes = reinterpret_cast<const uint8_t*>(session_->announced_model().data());
+    const auto* bytes = reinterpret_cast<const uint8_t*>(session_->announced_model().data);
     const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(limit, total - *offset));
     protocol::Chunk c{id, 0, *offset, total, protocol::View<uint8_t>{bytes + *offset, n}};
     wire::Encode(c, next);

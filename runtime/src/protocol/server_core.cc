@@ -17,11 +17,13 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
   broadcast_dim_ = family_ == Family::kEm ? 2 * dim_ : static_cast<int>(chains_) * segment_dim_;
   if (static_cast<int>(initial.size()) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
   const config::HyperSpec& h = task.hyper;
-  // Only the family's servers: their exact sums are 544 bytes per coordinate.
+  // Only the family's servers, sized for the algorithm (exact sums: core/exact_sum_array.h).
+  const auto opt_kind = static_cast<algorithms::FedOptAlgorithm>(
+      family_ == Family::kOpt ? static_cast<unsigned>(choice_.kind) - static_cast<unsigned>(AlgorithmKind::kFedAvg) : 0u);
   const size_t family_bytes =
       family_ == Family::kLsa   ? algorithms::LsaServer<double>::ArenaBytes(dim_)
       : family_ == Family::kEm  ? algorithms::FedEmServer<double>::ArenaBytes(dim_)
-                                : chains_ * algorithms::FedOptServer<double>::ArenaBytes(dim_) +
+                                : chains_ * algorithms::FedOptServer<double>::ArenaBytes(dim_, opt_kind) +
                                       algorithms::RichardsonRomberg<double>::ArenaBytes(dim_);
   memory_.assign(family_bytes + 256, 0);
   Arena arena(memory_.data(), memory_.size());

@@ -37,8 +37,7 @@ Status ServerSession::init(const ServerOptions& o) {
   outbox_head_ = 0;
   commit_.members.reserve(agents_);
   notify_.reserve(agents_);
-  model_.assign(core_.broadcast(), core_.broadcast() + core_.broadcast_dim());
-  result_.assign(static_cast<size_t>(core_.dim()), 0.0);
+  result_.assign(core_.result_needs_model() ? static_cast<size_t>(core_.dim()) : 0, 0.0);
   downlink_ = task_.compression.downlink && task_.compression.enabled() && core_.family() != config::Family::kEm;
   if (downlink_) {
     const int seg = core_.segment_dim();
@@ -50,7 +49,7 @@ Status ServerSession::init(const ServerOptions& o) {
       down_[k] = *d;
     }
     down_wire_.assign(compression::MaxPayloadBytes(task_.compression.quantizer, seg), 0);
-    xhat_ = model_;
+    xhat_.assign(core_.broadcast(), core_.broadcast() + core_.broadcast_dim());
     down_g_.assign(static_cast<size_t>(seg), 0.0);
     down_version_ = 0;
     for (auto& d : down_delta_) d.clear();
@@ -88,7 +87,7 @@ void ServerSession::announce(uint32_t agent) {
     if (sends_delta(agent)) {
       for (uint32_t k = 0; k < core_.chains(); ++k) commit_.bits_down += 8ull * down_delta_[k].size();
     } else {
-      commit_.bits_down += 64ull * model_.size();  // raw float64 broadcast (xhat whole, with the downlink)
+      commit_.bits_down += 64ull * announced_model().size;  // raw float64 broadcast (xhat whole, with the downlink)
     }
   }
   queue(agent, MessageKind::kAnnouncement);
@@ -129,8 +128,6 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
     }
   }
   commit_.sampled = expected_;
-  if (downlink_) model_ = xhat_;
-  else model_.assign(core_.broadcast(), core_.broadcast() + core_.broadcast_dim());
   state_ = State::kOpen;
   deadline_ = deadline_ms_ > 0 ? now_ms + deadline_ms_ : kNoDeadline;
   if (expected_ == 0) {
@@ -173,7 +170,7 @@ Announcement ServerSession::announcement(uint32_t agent, uint64_t now_ms) const 
     for (uint32_t k = 0; k < core_.chains(); ++k)
       a.delta[k] = View<uint8_t>{down_delta_[k].data(), static_cast<uint32_t>(down_delta_[k].size())};
   } else {
-    a.model = View<double>{model_.data(), static_cast<uint32_t>(model_.size())};
+    a.model = announced_model();
   }
   const Upload& up = uploads_[agent];
   if (up.active && up.header.id == id_) {
@@ -218,7 +215,7 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
     return refuse(Refusal::kMalformed, "this round uses secure aggregation: answer with SecAggAdvertise, not an Update");
   if (u.chunked) return begin_upload(agent, u);
   if (uploads_[agent].active) abort_upload(agent);  // the device sends the update whole after all
-  auto bits = uplink_.accept(agent, u, model_.data(), core_);
+  auto bits = uplink_.accept(agent, u, announced_model().data, core_);
   if (!bits.ok()) {
     const StatusCode c = bits.status().code();
     return refuse(c == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed, bits.status().message());
@@ -284,7 +281,7 @@ void ServerSession::advance_secagg() {
     if (!st.ok()) return fail(st.message());
     if (secagg_.finished()) {
       commit_.members = secagg_.contributors();
-      uplink_.close(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), model_.data(), core_);
+      uplink_.close(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), announced_model().data, core_);
       return close("secagg");
     }
     const MessageKind kind = secagg_.phase() == 2   ? MessageKind::kSecAggKeys
@@ -335,7 +332,7 @@ void ServerSession::close(const char* by) {
     if (uploads_[c].active) abort_upload(c);  // cut off and not resumed in time: taken back
   if (!taint_.empty()) return fail(taint_);
   if (!initial && !secure_)
-    uplink_.close(static_cast<uint32_t>(commit_.members.size()), nullptr, model_.data(), core_);
+    uplink_.close(static_cast<uint32_t>(commit_.members.size()), nullptr, announced_model().data, core_);
   if (initial) {
     init_done_ = true;
   } else {

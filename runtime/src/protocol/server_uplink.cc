@@ -38,9 +38,11 @@ Status ServerUplink::init(const config::Task& task, const ServerCore& core, uint
   msum_memory_.assign(ExactSumArray::ArenaBytes(msum_n), 0);
   Arena msum_arena(msum_memory_.data(), msum_memory_.size());
   FEDRT_ASSIGN_OR_RETURN(msum_, ExactSumArray::create(msum_arena, msum_n));
-  isum_.assign(static_cast<size_t>(chains_) * seg_, 0);
-  scratch_.assign(static_cast<size_t>(chains_) * seg_, 0.0);
-  value_.assign(static_cast<size_t>(seg_), 0.0);
+  // Sized where first needed: a chunked raw uplink (large d) never needs the
+  // whole-segment buffers, and only the integer uplink keeps integer sums.
+  isum_.assign(mode_ == Mode::kInteger ? static_cast<size_t>(chains_) * seg_ : 0, 0);
+  scratch_.clear();
+  value_.clear();
   return Status::Ok();
 }
 
@@ -65,6 +67,8 @@ Result<uint64_t> ServerUplink::accept(uint32_t /*agent*/, const Update& u, const
   if (u.segments != segments)
     return Status(StatusCode::kInvalidArgument, fmt::format("{} payload segments, expected {}", u.segments, segments));
   uint64_t bits = 0;
+  scratch_.resize(static_cast<size_t>(chains_) * seg_);
+  value_.resize(static_cast<size_t>(seg_));
   // Validate every segment before anything moves.
   for (uint32_t k = 0; k < segments; ++k) {
     const View<uint8_t>& p = u.payload[k];
@@ -150,6 +154,7 @@ Status ServerUplink::add_chunk(uint32_t k, uint64_t offset, const uint8_t* data,
                   fmt::format("raw float64 chunk at byte {} of {} bytes is not cut at whole values", offset, n));
   const int first = static_cast<int>(offset / 8), count = static_cast<int>(n / 8);
   if (first + count > seg_) return Status(StatusCode::kOutOfRange, "raw float64 chunk past the segment");
+  if (value_.size() < static_cast<size_t>(count)) value_.resize(static_cast<size_t>(count));
   double* v = value_.data();
   for (int i = 0; i < count; ++i) {
     uint64_t w = 0;
@@ -169,6 +174,7 @@ void ServerUplink::count_stream(ServerCore& core) const {
 
 void ServerUplink::close(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core) {
   if (m == 0 || !closes_round()) return;
+  value_.resize(static_cast<size_t>(seg_));
   const double delta = 2.0 * q_.clip / static_cast<double>((1u << q_.bits) - 1u);
   const double md = static_cast<double>(m);
   // W/N as (W |S|/N) / |S|: with everyone (|S| = N) the value is (W + S_m)/N to the bit.

@@ -119,7 +119,7 @@ Verdict ServerSession::complete_upload(uint32_t agent) {
     if (!st.ok()) return Verdict{Refusal::kMalformed, st.message()};
     for (uint32_t k = 0; k < u.segments; ++k)
       u.payload[k] = View<uint8_t>{bytes.data() + SegmentStart(u, k), static_cast<uint32_t>(u.payload_bytes[k])};
-    auto b = uplink_.accept(agent, u, model_.data(), core_);
+    auto b = uplink_.accept(agent, u, announced_model().data, core_);
     if (!b.ok())
       return Verdict{b.status().code() == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed,
                      b.status().message()};

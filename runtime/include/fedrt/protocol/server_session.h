@@ -111,8 +111,12 @@ class ServerSession {
   // The next message to send; its contents come from the accessors below.
   bool next_outgoing(Outgoing& out);
   Announcement announcement(uint32_t agent, uint64_t now_ms) const;
-  // The broadcast the open round's announcements carry whole (chunked ones cut it).
-  const std::vector<double>& announced_model() const { return model_; }
+  // The broadcast the open round's announcements carry whole (chunked ones
+  // cut it): the core's broadcast, or xhat with the compressed downlink. Both
+  // stay as they are until the round closes.
+  View<double> announced_model() const {
+    return View<double>{downlink_ ? xhat_.data() : core_.broadcast(), static_cast<uint32_t>(core_.broadcast_dim())};
+  }
   SecAggKeysMsg secagg_keys(uint32_t agent) { return secagg_.keys_for(agent); }
   SecAggSharesMsg secagg_shares_in(uint32_t agent) { return secagg_.shares_for(agent); }
   SecAggUnmaskRequestMsg secagg_unmask_request(uint32_t agent) { return secagg_.survivors_for(agent); }
@@ -193,7 +197,6 @@ class ServerSession {
   uint32_t expected_ = 0;
   std::vector<Outgoing> outbox_;
   size_t outbox_head_ = 0;
-  std::vector<double> model_;   // what the round's announcements carry (the broadcast, or xhat)
   std::vector<double> result_;  // what round results carry (LSA: theta_{t+1} or xhat_{t+1})
   // Compressed broadcast: the agents' model xhat per chain, its version
   // (rounds closed since the run's start), the last close's coded delta per
