@@ -91,7 +91,8 @@ target_compile_definitions(fedrt_fw_secagg_device PUBLIC FEDRT_SCALAR_FLOAT FEDR
 # ClientSession<float>: every family (fedrt_fw_client) or LSA only
 # (fedrt_fw_client_lsa). Device code: no exceptions, RTTI or heap.
 set(_fw_client_sources "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/client_poll.cc"
-    "${CMAKE_SOURCE_DIR}/runtime/src/fw/own_samples.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/client_chunks.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/own_samples.cc"
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
     "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/capi.cc")
 foreach(_v "" "_lsa")
   add_library(fedrt_fw_client${_v} STATIC ${_fw_client_sources})
@@ -194,10 +195,31 @@ if(COMMAND fedrt_add_firmware)
       NO_STANDALONE_RUN
       FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/digits-secagg/logs/dev0018.log")  # fleet_qemu_digits_secagg
     target_include_directories(fedrt-fw-digits PRIVATE "${_own}")
-    target_compile_definitions(fedrt-fw-digits PRIVATE FEDRT_OWN_SHARD_BLOB FEDRT_OWN_WORKSPACE_BYTES=189440
+    target_compile_definitions(fedrt-fw-digits PRIVATE FEDRT_OWN_SHARD_BLOB FEDRT_OWN_WORKSPACE_BYTES=189952
                                FEDRT_OWN_MAX_DIM=650 FEDRT_OWN_SECAGG=1
                                "FEDRT_OWN_MODELS=(FEDRT_MODEL_LOGISTIC|FEDRT_MODEL_SOFTMAX)")
     set_target_properties(fedrt-fw-digits PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+    # fedrt-fw-d4096: the provisioned-data firmware (runtime/apps/fedrt_fw.cc)
+    # for the optimisation family with a 2 KB frame buffer
+    # (runtime/fw/fedrt_fw_d4096.options) on the memory of an nRF52840: the
+    # broadcast arrives in 1 KB chunks decoded into the session's arena and
+    # updates leave in chunks, so its d is set by the workspace alone (least
+    # squares at d = 4096, FedAvg: 208 KB of state vectors, matrix-free
+    # oracle over the agent's samples in the data partition).
+    _fedrt_fw_messages(fedrt_fw_nanopb_d4096 nanopb-d4096 fedrt_fw.options fedrt_fw_d4096.options)
+    add_library(fedrt_fw_client_d4096 STATIC ${_fw_client_sources})
+    target_link_libraries(fedrt_fw_client_d4096 PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
+                          fedrt_fw_nanopb_d4096 fedrt_firmware_config)
+    target_compile_options(fedrt_fw_client_d4096 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+    target_compile_definitions(fedrt_fw_client_d4096 PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
+    fedrt_add_firmware(fedrt-fw-d4096
+      SOURCES "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw.cc"
+      STACK_SIZE 6144
+      LIBRARIES fedrt_fw_client_d4096
+      LAYOUT nrf52840
+      NO_STANDALONE_RUN
+      FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/d4096/dev0000.log")  # fw_link_qemu_d4096
+    target_compile_definitions(fedrt-fw-d4096 PRIVATE FEDRT_FW_WORKSPACE_BYTES=217088)
   endif()
   # The images in a fleet under qemu-system-arm (UART1 bridged to TCP), with
   # the host tools of the release preset (coordinator, native devices,
@@ -254,6 +276,19 @@ if(COMMAND fedrt_add_firmware)
                --elf "$<TARGET_FILE:fedrt-fw-digits>" --shard "${CMAKE_SOURCE_DIR}/examples/digits/split/device-3.csv"
                --classes 10 --out "${_out}/digits-bad-blob")
       set_tests_properties(fw_digits_bad_shard_blob PROPERTIES LABELS device SKIP_RETURN_CODE 77 TIMEOUT 120)
+    endif()
+    # A broadcast 16 times the frame buffer: least squares at d = 4096
+    # (FedAvg, 32 KB broadcasts and updates) with fedrt-fw-d4096 (2 KB frames)
+    # and Linux devices, every broadcast and update in 1 KB chunks, against
+    # the simulator within run_fw_link.sh's float32 bound T H u |theta|_inf
+    # sqrt(d) at this experiment's T = 3, H = 5, d = 4096, |theta|_inf < 1:
+    # 5.8e-5.
+    if(TARGET fedrt-fw-d4096)
+      add_test(NAME fw_link_qemu_d4096 COMMAND ${_fw_link} --elf "$<TARGET_FILE:fedrt-fw-d4096>" --out "${_out}/d4096"
+               --fw 1 --native 2 --compare-sim --config "${_dir}/experiment_d4096.toml"
+               --expect-chunks "bytes=32768 chunks=32")
+      set_tests_properties(fw_link_qemu_d4096 PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300
+                           ENVIRONMENT "FW_SIM_BOUND=5.8e-5")
     endif()
     set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
         fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg fw_link_qemu_corrupt-record

@@ -1,5 +1,6 @@
-// fedrt-fw, fedrt-fw-lsa: the Cortex-M firmware device (QEMU mps2-an386 /
-// an385), all families or LSA only (cmake/firmware_app.cmake). Identity, PSK
+// fedrt-fw, fedrt-fw-lsa, fedrt-fw-d4096: the Cortex-M firmware device (QEMU
+// mps2-an386 / an385), all families, LSA only, or the optimisation family
+// with 2 KB frames and chunked models (cmake/firmware_app.cmake). Identity, PSK
 // and entropy seed come from the provisioning block (platform/mps2/provision.h),
 // the agent's data from its data partition (the problem image written by
 // fedrt-fw-provision at fedrt_data_block, platform/mps2/mps2-common.ld); the
@@ -118,6 +119,8 @@ int main() {
   mps2_report_u32("rounds", s.rounds);
   mps2_report_u32("rejected_frames", s.rejected_frames);
   mps2_report_u32("rejected_records", s.rejected_records);
+  mps2_report_u32("chunks_in", s.chunks_in);
+  mps2_report_u32("chunks_out", s.chunks_out);
   if (!st.ok()) return Fail("federation", st.message());
   return 0;
 }

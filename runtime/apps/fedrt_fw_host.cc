@@ -231,9 +231,10 @@ int main(int argc, char** argv) {
   const fw::ClientStats s = client.stats();
   std::fprintf(stderr,
                "fedrt-fw-host: %s sessions=%u rounds=%u results=%u rejected_frames=%u rejected_records=%u "
-               "tls_heap_max_bytes=%zu tls_heap_bytes=%zu workspace_max_bytes=%zu workspace_bytes=%zu\n",
-               id.c_str(), s.sessions, s.rounds, s.results, s.rejected_frames, s.rejected_records,
-               s.tls_heap_max_bytes, s.tls_heap_bytes, s.workspace_max_bytes, workspace_bytes);
+               "chunks_in=%u chunks_out=%u tls_heap_max_bytes=%zu tls_heap_bytes=%zu workspace_max_bytes=%zu "
+               "workspace_bytes=%zu\n",
+               id.c_str(), s.sessions, s.rounds, s.results, s.rejected_frames, s.rejected_records, s.chunks_in,
+               s.chunks_out, s.tls_heap_max_bytes, s.tls_heap_bytes, s.workspace_max_bytes, workspace_bytes);
   if (!st.ok()) return Fail(st.message());
   return 0;
 }

@@ -140,17 +140,20 @@ TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
   EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
 }
 
-// The two wire profiles (config/limits.h): a task of the Linux profile
-// beyond the microcontroller's d decodes on the host and is refused by the
-// firmware's decoder with the reason.
-TEST(FwCodec, ALinuxProfileTaskIsRefusedByTheFirmwareAlone) {
+// The two wire profiles (config/limits.h): broadcasts and updates travel in
+// chunks, so a task beyond the microcontroller profile's d decodes on both
+// sides; what still travels in one frame (an LSA round result, a SecAgg+
+// masked input) and the device's memory are its client's to refuse in
+// TaskReply (runtime/src/fw/client.cc).
+TEST(FwCodec, ATaskBeyondTheImagesFramesDecodesOnBoth) {
   config::Task t = SampleTask();
-  t.problem.dim = config::kMaxDim + 1;
-  EXPECT_EQ(fw::MaxModelDim(), config::kMaxDim);  // this image's bound is the profile's (runtime/wire/fedrt.options)
+  t.problem.dim = 4096;
+  EXPECT_EQ(fw::MaxModelDim(), config::kMaxDim);  // this image's RoundResult bound is the profile's (runtime/wire/fedrt.options)
   const Verdicts v = DecodeBoth(t);
   EXPECT_TRUE(v.host.ok()) << v.host.message();
-  ASSERT_FALSE(v.fw.ok());
-  EXPECT_STREQ(v.fw.message(), "task: dimension above this firmware image's bound (RoundResult.model)");
+  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
+  EXPECT_EQ(v.fw_task.problem.dim, 4096u);
+  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
 }
 
 TEST(FwCodec, RejectsTheTasksTheHostRejects) {
@@ -366,6 +369,101 @@ TEST(FwCodec, DeviceMessagesDecodeOnTheHost) {
   EXPECT_EQ(host.unmask().shares[0].kind, secagg::ShareKind::kMaskKey);
   EXPECT_EQ(host.unmask().shares[0].x, 9u);
   EXPECT_EQ(std::memcmp(host.unmask().shares[0].share, sh.share, secagg::kKeyBytes), 0);
+}
+
+// Chunked transfer (docs/architecture.md): the coordinator's chunked
+// announcement (model_bytes, resume offsets, no model) and its chunks decode
+// on the firmware as on the host; the firmware's chunked update header and
+// chunks decode on the host.
+TEST(FwCodec, ChunkedBroadcastAndUpdateDecodeAsOnTheHost) {
+  static Fixture f;
+  Inbound in;
+  protocol::Announcement a;
+  a.id = RoundId{1, 0, 6};
+  a.local_steps = 5;
+  a.model_bytes = 32768;
+  a.resume = true;
+  a.resume_bytes[0] = 4096;
+  a.resume_bytes[1] = 0;
+  wire::Envelope env;
+  wire::Encode(a, env);
+  ASSERT_TRUE(ToNanopb(env, f.env));
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  ASSERT_EQ(in.kind(), MessageKind::kAnnouncement);
+  EXPECT_EQ(in.announcement().model_bytes, 32768u);
+  EXPECT_EQ(in.announcement().model.size, 0u);
+  EXPECT_TRUE(in.announcement().resume);
+  EXPECT_EQ(in.announcement().resume_bytes[0], 4096u);
+  // Inline values next to model_bytes, or bytes that are not whole float64 values: rejected.
+  f.env.body.announce.model_count = 1;
+  EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  f.env.body.announce.model_count = 0;
+  f.env.body.announce.model_bytes = 32767;
+  EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+
+  std::vector<uint8_t> data(MaxChunkData());
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
+  wire::Envelope cenv;
+  wire::Encode(protocol::Chunk{a.id, 0, 1024, 32768, View<uint8_t>{data.data(), static_cast<uint32_t>(data.size())}}, cenv);
+  ASSERT_TRUE(ToNanopb(cenv, f.env));
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  ASSERT_EQ(in.kind(), MessageKind::kChunk);
+  EXPECT_EQ(in.id(), a.id);
+  EXPECT_EQ(in.chunk().offset, 1024u);
+  EXPECT_EQ(in.chunk().total, 32768u);
+  ASSERT_EQ(in.chunk().data.size, data.size());
+  EXPECT_EQ(std::memcmp(in.chunk().data.data, data.data(), data.size()), 0);
+  // A chunk the firmware's frame cannot hold is undecodable (nanopb bound), not truncated.
+  data.resize(MaxChunkData() + 8);
+  wire::Encode(protocol::Chunk{a.id, 0, 0, 32768, View<uint8_t>{data.data(), static_cast<uint32_t>(data.size())}}, cenv);
+  EXPECT_FALSE(ToNanopb(cenv, f.env));
+
+  wire::Inbound host;
+  wire::WireError err;
+  protocol::Update u;
+  u.id = a.id;
+  u.segments = 1;
+  u.chunked = true;
+  u.payload_bytes[0] = 32768;
+  u.sample_count = 10;
+  ASSERT_TRUE(Encode(u, f.env).ok());
+  ASSERT_TRUE(ToHost(f.env, env));
+  ASSERT_TRUE(host.decode(env, err)) << err.message;
+  ASSERT_EQ(host.kind(), MessageKind::kUpdate);
+  EXPECT_TRUE(host.update().chunked);
+  EXPECT_EQ(host.update().segments, 1u);
+  EXPECT_EQ(host.update().payload_bytes[0], 32768u);
+  EXPECT_EQ(host.update().sample_count, 10u);
+  data.resize(ChunkBytesFor(fedrt_wire_Envelope_size));
+  ASSERT_TRUE(Encode(protocol::Chunk{u.id, 0, 2048, 32768, View<uint8_t>{data.data(), static_cast<uint32_t>(data.size())}},
+                     f.env).ok());
+  ASSERT_TRUE(ToHost(f.env, env));
+  ASSERT_TRUE(host.decode(env, err)) << err.message;
+  ASSERT_EQ(host.kind(), MessageKind::kChunk);
+  EXPECT_EQ(host.chunk().offset, 2048u);
+  EXPECT_EQ(host.chunk().data.size, data.size());
+  EXPECT_EQ(std::memcmp(host.chunk().data.data, data.data(), data.size()), 0);
+}
+
+// The chunk an image names in Hello: what its frame holds of Chunk.data, a
+// multiple of 8, at most the nanopb bound, at least kMinChunkBytes or none.
+TEST(FwCodec, ChunkSizeFollowsTheFrame) {
+  EXPECT_EQ(ChunkBytesFor(fedrt_wire_Envelope_size), config::kMcuChunkBytes);  // this image: the nanopb bound
+  EXPECT_EQ(MaxChunkData(), config::kMcuChunkBytes);
+  const size_t overhead = fedrt_wire_Chunk_size - MaxChunkData() + 5;
+  EXPECT_EQ(ChunkBytesFor(overhead + 600), 600u);
+  EXPECT_EQ(ChunkBytesFor(overhead + 607), 600u);
+  EXPECT_EQ(ChunkBytesFor(overhead + 256), 256u);
+  EXPECT_EQ(ChunkBytesFor(overhead + 255), 0u);
+  // The longest chunk of an image fits its frame.
+  std::vector<uint8_t> data(ChunkBytesFor(overhead + 600), 0xFF);
+  static fedrt_wire_Envelope env;
+  ASSERT_TRUE(Encode(protocol::Chunk{RoundId{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFEu}, 1, ~0ull >> 1, ~0ull,
+                                     View<uint8_t>{data.data(), static_cast<uint32_t>(data.size())}},
+                     env).ok());
+  std::vector<uint8_t> buf(overhead + 600);
+  pb_ostream_t s = pb_ostream_from_buffer(buf.data(), buf.size());
+  EXPECT_TRUE(pb_encode(&s, fedrt_wire_Envelope_fields, &env)) << PB_GET_ERROR(&s);
 }
 
 }  // namespace

@@ -21,7 +21,13 @@
 # over T rounds these add up: |d theta_T| <= T H u |theta|_inf sqrt(d). For
 # the test experiments (T = 8, H <= 200, d <= 8, |theta|_inf < 4) that is
 # 1.1e-3: the check uses FW_SIM_BOUND (default 1.1e-3) and prints the largest
-# deviation (measured: at most 1.6e-5). A quantized uplink could in principle
+# deviation (measured: at most 1.6e-5). A stochastic gradient's residual
+# a^T theta - y is a dot product of d float terms: its rounding moves a step
+# by about eta sqrt(d) u |a|_inf^2 |theta|_inf (random rounding errors; d
+# times that at worst), below the u |theta| of the bound while
+# eta sqrt(d) |a|_inf^2 < 1: experiment_d4096.toml has eta = 2e-4, d = 4096,
+# |a|_inf < 5, T = 3, H = 5 and |theta|_inf < 1, so its ctest sets
+# FW_SIM_BOUND = 5.8e-5. A quantized uplink could in principle
 # flip a quantization decision (probability about deviation / level width per
 # coordinate, none in these seeded runs); such a flip would exceed the bound.
 # Native devices run in double and equal the simulator bit for bit: a fleet
@@ -31,18 +37,22 @@
 #                  [--host-client fedrt-fw-host|fedrt-fw-host-lsa]
 #                  [--fw N] [--native M] [--mode none|corrupt-record|bad-frames|huge-frame] [--compare-sim]
 #                  [--config EXPERIMENT.toml]   (default: tests/fw_link/experiment.toml)
-#                  [--expect-refusal REGEX] [--workspace-bytes N]
+#                  [--expect-refusal REGEX] [--workspace-bytes N] [--expect-chunks REGEX]
 # --expect-refusal: every firmware device must refuse the task in TaskReply
 # with a reason matching REGEX and exit with an error, the coordinator must log
 # the refusal and finish the experiment with the native devices alone.
 # --workspace-bytes: the host client's workspace (fedrt-fw-host only).
+# --expect-chunks: every firmware device must have taken each round's
+# broadcast in chunks (its log line "broadcast alg=A run=R round=T bytes=B
+# chunks=N" matching REGEX) and sent each round's update in chunks ("update
+# chunks ..."): one of each per round of every algorithm.
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CFG="$HERE/experiment.toml"
-BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=()
+BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=() CHUNKS=""
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -57,6 +67,7 @@ while (($#)); do
     --host-client) HOST_CLIENT="$2"; shift 2 ;;
     --expect-refusal) REFUSAL="$2"; shift 2 ;;
     --workspace-bytes) WORKSPACE=(--workspace-bytes "$2"); shift 2 ;;
+    --expect-chunks) CHUNKS="$2"; shift 2 ;;
     *) echo "run_fw_link.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -166,6 +177,16 @@ for ((i = 0; i < NFW; i++)); do
   id="$(printf 'dev%04d' "$i")"
   grep -E "tls_heap_hwm|workspace_hwm|tls_heap_max_bytes" "$OUT/$id.log" | tail -3
 done
+if [[ -n "$CHUNKS" ]]; then
+  for ((i = 0; i < NFW; i++)); do
+    id="$(printf 'dev%04d' "$i")"
+    down="$(grep -c -E "broadcast alg=[0-9]+ run=[0-9]+ round=[0-9]+ .*$CHUNKS" "$OUT/$id.log")"
+    up="$(grep -c "update chunks alg=" "$OUT/$id.log")"
+    ((down == rounds * nalgs)) || fail "$id took $down broadcasts in chunks matching '$CHUNKS', not $((rounds * nalgs))"
+    ((up == rounds * nalgs)) || fail "$id sent $up updates in chunks, not $((rounds * nalgs))"
+    grep -E "broadcast alg=|update chunks alg=|chunks_(in|out)" "$OUT/$id.log" | tail -4
+  done
+fi
 case "$MODE" in
   corrupt-record)
     grep -q "corrupted TLS record" "$OUT/relay.log" || fail "the relay corrupted nothing"

@@ -76,7 +76,7 @@ TEST(WireLimits, NanopbBoundsAreTheLimitsHeader) {
 
 TEST(WireLimits, FirmwareBoundsOnlyTighten) {
   const auto base = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/wire/fedrt.options");
-  for (const char* file : {"fedrt_fw.options", "fedrt_fw_lsa.options"}) {
+  for (const char* file : {"fedrt_fw.options", "fedrt_fw_lsa.options", "fedrt_fw_d4096.options"}) {
     const auto fw = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/fw/" + file);
     for (const auto& [key, value] : fw) {
       auto it = base.find(key);
@@ -84,6 +84,19 @@ TEST(WireLimits, FirmwareBoundsOnlyTighten) {
       EXPECT_LE(value, it->second) << file << ": " << key;
     }
   }
+}
+
+// The coordinator sends a broadcast of up to one chunk inline (a firmware
+// image names kMcuChunkBytes or less in Hello.max_chunk_bytes): every
+// image's RoundAnnouncement.model holds that many values
+// (docs/architecture.md, "Chunked transfer"; runtime/src/fw/client_impl.h).
+TEST(WireLimits, EveryFirmwareImageTakesAOneChunkBroadcastInline) {
+  for (const char* file : {"fedrt_fw_lsa.options", "fedrt_fw_d650.options", "fedrt_fw_d4096.options"}) {
+    const auto fw = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/fw/" + file);
+    EXPECT_GE(fw.at("RoundAnnouncement.model max_count"), static_cast<long>(kMcuChunkBytes / 8)) << file;
+  }
+  const auto base = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/wire/fedrt.options");
+  EXPECT_GE(base.at("RoundAnnouncement.model max_count"), static_cast<long>(kMcuChunkBytes / 8));
 }
 
 // The LSA-only firmware's frames still carry every LSA task up to kMaxDim

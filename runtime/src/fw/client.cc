@@ -16,18 +16,17 @@ using client_detail::kProtocolVersion;
 using Session = client_detail::Session;
 
 // Why this image's frames cannot carry `task` (nullptr: they can).
+// Broadcasts and updates longer than a frame travel in chunks; what still
+// travels in one frame bounds the rest, as on a Linux device
+// (runtime/src/net/device_session.cc): the LSA round result (theta_{t+1}),
+// and the SecAgg+ masked input.
 const char* WireRefusal(const config::Task& t) {
   if (Session::Downlink(t)) return "compression.downlink: this firmware takes the broadcast whole (no model deltas)";
   for (uint32_t a = 0; a < t.num_algorithms; ++a) {
     const auto s = Session::Work::ShapeOf(t, t.algorithms[a]);
-    const size_t seg = static_cast<size_t>(s.segment_dim);
-    const size_t coded = compression::MaxPayloadBytes(t.compression.quantizer, s.segment_dim);
-    if (static_cast<uint32_t>(s.broadcast_dim) > MaxBroadcastScalars())
-      return "the task's broadcast exceeds this firmware image's frames";
-    if (s.chains > MaxUpdateSegments()) return "the task's update has more segments than this firmware image sends";
-    if ((coded > 8 * seg ? coded : 8 * seg) > MaxSegmentBytes())
-      return "the task's update segments exceed this firmware image's frames";
-    if (t.secagg.enabled && s.chains * seg > MaxMaskedScalars())
+    if (t.problem.dim > MaxModelDim() && config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+      return "the task's d exceeds this firmware image's frames: LSA round results and EM statistics travel in one frame";
+    if (t.secagg.enabled && s.chains * static_cast<size_t>(s.segment_dim) > MaxMaskedScalars())
       return "the task's SecAgg+ input exceeds this firmware image's frames";
   }
   return nullptr;
@@ -43,6 +42,7 @@ Status FwClient::Impl::send_hello() {
   h.protocol_version = kProtocolVersion;
   std::strncpy(h.device_id, opt.identity.device_id, sizeof h.device_id - 1);
   h.provisioned_problem = opt.problem.table != nullptr ? opt.problem.problem_fingerprint : 0;
+  h.max_chunk_bytes = kChunk;  // longer broadcasts arrive in chunks of this size
   protocol::RoundId pending;
   if (session != nullptr && session->pending(&pending)) {
     h.has_pending = true;
@@ -161,7 +161,7 @@ Status FwClient::Impl::ensure_session(const protocol::RoundId& id) {
 Status FwClient::Impl::send_output(const protocol::ClientOutput& out) {
   switch (out.kind) {
     case protocol::MessageKind::kNone: return Status::Ok();
-    case protocol::MessageKind::kUpdate: FEDRT_TRY(Encode(out.update, env)); break;
+    case protocol::MessageKind::kUpdate: return send_update(out.update);  // inline or chunked (client_chunks.cc)
     case protocol::MessageKind::kSecAggAdvertise: FEDRT_TRY(Encode(out.advertise, env)); break;
     case protocol::MessageKind::kSecAggShares: FEDRT_TRY(Encode(out.shares, env)); break;
     case protocol::MessageKind::kSecAggMasked: FEDRT_TRY(Encode(out.masked, env)); break;
@@ -171,31 +171,43 @@ Status FwClient::Impl::send_output(const protocol::ClientOutput& out) {
   return send();
 }
 
+// An announcement (its broadcast inline, or written in place from chunks):
+// the local work, then the update.
+Status FwClient::Impl::on_announcement(const protocol::Announcement& a) {
+  const protocol::RoundId id = a.id;
+  protocol::ClientOutput out;
+  LogLine l;
+  FEDRT_TRY(ensure_session(id));
+  resume = a.resume;
+  for (uint32_t k = 0; k < config::kMaxSegments; ++k) resume_bytes[k] = a.resume_bytes[k];
+  protocol::RoundId pending;
+  const bool again = session->pending(&pending) && pending == id;
+  const uint32_t t0 = tls.now();
+  FEDRT_TRY(session->on_announce(a, out));
+  if (!again) work_ms = tls.now() - t0;
+  out.update.report.duration_ms = work_ms;
+  if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
+    l.add(out.kind == protocol::MessageKind::kUpdate ? (again ? "resubmit" : "update") : "secagg advertise");
+    l.add(" alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_i(static_cast<int32_t>(id.round));
+    l.add(" ms=").add_u(work_ms);
+    if (out.update.report.loss_before == out.update.report.loss_before)  // own data: f_c before and after
+      l.add(" loss_before=").add_float(out.update.report.loss_before).add(" loss_after=").add_float(out.update.report.loss_after);
+    log(l);
+    if (out.kind == protocol::MessageKind::kUpdate && !again) ++stats.rounds;
+  }
+  return send_output(out);
+}
+
 Status FwClient::Impl::on_round_message() {
   FEDRT_TRY(inbound.decode(env, frame, sizeof frame));
   const protocol::RoundId id = inbound.id();
   protocol::ClientOutput out;
   LogLine l;
   switch (inbound.kind()) {
-    case protocol::MessageKind::kAnnouncement: {
-      FEDRT_TRY(ensure_session(id));
-      protocol::RoundId pending;
-      const bool again = session->pending(&pending) && pending == id;
-      const uint32_t t0 = tls.now();
-      FEDRT_TRY(session->on_announce(inbound.announcement(), out));
-      if (!again) work_ms = tls.now() - t0;
-      out.update.report.duration_ms = work_ms;
-      if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
-        l.add(out.kind == protocol::MessageKind::kUpdate ? (again ? "resubmit" : "update") : "secagg advertise");
-        l.add(" alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_i(static_cast<int32_t>(id.round));
-        l.add(" ms=").add_u(work_ms);
-        if (out.update.report.loss_before == out.update.report.loss_before)  // own data: f_c before and after
-          l.add(" loss_before=").add_float(out.update.report.loss_before).add(" loss_after=").add_float(out.update.report.loss_after);
-        log(l);
-        if (out.kind == protocol::MessageKind::kUpdate && !again) ++stats.rounds;
-      }
-      return send_output(out);
-    }
+    case protocol::MessageKind::kAnnouncement:
+      if (inbound.announcement().model_bytes > 0) return begin_broadcast(inbound.announcement());  // chunks follow
+      return on_announcement(inbound.announcement());
+    case protocol::MessageKind::kChunk: return on_chunk(inbound.chunk());
     case protocol::MessageKind::kRoundResult: {
       if (session == nullptr || session->algorithm() != id.algorithm || session->run() != id.run) return Status::Ok();
       protocol::RoundId pending;
@@ -258,8 +270,8 @@ size_t FwClient::ImplBytes() { return sizeof(Impl); }
 
 size_t FwClient::TaskBytes(const config::Task& task) {
   const size_t d = task.problem.dim;
-  size_t oracle = 0;  // LeastSquaresOracle: Abar_c, bbar_c, the prox factor; softmax: K logits; logistic: none
-  if (task.problem.kind == config::ProblemKind::kLeastSquares)
+  size_t oracle = 0;  // LeastSquaresOracle: Abar_c, bbar_c, the prox factor (none above d = 2048); softmax: K logits
+  if (task.problem.kind == config::ProblemKind::kLeastSquares && d <= problems::kDenseLeastSquaresMaxDim)
     oracle = sizeof(float) * (d * d + d + (task.hyper.prox_mu > 0 ? d * d : 0)) + Arena::kAlignment;
   if (task.problem.kind == config::ProblemKind::kSoftmax)
     oracle = sizeof(float) * task.problem.classes + Arena::kAlignment;

@@ -1,7 +1,8 @@
 #pragma once
 // The firmware client's state (fedrt/fw/client.h), shared by its translation
-// units: client.cc (messages, init), client_poll.cc (the poll() state
-// machine), own_samples.cc (own-data samples). Private to runtime/src/fw.
+// units: client.cc (messages, init), client_chunks.cc (chunked broadcasts and
+// updates), client_poll.cc (the poll() state machine), own_samples.cc
+// (own-data samples). Private to runtime/src/fw.
 // Device code.
 
 #include <cstring>
@@ -31,6 +32,14 @@ using Session = protocol::ClientSession<float, kFamilies>;
 constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope this image's .options allow
 constexpr size_t kBodyOffset = 8;                        // frame header at 4, body 8-aligned
 static_assert(kMaxFrame + kBodyOffset >= Inbound::kScratchBytes, "frame buffer too small for the SecAgg+ tables");
+// The chunk this image names in Hello.max_chunk_bytes and cuts its updates
+// into (docs/architecture.md, "Chunked transfer"): what a frame holds of
+// Chunk.data. The coordinator sends a broadcast up to this long inline, so
+// the image's RoundAnnouncement.model bound must hold that many values.
+constexpr uint32_t kChunk = ChunkBytesFor(kMaxFrame);
+static_assert(kChunk >= config::kMinChunkBytes, "frame buffer too small for a chunk of kMinChunkBytes");
+static_assert(sizeof(fedrt_wire_RoundAnnouncement::model) / sizeof(double) >= kChunk / 8,
+              "RoundAnnouncement.model bound under the inline broadcast of one chunk");
 }  // namespace client_detail
 
 struct FwClient::Impl {
@@ -38,6 +47,7 @@ struct FwClient::Impl {
   static constexpr size_t kMaxFrame = client_detail::kMaxFrame;
   static constexpr size_t kBodyOffset = client_detail::kBodyOffset;
   static constexpr uint32_t kFamilies = client_detail::kFamilies;
+  static constexpr uint32_t kChunk = client_detail::kChunk;
 
   enum class State { kStart, kHandshake, kRead, kWrite, kSamples, kRetry, kDrain, kDone, kError };
 
@@ -80,6 +90,29 @@ struct FwClient::Impl {
   uint32_t store_dim = 0;   // features per stored example (the first feed's)
   bool store_sealed = false;
   char why[128] = {};  // a formatted refusal or feed error (Status keeps the pointer)
+  // A chunked broadcast being received: its header (no model) and the bytes written so far.
+  struct Incoming {
+    bool active = false;
+    protocol::Announcement header;
+    uint64_t received = 0;
+    uint32_t chunks = 0;
+  } down;
+  // A chunked update being sent: the pending update's segments (views into the
+  // session's payload buffers) and the next chunk's place.
+  struct Outgoing {
+    bool active = false;
+    protocol::RoundId id;
+    uint32_t segments = 0;
+    protocol::View<uint8_t> payload[config::kMaxSegments];
+    uint64_t from[config::kMaxSegments] = {};  // first byte sent per segment (resume offsets, else 0)
+    uint32_t segment = 0;
+    uint64_t offset = 0;
+    uint32_t chunks = 0;
+    bool resumed = false;
+    uint64_t skipped = 0;  // bytes the coordinator held already
+  } up;
+  bool resume = false;  // the last announcement's resume offsets (a cut chunked update)
+  uint64_t resume_bytes[config::kMaxSegments] = {};
 
   const char* format(const LogLine& l) {
     const size_t n = std::strlen(l.c_str());
@@ -113,6 +146,11 @@ struct FwClient::Impl {
   Status ensure_session(const protocol::RoundId& id);
   Status send_output(const protocol::ClientOutput& out);
   Status on_round_message();
+  Status on_announcement(const protocol::Announcement& a);
+  Status begin_broadcast(const protocol::Announcement& a);
+  Status on_chunk(const protocol::Chunk& c);
+  Status send_update(const protocol::Update& u);
+  bool next_chunk();
   Status handle();
   void on_frame(size_t len);
   Poll step(bool& again);

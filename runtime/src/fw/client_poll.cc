@@ -1,5 +1,6 @@
 // The firmware client's poll() state machine (fedrt/fw/client.h): TLS
-// handshake, Hello, frames in and out, retry by reconnecting or draining,
+// handshake, Hello, frames in and out (a chunked update's chunks one frame
+// after the other), retry by reconnecting or draining,
 // timeouts from the link's clock; run() loops over it.
 #include "client_impl.h"
 
@@ -47,6 +48,8 @@ FwClient::Poll FwClient::Impl::step(bool& again) {
     case State::kStart:
       sessions_before = stats.sessions;
       welcomed = false;
+      down.active = false;  // a transfer cut off with the last session is announced again
+      up.active = false;
       if (!tls.reset().ok()) {
         state = State::kRetry;
         return p;
@@ -74,6 +77,7 @@ FwClient::Poll FwClient::Impl::step(bool& again) {
       out_pending = false;
       if (io == TlsLink::Io::kEnd) state = State::kRetry;
       else if (refused) state = State::kError;
+      else if (next_chunk()) state = State::kWrite;  // a chunked update: its next chunk
       else state = State::kRead;
       return p;
     }

@@ -79,7 +79,9 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   p.classes = wp.classes;
   p.intercept = wp.intercept;
   if (p.agents == 0 || p.agents > (1u << 24)) return bad("task: agents outside 1..2^24");
-  if (p.dim == 0 || p.dim > MaxModelDim()) return bad("task: dimension above this firmware image's bound (RoundResult.model)");
+  // The wire's bound, as on the host: broadcasts and updates travel in chunks,
+  // so what else limits d (memory, round results) is the client's to refuse.
+  if (p.dim == 0 || p.dim > config::kMaxLinuxStreamDim) return bad("task: dimension outside 1..2^27");
   const fedrt_wire_GarnetSpec& g = wp.garnet;
   p.garnet.states = g.states;
   p.garnet.actions = g.actions;
@@ -174,6 +176,7 @@ uint32_t MaxBroadcastScalars() { return FEDRT_FW_COUNT(fedrt_wire_RoundAnnouncem
 uint32_t MaxUpdateSegments() { return FEDRT_FW_COUNT(fedrt_wire_Update, payload); }
 uint32_t MaxSegmentBytes() { return static_cast<uint32_t>(sizeof(fedrt_wire_Update_payload_t::bytes)); }
 uint32_t MaxMaskedScalars() { return FEDRT_FW_COUNT(fedrt_wire_SecAggMasked, masked); }
+uint32_t MaxChunkData() { return static_cast<uint32_t>(sizeof(fedrt_wire_Chunk_data_t::bytes)); }
 
 // A report is sent when it says something (a loss or a duration), as the hosts' codec does.
 template <class M>
@@ -191,6 +194,14 @@ Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env) {
   fedrt_wire_Update& u = env.body.update;
   Head(m.id, u);
   u.encoding = static_cast<uint32_t>(m.encoding);
+  u.sample_count = m.sample_count;
+  PutReport(m.report, u);
+  if (m.chunked) {
+    if (m.segments == 0 || m.segments > Cap(u.payload_bytes)) return Status::InvalidArgument("update: 1..2 segments");
+    u.payload_bytes_count = static_cast<pb_size_t>(m.segments);
+    for (uint32_t k = 0; k < m.segments; ++k) u.payload_bytes[k] = m.payload_bytes[k];
+    return Status::Ok();
+  }
   if (m.segments > Cap(u.payload)) return Status::ResourceExhausted("update: more segments than this image sends");
   u.payload_count = static_cast<pb_size_t>(m.segments);
   for (uint32_t k = 0; k < m.segments; ++k) {
@@ -199,8 +210,20 @@ Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env) {
     u.payload[k].size = static_cast<pb_size_t>(m.payload[k].size);
     std::memcpy(u.payload[k].bytes, m.payload[k].data, m.payload[k].size);
   }
-  u.sample_count = m.sample_count;
-  PutReport(m.report, u);
+  return Status::Ok();
+}
+
+Status Encode(const protocol::Chunk& m, fedrt_wire_Envelope& env) {
+  Clear(env, fedrt_wire_Envelope_chunk_tag);
+  fedrt_wire_Chunk& c = env.body.chunk;
+  Head(m.id, c);
+  if (m.data.size == 0 || m.data.size > sizeof(c.data.bytes))
+    return Status::ResourceExhausted("chunk: data longer than this image sends");
+  c.segment = m.segment;
+  c.offset = m.offset;
+  c.total = m.total;
+  c.data.size = static_cast<pb_size_t>(m.data.size);
+  std::memcpy(c.data.bytes, m.data.data, m.data.size);
   return Status::Ok();
 }
 
@@ -259,6 +282,7 @@ Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env) {
 protocol::RoundId Inbound::id() const {
   switch (kind_) {
     case MessageKind::kAnnouncement: return announcement_.id;
+    case MessageKind::kChunk: return chunk_.id;
     case MessageKind::kRoundResult: return result_.id;
     case MessageKind::kSecAggKeys: return keys_.id;
     case MessageKind::kSecAggSharesIn: return shares_.id;
@@ -277,6 +301,12 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
         return Status::InvalidArgument("announcement of unknown kind");
       if (a.has_delta) return Status::InvalidArgument("a model delta: this image takes the broadcast whole");
       if (a.model_count > MaxBroadcastScalars()) return Status::OutOfRange("broadcast longer than this image's bound");
+      // Chunked (docs/architecture.md, "Chunked transfer"): the header alone, its chunks follow.
+      if (a.model_bytes > 0 && (a.model_count > 0 || a.model_bytes % 8 != 0 ||
+                                a.model_bytes > 8ull * 2 * config::kMaxSegments * config::kMaxLinuxStreamDim))
+        return Status::InvalidArgument("a chunked announcement with inline values or not of whole float64 values");
+      if (a.resume_bytes_count != 0 && a.resume_bytes_count != config::kMaxSegments)
+        return Status::InvalidArgument("an announcement whose resume offsets are not one per segment");
       for (pb_size_t i = 0; i < a.model_count; ++i)
         if (!Finite(a.model[i])) return Status::InvalidArgument("broadcast value is NaN or infinite");
       announcement_ = protocol::Announcement{};
@@ -286,11 +316,23 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       announcement_.report = a.report;
       announcement_.deadline_ms = a.deadline_ms;
       announcement_.model = View<double>{a.model, a.model_count};
+      announcement_.model_version = a.model_version;
+      announcement_.model_bytes = a.model_bytes;
+      announcement_.resume = a.resume_bytes_count > 0;
+      for (pb_size_t k = 0; k < a.resume_bytes_count; ++k) announcement_.resume_bytes[k] = a.resume_bytes[k];
       if (a.has_secagg) {
         const fedrt_wire_SecAggParams& p = a.secagg;
         announcement_.secagg = protocol::SecAggRound{true, p.round_id, p.graph_seed, p.n, p.k, p.t, p.id};
       }
       kind_ = MessageKind::kAnnouncement;
+      return Status::Ok();
+    }
+    case fedrt_wire_Envelope_chunk_tag: {
+      const fedrt_wire_Chunk& c = env.body.chunk;
+      if (c.segment >= config::kMaxSegments) return Status::InvalidArgument("chunk of a segment other than 0..1");
+      if (c.data.size == 0) return Status::InvalidArgument("chunk without data");
+      chunk_ = protocol::Chunk{IdOf(c), c.segment, c.offset, c.total, View<uint8_t>{c.data.bytes, c.data.size}};
+      kind_ = MessageKind::kChunk;
       return Status::Ok();
     }
     case fedrt_wire_Envelope_result_tag: {

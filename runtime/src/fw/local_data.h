@@ -38,9 +38,7 @@ class LocalData {
           if (static_cast<uint32_t>(image.dim) != p.dim)
             return Status::FailedPrecondition("the provisioned samples have another dimension than the task's");
           if (p.kind == config::ProblemKind::kLeastSquares) {
-            auto o = problems::LeastSquaresOracle<float>::create(arena, image.dim, image.rows, image.table, image.labels,
-                                                                 static_cast<float>(task.hyper.prox_mu),
-                                                                 static_cast<float>(p.synthetic.l2));
+            auto o = LeastSquares(arena, image.dim, image.rows, image.table, image.labels, task, false);
             if (!o.ok())
               return o.status().code() == StatusCode::kResourceExhausted
                          ? Status::ResourceExhausted("least squares: Abar_c does not fit this device's memory")
@@ -83,8 +81,7 @@ class LocalData {
     if constexpr (protocol::Has(kFamilies, config::Family::kOpt)) {
       const int d = static_cast<int>(p.dim);
       if (p.kind == config::ProblemKind::kLeastSquares) {
-        auto o = problems::LeastSquaresOracle<float>::create(arena, d, rows, x, y, static_cast<float>(task.hyper.prox_mu),
-                                                             static_cast<float>(p.synthetic.l2), p.intercept);
+        auto o = LeastSquares(arena, d, rows, x, y, task, p.intercept);
         if (!o.ok())
           return o.status().code() == StatusCode::kResourceExhausted
                      ? Status::ResourceExhausted("least squares: Abar_c does not fit this device's memory")
@@ -116,6 +113,19 @@ class LocalData {
   }
 
  private:
+  // Abar_c (and the prox factor) in the arena up to d = 2048, matrix-free
+  // above, as problems::Instance builds it on a host (the same f_c and
+  // stochastic gradients; the host refuses fedprox-exact there).
+  static Result<problems::LeastSquaresOracle<float>> LeastSquares(Arena& arena, int d, uint32_t rows, const float* x,
+                                                                  const float* y, const config::Task& task,
+                                                                  bool intercept) {
+    const float l2 = static_cast<float>(task.problem.synthetic.l2);
+    if (d > problems::kDenseLeastSquaresMaxDim)
+      return problems::LeastSquaresOracle<float>::CreateMatrixFree(d, rows, x, y, l2, intercept);
+    return problems::LeastSquaresOracle<float>::create(arena, d, rows, x, y, static_cast<float>(task.hyper.prox_mu), l2,
+                                                       intercept);
+  }
+
   problems::TdOracle<float> td_;
   problems::LeastSquaresOracle<float> lsq_;
   problems::LogisticOracle<float> logistic_;

@@ -101,6 +101,8 @@ struct ClientStats {
   uint32_t results = 0;           // round results committed
   uint32_t rejected_frames = 0;   // oversized or undecodable frames / invalid messages
   uint32_t rejected_records = 0;  // TLS records that failed authentication or parsing
+  uint32_t chunks_in = 0;         // broadcast chunks written into the session
+  uint32_t chunks_out = 0;        // update chunks sent
   size_t tls_heap_max_bytes = 0;  // high-water mark of mbedTLS's static heap
   size_t tls_heap_bytes = 0;      // its capacity
   size_t workspace_max_bytes = 0; // high-water mark of the workspace

@@ -24,8 +24,11 @@ namespace fedrt::fw {
 // Task of a Welcome; `out` is only meaningful when the status is OK.
 Status DecodeTask(const fedrt_wire_Task& in, config::Task& out);
 
-// Device -> coordinator messages into `env` (which they overwrite).
+// Device -> coordinator messages into `env` (which they overwrite). An
+// Update with `chunked` is the header of a chunked update (payload_bytes, no
+// payload); its Chunk messages follow (docs/architecture.md, "Chunked transfer").
 Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env);
+Status Encode(const protocol::Chunk& m, fedrt_wire_Envelope& env);
 Status Encode(const protocol::SecAggAdvertiseMsg& m, fedrt_wire_Envelope& env);
 Status Encode(const protocol::SecAggSharesMsg& m, fedrt_wire_Envelope& env);  // each ciphertext names its recipient
 Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env);
@@ -37,6 +40,17 @@ uint32_t MaxBroadcastScalars();  // RoundAnnouncement.model
 uint32_t MaxUpdateSegments();    // Update.payload count
 uint32_t MaxSegmentBytes();      // Update.payload size
 uint32_t MaxMaskedScalars();     // SecAggMasked.masked
+uint32_t MaxChunkData();         // Chunk.data size
+// The chunk this image takes and sends (Hello.max_chunk_bytes): a frame of
+// frame_bytes holds the Chunk envelope and this many data bytes, a multiple of
+// 8 (whole float64 values), at most MaxChunkData(); 0 when under kMinChunkBytes.
+constexpr uint32_t ChunkBytesFor(size_t frame_bytes) {
+  constexpr size_t data_cap = sizeof(fedrt_wire_Chunk_data_t::bytes);
+  constexpr size_t overhead = fedrt_wire_Chunk_size - data_cap + 2 + 3;  // + the Envelope tag (field 17) and length
+  const size_t room = frame_bytes > overhead ? frame_bytes - overhead : 0;
+  const size_t n = (room < data_cap ? room : data_cap) / 8 * 8;
+  return n >= config::kMinChunkBytes ? static_cast<uint32_t>(n) : 0u;
+}
 
 // One decoded coordinator -> device round message.
 class Inbound {
@@ -47,7 +61,7 @@ class Inbound {
           ? sizeof(secagg::ShareCiphertext) * secagg::kMaxNeighbours
           : sizeof(secagg::Advertise) * secagg::kMaxNeighbours;
 
-  // The round message in `env` (announcement, result or a SecAgg+ phase);
+  // The round message in `env` (announcement, chunk, result or a SecAgg+ phase);
   // an error names what is wrong. `scratch` (8-aligned, kScratchBytes) holds
   // the SecAgg+ tables; the views stay valid while `env` and `scratch` do.
   Status decode(const fedrt_wire_Envelope& env, void* scratch, size_t scratch_bytes);
@@ -55,6 +69,7 @@ class Inbound {
   protocol::MessageKind kind() const { return kind_; }
   const protocol::Announcement& announcement() const { return announcement_; }
   const protocol::RoundResult& result() const { return result_; }
+  const protocol::Chunk& chunk() const { return chunk_; }
   const protocol::SecAggKeysMsg& keys() const { return keys_; }
   const protocol::SecAggSharesMsg& shares() const { return shares_; }  // kSecAggSharesIn
   const protocol::SecAggUnmaskRequestMsg& unmask_request() const { return unmask_request_; }
@@ -65,6 +80,7 @@ class Inbound {
   protocol::MessageKind kind_ = protocol::MessageKind::kNone;
   protocol::Announcement announcement_;
   protocol::RoundResult result_;
+  protocol::Chunk chunk_;
   protocol::SecAggKeysMsg keys_;
   protocol::SecAggSharesMsg shares_;
   protocol::SecAggUnmaskRequestMsg unmask_request_;

@@ -107,12 +107,15 @@ inline Result<ProblemView> ParseProblemImage(const uint8_t* data, size_t size) {
   if (h.version != kProblemImageVersion) return Status::InvalidArgument("problem image: unsupported version");
   if (h.kind > static_cast<uint32_t>(config::ProblemKind::kGmm)) return Status::InvalidArgument("problem image: unknown kind");
   const bool td = IsTdKind(h.kind), gmm = h.kind == static_cast<uint32_t>(config::ProblemKind::kGmm);
-  if (h.dim == 0 || h.dim > config::kMaxDim) return Status::OutOfRange("problem image: dimension out of range");
+  // d is bounded by the partition (a device's memory refuses the task if need be), not by a frame.
+  if (h.dim == 0 || h.dim > config::kMaxLinuxStreamDim) return Status::OutOfRange("problem image: dimension out of range");
   if (h.rows == 0 || h.rows > (td ? 65535u : kProblemImageMaxRows)) return Status::OutOfRange("problem image: row count out of range");
   if (td && (h.aux == 0 || uint64_t(h.aux) > uint64_t(h.rows) * h.rows))
     return Status::OutOfRange("problem image: alias table size out of range");
   if (gmm && (h.aux == 0 || h.aux > 64)) return Status::OutOfRange("problem image: component count out of range");
   if (!td && !gmm && h.aux != 0) return Status::InvalidArgument("problem image: unexpected table");
+  if (uint64_t(h.rows) * h.dim * sizeof(float) > size || uint64_t(h.aux) * sizeof(problems::TdTransition<float>) > size)
+    return Status::InvalidArgument("problem image: tables larger than the data partition");
   const size_t need = ProblemImageBytes(h.kind, h.rows, h.dim, h.aux);
   if (h.total_bytes != need || size < need) return Status::InvalidArgument("problem image: size does not match header");
   if (Crc32(data + sizeof h, need - sizeof h) != h.crc32) return Status::DataLoss("problem image: CRC mismatch");
