@@ -93,8 +93,9 @@ Status DeviceSession::persist(bool durable) {
   protocol::RoundId pending;
   s.pending = session_->pending(&pending);
   s.pending_round = pending.round;
-  s.state.assign(session_->state(), session_->state() + session_->state_size());
-  FEDRT_TRY(SaveSession(opt_.state_dir, s, durable));
+  // Written from the session's region, and not kept here: the file has it
+  // (a session rebuilt for this algorithm and run reloads it).
+  FEDRT_TRY(SaveSession(opt_.state_dir, s, session_->state(), session_->state_size(), durable));
   saved_ = std::move(s);
   return Status::Ok();
 }
@@ -223,6 +224,10 @@ Status DeviceSession::ensure_session(const protocol::RoundId& id) {
   o.entropy_ctx = &secrets_;
   auto s = std::make_unique<Session>();
   FEDRT_TRY(s->init(arena, o));
+  if (saved_ && saved_->state.empty() && saved_->algorithm == id.algorithm && saved_->run == id.run) {
+    auto loaded = LoadSavedSession(opt_.state_dir);  // saved by this process: only the file holds the state
+    if (loaded.ok() && loaded->has_value()) saved_ = std::move(*loaded);
+  }
   if (saved_ && saved_->algorithm == id.algorithm && saved_->run == id.run &&
       saved_->fingerprint == config::SessionFingerprint(task_, id.algorithm, id.run)) {
     Status st = s->restore(saved_->state.data(), saved_->state.size());

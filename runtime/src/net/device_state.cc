@@ -27,9 +27,9 @@ constexpr size_t kMaxState = size_t{64} << 30;  // a sanity bound on a header's 
 std::string PathOf(const std::string& dir) { return dir + "/session.state"; }
 
 // What a slot's header says, everything but the checksum.
-std::string Fields(int version, uint64_t seq, const SavedSession& s) {
+std::string Fields(int version, uint64_t seq, const SavedSession& s, size_t n) {
   return fmt::format("{} {} {} {:016x} {} {} {} {} {} {}", kMagic, version, seq, s.fingerprint, s.algorithm, s.run,
-                     s.agent, s.pending ? 1 : 0, s.pending_round, s.state.size());
+                     s.agent, s.pending ? 1 : 0, s.pending_round, n);
 }
 
 // FNV-1a of the header fields, then of the state: byte by byte (version 3) or
@@ -48,19 +48,19 @@ uint64_t Checksum(int version, const std::string& fields, const uint8_t* state, 
 }
 
 // A slot is the header line (NUL-padded to kHeaderBytes), then the state bytes.
-std::array<uint8_t, kHeaderBytes> SlotHeader(uint64_t seq, const SavedSession& s) {
-  const std::string fields = Fields(kVersion, seq, s);
-  const std::string line =
-      fmt::format("{} {:016x}\n", fields, Checksum(kVersion, fields, s.state.data(), s.state.size()));
+std::array<uint8_t, kHeaderBytes> SlotHeader(uint64_t seq, const SavedSession& s, const uint8_t* state, size_t n) {
+  const std::string fields = Fields(kVersion, seq, s, n);
+  const std::string line = fmt::format("{} {:016x}\n", fields, Checksum(kVersion, fields, state, n));
   std::array<uint8_t, kHeaderBytes> out{};
   std::memcpy(out.data(), line.data(), std::min(line.size(), kHeaderBytes));
   return out;
 }
 
 // Writes slot `k` (header and state, without copying the state) at its place.
-bool WriteSlot(int fd, size_t k, size_t slot_bytes, uint64_t seq, const SavedSession& s) {
-  std::array<uint8_t, kHeaderBytes> header = SlotHeader(seq, s);
-  iovec v[2] = {{header.data(), header.size()}, {const_cast<uint8_t*>(s.state.data()), s.state.size()}};
+bool WriteSlot(int fd, size_t k, size_t slot_bytes, uint64_t seq, const SavedSession& s, const uint8_t* state,
+               size_t n) {
+  std::array<uint8_t, kHeaderBytes> header = SlotHeader(seq, s, state, n);
+  iovec v[2] = {{header.data(), header.size()}, {const_cast<uint8_t*>(state), n}};
   return ::pwritev(fd, v, 2, static_cast<off_t>(k * slot_bytes)) == static_cast<ssize_t>(slot_bytes);
 }
 
@@ -80,7 +80,7 @@ bool ParseSlot(const uint8_t* p, size_t avail, uint64_t* seq, SavedSession* s) {
   s->fingerprint = std::strtoull(fp.c_str(), nullptr, 16);
   s->pending = pending != 0;
   s->state.assign(p + kHeaderBytes, p + kHeaderBytes + n);
-  return std::strtoull(sum.c_str(), nullptr, 16) == Checksum(version, Fields(version, *seq, *s), s->state.data(), n);
+  return std::strtoull(sum.c_str(), nullptr, 16) == Checksum(version, Fields(version, *seq, *s, n), s->state.data(), n);
 }
 
 std::vector<uint8_t> ReadAll(const std::string& path, bool* exists) {
@@ -131,9 +131,13 @@ Result<std::optional<SavedSession>> LoadSavedSession(const std::string& dir) {
 // costs one fdatasync and no journal commit; a session of another size starts
 // a new file (written to a temporary, synced and renamed).
 Status SaveSession(const std::string& dir, const SavedSession& s, bool durable) {
+  return SaveSession(dir, s, s.state.data(), s.state.size(), durable);
+}
+
+Status SaveSession(const std::string& dir, const SavedSession& s, const uint8_t* state, size_t n, bool durable) {
   if (dir.empty()) return Status::Ok();
   const std::string path = PathOf(dir);
-  const size_t slot_bytes = kHeaderBytes + s.state.size();
+  const size_t slot_bytes = kHeaderBytes + n;
   int fd = ::open(path.c_str(), O_RDWR);
   struct stat st {};
   if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == 2 * slot_bytes) {
@@ -150,7 +154,7 @@ Status SaveSession(const std::string& dir, const SavedSession& s, bool durable) 
       }
     }
     const int target = seq[0] <= seq[1] ? 0 : 1;  // overwrite the older copy
-    bool ok = WriteSlot(fd, static_cast<size_t>(target), slot_bytes, std::max(seq[0], seq[1]) + 1, s);
+    bool ok = WriteSlot(fd, static_cast<size_t>(target), slot_bytes, std::max(seq[0], seq[1]) + 1, s, state, n);
     ok = ok && (!durable || ::fdatasync(fd) == 0);
     ::close(fd);
     if (!ok) return Status(StatusCode::kDataLoss, fmt::format("cannot write state file '{}'", path));
@@ -163,7 +167,7 @@ Status SaveSession(const std::string& dir, const SavedSession& s, bool durable) 
   fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return Status(StatusCode::kUnavailable, fmt::format("cannot write state file '{}'", tmp));
   // Slot 0, then slot 1 all zeros until the next save.
-  bool ok = WriteSlot(fd, 0, slot_bytes, 1, s) && ::ftruncate(fd, static_cast<off_t>(2 * slot_bytes)) == 0;
+  bool ok = WriteSlot(fd, 0, slot_bytes, 1, s, state, n) && ::ftruncate(fd, static_cast<off_t>(2 * slot_bytes)) == 0;
   ok = ok && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) return Status(StatusCode::kDataLoss, fmt::format("short write to state file '{}'", tmp));

@@ -36,5 +36,7 @@ Result<std::optional<SavedSession>> LoadSavedSession(const std::string& dir);
 // names the pending round, and the coordinator replays that round's result
 // after the restart (docs/architecture.md, "Persistence").
 Status SaveSession(const std::string& dir, const SavedSession& s, bool durable = true);
+// The same with the state given apart (s.state unused): no copy of it is made.
+Status SaveSession(const std::string& dir, const SavedSession& s, const uint8_t* state, size_t n, bool durable);
 
 }  // namespace fedrt::net
