@@ -1,6 +1,6 @@
 // fedrt-sim: the in-process simulator. Runs one or several federated LSA
-// algorithms on one problem for R runs and writes metrics.csv, summary.json
-// and error.png to --out.
+// algorithms on one problem for R runs and writes metrics.csv, summary.json,
+// model_<algorithm>.npy and error.png to --out.
 
 #include <unistd.h>
 
