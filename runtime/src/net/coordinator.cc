@@ -181,6 +181,9 @@ Status Coordinator::listen() {
                        : fmt::format("read_by_coordinator=no (coordinator_reads_shards = false: agents and d from the "
                                      "experiment file, no {}, error = nan{})",
                                      em ? "h(Shat_k)" : "x_star", data.test.empty() ? "" : ", test scored on " + data.test));
+  else if (!opt_.experiment.opt.coordinator_generates)  // a generated problem's data only on the devices
+    CoordinatorLog("data generated_by=devices (problem.coordinator_generates = false: the coordinator holds no "
+                   "agent's data, no x_star, error = nan; the final iterates go to model_<algorithm>.npy)");
   return Status::Ok();
 }
 
