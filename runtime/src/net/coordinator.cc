@@ -457,6 +457,7 @@ Status Coordinator::finish() {
     res.settings["quorum"] = opt_.network.quorum;
     res.settings["auth"] = opt_.network.auth;
     res.problem.description += fmt::format(", {} agents over TLS", task_.problem.agents);
+    rounds_.release_session();  // FleetResult replays each run in a session of its own
     FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res));
     Status plot = Status::Ok();
     FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));
