@@ -152,13 +152,13 @@ int main(int argc, char** argv) {
   std::printf("MB/round: payload bytes of the broadcast (N x 8 d down) and the updates (N x 8 d up), framing and TLS\n"
               "records not counted; MB/s = MB/round / median round; of GCM = that rate over one core's AES-GCM rate\n"
               "(every byte is sealed once and opened once, by processes sharing the machine's cores);\n"
-              "B/coord = the coordinator's peak RSS over d. %s\n",
+              "B/coord = the coordinator's peak RSS over d.\n%s\n",
               coordinator_generates
-                  ? "The coordinator generated every agent's data to report the error (N x 8 samples x d\n"
-                    "doubles), which dominates its RSS at large d; without --coordinator-generates it holds none."
-                  : "The coordinator generated no agent's data (problem.coordinator_generates = false: error\n"
-                    "= nan, the model in model_fedavg.npy), so its RSS is the protocol's: the server state, the\n"
-                    "aggregate's exact sums and the connections' buffers.");
+                  ? "The coordinator generated every agent's data to report the error (N x 8 samples x d doubles,\n"
+                    "64 N bytes per coordinate); without --coordinator-generates it holds none."
+                  : "The coordinator generated no agent's data (problem.coordinator_generates = false: error = nan,\n"
+                    "the model in model_fedavg.npy), so its RSS is the protocol's: the server state with the\n"
+                    "aggregate's exact sums, the round's messages and the connections' buffers.");
   if (keep.empty()) fs::remove_all(work);
   return failed == 0 ? 0 : 1;
 }
