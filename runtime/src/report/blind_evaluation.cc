@@ -1,12 +1,13 @@
-// Evaluation of a least squares / logistic / softmax task at a coordinator
-// that holds none of the agents' data: an own-data task whose shards stay on
-// the devices ([data] coordinator_reads_shards = false, docs/data.md), or a
+// Evaluation of a least squares / logistic / softmax task at a coordinator that
+// holds none of the agents' data: an own-data task whose shards stay on the
+// devices ([data] coordinator_reads_shards = false, docs/data.md), or a
 // generated problem the coordinator does not generate ([problem]
 // coordinator_generates = false, README.md "The coordinator generates no
 // data"). Without the data there is no x_star, so the error metric is NaN in
-// every round (as for a user model). Own data: the devices' reports (train_loss, local_loss) and,
-// with a data.test file of the coordinator's own, the held-out scores of every
-// round's model measure progress, the same numbers as with the shards.
+// every round (as for a user model).
+// Own data: the devices' reports (train_loss, local_loss) and, with a data.test
+// file of the coordinator's own, the held-out scores of every round's model
+// measure progress, the same numbers as with the shards.
 // Generated: the devices report no losses (as when the coordinator generates
 // the data); the final iterates are in model_<algorithm>.npy.
 #include <cmath>
