@@ -39,6 +39,7 @@ if(FEDRT_DEVICE_ONLY)
     runtime/src/net/device_state.cc
     runtime/src/net/device_cli.cc
     runtime/src/net/device_session.cc
+    runtime/src/net/device_chunks.cc
     runtime/src/net/device_connection.cc
     runtime/src/net/device_api.cc
     runtime/src/net/device.cc)
@@ -62,6 +63,7 @@ add_library(fedrt_net STATIC
   runtime/src/net/device_state.cc
   runtime/src/net/device_cli.cc
   runtime/src/net/device_session.cc
+  runtime/src/net/device_chunks.cc
   runtime/src/net/device_connection.cc
   runtime/src/net/device_api.cc
   runtime/src/net/device.cc)

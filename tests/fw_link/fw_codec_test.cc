@@ -156,7 +156,7 @@ TEST(FwCodec, ALinuxProfileTaskIsRefusedByTheFirmwareAlone) {
 TEST(FwCodec, RejectsTheTasksTheHostRejects) {
   const std::vector<std::pair<const char*, std::function<void(config::Task&)>>> bad = {
       {"dimension 0", [](config::Task& t) { t.problem.dim = 0; }},
-      {"dimension above kMaxLinuxDim", [](config::Task& t) { t.problem.dim = config::kMaxLinuxDim + 1; }},
+      {"dimension above kMaxLinuxStreamDim", [](config::Task& t) { t.problem.dim = config::kMaxLinuxStreamDim + 1; }},
       {"no agents", [](config::Task& t) { t.problem.agents = 0; }},
       {"unknown problem kind", [](config::Task& t) { t.problem.kind = static_cast<config::ProblemKind>(9); }},
       {"unknown algorithm", [](config::Task& t) { t.algorithms[0].kind = static_cast<config::AlgorithmKind>(42); }},

@@ -145,7 +145,7 @@ TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
     EXPECT_NE(std::string(st.message()).find(why), std::string::npos) << st.message();
   };
   refused([](Task& w) { w.mutable_problem()->set_kind(9); }, "unknown problem kind");
-  refused([](Task& w) { w.mutable_problem()->set_dim(config::kMaxLinuxDim + 1); }, "dimension");
+  refused([](Task& w) { w.mutable_problem()->set_dim(config::kMaxLinuxStreamDim + 1); }, "dimension");
   refused([](Task& w) { w.mutable_algorithms(0)->set_kind(1); }, "another family");
   refused([](Task& w) { w.clear_algorithms(); }, "0 algorithms");
   refused([](Task& w) { w.mutable_hyper()->set_step(std::nan("")); }, "step size");

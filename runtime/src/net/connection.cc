@@ -85,26 +85,40 @@ void Connection::wait_write() {
 }
 
 bool Connection::flush() {
-  while (out_off_ < out_.size()) {
-    const int rc = mbedtls_ssl_write(&ssl_, reinterpret_cast<const unsigned char*>(out_.data()) + out_off_,
-                                     out_.size() - out_off_);
-    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE || rc == MBEDTLS_ERR_SSL_WANT_READ) {
-      wait_write();
-      return true;
+  for (;;) {
+    while (out_off_ < out_.size()) {
+      const int rc = mbedtls_ssl_write(&ssl_, reinterpret_cast<const unsigned char*>(out_.data()) + out_off_,
+                                       out_.size() - out_off_);
+      if (rc == MBEDTLS_ERR_SSL_WANT_WRITE || rc == MBEDTLS_ERR_SSL_WANT_READ) {
+        wait_write();
+        return true;
+      }
+      if (rc < 0) {
+        close("write failed: " + TlsErrorString(rc));
+        return false;
+      }
+      out_off_ += static_cast<size_t>(rc);
     }
-    if (rc < 0) {
-      close("write failed: " + TlsErrorString(rc));
+    out_.clear();
+    out_off_ = 0;
+    if (close_after_flush_) {
+      close(close_reason_);
       return false;
     }
-    out_off_ += static_cast<size_t>(rc);
+    if (!source_) return true;
+    wire::Envelope next;
+    if (!source_(next)) {
+      source_ = nullptr;
+      return true;
+    }
+    out_ = wire::EncodeFrame(next);
   }
-  out_.clear();
-  out_off_ = 0;
-  if (close_after_flush_) {
-    close(close_reason_);
-    return false;
-  }
-  return true;
+}
+
+void Connection::stream(Source source) {
+  if (state_ == State::kClosed || state_ == State::kHandshake || close_after_flush_) return;
+  source_ = std::move(source);
+  flush();
 }
 
 void Connection::send(const wire::Envelope& env) {

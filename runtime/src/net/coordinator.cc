@@ -1,5 +1,6 @@
 #include "fedrt/net/coordinator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -37,6 +38,7 @@ wire::ErrorReason ReasonOf(protocol::Refusal r) {
     case protocol::Refusal::kNotSampled: return wire::ERROR_NOT_SAMPLED;
     case protocol::Refusal::kDimension: return wire::ERROR_DIMENSION;
     case protocol::Refusal::kNonFinite: return wire::ERROR_NON_FINITE;
+    case protocol::Refusal::kChunk: return wire::ERROR_CHUNK;
     default: return wire::ERROR_MALFORMED;
   }
 }
@@ -143,8 +145,11 @@ Status Coordinator::init() {
   auto send = [this](uint32_t agent, const wire::Envelope& env) {
     if (Connection* c = registry_.connection(agent)) c->send(env);
   };
+  auto stream = [this](uint32_t agent, FleetRounds::Source source) {
+    if (Connection* c = registry_.connection(agent)) c->stream(std::move(source));
+  };
   auto measure = [this](const protocol::ServerCore& core) { return eval_->error(core); };
-  FEDRT_TRY(rounds_.init(fo, store_.get(), send, measure));
+  FEDRT_TRY(rounds_.init(fo, store_.get(), send, stream, measure));
   if (rounds_.rounds_done() > 0) CoordinatorLog("resume state={} completed_rounds={}", opt_.network.state, rounds_.rounds_done());
   pending_.assign(agents, std::nullopt);
   return listen();
@@ -312,6 +317,8 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
     old->close("superseded by a new connection");  // no longer the agent's: on_closed leaves the agent alone
   }
   c.set_registered(static_cast<int>(agent));
+  rounds_.set_chunk_limit(agent, std::min(h.max_chunk_bytes() == 0 ? config::kChunkBytes : h.max_chunk_bytes(),
+                                          config::kChunkBytes));
   registry_.set_state(agent, Registry::State::kAwaitingReply);
   pending_[agent].reset();
   if (h.has_pending()) pending_[agent] = protocol::RoundId{h.pending_algorithm(), h.pending_run(), h.pending_round()};
@@ -377,13 +384,14 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   if (!inbound_.decode(env, err)) return reject(err.reason, err.message, "");
   const protocol::MessageKind kind = inbound_.kind();
   protocol::RoundId id{};
+  const bool update = kind == protocol::MessageKind::kUpdate || kind == protocol::MessageKind::kChunk;
   if (kind == protocol::MessageKind::kUpdate) id = inbound_.update().id;
+  if (kind == protocol::MessageKind::kChunk) id = inbound_.chunk().id;
   const protocol::Verdict v = rounds_.on_message(agent, env, inbound_, now_ms());
-  const std::string where = kind == protocol::MessageKind::kUpdate
-                                ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
-                                : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
+  const std::string where = update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
+                                   : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
   if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
-  if (kind == protocol::MessageKind::kUpdate) {
+  if (update && v.whole) {
     wire::Envelope ack;
     ack.mutable_ack()->set_algorithm_index(id.algorithm);
     ack.mutable_ack()->set_run(id.run);

@@ -17,16 +17,26 @@ namespace {
 
 constexpr size_t kCapacity = size_t{1} << 30;  // a Linux board's arena: the task's workspace, allocated per session
 
-// The logged digest of a session's persistent region: the logs show that a
-// restart restored exactly what the last commit saved (control variates, memory).
-uint64_t Digest(const protocol::ClientSession<double>& s) { return StateDigest(s.state(), s.state_size()); }
-
 // The labels the task's model takes (docs/data.md): binary for logistic
 // regression, class indices for softmax, any finite number otherwise.
 data::LabelKind LabelKindFor(const config::ProblemSpec& p) {
   if (p.kind == config::ProblemKind::kLogistic) return data::LabelKind::kBinary;
   if (p.kind == config::ProblemKind::kGmm) return data::LabelKind::kNone;  // a mixture's points have no label
   return p.kind == config::ProblemKind::kSoftmax ? data::LabelKind::kClass : data::LabelKind::kReal;
+}
+
+// Why a Linux device cannot carry the task's messages: models beyond the
+// chunked limit, or beyond the inline limit for what still travels in one
+// frame (docs/architecture.md, "Chunked transfer").
+const char* WireRefusal(const config::Task& t) {
+  if (t.problem.dim > config::kMaxLinuxStreamDim) return "the model dimension exceeds this device's limit (2^27)";
+  if (t.problem.dim <= config::kMaxLinuxDim) return nullptr;
+  for (uint32_t a = 0; a < t.num_algorithms; ++a)
+    if (config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+      return "d > 65536 is for the optimisation family: LSA round results and EM statistics travel in one frame";
+  if (t.secagg.enabled) return "d > 65536 with secure aggregation: the masked input travels in one frame";
+  if (t.compression.downlink) return "d > 65536 with the compressed downlink: the model delta travels in one frame";
+  return nullptr;
 }
 
 }  // namespace
@@ -179,7 +189,7 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
     }
   }
   const size_t capacity = opt_.hooks != nullptr && opt_.hooks->capacity > 0 ? opt_.hooks->capacity : kCapacity;
-  if (task_.problem.dim > config::kMaxLinuxDim) return refuse("the model dimension exceeds this device's wire limit", stop);
+  if (const char* why = WireRefusal(task_)) return refuse(why, stop);
   if (const char* why = Session::Refusal(task_, local_, capacity)) return refuse(why, stop);
   std::string algs;
   for (uint32_t a = 0; a < task_.num_algorithms; ++a)
@@ -214,7 +224,7 @@ Status DeviceSession::ensure_session(const protocol::RoundId& id) {
     Status st = s->restore(saved_->state.data(), saved_->state.size());
     if (st.ok())
       log_("restored alg={} run={} pending={} state={:016x}", id.algorithm, id.run,
-           saved_->pending ? std::to_string(saved_->pending_round) : "none", Digest(*s));
+           saved_->pending ? std::to_string(saved_->pending_round) : "none", StateDigest(s->state(), s->state_size()));
     else log_("warning state file not restored: {}", st.message());
   }
   session_ = std::move(s);
@@ -225,7 +235,7 @@ Status DeviceSession::send_output(const protocol::ClientOutput& out) {
   wire::Envelope env;
   switch (out.kind) {
     case protocol::MessageKind::kNone: return Status::Ok();
-    case protocol::MessageKind::kUpdate: wire::Encode(out.update, env); break;
+    case protocol::MessageKind::kUpdate: return send_update(out.update);
     case protocol::MessageKind::kSecAggAdvertise: wire::Encode(out.advertise, env); break;
     case protocol::MessageKind::kSecAggShares: wire::Encode(out.shares, /*incoming=*/false, env); break;
     case protocol::MessageKind::kSecAggMasked: wire::Encode(out.masked, env); break;
@@ -254,37 +264,46 @@ void DeviceSession::settle(const protocol::RoundResult& r) {
   if (opt_.progress) opt_.progress(rep);
 }
 
+// An announcement (its broadcast whole, or written in place from chunks):
+// the local work, then the update.
+Status DeviceSession::on_announcement(const protocol::Announcement& a) {
+  protocol::ClientOutput out;
+  FEDRT_TRY(ensure_session(a.id));
+  resume_ = a.resume;
+  for (uint32_t k = 0; k < config::kMaxSegments; ++k) resume_bytes_[k] = a.resume_bytes[k];
+  protocol::RoundId pending;
+  const bool again = session_->pending(&pending) && pending == a.id;
+  const auto t0 = std::chrono::steady_clock::now();
+  FEDRT_TRY(session_->on_announce(a, out));
+  if (!again) {
+    work_ms_ = static_cast<uint32_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    work_id_ = a.id;
+    work_report_ = session_->report();
+  }
+  out.update.report.duration_ms = work_ms_;
+  FEDRT_TRY(persist(/*durable=*/true));  // before the update leaves
+  if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
+    if (std::isnan(session_->report().loss_before))
+      log_("{} alg={} run={} round={} ms={}", again ? "resubmit" : "update", a.id.algorithm, a.id.run, a.id.round,
+           work_ms_);
+    else  // own data: the local objective before and after the local work (out.update holds the report in both kinds)
+      log_("{} alg={} run={} round={} ms={} loss_before={:.6g} loss_after={:.6g}", again ? "resubmit" : "update",
+           a.id.algorithm, a.id.run, a.id.round, work_ms_, session_->report().loss_before,
+           session_->report().loss_after);
+  }
+  return send_output(out);
+}
+
 Status DeviceSession::on_round_message(const wire::Envelope& env) {
   wire::WireError err;
   if (!inbound_.decode(env, err)) return Status(StatusCode::kInvalidArgument, "from coordinator: " + err.message);
   protocol::ClientOutput out;
   switch (inbound_.kind()) {
-    case protocol::MessageKind::kAnnouncement: {
-      const protocol::Announcement& a = inbound_.announcement();
-      FEDRT_TRY(ensure_session(a.id));
-      protocol::RoundId pending;
-      const bool again = session_->pending(&pending) && pending == a.id;
-      const auto t0 = std::chrono::steady_clock::now();
-      FEDRT_TRY(session_->on_announce(a, out));
-      if (!again) {
-        work_ms_ = static_cast<uint32_t>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
-        work_id_ = a.id;
-        work_report_ = session_->report();
-      }
-      out.update.report.duration_ms = work_ms_;
-      FEDRT_TRY(persist(/*durable=*/true));  // before the update leaves
-      if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
-        if (std::isnan(session_->report().loss_before))
-          log_("{} alg={} run={} round={} ms={}", again ? "resubmit" : "update", a.id.algorithm, a.id.run, a.id.round,
-               work_ms_);
-        else  // own data: the local objective before and after the local work (out.update holds the report in both kinds)
-          log_("{} alg={} run={} round={} ms={} loss_before={:.6g} loss_after={:.6g}", again ? "resubmit" : "update",
-               a.id.algorithm, a.id.run, a.id.round, work_ms_, session_->report().loss_before,
-               session_->report().loss_after);
-      }
-      return send_output(out);
-    }
+    case protocol::MessageKind::kAnnouncement:
+      if (inbound_.announcement().model_bytes > 0) return begin_broadcast(env);  // chunks follow
+      return on_announcement(inbound_.announcement());
+    case protocol::MessageKind::kChunk: return on_chunk(inbound_.chunk());
     case protocol::MessageKind::kRoundResult: {
       const protocol::RoundResult& r = inbound_.result();
       if (session_ == nullptr || session_->algorithm() != r.id.algorithm || session_->run() != r.id.run) {
@@ -297,7 +316,7 @@ Status DeviceSession::on_round_message(const wire::Envelope& env) {
       if (had) {
         FEDRT_TRY(persist(/*durable=*/false));  // a lost commit is replayed (device_state.h)
         log_("committed alg={} run={} round={} included={} state={:016x}", r.id.algorithm, r.id.run, r.id.round,
-             r.included, Digest(*session_));
+             r.included, StateDigest(session_->state(), session_->state_size()));
         settle(r);
       }
       return Status::Ok();

@@ -1,6 +1,8 @@
 #include "fedrt/net/fleet_rounds.h"
 
+#include <algorithm>
 #include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -25,15 +27,17 @@ const char* PhaseName(int phase) {
 
 }  // namespace
 
-Status FleetRounds::init(const FleetRoundsOptions& o, StateStore* store, Send send, Measure measure) {
+Status FleetRounds::init(const FleetRoundsOptions& o, StateStore* store, Send send, Stream stream, Measure measure) {
   opt_ = o;
   store_ = store;
   send_ = std::move(send);
+  stream_ = std::move(stream);
   measure_ = std::move(measure);
   agents_ = o.task.problem.agents;
   done_.assign(static_cast<size_t>(o.task.num_algorithms) * o.task.runs, std::vector<char>(o.task.rounds + 1, 0));
   connected_.assign(agents_, 0);
   refused_.assign(agents_, 0);
+  chunk_limit_.assign(agents_, config::kChunkBytes);
   auto rounds = store_->load_rounds();
   if (!rounds.ok()) return rounds.status();
   for (const RoundRecord& r : *rounds) {
@@ -142,7 +146,7 @@ void FleetRounds::deliver(uint64_t now_ms) {
   while (session_ != nullptr && session_->next_outgoing(out)) {
     wire::Envelope env;
     switch (out.kind) {
-      case MessageKind::kAnnouncement: wire::Encode(session_->announcement(out.agent, now_ms), env); break;
+      case MessageKind::kAnnouncement: announce(out.agent, now_ms); continue;
       case MessageKind::kRoundResult: wire::Encode(session_->result(out.agent), env); break;
       case MessageKind::kSecAggKeys: wire::Encode(session_->secagg_keys(out.agent), env); break;
       case MessageKind::kSecAggSharesIn: wire::Encode(session_->secagg_shares_in(out.agent), true, env); break;
@@ -152,6 +156,42 @@ void FleetRounds::deliver(uint64_t now_ms) {
     if (out.agent < agents_) bytes_down_[out.agent] += env.ByteSizeLong() + 4;  // + the frame's length prefix
     send_(out.agent, env);
   }
+}
+
+void FleetRounds::set_chunk_limit(uint32_t agent, uint32_t bytes) {
+  if (agent < agents_) chunk_limit_[agent] = bytes == 0 ? config::kChunkBytes : bytes;
+}
+
+// An announcement; a broadcast longer than the agent's chunk size goes as a
+// header and chunks cut from the session's model as the connection drains
+// (docs/architecture.md, "Chunked transfer").
+void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
+  protocol::Announcement a = session_->announcement(agent, now_ms);
+  const uint64_t total = 8ull * a.model.size;
+  const uint32_t limit = agent < agents_ ? chunk_limit_[agent] : config::kChunkBytes;
+  const bool chunked = total > limit;
+  if (chunked) {
+    a.model_bytes = total;
+    a.model = protocol::View<double>{};
+  }
+  wire::Envelope env;
+  wire::Encode(a, env);
+  if (agent < agents_) bytes_down_[agent] += env.ByteSizeLong() + 4;  // + the frame's length prefix
+  send_(agent, env);
+  if (!chunked) return;
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "chunks are the model's little-endian float64 bytes");
+  const protocol::RoundId id = a.id;
+  auto offset = std::make_shared<uint64_t>(0);
+  stream_(agent, [this, agent, id, total, limit, offset](wire::Envelope& next) {
+    if (session_ == nullptr || !session_->round_open() || session_->current() != id || *offset >= total) return false;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(session_->announced_model().data());
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(limit, total - *offset));
+    protocol::Chunk c{id, 0, *offset, total, protocol::View<uint8_t>{bytes + *offset, n}};
+    wire::Encode(c, next);
+    *offset += n;
+    if (agent < bytes_down_.size()) bytes_down_[agent] += next.ByteSizeLong() + 4;
+    return true;
+  });
 }
 
 void FleetRounds::log_phases(uint64_t) {
@@ -295,6 +335,7 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
   Verdict v;
   switch (in.kind()) {
     case MessageKind::kUpdate: v = session_->on_update(agent, in.update(), now_ms); break;
+    case MessageKind::kChunk: v = session_->on_chunk(agent, in.chunk(), now_ms); break;
     case MessageKind::kSecAggAdvertise:
       dump(agent, env);
       v = session_->on_secagg_advertise(agent, in.advertise(), now_ms);

@@ -127,6 +127,22 @@ void ServerCore::add(uint32_t k, const double* value) {
   }
 }
 
+void ServerCore::add_part(uint32_t k, int first, int n, const double* values, bool negate) {
+  switch (family_) {
+    case Family::kLsa: lsa_.accumulate_part(first, n, values, negate); break;
+    case Family::kOpt: opt_[k].accumulate_part(first, n, values, negate); break;
+    case Family::kEm: break;  // EM updates are messages, never chunk-aggregated raw values
+  }
+}
+
+void ServerCore::count(uint32_t k) {
+  switch (family_) {
+    case Family::kLsa: lsa_.count_report(); break;
+    case Family::kOpt: opt_[k].count_report(); break;
+    case Family::kEm: break;
+  }
+}
+
 void ServerCore::add_mean(uint32_t k, const double* mean, uint32_t m) {
   switch (family_) {
     case Family::kLsa: lsa_.accumulate(mean, static_cast<double>(m)); break;

@@ -29,6 +29,9 @@ Status ServerSession::init(const ServerOptions& o) {
   init_done_ = false;
   state_ = State::kIdle;
   for (auto* v : {&connected_, &refused_, &sampled_, &informed_, &announced_, &reported_}) v->assign(agents_, 0);
+  uploads_.assign(agents_, Upload{});
+  journals_.clear();
+  journals_.resize(agents_);
   outbox_.clear();
   outbox_.reserve(4 * static_cast<size_t>(agents_) + 16);
   outbox_head_ = 0;
@@ -82,7 +85,6 @@ void ServerSession::set_refused(uint32_t agent, bool refused) {
 void ServerSession::announce(uint32_t agent) {
   if (!announced_[agent]) {
     announced_[agent] = 1;
-    ++announced_count_;
     if (sends_delta(agent)) {
       for (uint32_t k = 0; k < core_.chains(); ++k) commit_.bits_down += 8ull * down_delta_[k].size();
     } else {
@@ -107,6 +109,7 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   id_.round = round;
   commit_ = Commit{};
   commit_.id = id_;
+  taint_.clear();
   commit_.members.clear();
   phases_.clear();
   std::fill(announced_.begin(), announced_.end(), 0);
@@ -128,7 +131,6 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   commit_.sampled = expected_;
   if (downlink_) model_ = xhat_;
   else model_.assign(core_.broadcast(), core_.broadcast() + core_.broadcast_dim());
-  announced_count_ = 0;
   state_ = State::kOpen;
   deadline_ = deadline_ms_ > 0 ? now_ms + deadline_ms_ : kNoDeadline;
   if (expected_ == 0) {
@@ -173,6 +175,11 @@ Announcement ServerSession::announcement(uint32_t agent, uint64_t now_ms) const 
   } else {
     a.model = View<double>{model_.data(), static_cast<uint32_t>(model_.size())};
   }
+  const Upload& up = uploads_[agent];
+  if (up.active && up.header.id == id_) {
+    a.resume = true;
+    for (uint32_t k = 0; k < config::kMaxSegments; ++k) a.resume_bytes[k] = up.received[k];
+  }
   if (deadline_ != kNoDeadline)
     a.deadline_ms = deadline_ > now_ms ? static_cast<uint32_t>(std::min<uint64_t>(deadline_ - now_ms, 0xFFFFFFFFu)) : 0;
   if (secure_ && a.kind == WorkKind::kLocalWork) a.secagg = secagg_.params_for(agent);
@@ -209,19 +216,28 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
   if (!sampled_[agent]) return refuse(Refusal::kNotSampled, fmt::format("agent {} is not sampled in this round", agent));
   if (secure_ && id_.round != kInitRound)
     return refuse(Refusal::kMalformed, "this round uses secure aggregation: answer with SecAggAdvertise, not an Update");
+  if (u.chunked) return begin_upload(agent, u);
+  if (uploads_[agent].active) abort_upload(agent);  // the device sends the update whole after all
   auto bits = uplink_.accept(agent, u, model_.data(), core_);
   if (!bits.ok()) {
     const StatusCode c = bits.status().code();
     return refuse(c == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed, bits.status().message());
   }
+  record(agent, u, *bits);
+  Verdict v;
+  v.whole = true;
+  return v;
+}
+
+// Agent c's update is aggregated: it is a member of the round.
+void ServerSession::record(uint32_t agent, const Update& u, uint64_t bits) {
   reported_[agent] = 1;
   reports_[agent] = u.report;
   samples_[agent] = u.sample_count;
   commit_.members.push_back(agent);
-  commit_.bits_up += *bits;
+  commit_.bits_up += bits;
   commit_.samples += u.sample_count;
   if (commit_.members.size() == expected_) close("all");
-  return Verdict{};
 }
 
 Verdict ServerSession::secagg_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
@@ -315,6 +331,9 @@ void ServerSession::close(const char* by) {
     commit_.bits_up = secagg_.bytes_up() * 8;  // the secure round's traffic replaces the payload bits
     commit_.bits_down += secagg_.bytes_down() * 8;
   }
+  for (uint32_t c = 0; c < agents_; ++c)
+    if (uploads_[c].active) abort_upload(c);  // cut off and not resumed in time: taken back
+  if (!taint_.empty()) return fail(taint_);
   if (!initial && !secure_)
     uplink_.close(static_cast<uint32_t>(commit_.members.size()), nullptr, model_.data(), core_);
   if (initial) {
@@ -358,27 +377,25 @@ void ServerSession::summarize_reports() {
 }
 
 // The agents' model follows xhat <- xhat + Q(broadcast_{t+1} - xhat): one
-// encoded copy per chain, decoded as every agent decodes it. Returns its bits.
-uint64_t ServerSession::compress_broadcast() {
+// encoded copy per chain, decoded as every agent decodes it (its bits count
+// when it is announced).
+void ServerSession::compress_broadcast() {
   const int seg = core_.segment_dim();
-  uint64_t bits = 0;
   for (uint32_t k = 0; k < core_.chains(); ++k) {
     const double* target = core_.broadcast() + static_cast<size_t>(k) * seg;
     double* xh = xhat_.data() + static_cast<size_t>(k) * seg;
     for (int i = 0; i < seg; ++i) down_g_[i] = target[i] - xh[i];
     CounterRng rng(task_.seed, id_.run, kServerRngAgent, id_.round, RngStream::kCompression);
     auto n = down_[k].encode(down_g_.data(), rng, down_wire_.data(), down_wire_.size(), down_g_.data());
-    if (!n.ok()) return 0;  // cannot fail: the buffer holds the longest payload
+    if (!n.ok()) return;  // cannot fail: the buffer holds the longest payload
     const double* m = down_[k].message();
     // xhat <- xhat + alpha Q(x - xhat), alpha = 1 / (1 + omega): without the
     // damping a quantizer with omega > 1 makes ||x - xhat|| grow.
     const double alpha = compression::ControlVariateStep(task_.compression.quantizer, seg);
     for (int i = 0; i < seg; ++i) xh[i] += alpha * m[i];
     down_delta_[k].assign(down_wire_.begin(), down_wire_.begin() + static_cast<long>(*n));
-    bits += 8ull * *n;
   }
   ++down_version_;
-  return bits;
 }
 
 // Whether agent c's announcement carries the last close's delta (it holds

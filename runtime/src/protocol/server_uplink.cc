@@ -119,6 +119,51 @@ Result<uint64_t> ServerUplink::accept(uint32_t /*agent*/, const Update& u, const
   return bits;
 }
 
+Status ServerUplink::check_stream(const Update& h) const {
+  const bool initial = h.id.round == kInitRound;
+  const Encoding want = expected_encoding(initial);
+  if (h.encoding != want)
+    return Status(StatusCode::kInvalidArgument, fmt::format("payload encoding {}, this round takes {}",
+                                                            static_cast<int>(h.encoding), static_cast<int>(want)));
+  const uint32_t segments = initial ? 1u : chains_;
+  if (h.segments != segments)
+    return Status(StatusCode::kInvalidArgument, fmt::format("{} payload segments, expected {}", h.segments, segments));
+  const uint64_t seg = static_cast<uint64_t>(seg_);
+  for (uint32_t k = 0; k < segments; ++k) {
+    const uint64_t n = h.payload_bytes[k];
+    const bool exact = initial || mode_ == Mode::kRaw;
+    const uint64_t want_bytes = initial ? 4 * seg : mode_ == Mode::kRaw ? 8 * seg : compression::MaxPayloadBytes(q_, seg_);
+    if (n == 0 || (exact ? n != want_bytes : n > want_bytes))
+      return Status(StatusCode::kOutOfRange, fmt::format("segment {} announced as {} bytes, expected {}{}", k, n,
+                                                         exact ? "" : "at most ", want_bytes));
+  }
+  return Status::Ok();
+}
+
+Status ServerUplink::add_chunk(uint32_t k, uint64_t offset, const uint8_t* data, size_t n, bool negate,
+                               ServerCore& core) {
+  if (offset % 8 != 0 || n % 8 != 0)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("raw float64 chunk at byte {} of {} bytes is not cut at whole values", offset, n));
+  const int first = static_cast<int>(offset / 8), count = static_cast<int>(n / 8);
+  if (first + count > seg_) return Status(StatusCode::kOutOfRange, "raw float64 chunk past the segment");
+  double* v = value_.data();
+  for (int i = 0; i < count; ++i) {
+    uint64_t w = 0;
+    for (int b = 0; b < 8; ++b) w |= static_cast<uint64_t>(data[8 * i + b]) << (8 * b);
+    std::memcpy(&v[i], &w, 8);
+    if (!std::isfinite(v[i]))
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("codec: raw payload has a NaN or infinite value (entry {})", first + i));
+  }
+  core.add_part(k, first, count, v, negate);
+  return Status::Ok();
+}
+
+void ServerUplink::count_stream(ServerCore& core) const {
+  for (uint32_t k = 0; k < chains_; ++k) core.count(k);
+}
+
 void ServerUplink::close(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core) {
   if (m == 0 || !closes_round()) return;
   const double delta = 2.0 * q_.clip / static_cast<double>((1u << q_.bits) - 1u);

@@ -139,7 +139,8 @@ Status DecodeTask(const Task& in, config::Task& t) {
   p.classes = wp.classes();
   p.intercept = wp.intercept();
   if (p.agents == 0 || p.agents > (1u << 24)) return bad(fmt::format("{} agents", p.agents));
-  if (p.dim == 0 || p.dim > config::kMaxLinuxDim) return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxLinuxDim));
+  if (p.dim == 0 || p.dim > config::kMaxLinuxStreamDim)
+    return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxLinuxStreamDim));
   const GarnetSpec& g = wp.garnet();
   p.garnet.states = g.states();
   p.garnet.actions = g.actions();
@@ -240,6 +241,9 @@ void Encode(const protocol::Announcement& m, Envelope& env) {
   a->set_deadline_ms(m.deadline_ms);
   a->mutable_model()->Add(m.model.data, m.model.data + m.model.size);
   a->set_model_version(m.model_version);
+  if (m.model_bytes > 0) a->set_model_bytes(m.model_bytes);
+  if (m.resume)
+    for (uint32_t k = 0; k < config::kMaxSegments; ++k) a->add_resume_bytes(m.resume_bytes[k]);
   if (m.has_delta) {
     a->set_has_delta(true);
     a->set_delta_base(m.delta_base);
@@ -261,9 +265,21 @@ void Encode(const protocol::Update& m, Envelope& env) {
   Update* u = env.mutable_update();
   Head(m.id, u);
   u->set_encoding(static_cast<uint32_t>(m.encoding));
-  for (uint32_t k = 0; k < m.segments; ++k) u->add_payload(Bytes(m.payload[k].data, m.payload[k].size));
+  for (uint32_t k = 0; k < m.segments; ++k) {
+    if (m.chunked) u->add_payload_bytes(m.payload_bytes[k]);
+    else u->add_payload(Bytes(m.payload[k].data, m.payload[k].size));
+  }
   u->set_sample_count(m.sample_count);
   EncodeReport(m.report, u);
+}
+
+void Encode(const protocol::Chunk& m, Envelope& env) {
+  Chunk* c = env.mutable_chunk();
+  Head(m.id, c);
+  c->set_segment(m.segment);
+  c->set_offset(m.offset);
+  c->set_total(m.total);
+  c->set_data(Bytes(m.data.data, m.data.size));
 }
 
 void Encode(const protocol::RoundResult& m, Envelope& env) {
@@ -361,6 +377,15 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       announcement_.deadline_ms = a.deadline_ms();
       announcement_.model = View<double>{a.model().data(), static_cast<uint32_t>(a.model_size())};
       announcement_.model_version = a.model_version();
+      announcement_.model_bytes = a.model_bytes();
+      if (a.model_bytes() > 0 && (a.model_size() > 0 || a.has_delta() || a.model_bytes() % 8 != 0 ||
+                                  a.model_bytes() > 8ull * 2 * config::kMaxSegments * config::kMaxLinuxStreamDim))
+        return fail(ERROR_MALFORMED, fmt::format("chunked announcement of {} model bytes with {} inline values{}",
+                                                 a.model_bytes(), a.model_size(), a.has_delta() ? " and a delta" : ""));
+      if (a.resume_bytes_size() != 0 && a.resume_bytes_size() != static_cast<int>(config::kMaxSegments))
+        return fail(ERROR_MALFORMED, fmt::format("announcement with {} resume offsets", a.resume_bytes_size()));
+      announcement_.resume = a.resume_bytes_size() > 0;
+      for (int k = 0; k < a.resume_bytes_size(); ++k) announcement_.resume_bytes[k] = a.resume_bytes(k);
       if (a.delta_size() > static_cast<int>(config::kMaxSegments) || (a.has_delta() != (a.delta_size() > 0)))
         return fail(ERROR_MALFORMED, fmt::format("announcement with {} model delta segments (has_delta {})", a.delta_size(),
                                                  a.has_delta()));
@@ -384,12 +409,18 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       const Update& u = env.update();
       if (u.encoding() > static_cast<uint32_t>(protocol::Encoding::kRawFloat32))
         return fail(ERROR_MALFORMED, fmt::format("update with unknown encoding {}", u.encoding()));
-      if (u.payload_size() == 0 || u.payload_size() > static_cast<int>(config::kMaxSegments))
-        return fail(ERROR_MALFORMED, fmt::format("update with {} payload segments (1..{})", u.payload_size(), config::kMaxSegments));
+      const bool chunked = u.payload_bytes_size() > 0;
+      if (chunked && u.payload_size() > 0)
+        return fail(ERROR_MALFORMED, "update with both inline payloads and chunked payload sizes");
+      const int segments = chunked ? u.payload_bytes_size() : u.payload_size();
+      if (segments == 0 || segments > static_cast<int>(config::kMaxSegments))
+        return fail(ERROR_MALFORMED, fmt::format("update with {} payload segments (1..{})", segments, config::kMaxSegments));
       update_ = protocol::Update{};
       update_.id = IdOf(u);
       update_.encoding = static_cast<protocol::Encoding>(u.encoding());
-      update_.segments = static_cast<uint32_t>(u.payload_size());
+      update_.segments = static_cast<uint32_t>(segments);
+      update_.chunked = chunked;
+      for (int k = 0; k < u.payload_bytes_size(); ++k) update_.payload_bytes[k] = u.payload_bytes(k);
       for (int k = 0; k < u.payload_size(); ++k) {
         const std::string& p = u.payload(k);
         if (p.size() > config::kMaxLinuxSegmentBytes)
@@ -399,6 +430,21 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       update_.sample_count = u.sample_count();
       update_.report = DecodeReport(u);
       kind_ = MessageKind::kUpdate;
+      return true;
+    }
+    case Envelope::kChunk: {
+      const Chunk& c = env.chunk();
+      if (c.segment() >= config::kMaxSegments)
+        return fail(ERROR_CHUNK, fmt::format("chunk of segment {} (0..{})", c.segment(), config::kMaxSegments - 1));
+      if (c.data().empty() || c.data().size() > config::kChunkBytes)
+        return fail(ERROR_CHUNK, fmt::format("chunk of {} bytes (1..{})", c.data().size(), config::kChunkBytes));
+      chunk_ = protocol::Chunk{};
+      chunk_.id = IdOf(c);
+      chunk_.segment = c.segment();
+      chunk_.offset = c.offset();
+      chunk_.total = c.total();
+      chunk_.data = View<uint8_t>{reinterpret_cast<const uint8_t*>(c.data().data()), static_cast<uint32_t>(c.data().size())};
+      kind_ = MessageKind::kChunk;
       return true;
     }
     case Envelope::kResult: {

@@ -64,6 +64,12 @@ bool ValidateHello(const Hello& hello, WireError& error) {
                                                  hello.protocol_version(), kProtocolVersion)};
     return false;
   }
+  const uint32_t chunk = hello.max_chunk_bytes();
+  if (chunk != 0 && (chunk < config::kMinChunkBytes || chunk % 8 != 0)) {
+    error = {ERROR_MALFORMED, fmt::format("max_chunk_bytes {}: 0 (the default) or a multiple of 8 of at least {}", chunk,
+                                          config::kMinChunkBytes)};
+    return false;
+  }
   const std::string& id = hello.device_id();
   if (id.empty() || id.size() > config::kMaxIdChars) {
     error = {ERROR_IDENTITY, fmt::format("device id of {} characters (1..{} allowed)", id.size(), config::kMaxIdChars)};
@@ -95,6 +101,7 @@ const char* ErrorReasonName(ErrorReason reason) {
     case ERROR_CONFIG_MISMATCH: return "config_mismatch";
     case ERROR_ALREADY_CONNECTED: return "already_connected";
     case ERROR_TASK_REFUSED: return "task_refused";
+    case ERROR_CHUNK: return "chunk";
     default: return "unknown";
   }
 }

@@ -220,6 +220,15 @@ class FedOptServer {
     weight_ += weight;
     reports_ += reports;
   }
+  // A chunked update (weight 1): entries [first, first + n) as they arrive
+  // (negated: taken back), then count_report() once it is whole.
+  void accumulate_part(int first, int n, const S* values, bool negate = false) {
+    for (int i = 0; i < n; ++i) sum_[first + i].add(static_cast<double>(negate ? -values[i] : values[i]));
+  }
+  void count_report() {
+    weight_ += S(1);
+    reports_ += 1;
+  }
 
   // x_{t+1} = x_t + eta_g sum_c w_c dx_c / sum_c w_c; Scaffold also
   // c <- c + (|S|/N) sum_c w_c dc_c / sum_c w_c. Unchanged when nobody reported.

@@ -185,6 +185,15 @@ class LsaServer {
     weight_ += weight;
     ++reports_;
   }
+  // A chunked update (weight 1): entries [first, first + n) of theta_{t,H}^c
+  // as they arrive (negated: taken back), then count_report() once it is whole.
+  void accumulate_part(int first, int n, const S* values, bool negate = false) {
+    for (int i = 0; i < n; ++i) sum_[first + i].add(static_cast<double>(negate ? -values[i] : values[i]));
+  }
+  void count_report() {
+    weight_ += S(1);
+    ++reports_;
+  }
 
   // theta_{t+1} = sum_c w_c theta_{t,H}^c / sum_c w_c; unchanged when nobody reported.
   void finish_round() {

@@ -30,7 +30,8 @@ constexpr uint32_t kMaxReasonChars = 127;  // error and refusal messages
 constexpr uint32_t kMaxLabelChars = 63;    // the label column's name ([data] label)
 constexpr uint32_t kMaxFrameBytes = 64 * 1024;  // largest frame body a microcontroller accepts
 
-// The Linux profile: the same formulas at d <= 65536.
+// The Linux profile: the same formulas at d <= 65536 for what travels inline
+// (in one frame).
 constexpr uint32_t kMaxLinuxDim = 65536;
 constexpr uint32_t kMaxLinuxSegmentScalars = 2 * kMaxLinuxDim;
 constexpr uint32_t kMaxLinuxBroadcastScalars = kMaxSegments * 2 * kMaxLinuxDim;
@@ -38,6 +39,22 @@ constexpr uint32_t kMaxLinuxSegmentBytes = 8 * kMaxLinuxSegmentScalars;
 constexpr uint32_t kMaxLinuxMaskedScalars = kMaxSegments * kMaxLinuxSegmentScalars;
 constexpr uint32_t kMaxLinuxFrameBytes = 16u * 1024 * 1024;  // largest frame body the coordinator and a Linux device accept
 
+// Chunked transfer (docs/architecture.md, "Chunked transfer"): a broadcast or
+// an update segment longer than one chunk travels as a header and Chunk
+// messages. kChunkBytes is the data of one chunk the coordinator and Linux
+// devices send and take: a multiple of 8 (raw float64 is cut at whole values)
+// that keeps a Chunk frame within one 16 KiB TLS record. A microcontroller
+// names its own, smaller, size in Hello.max_chunk_bytes.
+constexpr uint32_t kChunkBytes = 16384 - 64;
+constexpr uint32_t kMinChunkBytes = 256;   // the smallest a device may ask for
+constexpr uint32_t kMcuChunkBytes = 1024;  // the microcontroller profile's chunk (nanopb bound of Chunk.data)
+// The largest model a Linux device takes when the large messages are chunked
+// (2^27 scalars: 1 GiB per float64 vector). What still travels inline keeps
+// the inline limits above: LSA round results (theta_{t+1}), SecAgg+ masked
+// inputs and the compressed downlink's delta.
+constexpr uint32_t kMaxLinuxStreamDim = 1u << 27;
+
+static_assert(kChunkBytes % 8 == 0 && kMinChunkBytes % 8 == 0, "chunks cut raw float64 at whole values");
 static_assert(kMaxSegmentBytes >= 4 + (42 * kMaxSegmentScalars + 7) / 8, "dithering payload bound");
 static_assert(kMaxLinuxSegmentBytes >= 4 + (42 * kMaxLinuxSegmentScalars + 7) / 8, "dithering payload bound");
 // The longest message of the Linux profile fits a frame with room for its

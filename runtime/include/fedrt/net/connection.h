@@ -5,6 +5,7 @@
 // orderly close. It knows nothing of rounds: frames go to its owner. Host code.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Status start(const mbedtls_ssl_config* conf);
   void pump();
   void send(const wire::Envelope& env);
+  // A stream of frames made one at a time as the previous ones are written
+  // (a chunked broadcast: one chunk per connection in memory). The source
+  // fills the next envelope, or returns false when the stream is over. A new
+  // stream replaces the one in progress.
+  using Source = std::function<bool(wire::Envelope& next)>;
+  void stream(Source source);
   // Sends an Error; with then_close the connection closes once it is written.
   void send_error(wire::ErrorReason reason, const std::string& message, bool then_close);
   void close(const std::string& why);
@@ -69,6 +76,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   wire::FrameDecoder dec_;
   std::string out_;
   size_t out_off_ = 0;
+  Source source_;
   State state_ = State::kHandshake;
   std::string peer_;
   std::string identity_;

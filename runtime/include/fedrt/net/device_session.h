@@ -58,7 +58,13 @@ class DeviceSession {
   Status build_instance(const config::Task& task, uint32_t index, std::string* refusal);
   Status ensure_session(const protocol::RoundId& id);
   Status on_round_message(const wire::Envelope& env);
+  Status on_announcement(const protocol::Announcement& a);
   Status send_output(const protocol::ClientOutput& out);
+  // Chunked transfer (device_chunks.cc): a broadcast received in chunks
+  // straight into the session, and updates sent in chunks.
+  Status begin_broadcast(const wire::Envelope& env);
+  Status on_chunk(const protocol::Chunk& c);
+  Status send_update(const protocol::Update& u);
   Status persist(bool durable);
   void settle(const protocol::RoundResult& r);
   static int Entropy(void* ctx, uint64_t round_id, uint32_t u, uint8_t* out, size_t n);
@@ -83,6 +89,11 @@ class DeviceSession {
   bool settled_ = false;
   RoundReport settled_report_;
   wire::Inbound inbound_;
+  wire::Envelope chunked_announce_;  // the header of the broadcast being received in chunks
+  bool receiving_ = false;
+  uint64_t received_ = 0;
+  bool resume_ = false;  // the announcement being answered asked to resume a cut-off upload
+  uint64_t resume_bytes_[config::kMaxSegments] = {};
 };
 
 }  // namespace fedrt::net

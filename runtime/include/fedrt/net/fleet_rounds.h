@@ -39,11 +39,17 @@ class FleetRounds {
  public:
   // Sends one envelope to an agent's connection (dropped when it has none).
   using Send = std::function<void(uint32_t agent, const wire::Envelope& env)>;
+  // Attaches a stream of envelopes to an agent's connection, pulled one at a
+  // time as the connection drains (net/connection.h).
+  using Source = std::function<bool(wire::Envelope& next)>;
+  using Stream = std::function<void(uint32_t agent, Source source)>;
   // The family's error metric of the server state after a round (report/evaluation.h).
   using Measure = std::function<double(const protocol::ServerCore& core)>;
 
   // Loads the round log: rounds already committed are not run again.
-  Status init(const FleetRoundsOptions& options, StateStore* store, Send send, Measure measure);
+  Status init(const FleetRoundsOptions& options, StateStore* store, Send send, Stream stream, Measure measure);
+  // The largest chunk an agent takes (its Hello's max_chunk_bytes; 0: kChunkBytes).
+  void set_chunk_limit(uint32_t agent, uint32_t bytes);
 
   size_t rounds_done() const { return done_count_; }
   bool finished() const { return finished_; }  // every round of the schedule is durable
@@ -85,6 +91,7 @@ class FleetRounds {
   Status persist();
   std::vector<uint64_t> bytes_down_, bytes_up_;  // frame bytes per agent in the open round
   void deliver(uint64_t now_ms);
+  void announce(uint32_t agent, uint64_t now_ms);
   void log_phases(uint64_t now_ms);
   void dump(uint32_t agent, const wire::Envelope& env);
   std::string round_name(uint32_t t) const;
@@ -92,7 +99,9 @@ class FleetRounds {
   FleetRoundsOptions opt_;
   StateStore* store_ = nullptr;
   Send send_;
+  Stream stream_;
   Measure measure_;
+  std::vector<uint32_t> chunk_limit_;
   uint32_t agents_ = 0;
   std::vector<std::vector<char>> done_;  // [algorithm * runs + run][round + 1] (slot 0: initial exchange)
   size_t done_count_ = 0;

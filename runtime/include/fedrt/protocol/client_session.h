@@ -157,7 +157,7 @@ class ClientSession {
     const typename Work::Shape& s = work_.shape();
     if (a.has_delta) {
       FEDRT_TRY(apply_delta(a));
-    } else {
+    } else if (!a.model_in_place) {
       for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] = static_cast<S>(a.model[static_cast<uint32_t>(i)]);
     }
     if (downlink_) {
@@ -192,6 +192,27 @@ class ClientSession {
     state_->examples = work_.examples();
     for (uint32_t k = 0; k < s.chains; ++k) state_->payload_len[k] = static_cast<uint32_t>(coder_[k].payload_size());
     return send_pending(a, out);
+  }
+
+  // A chunked broadcast (docs/architecture.md, "Chunked transfer"): bytes
+  // [offset, offset + n) of the broadcast (little-endian float64, cut at whole
+  // values) written in place as they arrive; the announcement follows with
+  // model_in_place. A device never holds more of it than one chunk besides.
+  uint64_t broadcast_bytes() const { return 8ull * static_cast<uint64_t>(work_.shape().broadcast_dim); }
+  Status receive_broadcast(uint64_t offset, const uint8_t* data, uint32_t n) {
+    const uint64_t total = 8ull * static_cast<uint64_t>(work_.shape().broadcast_dim);
+    if (offset % 8 != 0 || n % 8 != 0 || offset > total || n > total - offset)
+      return Status::OutOfRange("broadcast chunk: not whole values within the broadcast");
+    const uint32_t first = static_cast<uint32_t>(offset / 8);
+    for (uint32_t i = 0; i < n / 8; ++i) {
+      uint64_t w = 0;
+      for (int b = 0; b < 8; ++b) w |= static_cast<uint64_t>(data[8 * i + b]) << (8 * b);
+      double v;
+      std::memcpy(&v, &w, 8);
+      if (!(v - v == 0.0)) return Status::InvalidArgument("broadcast chunk: a NaN or Inf entry");
+      broadcast_[first + i] = static_cast<S>(v);
+    }
+    return Status::Ok();
   }
 
   // The round closed: commit the pending update if the server aggregated it.
@@ -336,7 +357,7 @@ class ClientSession {
       for (uint32_t k = 0; k < config::kMaxSegments; ++k)
         if ((k < s.chains) != (a.delta[k].size > 0) || a.delta[k].size > cap)
           return Status::InvalidArgument("announcement: model delta segments of the wrong number or size");
-    } else if (a.model.size != static_cast<uint32_t>(s.broadcast_dim)) {
+    } else if (a.model_in_place ? a.model.size != 0 : a.model.size != static_cast<uint32_t>(s.broadcast_dim)) {
       return Status::InvalidArgument("announcement: broadcast of the wrong length");
     }
     for (uint32_t i = 0; i < a.model.size; ++i)

@@ -65,6 +65,15 @@ struct Announcement {
   bool has_delta = false;
   uint32_t delta_base = 0;
   View<uint8_t> delta[config::kMaxSegments];
+  // Chunked transfer (docs/architecture.md, "Chunked transfer"): a driver that
+  // received the broadcast in chunks wrote it with
+  // ClientSession::receive_broadcast and sets model_in_place (`model` empty).
+  bool model_in_place = false;
+  uint64_t model_bytes = 0;  // on the wire: the broadcast follows in this many bytes of chunks
+  // A re-announcement after a chunked update was cut off: the server holds
+  // the first resume_bytes[k] bytes of segment k.
+  bool resume = false;
+  uint64_t resume_bytes[config::kMaxSegments] = {};
 };
 
 enum class Encoding : uint8_t {
@@ -93,6 +102,20 @@ struct Update {
   View<uint8_t> payload[config::kMaxSegments];
   uint64_t sample_count = 0;  // samples (or statistic evaluations) the local work drew
   WorkReport report;
+  // Chunked: the header of a streamed update; segment k's payload_bytes[k]
+  // bytes follow in Chunk messages (payload[k] empty).
+  bool chunked = false;
+  uint64_t payload_bytes[config::kMaxSegments] = {};
+};
+
+// A piece of a chunked transfer: bytes [offset, offset + data.size) of
+// segment `segment` (of the update; 0: the broadcast), `total` bytes in all.
+struct Chunk {
+  RoundId id;
+  uint32_t segment = 0;
+  uint64_t offset = 0;
+  uint64_t total = 0;
+  View<uint8_t> data;
 };
 
 // Server -> devices whose update was aggregated (included) or dropped.
@@ -142,6 +165,7 @@ enum class MessageKind : uint8_t {
   kSecAggMasked,
   kSecAggUnmaskRequest,
   kSecAggUnmask,
+  kChunk,
 };
 
 }  // namespace fedrt::protocol

@@ -52,6 +52,11 @@ class ServerCore {
   void add_mean(uint32_t k, const double* mean, uint32_t m);
   void add_message_sum(const double* sum);
   void add_initial(const double* v0c);
+  // A chunked raw update (Reconstruction::kValue): entries [first, first + n)
+  // of segment k's value as they arrive, or taken back (negate); then
+  // count(k) once the segment is whole. add(k, v) is both at once.
+  void add_part(uint32_t k, int first, int n, const double* values, bool negate);
+  void count(uint32_t k);
   // The server rule after round t; unchanged when nothing was aggregated.
   void finish_round(uint32_t t);
 

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "fedrt/protocol/server_core.h"
 #include "fedrt/protocol/server_secagg.h"
 #include "fedrt/protocol/server_uplink.h"
+#include "fedrt/protocol/upload_journal.h"
 
 namespace fedrt::protocol {
 
@@ -46,10 +48,12 @@ enum class Refusal : uint8_t {
   kMalformed,   // undecodable payload, wrong encoding, wrong phase
   kDimension,
   kNonFinite,
+  kChunk,  // a chunk out of order, duplicated, past the announced size or with another total
 };
 struct Verdict {
   Refusal refusal = Refusal::kNone;
   std::string why;
+  bool whole = false;  // the message completed the device's update (inline, or its last chunk)
   bool ok() const { return refusal == Refusal::kNone; }
 };
 
@@ -107,13 +111,21 @@ class ServerSession {
   // The next message to send; its contents come from the accessors below.
   bool next_outgoing(Outgoing& out);
   Announcement announcement(uint32_t agent, uint64_t now_ms) const;
+  // The broadcast the open round's announcements carry whole (chunked ones cut it).
+  const std::vector<double>& announced_model() const { return model_; }
   SecAggKeysMsg secagg_keys(uint32_t agent) { return secagg_.keys_for(agent); }
   SecAggSharesMsg secagg_shares_in(uint32_t agent) { return secagg_.shares_for(agent); }
   SecAggUnmaskRequestMsg secagg_unmask_request(uint32_t agent) { return secagg_.survivors_for(agent); }
   RoundResult result(uint32_t agent) const;
 
   // Device messages.
+  // An update, inline or the header of a chunked one (u.chunked): its chunks
+  // then come through on_chunk. A header for the update already in flight
+  // (the device reconnected) resumes it where it was cut off.
   Verdict on_update(uint32_t agent, const Update& u, uint64_t now_ms);
+  Verdict on_chunk(uint32_t agent, const Chunk& c, uint64_t now_ms);
+  // Bytes of agent c's chunked update taken so far (all segments).
+  uint64_t upload_received(uint32_t agent) const;
   Verdict on_secagg_advertise(uint32_t agent, const SecAggAdvertiseMsg& m, uint64_t now_ms);
   Verdict on_secagg_shares(uint32_t agent, const SecAggSharesMsg& m, uint64_t now_ms);
   Verdict on_secagg_masked(uint32_t agent, const SecAggMaskedMsg& m, uint64_t now_ms);
@@ -150,7 +162,11 @@ class ServerSession {
   void close(const char* by);
   void summarize_reports();
   void fail(const std::string& why);
-  uint64_t compress_broadcast();
+  void compress_broadcast();
+  void record(uint32_t agent, const Update& u, uint64_t bits);
+  Verdict begin_upload(uint32_t agent, const Update& header);
+  Verdict complete_upload(uint32_t agent);
+  void abort_upload(uint32_t agent);
   uint32_t quorum_needed() const;
 
   config::Task task_{};
@@ -179,7 +195,6 @@ class ServerSession {
   size_t outbox_head_ = 0;
   std::vector<double> model_;   // what the round's announcements carry (the broadcast, or xhat)
   std::vector<double> result_;  // what round results carry (LSA: theta_{t+1} or xhat_{t+1})
-  uint64_t announced_count_ = 0;  // agents that received this round's broadcast
   // Compressed broadcast: the agents' model xhat per chain, its version
   // (rounds closed since the run's start), the last close's coded delta per
   // chain, and per agent the version it is known to hold (its update for a
@@ -194,6 +209,18 @@ class ServerSession {
   std::vector<uint8_t> down_delta_[config::kMaxSegments];
   std::vector<int64_t> synced_;
   bool sends_delta(uint32_t agent) const;
+  // Chunked updates in flight, per agent: the header, the segment being
+  // received and the bytes taken of each; the bytes themselves are in the
+  // agent's journal (created on its first chunked update).
+  struct Upload {
+    bool active = false;
+    Update header;
+    uint32_t segment = 0;
+    uint64_t received[config::kMaxSegments] = {};
+  };
+  std::vector<Upload> uploads_;
+  std::vector<std::unique_ptr<UploadJournal>> journals_;
+  std::string taint_;  // why this round's sums hold a cut-off update they could not give back
   Commit commit_;
   std::vector<uint32_t> notify_;
   std::vector<PhaseClosed> phases_;

@@ -49,6 +49,18 @@ class ServerUplink {
   // S_m), start + S_m/m (integer, none) or FedEM's S_m to the server core.
   void close(uint32_t m, const uint32_t* secure_sum, const double* announced, ServerCore& core);
 
+  // Chunked updates (docs/architecture.md, "Chunked transfer"). The header's
+  // encoding, segments and byte counts, checked before any chunk is taken.
+  Status check_stream(const Update& header) const;
+  // Raw float64 values are aggregated chunk by chunk as they arrive; every
+  // other encoding is decoded by accept() once the update is whole.
+  bool streams_values(bool initial) const { return !initial && mode_ == Mode::kRaw; }
+  // Bytes [offset, offset + n) of raw segment k: validated (whole finite
+  // values), then added to the server core, or taken back with `negate`.
+  Status add_chunk(uint32_t k, uint64_t offset, const uint8_t* data, size_t n, bool negate, ServerCore& core);
+  // A raw update is whole: it counts once per segment.
+  void count_stream(ServerCore& core) const;
+
   // Compression memories: the server keeps W = sum_c V_c (chains x segment_dim).
   bool keeps_sum() const { return memory_ && !message_only_; }
   const std::vector<double>& memory_sum() const { return w_; }

@@ -24,6 +24,7 @@ Status DecodeTask(const Task& in, config::Task& out);
 void Encode(const protocol::Announcement& m, Envelope& env);
 void Encode(const protocol::Update& m, Envelope& env);
 void Encode(const protocol::RoundResult& m, Envelope& env);
+void Encode(const protocol::Chunk& m, Envelope& env);
 void Encode(const protocol::SecAggAdvertiseMsg& m, Envelope& env);
 void Encode(const protocol::SecAggKeysMsg& m, Envelope& env);
 // Shares device -> server (each ciphertext names its recipient) or server ->
@@ -45,6 +46,7 @@ class Inbound {
   const protocol::Announcement& announcement() const { return announcement_; }
   const protocol::Update& update() const { return update_; }
   const protocol::RoundResult& result() const { return result_; }
+  const protocol::Chunk& chunk() const { return chunk_; }
   const protocol::SecAggAdvertiseMsg& advertise() const { return advertise_; }
   const protocol::SecAggKeysMsg& keys() const { return keys_; }
   const protocol::SecAggSharesMsg& shares() const { return shares_; }  // kSecAggShares or kSecAggSharesIn
@@ -57,6 +59,7 @@ class Inbound {
   protocol::Announcement announcement_;
   protocol::Update update_;
   protocol::RoundResult result_;
+  protocol::Chunk chunk_;
   protocol::SecAggAdvertiseMsg advertise_;
   protocol::SecAggKeysMsg keys_;
   protocol::SecAggSharesMsg shares_;

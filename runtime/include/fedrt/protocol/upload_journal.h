@@ -1,0 +1,39 @@
+#pragma once
+// UploadJournal: the bytes of one device's chunked update that the server has
+// taken so far, kept in an anonymous temporary file rather than in memory
+// (docs/architecture.md, "Chunked transfer"). Raw float64 chunks are
+// aggregated as they arrive; when such an update is cut off for good (the
+// round closes without it) the journal gives the values back so they can be
+// subtracted exactly. Coded chunks are decoded once the update is whole,
+// from the journal. Memory: one stdio buffer; the file is deleted when the
+// journal is. Host code.
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "fedrt/core/status.h"
+
+namespace fedrt::protocol {
+
+class UploadJournal {
+ public:
+  UploadJournal() = default;
+  ~UploadJournal();
+  UploadJournal(const UploadJournal&) = delete;
+  UploadJournal& operator=(const UploadJournal&) = delete;
+
+  // Empties the journal (the file is created on first use).
+  Status reset();
+  // Appends `n` bytes.
+  Status append(const uint8_t* data, size_t n);
+  // Reads bytes [offset, offset + n) into `out`.
+  Status read(uint64_t offset, uint8_t* out, size_t n) const;
+  uint64_t size() const { return size_; }
+
+ private:
+  std::FILE* file_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace fedrt::protocol
