@@ -1,6 +1,6 @@
 // fedrt-sim: the in-process simulator. Runs one or several federated LSA
-// algorithms on one problem for R runs and writes metrics.csv, summary.json
-// and error.png to --out.
+// algorithms on one problem for R runs and writes metrics.csv, summary.json,
+// model_<algorithm>.npy and error.png to --out.
 
 #include <unistd.h>
 
@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
 
   Status valid = Validate(cfg);
   if (!valid.ok()) return Fail(valid.message());
+  if (!cfg.opt.coordinator_generates)  // the same file drives ./fedrt fleet
+    log::Get("fedrt-sim").info("problem.coordinator_generates = false concerns fedrt-coordinator only: the simulator "
+                               "trains every agent, so it generates their data and reports the error against x_star");
 
   Progress progress(cfg, log::Get("fedrt-sim").should_log(spdlog::level::info));
   SimOptions opt;
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
                 a.predicted_bias_sq ? fmt::format("{:.6e}", *a.predicted_bias_sq).c_str() : "-", a.wall_seconds,
                 a.wall_seconds > 0 ? static_cast<double>(a.agent_steps) / a.wall_seconds : 0.0);
   }
-  std::printf("outputs: %s/{metrics.csv,summary.json%s}\n", cfg.out.c_str(), plot_status.ok() && cfg.plot ? ",error.png" : "");
+  std::printf("outputs: %s/{metrics.csv,summary.json,model_*.npy%s}\n", cfg.out.c_str(),
+              plot_status.ok() && cfg.plot ? ",error.png" : "");
   return 0;
 }

@@ -150,7 +150,8 @@ TEST_F(CoordinatorDataTest, MissingOrMisplacedKeysAreRefusedByName) {
             f + ": model.features: a user model's size is model.dim");
   EXPECT_EQ(Error("[data]\ncoordinator_reads_shards = false\n[problem]\nkind = \"logistic\"\nagents = 3\n"),
             f + ": data.coordinator_reads_shards = false needs the devices' own data (data.format = \"csv\" or "
-                "\"records\")");
+                "\"records\"); a coordinator that does not generate a generated problem's data takes "
+                "problem.coordinator_generates = false");
   EXPECT_EQ(Error("[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n[model]\nkind = \"logistic\"\nfeatures = 2\n"),
             f + ": model.features is for [data] coordinator_reads_shards = false (otherwise the dimension comes from "
                 "the shards)");

@@ -50,7 +50,8 @@ Status CheckShardsAtCoordinator(const toml::table& model, const std::string& pat
   }
   if (!d.own())
     return Bad(fmt::format("{}: data.coordinator_reads_shards = false needs the devices' own data (data.format = "
-                           "\"csv\" or \"records\")", path));
+                           "\"csv\" or \"records\"); a coordinator that does not generate a generated problem's "
+                           "data takes problem.coordinator_generates = false", path));
   if (!cfg.agents_set)
     return Bad(fmt::format("{}: data.coordinator_reads_shards = false: the coordinator does not count the shards, "
                            "set [problem] agents = N (the number of devices)", path));

@@ -176,6 +176,7 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
     FEDRT_TRY(r.read("noise", cfg.opt.noise));
     if (table("problem").contains("l2")) cfg.opt.l2_set = true;
     FEDRT_TRY(r.read("l2", cfg.opt.l2));
+    FEDRT_TRY(r.read("coordinator_generates", cfg.opt.coordinator_generates));
     std::string data;
     FEDRT_TRY(r.read("data", data));
     if (!data.empty()) {
@@ -330,6 +331,7 @@ Status Validate(const ExperimentConfig& c) {
     if (o.burn_in && (*o.burn_in < 0 || *o.burn_in >= c.rounds))
       return bad(fmt::format("algorithm.burn_in must be in [0, rounds), got {}", *o.burn_in));
   }
+  FEDRT_TRY(ValidateCoordinatorGenerates(c));
   FEDRT_TRY(ValidateCompressionEm(c));
   FEDRT_TRY(ValidateSecAgg(c));
   if (c.out.empty()) return bad("--out must name a directory");

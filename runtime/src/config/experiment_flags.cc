@@ -23,7 +23,8 @@ void AddExperimentFlags(CLI::App& app, ExperimentFlags& f) {
   app.add_option("--seed", f.seed, "run.seed: seed of every random stream");
   app.add_option("--problem-seed", f.problem_seed, "problem.seed: seed of the generated problem (default: --seed)");
   app.add_option("--threads", f.threads, "run.threads: worker threads (0 = all cores); results do not depend on it");
-  app.add_option("--out", f.out, "run.out: output directory (metrics.csv, summary.json, error.png)");
+  app.add_option("--out", f.out,
+                 "run.out: output directory (metrics.csv, summary.json, model_<algorithm>.npy, error.png)");
   app.add_flag("--no-plot", f.no_plot, "do not draw error.png");
   // Federated optimisation family (lsq | logistic).
   app.add_option("--data", f.data, "problem.data (lsq/logistic): a directory of per-agent CSV files (y,x_1..x_d) or "

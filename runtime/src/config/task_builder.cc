@@ -128,6 +128,7 @@ problems::DataFiles DataFilesOf(const ExperimentConfig& cfg, bool at_coordinator
   problems::DataFiles files;
   files.bundle = cfg.problem_file;
   files.csv = cfg.opt.data;
+  files.generate = !at_coordinator || cfg.opt.coordinator_generates;
   if (cfg.data.own()) {
     files.shards.format = cfg.data.format == "records" ? data::ShardFormat::kRecords : data::ShardFormat::kCsv;
     files.shards.train = cfg.data.train;

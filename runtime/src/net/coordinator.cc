@@ -186,6 +186,9 @@ Status Coordinator::listen() {
                        : fmt::format("read_by_coordinator=no (coordinator_reads_shards = false: agents and d from the "
                                      "experiment file, no {}, error = nan{})",
                                      em ? "h(Shat_k)" : "x_star", data.test.empty() ? "" : ", test scored on " + data.test));
+  else if (!opt_.experiment.opt.coordinator_generates)  // a generated problem's data only on the devices
+    CoordinatorLog("data generated_by=devices (problem.coordinator_generates = false: the coordinator holds no "
+                   "agent's data, no x_star, error = nan; the final iterates go to model_<algorithm>.npy)");
   return Status::Ok();
 }
 
@@ -462,6 +465,7 @@ Status Coordinator::finish() {
     res.settings["quorum"] = opt_.network.quorum;
     res.settings["auth"] = opt_.network.auth;
     res.problem.description += fmt::format(", {} agents over TLS", task_.problem.agents);
+    rounds_.release_session();  // FleetResult replays each run in a session of its own
     FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res));
     Status plot = Status::Ok();
     FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));

@@ -11,8 +11,6 @@ namespace fedrt::net {
 
 Status FleetResult(const config::Task& task, const problems::Instance& instance, report::Evaluation& eval,
                    StateStore& store, report::SimResult& out) {
-  auto rounds = store.load_rounds();
-  if (!rounds.ok()) return rounds.status();
   const uint32_t T = task.rounds;
   for (uint32_t a = 0; a < task.num_algorithms; ++a) {
     report::AlgorithmResult res;
@@ -32,32 +30,30 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
       so.run = r;
       so.initial = instance.initial_iterate();
       FEDRT_TRY(session.init(so));
-      // The log sorts the initial exchange (round 0xFFFFFFFF) last; it comes first.
-      std::vector<const RoundRecord*> order;
-      for (const RoundRecord& rec : *rounds)
-        if (rec.algorithm == a && rec.run == r && rec.round == protocol::kInitRound) order.push_back(&rec);
-      for (const RoundRecord& rec : *rounds)
-        if (rec.algorithm == a && rec.run == r && rec.round < T) order.push_back(&rec);
-      for (const RoundRecord* rec : order) {
-        Status st = session.import_state(rec->state);
+      // One record at a time, the initial exchange first: a run's records
+      // together would be rounds x (model + server state) at the peak.
+      FEDRT_TRY(store.for_each_round(a, r, [&](const RoundRecord& rec) -> Status {
+        if (rec.round != protocol::kInitRound && rec.round >= T) return Status::Ok();
+        Status st = session.import_state(rec.state);
         if (!st.ok())
-          return Status(st.code(), fmt::format("state db: {} run {} round {}: {}", res.name, r, rec->round, st.message()));
-        eval.round_finished(a, r, rec->round, session.core());
-        res.agent_steps += rec->samples;
-        if (rec->round == protocol::kInitRound) {  // FedEM's V_{0,c} and the first broadcast: round 0's row
-          up[0] = rec->bits_up;
-          down[0] = rec->bits_down;
-          continue;
+          return Status(st.code(), fmt::format("state db: {} run {} round {}: {}", res.name, r, rec.round, st.message()));
+        eval.round_finished(a, r, rec.round, session.core());
+        res.agent_steps += rec.samples;
+        if (rec.round == protocol::kInitRound) {  // FedEM's V_{0,c} and the first broadcast: round 0's row
+          up[0] = rec.bits_up;
+          down[0] = rec.bits_down;
+          return Status::Ok();
         }
-        const uint32_t t = rec->round;
-        err[t + 1] = rec->error;
-        members[t + 1] = rec->agents;
-        up[t + 1] = rec->bits_up;
-        down[t + 1] = rec->bits_down;
-        train[t + 1] = rec->train_loss;
-        local[t + 1] = rec->local_loss;
-        if (!rec->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = rec->failure;
-      }
+        const uint32_t t = rec.round;
+        err[t + 1] = rec.error;
+        members[t + 1] = rec.agents;
+        up[t + 1] = rec.bits_up;
+        down[t + 1] = rec.bits_down;
+        train[t + 1] = rec.train_loss;
+        local[t + 1] = rec.local_loss;
+        if (!rec.failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = rec.failure;
+        return Status::Ok();
+      }));
       const protocol::ServerCore& core = session.core();
       const int dim = out.problem.dim;
       res.error.push_back(std::move(err));

@@ -214,6 +214,25 @@ Result<std::vector<RoundRecord>> StateStore::load_rounds() {
   return out;
 }
 
+Status StateStore::for_each_round(uint32_t alg, uint32_t run, const std::function<Status(const RoundRecord&)>& fn) {
+  // Round 4294967295 (protocol::kInitRound), the initial exchange, comes first; then
+  // the others in the primary key's order: no sort, so SQLite holds no row but the current.
+  constexpr int64_t kInit = 4294967295;
+  auto init = get_round(alg, run, static_cast<uint32_t>(kInit));
+  if (!init.ok()) return init.status();
+  if (init->has_value()) FEDRT_TRY(fn(**init));
+  Stmt s(db_, fmt::format("SELECT {} FROM rounds WHERE algorithm = ?1 AND run = ?2 AND round < ?3 ORDER BY round",
+                          kRoundCols).c_str());
+  if (s.s == nullptr) return SqlError(db_, "load rounds");
+  sqlite3_bind_int64(s.s, 1, alg);
+  sqlite3_bind_int64(s.s, 2, run);
+  sqlite3_bind_int64(s.s, 3, kInit);
+  int rc;
+  while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) FEDRT_TRY(fn(ReadRound(s.s)));
+  if (rc != SQLITE_DONE) return SqlError(db_, "load rounds");
+  return Status::Ok();
+}
+
 Result<std::optional<RoundRecord>> StateStore::get_round(uint32_t alg, uint32_t run, uint32_t round) {
   Stmt s(db_, fmt::format("SELECT {} FROM rounds WHERE algorithm = ?1 AND run = ?2 AND round = ?3", kRoundCols)
                   .c_str());

@@ -19,6 +19,17 @@ void HashMatrix(config::Fnv1a& h, const double* v, size_t n) {
 
 }  // namespace
 
+Status CheckFedProxExact(const config::Task& task, int dim) {
+  if (task.problem.kind != config::ProblemKind::kLeastSquares || dim <= kDenseLeastSquaresMaxDim) return Status::Ok();
+  for (uint32_t a = 0; a < task.num_algorithms; ++a)
+    if (task.algorithms[a].kind == config::AlgorithmKind::kFedProxExact)
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("fedprox-exact solves a d x d system per agent and round; d = {} is above {} (the "
+                                "largest d whose Abar_c is kept): use fedprox (local gradient steps)",
+                                dim, kDenseLeastSquaresMaxDim));
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, const DataFiles& files) {
   auto inst = std::unique_ptr<Instance>(new Instance());
   inst->problem_ = task.problem;
@@ -31,7 +42,8 @@ Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, cons
       break;
     case config::Family::kOpt:
       if (task.problem.kind == config::ProblemKind::kUser) FEDRT_TRY(inst->build_user(task, files));
-      else if (task.problem.own_data && !files.read_shards) FEDRT_TRY(inst->build_blind(task, files));
+      else if (task.problem.own_data ? !files.read_shards : !task.problem.from_files && !files.generate)
+        FEDRT_TRY(inst->build_blind(task, files));
       else FEDRT_TRY(inst->build_fed(task, files));
       break;
     case config::Family::kEm:
@@ -169,13 +181,7 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
   // Least squares keeps Abar_c (and the prox factor) up to d = 2048, and is
   // matrix-free above (fedrt/problems/least_squares.h): then no exact prox.
   const bool dense = data.dim <= kDenseLeastSquaresMaxDim;
-  if (loss == FedLoss::kLeastSquares && !dense)
-    for (uint32_t a = 0; a < task.num_algorithms; ++a)
-      if (task.algorithms[a].kind == config::AlgorithmKind::kFedProxExact)
-        return Status(StatusCode::kInvalidArgument,
-                      fmt::format("fedprox-exact solves a d x d system per agent and round; d = {} is above {} (the "
-                                  "largest d whose Abar_c is kept): use fedprox (local gradient steps)",
-                                  data.dim, kDenseLeastSquaresMaxDim));
+  FEDRT_TRY(CheckFedProxExact(task, data.dim));
   const size_t per_agent = loss == FedLoss::kLeastSquares ? (dense ? sizeof(double) * (2 * p * p + p) : 0)
                            : loss == FedLoss::kSoftmax    ? sizeof(double) * spec.classes
                                                           : 0;

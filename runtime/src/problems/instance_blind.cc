@@ -1,7 +1,10 @@
-// A coordinator's instance of an own-data task when its machine does not hold
-// the devices' shards ([data] coordinator_reads_shards = false, docs/data.md):
-// no data and no oracles, the task's agents, d from model.features or from
-// the header of the held-out file, and x_0 = 0 as with the shards.
+// A coordinator's instance of a task when its machine holds none of the
+// agents' data: an own-data task whose shards stay on the devices ([data]
+// coordinator_reads_shards = false, docs/data.md), or a generated least
+// squares / logistic problem the coordinator does not generate ([problem]
+// coordinator_generates = false). No data and no oracles: the task's agents,
+// d (own data: from model.features or the header of the held-out file;
+// generated: the task's), and x_0 = 0 as with the data.
 #include <fmt/format.h>
 
 #include "fedrt/problems/instance.h"
@@ -14,11 +17,8 @@ bool EndsWith(const std::string& s, const std::string& t) {
   return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
 
-}  // namespace
-
-Status Instance::build_blind(const config::Task& task, const DataFiles& files) {
-  const config::ProblemSpec& spec = task.problem;
-  if (spec.agents == 0) return Status::InvalidArgument("without the shards the task needs problem.agents = N");
+// d of an own-data model from model.features = p, or from data.test's columns.
+Result<uint32_t> OwnModelDim(const config::ProblemSpec& spec, const DataFiles& files) {
   FedDataset shape;
   shape.loss = spec.kind == config::ProblemKind::kLeastSquares ? FedLoss::kLeastSquares
                : spec.kind == config::ProblemKind::kSoftmax    ? FedLoss::kSoftmax
@@ -38,9 +38,26 @@ Status Instance::build_blind(const config::Task& task, const DataFiles& files) {
   if (shape.model_dim() <= 0 || static_cast<uint32_t>(shape.model_dim()) > config::kMaxLinuxDim)
     return Status(StatusCode::kInvalidArgument, fmt::format("{} features give a model of dimension {}, outside [1, {}]", p,
                                                             shape.model_dim(), config::kMaxLinuxDim));
+  return static_cast<uint32_t>(shape.model_dim());
+}
+
+}  // namespace
+
+Status Instance::build_blind(const config::Task& task, const DataFiles& files) {
+  const config::ProblemSpec& spec = task.problem;
+  if (spec.agents == 0) return Status::InvalidArgument("without the agents' data the task needs problem.agents = N");
+  uint32_t d = spec.dim;
+  if (spec.own_data) {
+    auto own = OwnModelDim(spec, files);
+    if (!own.ok()) return own.status();
+    d = *own;
+  } else if (d == 0) {
+    return Status::InvalidArgument("problem.dim must be positive");
+  }
+  FEDRT_TRY(CheckFedProxExact(task, static_cast<int>(d)));
   problem_.agents = spec.agents;
-  problem_.dim = static_cast<uint32_t>(shape.model_dim());
-  problem_.data_fingerprint = 0;  // the coordinator read no shard
+  problem_.dim = d;
+  problem_.data_fingerprint = 0;  // the coordinator read or generated no data
   locals_.resize(spec.agents);
   initial_.assign(problem_.dim, 0.0);
   return Status::Ok();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fedrt/config/names.h"
+#include "fedrt/report/npy.h"
 
 namespace fedrt::report {
 
@@ -150,6 +151,12 @@ Status WriteSummaryJson(const SimResult& r, const std::string& path) {
   return Status::Ok();
 }
 
+Status WriteModels(const SimResult& r, const std::string& dir) {
+  for (const AlgorithmResult& a : r.algorithms)
+    FEDRT_TRY(WriteNpy(fmt::format("{}/model_{}.npy", dir, a.name), a.final_theta, static_cast<size_t>(r.problem.dim)));
+  return Status::Ok();
+}
+
 Status RenderErrorPlot(const std::string& dir) {
   const char* env_script = std::getenv("FEDRT_PLOT_SCRIPT");
   const char* env_python = std::getenv("FEDRT_PYTHON");
@@ -175,6 +182,7 @@ Status WriteOutputs(const SimResult& r, const std::string& dir, Status* plot_sta
   if (ec) return Status(StatusCode::kPermissionDenied, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
   FEDRT_TRY(WriteMetricsCsv(r, dir + "/metrics.csv"));
   FEDRT_TRY(WriteSummaryJson(r, dir + "/summary.json"));
+  FEDRT_TRY(WriteModels(r, dir));
   if (plot_status) *plot_status = r.config.plot ? RenderErrorPlot(dir) : Status::Ok();
   return Status::Ok();
 }

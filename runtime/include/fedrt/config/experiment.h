@@ -29,6 +29,12 @@ struct OptSettings {
   double l2 = 0.01;              // lambda of logistic / softmax regression (least squares: ridge, when set)
   bool l2_set = false;           // l2 given (problem.l2, model.l2 or --l2): least squares is ridge only then
   std::string data;              // CSV directory (one file per agent) or file with an agent column
+  // [problem] coordinator_generates: false when fedrt-coordinator should not
+  // generate the agents' synthetic data (README.md, "The coordinator
+  // generates no data"): it then holds only d and x_0 = 0, and reports no
+  // x_star (the error column is NaN). Generated lsq and logistic problems
+  // only; the simulator, which trains every agent, generates their data anyway.
+  bool coordinator_generates = true;
   // [algorithm]
   long batch = 0;                // B samples per stochastic gradient; 0 = full gradient
   double prox_mu = 1.0;          // FedProx weight mu
@@ -121,5 +127,8 @@ Status Validate(const ExperimentConfig& config);
 Status ValidateCompressionEm(const ExperimentConfig& config);
 // secure_aggregation and secagg_* (runtime/src/config/secagg_settings.cc; called by Validate).
 Status ValidateSecAgg(const ExperimentConfig& config);
+// problem.coordinator_generates = false: generated lsq and logistic problems
+// only, the message naming the key and why (runtime/src/config/coordinator_generates.cc).
+Status ValidateCoordinatorGenerates(const ExperimentConfig& config);
 
 }  // namespace fedrt::config

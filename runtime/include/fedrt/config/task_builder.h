@@ -20,7 +20,8 @@ Result<config::AlgorithmChoice> ParseAlgorithmChoice(const std::string& name);
 
 // The data files `config` names (an array bundle, CSV data), for Instance::Build.
 // `at_coordinator`: for fedrt-coordinator, which reads the shards only when
-// data.coordinator_reads_shards (the simulator trains them: it always does).
+// data.coordinator_reads_shards and generates a problem's data only when
+// problem.coordinator_generates (the simulator trains them: it always does).
 problems::DataFiles DataFilesOf(const ExperimentConfig& config, bool at_coordinator = false);
 // Every agent's data and oracle of `config`'s problem (problems/instance.h),
 // checking an explicit --agents against a problem read from files.

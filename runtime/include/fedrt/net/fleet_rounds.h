@@ -56,6 +56,11 @@ class FleetRounds {
   bool complete() const { return !next_slot().valid; }  // nothing left to run (also before start)
   bool stopped() const { return stopped_; }    // stop_after_rounds reached
   const Status& fatal() const { return fatal_; }
+  // Once finished: frees the last run's server session (its exact sums cost
+  // hundreds of bytes per coordinate) before the outputs rebuild every run's.
+  void release_session() {
+    if (finished_) session_.reset();
+  }
 
   // Opens the first round not yet committed.
   void start(uint64_t now_ms);

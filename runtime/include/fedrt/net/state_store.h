@@ -9,6 +9,7 @@
 // resumes after the last committed round. Host only.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,9 @@ class StateStore {
   // One transaction: the round row and its members.
   Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members);
   Result<std::vector<RoundRecord>> load_rounds();
+  // The rounds of (`algorithm`, `run`), FedEM's initial exchange first, handed
+  // to `fn` one at a time (a run's records hold several d-vectors each).
+  Status for_each_round(uint32_t algorithm, uint32_t run, const std::function<Status(const RoundRecord&)>& fn);
   Result<std::optional<RoundRecord>> get_round(uint32_t alg, uint32_t run, uint32_t round);
   Result<bool> was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device);
   // Every member's report, ordered by (algorithm, run, round, device).

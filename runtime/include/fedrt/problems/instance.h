@@ -41,7 +41,16 @@ struct DataFiles {
   // >= 0: a device that is this agent: a generated problem builds this
   // agent's data and oracle only (the others' would cost N times the memory).
   int only_agent = -1;
+  // false: the caller (a coordinator with problem.coordinator_generates =
+  // false) does not generate the agents' data of a generated least squares /
+  // logistic problem: the instance then has the task's agents and d, x_0 = 0,
+  // and no data.
+  bool generate = true;
 };
+
+// fedprox-exact solves a d x d system per agent and round: refused (by name)
+// for least squares above d = kDenseLeastSquaresMaxDim, whose Abar_c is not kept.
+Status CheckFedProxExact(const config::Task& task, int dim);
 
 class Instance {
  public:
@@ -70,7 +79,7 @@ class Instance {
   const std::vector<double>& initial_iterate() const { return initial_; }
 
   // The problem itself, for evaluation (one of them is set, none for a user
-  // model or an own-data instance built without the shards).
+  // model or an instance built without the agents' data).
   const TdProblem* td() const { return td_ ? &*td_ : nullptr; }
   const FedDataset* fed() const { return fed_ ? &*fed_ : nullptr; }
   const GmmData* gmm() const { return gmm_ ? &*gmm_ : nullptr; }
@@ -89,8 +98,8 @@ class Instance {
   Status build_gmm_shards(const config::Task& task, const DataFiles& files);
   Status build_own_gmm(const config::Task& task, uint32_t agent, const data::Shard& shard);
   Status build_user(const config::Task& task, const DataFiles& files);
-  // A coordinator's instance without the shards (read_shards = false): agents
-  // and d only, x_0 = 0 (instance_blind.cc).
+  // A coordinator's instance without the agents' data (read_shards = false,
+  // or generate = false): agents and d only, x_0 = 0 (instance_blind.cc).
   Status build_blind(const config::Task& task, const DataFiles& files);
 
   config::ProblemSpec problem_;

@@ -1,7 +1,8 @@
 #pragma once
-// Run outputs (docs/architecture.md, "Outputs"): metrics.csv (a row per algorithm, run and round),
-// summary.json (settings, seeds, exact solution, per-algorithm statistics)
-// and error.png (drawn by scripts/plot_error.py).
+// Run outputs (README.md, "Outputs"): metrics.csv (a row per algorithm, run
+// and round), summary.json (settings, seeds, exact solution, per-algorithm
+// statistics), model_<algorithm>.npy (the final iterates) and error.png
+// (drawn by scripts/plot_error.py).
 
 #include <string>
 
@@ -12,9 +13,12 @@ namespace fedrt::report {
 
 Status WriteMetricsCsv(const SimResult& result, const std::string& path);
 Status WriteSummaryJson(const SimResult& result, const std::string& path);
+// model_<algorithm>.npy in `dir` for every algorithm: its final reported
+// iterate of every run (report/npy.h; shape (runs, d), float64).
+Status WriteModels(const SimResult& result, const std::string& dir);
 // Runs the plotter on `dir`; returns an error saying why when it cannot.
 Status RenderErrorPlot(const std::string& dir);
-// Creates `dir` and writes all three files; a plot failure is reported in
+// Creates `dir` and writes all the files; a plot failure is reported in
 // `plot_status` but does not fail the run.
 Status WriteOutputs(const SimResult& result, const std::string& dir, Status* plot_status);
 
