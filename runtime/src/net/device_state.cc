@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kMagic = "fedrt-device-state";
 constexpr int kVersion = 4;  // 3: the same with a byte-wise FNV-1a checksum of the state
 constexpr size_t kHeaderBytes = 256;  // one text line, NUL-padded
-constexpr size_t kMaxState = size_t{64} << 30;  // a sanity bound on a header's size field; the file bounds it too
+constexpr uint64_t kMaxState = uint64_t{64} << 30;  // a sanity bound on a header's size field (64-bit: a 32-bit size_t cannot hold it); the file bounds it too
 
 std::string PathOf(const std::string& dir) { return dir + "/session.state"; }
 
