@@ -71,14 +71,7 @@ TEST_P(BadInputTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
 
   // Device 0 runs in this process with the real device code and a hook that
   // misbehaves once per round before sending its genuine update.
-  DeviceOptions opt;
-  opt.host = "127.0.0.1";
-  opt.port = static_cast<uint16_t>(port);
-  opt.id = Id(0);
-  opt.credentials.identity = Id(0);
-  opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
-  opt.state_dir = (dir_ / Id(0)).string();
-  opt.give_up_ms = 30000;
+  DeviceOptions opt = InProcessDevice(0, port);
   std::set<uint32_t> done;
   size_t sizes = 0;
   DeviceHooks hooks;

@@ -64,14 +64,7 @@ TEST_F(ChunkedFleetTest, ChunkFaultsAreRefusedAndACutUploadResumesOnce) {
 
   // Device 0 in this process: real device code, and hooks that send one bad
   // chunk in each of rounds 0-3 and drop the connection mid-upload in round 4.
-  DeviceOptions opt;
-  opt.host = "127.0.0.1";
-  opt.port = static_cast<uint16_t>(port);
-  opt.id = Id(0);
-  opt.credentials.identity = Id(0);
-  opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
-  opt.state_dir = (dir_ / Id(0)).string();
-  opt.give_up_ms = 30000;
+  DeviceOptions opt = InProcessDevice(0, port);
   std::map<uint32_t, std::vector<uint64_t>> offsets;  // round -> offsets of the chunks sent
   std::map<uint32_t, int> headers;                    // round -> update headers sent
   std::string previous;                               // the last chunk frame sent

@@ -177,14 +177,7 @@ TEST_F(NetTest, BadCodecPayloadIsRejectedAndRoundsEqualSimulator) {
   const int port = WaitPort();
   ASSERT_GT(port, 0);
   for (int i = 1; i < n; ++i) StartDevice(i, port);
-  DeviceOptions opt;
-  opt.host = "127.0.0.1";
-  opt.port = static_cast<uint16_t>(port);
-  opt.id = Id(0);
-  opt.credentials.identity = Id(0);
-  opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
-  opt.state_dir = (dir_ / Id(0)).string();
-  opt.give_up_ms = 30000;
+  DeviceOptions opt = InProcessDevice(0, port);
   std::set<uint32_t> done;
   std::vector<uint32_t> encodings;
   DeviceHooks hooks;

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fedrt/net/device.h"
 #include "fedrt/net/device_state.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/problems/instance.h"
@@ -193,6 +194,20 @@ class NetTest : public ::testing::Test {
     }
     args.insert(args.end(), extra.begin(), extra.end());
     return Spawn(args, dir_ / (Id(i) + ".log"));
+  }
+
+  // Options of device i (PSK) run in the test's own process with RunDevice,
+  // so a test can give it hooks; its state directory as StartDevice's.
+  DeviceOptions InProcessDevice(int i, int port) const {
+    DeviceOptions opt;
+    opt.host = "127.0.0.1";
+    opt.port = static_cast<uint16_t>(port);
+    opt.id = Id(i);
+    opt.credentials.identity = Id(i);
+    opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(i) / "device.psk").string();
+    opt.state_dir = (dir_ / Id(i)).string();
+    opt.give_up_ms = 30000;
+    return opt;
   }
 
   // The last value of `key=` on lines of `log` containing `needle` ("" if none).

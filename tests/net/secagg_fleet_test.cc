@@ -296,14 +296,7 @@ TEST_F(SecAggFleetTest, MalformedSecAggMessagesAreRejectedAndRoundsStayExact) {
   const int port = WaitPort();
   ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
   for (int i = 1; i < kAgents; ++i) StartDevice(i, port);
-  DeviceOptions opt;
-  opt.host = "127.0.0.1";
-  opt.port = static_cast<uint16_t>(port);
-  opt.id = Id(0);
-  opt.credentials.identity = Id(0);
-  opt.credentials.psk_file = (dir_ / "keys" / "devices" / Id(0) / "device.psk").string();
-  opt.state_dir = (dir_ / Id(0)).string();
-  opt.give_up_ms = 30000;
+  DeviceOptions opt = InProcessDevice(0, port);
   DeviceHooks hooks;
   hooks.before_send = [&](const wire::Envelope& m, const RawWriter& raw) {
     wire::Envelope bad = m;

@@ -156,14 +156,9 @@ Status ServerUplink::add_chunk(uint32_t k, uint64_t offset, const uint8_t* data,
   if (first + count > seg_) return Status(StatusCode::kOutOfRange, "raw float64 chunk past the segment");
   if (value_.size() < static_cast<size_t>(count)) value_.resize(static_cast<size_t>(count));
   double* v = value_.data();
-  for (int i = 0; i < count; ++i) {
-    uint64_t w = 0;
-    for (int b = 0; b < 8; ++b) w |= static_cast<uint64_t>(data[8 * i + b]) << (8 * b);
-    std::memcpy(&v[i], &w, 8);
-    if (!std::isfinite(v[i]))
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("codec: raw payload has a NaN or infinite value (entry {})", first + i));
-  }
+  const compression::QuantizerSpec raw{};  // kNone: little-endian float64, every value finite
+  Status st = compression::Decode<double>(raw, data, n, count, v);
+  if (!st.ok()) return Status(st.code(), fmt::format("{} (entries {} to {})", st.message(), first, first + count - 1));
   core.add_part(k, first, count, v, negate);
   return Status::Ok();
 }

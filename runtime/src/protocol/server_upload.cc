@@ -87,7 +87,7 @@ Verdict ServerSession::on_chunk(uint32_t agent, const Chunk& c, uint64_t now_ms)
     Status st = uplink_.add_chunk(k, c.offset, c.data.data, n, /*negate=*/false, core_);
     if (!st.ok()) {
       abort_upload(agent);
-      return refuse(st.code() == StatusCode::kInvalidArgument ? Refusal::kNonFinite : Refusal::kMalformed,
+      return refuse(st.code() == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed,
                     fmt::format("segment {} rejected: {} (the update is dropped)", k, st.message()));
     }
   }

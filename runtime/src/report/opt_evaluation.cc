@@ -135,13 +135,7 @@ class OptEvaluation : public Evaluation {
     if (task_.secagg.enabled)
       out.settings["secure_aggregation"] = SecAggJson(task_.secagg, static_cast<uint32_t>(n), task_.compression.quantizer.bits);
     if (data_.source == "synthetic")
-      out.settings.update({{"heterogeneity", fmt::format("covariate {}, concept {}, quantity {}", syn.covariate_shift,
-                                                         syn.concept_shift, syn.quantity_skew)},
-                           {"covariate_shift", syn.covariate_shift},
-                           {"concept_shift", syn.concept_shift},
-                           {"quantity_skew", syn.quantity_skew},
-                           {"samples", syn.samples},
-                           {"noise", syn.noise}});
+      out.settings.update(SyntheticSettingsJson(syn));
     else
       out.settings["data"] = data_.source;
     auto put = [&](const char* key, const std::optional<Eigen::VectorXd>& p) {

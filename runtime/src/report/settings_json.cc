@@ -41,6 +41,16 @@ nlohmann::json SecAggJson(const config::SecAggSpec& s, uint32_t agents, uint32_t
           {"aggregation", "integer sum of the b-bit payloads, dequantized once (same as without secure aggregation)"}};
 }
 
+nlohmann::json SyntheticSettingsJson(const config::SyntheticSpec& syn) {
+  return {{"heterogeneity",
+           fmt::format("covariate {}, concept {}, quantity {}", syn.covariate_shift, syn.concept_shift, syn.quantity_skew)},
+          {"covariate_shift", syn.covariate_shift},
+          {"concept_shift", syn.concept_shift},
+          {"quantity_skew", syn.quantity_skew},
+          {"samples", syn.samples},
+          {"noise", syn.noise}};
+}
+
 nlohmann::json OptSettingsJson(const config::Task& t, double l2, const char* aggregation) {
   const uint32_t batch = t.hyper.batch;
   nlohmann::json j = {{"batch", batch},

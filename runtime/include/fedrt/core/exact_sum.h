@@ -31,15 +31,24 @@ class ExactSum {
     pending_ = 0;
   }
 
-  // sum += x. x must be finite (callers validate what comes from the wire).
-  void add(double x) {
+  // A finite x as +-mant * 2^(pos - 1074), mant < 2^53 (0 for zeros of either
+  // sign); returns the sign bit. ExactSumArray splits its addends the same way.
+  static bool Split(double x, uint64_t& mant, int& pos) {
     uint64_t bits;
     std::memcpy(&bits, &x, 8);
     const int e = static_cast<int>((bits >> 52) & 0x7FF);
-    uint64_t mant = bits & ((uint64_t{1} << 52) - 1);
+    mant = bits & ((uint64_t{1} << 52) - 1);
     if (e != 0) mant |= uint64_t{1} << 52;
+    pos = e == 0 ? 0 : e - 1;
+    return (bits >> 63) != 0;
+  }
+
+  // sum += x. x must be finite (callers validate what comes from the wire).
+  void add(double x) {
+    uint64_t mant;
+    int pos;
+    const bool negative = Split(x, mant, pos);  // x = +-mant * 2^(pos - 1074)
     if (mant == 0) return;
-    const int pos = e == 0 ? 0 : e - 1;  // x = mant * 2^(pos - 1074)
     const int idx = pos / kChunkBits, off = pos % kChunkBits;
     const uint64_t lo = (mant & 0xFFFFFFFFu) << off;  // < 2^63
     const uint64_t hi = (mant >> 32) << off;          // < 2^52
@@ -53,7 +62,7 @@ class ExactSum {
       if (idx < lo_) lo_ = static_cast<uint8_t>(idx);
       if (idx + 3 > top_) top_ = static_cast<uint8_t>(idx + 3);
     }
-    if (bits >> 63) {
+    if (negative) {
       chunk_[idx] -= c0;
       chunk_[idx + 1] -= c1;
       chunk_[idx + 2] -= c2;

@@ -87,14 +87,10 @@ class ExactSumArray {
 
   // sum_i += x. x must be finite (as for ExactSum); zeros of either sign are skipped.
   void add(size_t i, double x) {
-    uint64_t bits;
-    std::memcpy(&bits, &x, 8);
-    const int e = static_cast<int>((bits >> 52) & 0x7FF);
-    uint64_t mant = bits & ((uint64_t{1} << 52) - 1);
-    if (e != 0) mant |= uint64_t{1} << 52;
+    uint64_t mant;
+    int pos;
+    const bool negative = ExactSum::Split(x, mant, pos);  // x = +-mant * 2^(pos - 1074)
     if (mant == 0) return;
-    const int pos = e == 0 ? 0 : e - 1;  // x = +-mant * 2^(pos - 1074)
-    const bool negative = (bits >> 63) != 0;
     uint64_t* a = limb_ + 3 * i;
     // Fast path: 0 <= pos - s <= 136 and A in [-2^189, 2^189) (a promoted or
     // lost coordinate's sentinel scale fails the first test).

@@ -203,15 +203,10 @@ class ClientSession {
     const uint64_t total = 8ull * static_cast<uint64_t>(work_.shape().broadcast_dim);
     if (offset % 8 != 0 || n % 8 != 0 || offset > total || n > total - offset)
       return Status::OutOfRange("broadcast chunk: not whole values within the broadcast");
-    const uint32_t first = static_cast<uint32_t>(offset / 8);
-    for (uint32_t i = 0; i < n / 8; ++i) {
-      uint64_t w = 0;
-      for (int b = 0; b < 8; ++b) w |= static_cast<uint64_t>(data[8 * i + b]) << (8 * b);
-      double v;
-      std::memcpy(&v, &w, 8);
-      if (!(v - v == 0.0)) return Status::InvalidArgument("broadcast chunk: a NaN or Inf entry");
-      broadcast_[first + i] = static_cast<S>(v);
-    }
+    if (n == 0) return Status::Ok();
+    const compression::QuantizerSpec raw{};  // kNone: little-endian float64, every value finite
+    Status st = compression::Decode<S>(raw, data, n, static_cast<int>(n / 8), broadcast_ + offset / 8);
+    if (!st.ok()) return Status(st.code(), "broadcast chunk: a NaN or Inf entry, or a value out of the scalar's range");
     return Status::Ok();
   }
 

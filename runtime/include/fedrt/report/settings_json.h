@@ -17,5 +17,7 @@ nlohmann::json SecAggJson(const config::SecAggSpec& s, uint32_t agents, uint32_t
 // The optimisation family's settings (batch, prox_mu, server step, l2,
 // aggregation, payload, x_0), with the codec's payload text when compressed.
 nlohmann::json OptSettingsJson(const config::Task& t, double l2, const char* aggregation);
+// A generated problem's heterogeneity (covariate, concept and quantity shift), samples and noise.
+nlohmann::json SyntheticSettingsJson(const config::SyntheticSpec& syn);
 
 }  // namespace fedrt::report
