@@ -54,6 +54,7 @@ add_library(fedrt_net STATIC
   runtime/src/net/tls.cc
   runtime/src/net/network_config.cc
   runtime/src/net/state_store.cc
+  runtime/src/net/state_vectors.cc
   runtime/src/net/connection.cc
   runtime/src/net/registry.cc
   runtime/src/net/fleet_rounds.cc

@@ -99,7 +99,8 @@ TEST(MemorySum, ServerStateDoesNotGrowWithTheAgents) {
       ServerSession server;
       ServerOptions so;
       so.task = f.task;
-      so.initial.assign(Fleet::kDim, 0.0);
+      const std::vector<double> zero(Fleet::kDim, 0.0);
+      so.initial = View<double>{zero.data(), Fleet::kDim};
       ASSERT_TRUE(server.init(so).ok());
       EXPECT_EQ(server.uplink().memory_sum().size(), static_cast<size_t>(2 * Fleet::kDim)) << n;
       std::vector<double> state;

@@ -66,7 +66,8 @@ class Sessions {
   Sessions(const Fleet& f, uint32_t deadline_ms = 0, double quorum = 1.0) : f_(f) {
     ServerOptions so;
     so.task = f.task;
-    so.initial.assign(Fleet::kDim, 0.0);
+    const std::vector<double> zero(Fleet::kDim, 0.0);
+    so.initial = View<double>{zero.data(), Fleet::kDim};
     so.deadline_ms = deadline_ms;
     so.quorum = quorum;
     EXPECT_TRUE(server.init(so).ok());

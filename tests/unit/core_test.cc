@@ -1,5 +1,6 @@
 // Core: Status/Result, Arena, counter-based RNG, alias sampling, TD(0) oracle.
 
+#include <cstring>
 #include <cmath>
 #include <vector>
 
@@ -64,6 +65,28 @@ TEST(Arena, AllocatesAlignedZeroedAndReportsUse) {
   auto c = arena.allocate<double>(2);  // aligned up to 48, ends at 64
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(arena.used(), 64u);
+}
+
+// A zeroed (calloc'd) buffer: memory handed out before is cleared again after
+// release_to; memory never handed out is not written (the sentinel shows it).
+TEST(Arena, ZeroedBufferClearsOnlyWhatWasHandedOut) {
+  alignas(64) uint8_t buf[128] = {};
+  Arena arena(buf, sizeof buf, /*zeroed=*/true);
+  const size_t mark = arena.mark();
+  auto a = arena.allocate<uint8_t>(32);
+  ASSERT_TRUE(a.ok());
+  std::memset(a->data, 0xAB, 32);  // dirty it
+  buf[100] = 0x5A;                 // never handed out: a zeroed arena must not touch it
+  arena.release_to(mark);
+  auto b = arena.allocate<uint8_t>(48);  // 32 reused bytes and 16 fresh ones
+  ASSERT_TRUE(b.ok());
+  for (size_t i = 0; i < 48; ++i) EXPECT_EQ(b->data[i], 0) << i;
+  auto c = arena.allocate<uint8_t>(64);  // bytes 48..112, including the sentinel
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(buf[100], 0x5A) << "fresh memory of a zeroed buffer is left as it is";
+  Arena plain(buf, sizeof buf);  // the default clears everything it hands out
+  ASSERT_TRUE(plain.allocate<uint8_t>(128).ok());
+  EXPECT_EQ(buf[100], 0);
 }
 
 TEST(Arena, FailsWithStatusWhenFull) {

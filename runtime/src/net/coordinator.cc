@@ -136,7 +136,8 @@ Status Coordinator::init() {
 
   FleetRoundsOptions fo;
   fo.task = task_;
-  fo.initial = instance_->initial_iterate();
+  fo.initial = protocol::View<double>{instance_->initial_iterate().data(),
+                                      static_cast<uint32_t>(instance_->initial_iterate().size())};
   fo.names = names_;
   fo.deadline_ms = static_cast<uint32_t>(opt_.network.deadline_ms);
   fo.quorum = opt_.network.quorum;

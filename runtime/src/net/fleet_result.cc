@@ -28,13 +28,16 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
       so.task = task;
       so.algorithm = a;
       so.run = r;
-      so.initial = instance.initial_iterate();
+      so.initial = protocol::View<double>{instance.initial_iterate().data(), static_cast<uint32_t>(instance.initial_iterate().size())};
       FEDRT_TRY(session.init(so));
       // One record at a time, the initial exchange first: a run's records
       // together would be rounds x (model + server state) at the peak.
+      std::vector<protocol::StateTarget> into;
       FEDRT_TRY(store.for_each_round(a, r, [&](const RoundRecord& rec) -> Status {
         if (rec.round != protocol::kInitRound && rec.round >= T) return Status::Ok();
-        Status st = session.import_state(rec.state);
+        session.import_targets(into);
+        Status st = store.read_state(a, r, rec.round, into);  // into the session's memory: no copy
+        if (st.ok()) st = session.finish_import();
         if (!st.ok())
           return Status(st.code(), fmt::format("state db: {} run {} round {}: {}", res.name, r, rec.round, st.message()));
         eval.round_finished(a, r, rec.round, session.core());
@@ -53,7 +56,7 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
         local[t + 1] = rec.local_loss;
         if (!rec.failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = rec.failure;
         return Status::Ok();
-      }));
+      }, kNoVectors));
       const protocol::ServerCore& core = session.core();
       const int dim = out.problem.dim;
       res.error.push_back(std::move(err));

@@ -38,7 +38,7 @@ Status FleetRounds::init(const FleetRoundsOptions& o, StateStore* store, Send se
   connected_.assign(agents_, 0);
   refused_.assign(agents_, 0);
   chunk_limit_.assign(agents_, config::kChunkBytes);
-  auto rounds = store_->load_rounds();
+  auto rounds = store_->load_rounds(kNoVectors);
   if (!rounds.ok()) return rounds.status();
   for (const RoundRecord& r : *rounds) {
     if (r.algorithm >= o.task.num_algorithms || r.run >= o.task.runs) continue;
@@ -79,7 +79,7 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
   so.deadline_ms = opt_.deadline_ms;
   so.quorum = opt_.quorum;
   FEDRT_TRY(s->init(so));
-  auto rounds = store_->load_rounds();  // ordered by (algorithm, run, round); the initial exchange sorts last
+  auto rounds = store_->load_rounds(kNoVectors);  // rows only; the initial exchange sorts last
   if (!rounds.ok()) return rounds.status();
   const RoundRecord* last = nullptr;
   const RoundRecord* initial = nullptr;
@@ -90,8 +90,11 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
   }
   if (initial != nullptr) s->mark_initial_exchange_done();
   const RoundRecord* resume = last != nullptr ? last : initial;
-  if (resume != nullptr) {
-    Status st = s->import_state(resume->state);
+  if (resume != nullptr) {  // the stored state straight into the session's memory
+    std::vector<protocol::StateTarget> into;
+    s->import_targets(into);
+    Status st = store_->read_state(a, r, resume->round, into);
+    if (st.ok()) st = s->finish_import();
     if (!st.ok())
       return Status(st.code(), fmt::format("state db: round {} of {} run {}: {}", round_name(resume->round),
                                            opt_.names[a], r, st.message()));
@@ -214,8 +217,9 @@ Status FleetRounds::persist() {
   rec.algorithm = c.id.algorithm;
   rec.run = c.id.run;
   rec.round = c.id.round;
-  rec.theta.assign(core.model(), core.model() + core.dim());
-  session_->export_state(rec.state);
+  RoundVectors vectors;  // the model and the state are written from the session's memory
+  vectors.theta.push_back({core.model(), static_cast<size_t>(core.dim())});
+  session_->state_slices(vectors.state);
   const bool secure = opt_.task.secagg.enabled && c.id.round != protocol::kInitRound;
   // A secure round's devices send no sample counts: every contributor ran the round's block.
   rec.samples = secure ? static_cast<uint64_t>(c.members.size()) * c.local_steps : c.samples;
@@ -240,7 +244,7 @@ Status FleetRounds::persist() {
     m.bytes_up = bytes_up_[m.device];
     rec.reports.push_back(m);
   }
-  FEDRT_TRY(store_->save_round(rec, c.members));
+  FEDRT_TRY(store_->save_round(rec, c.members, vectors));
   const size_t slot = c.id.round == protocol::kInitRound ? 0 : static_cast<size_t>(c.id.round) + 1;
   done_[c.id.algorithm * opt_.task.runs + c.id.run][slot] = 1;
   ++done_count_;
@@ -372,7 +376,7 @@ Result<bool> FleetRounds::replay(uint32_t agent, const protocol::RoundId& id, wi
   if (id.algorithm >= opt_.task.num_algorithms || id.run >= opt_.task.runs ||
       (id.round != protocol::kInitRound && id.round >= opt_.task.rounds) || !done(id.algorithm, id.run, id.round))
     return false;
-  auto rec = store_->get_round(id.algorithm, id.run, id.round);
+  auto rec = store_->get_round(id.algorithm, id.run, id.round, kTheta);
   if (!rec.ok()) return rec.status();
   if (!rec->has_value()) return false;
   auto member = store_->was_member(id.algorithm, id.run, id.round, agent);

@@ -7,20 +7,11 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include "state_sql.h"
+
 namespace fedrt::net {
 
 namespace {
-
-Status SqlError(sqlite3* db, const std::string& what) {
-  return Status(StatusCode::kDataLoss, fmt::format("state db: {}: {}", what, sqlite3_errmsg(db)));
-}
-
-// RAII prepared statement.
-struct Stmt {
-  sqlite3_stmt* s = nullptr;
-  Stmt(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &s, nullptr); }
-  ~Stmt() { sqlite3_finalize(s); }
-};
 
 double RealOrNaN(sqlite3_stmt* s, int col) {
   return sqlite3_column_type(s, col) == SQLITE_NULL ? std::nan("") : sqlite3_column_double(s, col);
@@ -31,34 +22,29 @@ RoundRecord ReadRound(sqlite3_stmt* s) {
   r.algorithm = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
   r.run = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
   r.round = static_cast<uint32_t>(sqlite3_column_int64(s, 2));
-  const int n = sqlite3_column_bytes(s, 3);
-  r.theta.resize(static_cast<size_t>(n) / sizeof(double));
-  if (n > 0) std::memcpy(r.theta.data(), sqlite3_column_blob(s, 3), r.theta.size() * sizeof(double));
-  r.agents = static_cast<uint32_t>(sqlite3_column_int64(s, 4));
-  r.sampled = static_cast<uint32_t>(sqlite3_column_int64(s, 5));
-  r.error = RealOrNaN(s, 6);  // NULL: no error metric (a user model)
-  r.bits_up = static_cast<uint64_t>(sqlite3_column_int64(s, 7));
-  r.bits_down = static_cast<uint64_t>(sqlite3_column_int64(s, 8));
-  r.closed_at = sqlite3_column_double(s, 9);
-  const unsigned char* by = sqlite3_column_text(s, 10);
+  r.agents = static_cast<uint32_t>(sqlite3_column_int64(s, 3));
+  r.sampled = static_cast<uint32_t>(sqlite3_column_int64(s, 4));
+  r.error = RealOrNaN(s, 5);  // NULL: no error metric (a user model)
+  r.bits_up = static_cast<uint64_t>(sqlite3_column_int64(s, 6));
+  r.bits_down = static_cast<uint64_t>(sqlite3_column_int64(s, 7));
+  r.closed_at = sqlite3_column_double(s, 8);
+  const unsigned char* by = sqlite3_column_text(s, 9);
   r.closed_by = by ? reinterpret_cast<const char*>(by) : "";
-  const int m = sqlite3_column_bytes(s, 11);
-  r.state.resize(static_cast<size_t>(m) / sizeof(double));
-  if (m > 0) std::memcpy(r.state.data(), sqlite3_column_blob(s, 11), r.state.size() * sizeof(double));
-  r.samples = static_cast<uint64_t>(sqlite3_column_int64(s, 12));
-  const unsigned char* failure = sqlite3_column_text(s, 13);
+  r.samples = static_cast<uint64_t>(sqlite3_column_int64(s, 10));
+  const unsigned char* failure = sqlite3_column_text(s, 11);
   r.failure = failure ? reinterpret_cast<const char*>(failure) : "";
-  r.train_loss = RealOrNaN(s, 14);
-  r.local_loss = RealOrNaN(s, 15);
+  r.train_loss = RealOrNaN(s, 12);
+  r.local_loss = RealOrNaN(s, 13);
   return r;
 }
 
 constexpr const char* kRoundCols =
-    "algorithm, run, round, theta, agents, sampled, error, bits_up, bits_down, closed_at, closed_by, state, samples, failure, "
+    "algorithm, run, round, agents, sampled, error, bits_up, bits_down, closed_at, closed_by, samples, failure, "
     "train_loss, local_loss";
 // 3: rounds and members carry the devices' reports; 4: no per-device mirrors
-// (the state blob carries the memories' sum W instead).
-constexpr const char* kSchema = "4";
+// (the state blob carries the memories' sum W instead); 5: the model and the
+// state in round_vectors, streamed in and out (state_vectors.cc).
+constexpr const char* kSchema = "5";
 
 }  // namespace
 
@@ -91,10 +77,12 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "CREATE TABLE IF NOT EXISTS devices (id TEXT PRIMARY KEY, device_index INTEGER NOT NULL,"
       "  first_seen REAL NOT NULL, last_seen REAL NOT NULL, last_event TEXT, connections INTEGER NOT NULL DEFAULT 0);"
       "CREATE TABLE IF NOT EXISTS rounds (algorithm INTEGER NOT NULL, run INTEGER NOT NULL, round INTEGER NOT NULL,"
-      "  theta BLOB NOT NULL, agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL,"
+      "  agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL,"
       "  bits_up INTEGER NOT NULL, bits_down INTEGER NOT NULL, closed_at REAL NOT NULL, closed_by TEXT,"
-      "  state BLOB NOT NULL, samples INTEGER NOT NULL, failure TEXT NOT NULL, train_loss REAL, local_loss REAL,"
+      "  samples INTEGER NOT NULL, failure TEXT NOT NULL, train_loss REAL, local_loss REAL,"
       "  PRIMARY KEY (algorithm, run, round));"
+      "CREATE TABLE IF NOT EXISTS round_vectors (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
+      "  round INTEGER NOT NULL, kind INTEGER NOT NULL, data BLOB NOT NULL, UNIQUE (algorithm, run, round, kind));"
       "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
       "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, examples INTEGER, loss_before REAL, loss_after REAL,"
       "  duration_ms INTEGER, bytes_down INTEGER, bytes_up INTEGER, PRIMARY KEY (algorithm, run, round, device_index));"));
@@ -149,30 +137,30 @@ Status StateStore::upsert_device(const std::string& id, uint32_t index, const st
   return Status::Ok();
 }
 
-Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>& members) {
+Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>& members, const RoundVectors& vectors) {
   FEDRT_TRY(exec("PRAGMA synchronous=FULL"));
   FEDRT_TRY(exec("BEGIN IMMEDIATE"));
   Status st = [&]() -> Status {
-    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                             kRoundCols)
                     .c_str());
     sqlite3_bind_int64(s.s, 1, r.algorithm);
     sqlite3_bind_int64(s.s, 2, r.run);
     sqlite3_bind_int64(s.s, 3, r.round);
-    sqlite3_bind_blob(s.s, 4, r.theta.data(), static_cast<int>(r.theta.size() * sizeof(double)), SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s.s, 5, r.agents);
-    sqlite3_bind_int64(s.s, 6, r.sampled);
-    sqlite3_bind_double(s.s, 7, r.error);  // NaN is stored as NULL
-    sqlite3_bind_int64(s.s, 8, static_cast<sqlite3_int64>(r.bits_up));
-    sqlite3_bind_int64(s.s, 9, static_cast<sqlite3_int64>(r.bits_down));
-    sqlite3_bind_double(s.s, 10, r.closed_at);
-    sqlite3_bind_text(s.s, 11, r.closed_by.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_blob(s.s, 12, r.state.data(), static_cast<int>(r.state.size() * sizeof(double)), SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s.s, 13, static_cast<sqlite3_int64>(r.samples));
-    sqlite3_bind_text(s.s, 14, r.failure.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s.s, 15, r.train_loss);  // NaN is stored as NULL
-    sqlite3_bind_double(s.s, 16, r.local_loss);
+    sqlite3_bind_int64(s.s, 4, r.agents);
+    sqlite3_bind_int64(s.s, 5, r.sampled);
+    sqlite3_bind_double(s.s, 6, r.error);  // NaN is stored as NULL
+    sqlite3_bind_int64(s.s, 7, static_cast<sqlite3_int64>(r.bits_up));
+    sqlite3_bind_int64(s.s, 8, static_cast<sqlite3_int64>(r.bits_down));
+    sqlite3_bind_double(s.s, 9, r.closed_at);
+    sqlite3_bind_text(s.s, 10, r.closed_by.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s.s, 11, static_cast<sqlite3_int64>(r.samples));
+    sqlite3_bind_text(s.s, 12, r.failure.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s.s, 13, r.train_loss);  // NaN is stored as NULL
+    sqlite3_bind_double(s.s, 14, r.local_loss);
     if (sqlite3_step(s.s) != SQLITE_DONE) return SqlError(db_, "round insert");
+    FEDRT_TRY(write_vector(r, kTheta, vectors.theta));
+    FEDRT_TRY(write_vector(r, kState, vectors.state));
     Stmt m(db_,
            "INSERT INTO round_members (algorithm, run, round, device_index, examples, loss_before, loss_after, "
            "duration_ms, bytes_down, bytes_up) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
@@ -206,19 +194,21 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
   return committed;
 }
 
-Result<std::vector<RoundRecord>> StateStore::load_rounds() {
+Result<std::vector<RoundRecord>> StateStore::load_rounds(unsigned vectors) {
   Stmt s(db_, fmt::format("SELECT {} FROM rounds ORDER BY algorithm, run, round", kRoundCols).c_str());
   if (s.s == nullptr) return SqlError(db_, "load rounds");
   std::vector<RoundRecord> out;
   while (sqlite3_step(s.s) == SQLITE_ROW) out.push_back(ReadRound(s.s));
+  for (RoundRecord& r : out) FEDRT_TRY(load_vectors(r, vectors));
   return out;
 }
 
-Status StateStore::for_each_round(uint32_t alg, uint32_t run, const std::function<Status(const RoundRecord&)>& fn) {
+Status StateStore::for_each_round(uint32_t alg, uint32_t run, const std::function<Status(const RoundRecord&)>& fn,
+                                  unsigned vectors) {
   // Round 4294967295 (protocol::kInitRound), the initial exchange, comes first; then
   // the others in the primary key's order: no sort, so SQLite holds no row but the current.
   constexpr int64_t kInit = 4294967295;
-  auto init = get_round(alg, run, static_cast<uint32_t>(kInit));
+  auto init = get_round(alg, run, static_cast<uint32_t>(kInit), vectors);
   if (!init.ok()) return init.status();
   if (init->has_value()) FEDRT_TRY(fn(**init));
   Stmt s(db_, fmt::format("SELECT {} FROM rounds WHERE algorithm = ?1 AND run = ?2 AND round < ?3 ORDER BY round",
@@ -228,19 +218,26 @@ Status StateStore::for_each_round(uint32_t alg, uint32_t run, const std::functio
   sqlite3_bind_int64(s.s, 2, run);
   sqlite3_bind_int64(s.s, 3, kInit);
   int rc;
-  while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) FEDRT_TRY(fn(ReadRound(s.s)));
+  while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) {
+    RoundRecord r = ReadRound(s.s);
+    FEDRT_TRY(load_vectors(r, vectors));
+    FEDRT_TRY(fn(r));
+  }
   if (rc != SQLITE_DONE) return SqlError(db_, "load rounds");
   return Status::Ok();
 }
 
-Result<std::optional<RoundRecord>> StateStore::get_round(uint32_t alg, uint32_t run, uint32_t round) {
+Result<std::optional<RoundRecord>> StateStore::get_round(uint32_t alg, uint32_t run, uint32_t round,
+                                                         unsigned vectors) {
   Stmt s(db_, fmt::format("SELECT {} FROM rounds WHERE algorithm = ?1 AND run = ?2 AND round = ?3", kRoundCols)
                   .c_str());
   sqlite3_bind_int64(s.s, 1, alg);
   sqlite3_bind_int64(s.s, 2, run);
   sqlite3_bind_int64(s.s, 3, round);
-  if (sqlite3_step(s.s) == SQLITE_ROW) return std::optional<RoundRecord>(ReadRound(s.s));
-  return std::optional<RoundRecord>();
+  if (sqlite3_step(s.s) != SQLITE_ROW) return std::optional<RoundRecord>();
+  RoundRecord r = ReadRound(s.s);
+  FEDRT_TRY(load_vectors(r, vectors));
+  return std::optional<RoundRecord>(std::move(r));
 }
 
 Result<bool> StateStore::was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device) {

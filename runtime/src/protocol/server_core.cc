@@ -7,7 +7,7 @@ namespace fedrt::protocol {
 using config::AlgorithmKind;
 using config::Family;
 
-Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t run, const std::vector<double>& initial) {
+Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t run, View<double> initial) {
   if (algorithm >= task.num_algorithms) return Status::InvalidArgument("server: no such algorithm in the task");
   choice_ = task.algorithms[algorithm];
   family_ = config::FamilyOf(choice_.kind);
@@ -15,7 +15,7 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
   chains_ = family_ == Family::kOpt && choice_.rr ? 2u : 1u;
   segment_dim_ = choice_.kind == AlgorithmKind::kScaffold ? 2 * dim_ : dim_;
   broadcast_dim_ = family_ == Family::kEm ? 2 * dim_ : static_cast<int>(chains_) * segment_dim_;
-  if (static_cast<int>(initial.size()) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
+  if (static_cast<int>(initial.size) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
   const config::HyperSpec& h = task.hyper;
   // Only the family's servers, sized for the algorithm (exact sums: core/exact_sum_array.h).
   const auto opt_kind = static_cast<algorithms::FedOptAlgorithm>(
@@ -24,10 +24,12 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
       family_ == Family::kLsa   ? algorithms::LsaServer<double>::ArenaBytes(dim_)
       : family_ == Family::kEm  ? algorithms::FedEmServer<double>::ArenaBytes(dim_)
                                 : chains_ * algorithms::FedOptServer<double>::ArenaBytes(dim_, opt_kind) +
-                                      algorithms::RichardsonRomberg<double>::ArenaBytes(dim_);
-  memory_.assign(family_bytes + 256, 0);
-  Arena arena(memory_.data(), memory_.size());
-  broadcast_.assign(static_cast<size_t>(broadcast_dim_), 0.0);
+                                      (chains_ == 2 ? algorithms::RichardsonRomberg<double>::ArenaBytes(dim_) : 0);
+  memory_.reset(static_cast<uint8_t*>(std::calloc(family_bytes + 256, 1)));
+  if (!memory_) return Status::ResourceExhausted("server: out of memory for the server state");
+  Arena arena(memory_.get(), family_bytes + 256, /*zeroed=*/true);
+  copy_.clear();
+  if (family_ == Family::kEm || chains_ == 2) copy_.assign(static_cast<size_t>(broadcast_dim_), 0.0);
   switch (family_) {
     case Family::kLsa: {
       algorithms::LsaHyper<double> hy;
@@ -35,7 +37,7 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
       hy.step_size = h.step;
       hy.local_steps = h.local_steps;
       hy.comm_prob = h.comm_prob;
-      auto s = algorithms::LsaServer<double>::create(arena, dim_, hy, initial.data(), task.seed, run);
+      auto s = algorithms::LsaServer<double>::create(arena, dim_, hy, initial.data, task.seed, run);
       if (!s.ok()) return s.status();
       lsa_ = *s;
       break;
@@ -50,13 +52,15 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
         hy.batch = h.batch;
         hy.prox_mu = h.prox_mu;
         hy.server_step = h.server_step;
-        auto s = algorithms::FedOptServer<double>::create(arena, dim_, hy, initial.data(), task.problem.agents);
+        auto s = algorithms::FedOptServer<double>::create(arena, dim_, hy, initial.data, task.problem.agents);
         if (!s.ok()) return s.status();
         opt_[k] = *s;
       }
-      auto r = algorithms::RichardsonRomberg<double>::create(arena, dim_, h.burn_in);
-      if (!r.ok()) return r.status();
-      rr_ = *r;
+      if (chains_ == 2) {
+        auto r = algorithms::RichardsonRomberg<double>::create(arena, dim_, h.burn_in);
+        if (!r.ok()) return r.status();
+        rr_ = *r;
+      }
       break;
     }
     case Family::kEm: {
@@ -69,7 +73,7 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
       hy.inner_iters = h.inner_iters;
       hy.quantizer = task.compression.quantizer;
       const int G = static_cast<int>(task.problem.gmm.components), p = static_cast<int>(task.problem.gmm.data_dim);
-      auto s = algorithms::FedEmServer<double>::create(arena, dim_, G, p, task.problem.agents, hy, initial.data());
+      auto s = algorithms::FedEmServer<double>::create(arena, dim_, G, p, task.problem.agents, hy, initial.data);
       if (!s.ok()) return s.status();
       em_ = *s;
       break;
@@ -103,16 +107,24 @@ uint32_t ServerCore::start_round(uint32_t t) {
   return steps;
 }
 
+// The broadcast is the server's own vector where it is one (LSA theta_t, a
+// single chain's x_t (and c)); a copy where it joins two (EM, Fed-RR).
 void ServerCore::refresh_broadcast() {
   switch (family_) {
-    case Family::kLsa: std::memcpy(broadcast_.data(), lsa_.global(), sizeof(double) * dim_); break;
+    case Family::kLsa: broadcast_ = lsa_.global(); break;
     case Family::kOpt:
+      if (chains_ == 1) {
+        broadcast_ = opt_[0].broadcast();
+        break;
+      }
       for (uint32_t k = 0; k < chains_; ++k)
-        std::memcpy(broadcast_.data() + k * segment_dim_, opt_[k].broadcast(), sizeof(double) * segment_dim_);
+        std::memcpy(copy_.data() + k * segment_dim_, opt_[k].broadcast(), sizeof(double) * segment_dim_);
+      broadcast_ = copy_.data();
       break;
     case Family::kEm:
-      std::memcpy(broadcast_.data(), em_.statistic(), sizeof(double) * dim_);
-      std::memcpy(broadcast_.data() + dim_, em_.params(), sizeof(double) * dim_);
+      std::memcpy(copy_.data(), em_.statistic(), sizeof(double) * dim_);
+      std::memcpy(copy_.data() + dim_, em_.params(), sizeof(double) * dim_);
+      broadcast_ = copy_.data();
       break;
   }
 }
@@ -166,7 +178,7 @@ void ServerCore::finish_round(uint32_t t) {
     case Family::kLsa: lsa_.finish_round(); break;
     case Family::kOpt:
       for (uint32_t k = 0; k < chains_; ++k) opt_[k].finish_round();
-      rr_.observe(t + 1, opt_[0].global(), chains_ == 2 ? opt_[1].global() : opt_[0].global());
+      if (chains_ == 2) rr_.observe(t + 1, opt_[0].global(), opt_[1].global());
       break;
     case Family::kEm: em_.finish_round(); break;
   }
@@ -184,40 +196,62 @@ const double* ServerCore::model() const {
 
 const double* ServerCore::statistic() const { return family_ == Family::kEm ? em_.statistic() : nullptr; }
 
-void ServerCore::export_state(std::vector<double>& out) const {
+// Layout: LSA theta; optimisation each chain's broadcast (x_t, Scaffold's c),
+// then Fed-RR's count and averages and x_RR; EM Shat_k then V_k.
+void ServerCore::state_slices(std::vector<StateSlice>& out) const {
   out.clear();
+  const size_t d = static_cast<size_t>(dim_);
   switch (family_) {
-    case Family::kLsa: out.insert(out.end(), lsa_.global(), lsa_.global() + dim_); break;
+    case Family::kLsa: out.push_back({lsa_.global(), d}); break;
     case Family::kOpt:
-      for (uint32_t k = 0; k < chains_; ++k) out.insert(out.end(), opt_[k].broadcast(), opt_[k].broadcast() + segment_dim_);
-      out.push_back(static_cast<double>(rr_.averaged()));
-      out.insert(out.end(), rr_.average_gamma(), rr_.average_gamma() + dim_);
-      out.insert(out.end(), rr_.average_2gamma(), rr_.average_2gamma() + dim_);
-      out.insert(out.end(), rr_.output(), rr_.output() + dim_);
+      for (uint32_t k = 0; k < chains_; ++k) out.push_back({opt_[k].broadcast(), static_cast<size_t>(segment_dim_)});
+      if (chains_ == 2) {
+        averaged_ = static_cast<double>(rr_.averaged());
+        out.push_back({&averaged_, 1});
+        out.push_back({rr_.average_gamma(), d});
+        out.push_back({rr_.average_2gamma(), d});
+        out.push_back({rr_.output(), d});
+      }
       break;
     case Family::kEm:
-      out.insert(out.end(), em_.statistic(), em_.statistic() + dim_);
-      out.insert(out.end(), em_.control_variate(), em_.control_variate() + dim_);
+      out.push_back({em_.statistic(), d});
+      out.push_back({em_.control_variate(), d});
       break;
   }
 }
 
-Status ServerCore::import_state(const std::vector<double>& in) {
-  std::vector<double> probe;
-  export_state(probe);
-  if (in.size() != probe.size()) return Status::DataLoss("server state: size does not match the algorithm");
+void ServerCore::import_targets(std::vector<StateTarget>& out) {
+  out.clear();
+  const size_t d = static_cast<size_t>(dim_);
   switch (family_) {
-    case Family::kLsa: std::memcpy(lsa_.mutable_global(), in.data(), sizeof(double) * dim_); break;
-    case Family::kOpt: {
-      const double* p = in.data();
-      for (uint32_t k = 0; k < chains_; ++k, p += segment_dim_)
-        std::memcpy(opt_[k].mutable_broadcast(), p, sizeof(double) * segment_dim_);
-      const uint32_t count = static_cast<uint32_t>(*p++);
-      rr_.restore(count, p, p + dim_, p + 2 * dim_);
+    case Family::kLsa: out.push_back({lsa_.mutable_global(), d}); break;
+    case Family::kOpt:
+      for (uint32_t k = 0; k < chains_; ++k)
+        out.push_back({opt_[k].mutable_broadcast(), static_cast<size_t>(segment_dim_)});
+      if (chains_ == 2) {
+        staging_.assign(1 + 3 * d, 0.0);
+        out.push_back({staging_.data(), staging_.size()});
+      }
       break;
-    }
-    case Family::kEm: em_.restore(in.data(), in.data() + dim_); break;
+    case Family::kEm:
+      staging_.assign(2 * d, 0.0);
+      out.push_back({staging_.data(), staging_.size()});
+      break;
   }
+}
+
+Status ServerCore::finish_import() {
+  const size_t d = static_cast<size_t>(dim_);
+  if (family_ == Family::kOpt && chains_ == 2) {
+    const double count = staging_[0];
+    if (!(count >= 0.0 && count <= 4294967295.0 && count == static_cast<double>(static_cast<uint32_t>(count))))
+      return Status::DataLoss("server state: Fed-RR's averaged count is not a count");
+    rr_.restore(static_cast<uint32_t>(count), staging_.data() + 1, staging_.data() + 1 + d, staging_.data() + 1 + 2 * d);
+  } else if (family_ == Family::kEm) {
+    em_.restore(staging_.data(), staging_.data() + d);
+  }
+  staging_.clear();
+  staging_.shrink_to_fit();
   refresh_broadcast();
   return Status::Ok();
 }

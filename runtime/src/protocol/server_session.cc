@@ -409,26 +409,45 @@ void ServerSession::publish() {
   state_ = State::kIdle;
 }
 
+void ServerSession::state_slices(std::vector<StateSlice>& out) const {
+  core_.state_slices(out);
+  const std::vector<double>& w = uplink_.memory_sum();
+  if (!w.empty()) out.push_back({w.data(), w.size()});
+  if (downlink_) out.push_back({xhat_.data(), xhat_.size()});
+}
+
+void ServerSession::import_targets(std::vector<StateTarget>& out) {
+  core_.import_targets(out);
+  std::vector<double>& w = uplink_.mutable_memory_sum();
+  if (!w.empty()) out.push_back({w.data(), w.size()});
+  if (downlink_) out.push_back({xhat_.data(), xhat_.size()});
+}
+
+size_t ServerSession::state_size() const {
+  std::vector<StateSlice> parts;
+  state_slices(parts);
+  size_t n = 0;
+  for (const StateSlice& p : parts) n += p.size;
+  return n;
+}
+
 void ServerSession::export_state(std::vector<double>& out) const {
-  core_.export_state(out);
-  std::vector<double> w;
-  uplink_.export_state(w);
-  out.insert(out.end(), w.begin(), w.end());
-  if (downlink_) out.insert(out.end(), xhat_.begin(), xhat_.end());
+  std::vector<StateSlice> parts;
+  state_slices(parts);
+  out.clear();
+  for (const StateSlice& p : parts) out.insert(out.end(), p.data, p.data + p.size);
 }
 
 Status ServerSession::import_state(const std::vector<double>& in) {
-  std::vector<double> probe;
-  export_state(probe);
-  if (in.size() != probe.size()) return Status::DataLoss("server state: size does not match the algorithm");
-  std::vector<double> core_part, w;
-  core_.export_state(core_part);
-  uplink_.export_state(w);
-  const size_t nc = core_part.size(), nw = w.size();
-  FEDRT_TRY(core_.import_state(std::vector<double>(in.begin(), in.begin() + nc)));
-  FEDRT_TRY(uplink_.import_state(std::vector<double>(in.begin() + nc, in.begin() + nc + nw)));
-  if (downlink_) xhat_.assign(in.begin() + nc + nw, in.end());
-  return Status::Ok();
+  if (in.size() != state_size()) return Status::DataLoss("server state: size does not match the algorithm");
+  std::vector<StateTarget> parts;
+  import_targets(parts);
+  size_t at = 0;
+  for (const StateTarget& p : parts) {
+    std::copy(in.begin() + static_cast<std::ptrdiff_t>(at), in.begin() + static_cast<std::ptrdiff_t>(at + p.size), p.data);
+    at += p.size;
+  }
+  return finish_import();
 }
 
 }  // namespace fedrt::protocol

@@ -202,10 +202,4 @@ void ServerUplink::close(uint32_t m, const uint32_t* secure_sum, const double* a
   }
 }
 
-Status ServerUplink::import_state(const std::vector<double>& in) {
-  if (in.size() != w_.size()) return Status::DataLoss("uplink: stored memory sum of the wrong size");
-  w_ = in;
-  return Status::Ok();
-}
-
 }  // namespace fedrt::protocol

@@ -156,8 +156,22 @@ class OptEvaluation : public Evaluation {
   void set_test(HeldOutSet test) { test_.emplace(std::move(test), task_.rounds); }
 
   // Held-out scores of round t's model go in row t + 1 (row 0: the initial iterate).
+  // A plain run's Polyak-Ruppert average xbar = mean of x_t over the rounds
+  // after the burn-in, t = round + 1 > b (docs/algorithms.md 3), kept here:
+  // Fed-RR's server keeps its two chains' averages, a single chain's needs none.
   void round_finished(size_t a, uint32_t run, uint32_t round, const protocol::ServerCore& core) override {
     if (test_) test_->record(a, run, round, core.model());
+    if (task_.algorithms[a].rr || round == protocol::kInitRound) return;
+    const int d = data_.model_dim();
+    if (round == 0 || average_.size() != d) {
+      average_ = Eigen::VectorXd::Zero(d);
+      averaged_ = 0;
+    }
+    if (round + 1 <= task_.hyper.burn_in) return;
+    ++averaged_;
+    const double w = 1.0 / static_cast<double>(averaged_);
+    const double* x = core.model();
+    for (int i = 0; i < d; ++i) average_[i] += w * (x[i] - average_[i]);
   }
 
   double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), x_star_); }
@@ -166,8 +180,14 @@ class OptEvaluation : public Evaluation {
   void run_finished(size_t a, uint32_t, const protocol::ServerCore& core) override {
     const int d = data_.model_dim();
     final_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), d));
-    pr_gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_gamma(), d));
-    pr_2gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_2gamma(), d));
+    if (task_.algorithms[a].rr) {
+      pr_gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_gamma(), d));
+      pr_2gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_2gamma(), d));
+    } else {
+      if (average_.size() != d) average_ = Eigen::VectorXd::Zero(d);
+      pr_gamma_[a].push_back(average_);
+      pr_2gamma_[a].push_back(average_);
+    }
   }
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
@@ -245,6 +265,8 @@ class OptEvaluation : public Evaluation {
   std::optional<Eigen::VectorXd> fedavg_point_, fedprox_point_;
   std::optional<analysis::FedLsaBias> fedavg_bias_;
   std::map<size_t, std::vector<Eigen::VectorXd>> final_, pr_gamma_, pr_2gamma_;
+  Eigen::VectorXd average_;  // the current plain run's xbar (round_finished)
+  uint32_t averaged_ = 0;
   std::optional<HeldOutScores> test_;
 };
 

@@ -76,7 +76,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       o.algorithm = a;
       o.run = run;
       o.agents = &(*instance)->locals();
-      o.initial = (*instance)->initial_iterate();
+      o.initial = protocol::View<double>{(*instance)->initial_iterate().data(), static_cast<uint32_t>((*instance)->initial_iterate().size())};
       o.pool = &pool;
       o.min_parallel_work = eval.min_parallel_work();
       o.work_per_sample = eval.work_per_sample();

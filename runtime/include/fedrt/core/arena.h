@@ -27,6 +27,11 @@ class Arena {
 
   Arena(void* buffer, size_t capacity)
       : base_(static_cast<uint8_t*>(buffer)), capacity_(capacity) {}
+  // A buffer known to be zero (calloc): only memory handed out before (below
+  // the high-water mark) is cleared again, so a host's untouched pages stay
+  // unmapped until the object that owns them writes to them.
+  Arena(void* buffer, size_t capacity, bool zeroed)
+      : base_(static_cast<uint8_t*>(buffer)), capacity_(capacity), zeroed_(zeroed) {}
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
 
@@ -43,10 +48,11 @@ class Arena {
     if (offset > capacity_ || bytes > capacity_ - offset) {
       return Status::ResourceExhausted("arena: not enough memory for this configuration");
     }
+    const size_t dirty = !zeroed_ ? bytes : high_water_ <= offset ? 0 : high_water_ - offset < bytes ? high_water_ - offset : bytes;
     used_ = offset + bytes;
     if (used_ > high_water_) high_water_ = used_;
     T* p = reinterpret_cast<T*>(base_ + offset);
-    std::memset(static_cast<void*>(p), 0, bytes);
+    std::memset(static_cast<void*>(p), 0, dirty);
     return Span<T>{p, count};
   }
 
@@ -65,6 +71,7 @@ class Arena {
   size_t capacity_;
   size_t used_ = 0;
   size_t high_water_ = 0;
+  bool zeroed_ = false;
 };
 
 // An arena whose storage is a member: sized at compile time.

@@ -27,7 +27,7 @@ namespace fedrt::net {
 
 struct FleetRoundsOptions {
   config::Task task;
-  std::vector<double> initial;     // the family's initial iterate
+  protocol::View<double> initial;  // the family's initial iterate (the instance's, alive throughout)
   std::vector<std::string> names;  // algorithm names, for the log
   uint32_t deadline_ms = 30000;    // per round (per SecAgg+ phase)
   double quorum = 0.5;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fedrt/core/status.h"
+#include "fedrt/protocol/server_core.h"
 
 struct sqlite3;
 
@@ -36,8 +37,8 @@ struct RoundRecord {
   uint32_t algorithm = 0;  // index in the experiment's algorithm list
   uint32_t run = 0;
   uint32_t round = 0;      // t: theta is theta_{t+1}; 0xFFFFFFFF: FedEM's initial exchange
-  std::vector<double> theta;  // the reported model after the round
-  std::vector<double> state;  // the server session's state (ServerSession::export_state)
+  std::vector<double> theta;  // the reported model after the round (loaded with kTheta)
+  std::vector<double> state;  // the server session's state (loaded with kState)
   uint64_t samples = 0;
   uint32_t agents = 0;     // updates aggregated
   uint32_t sampled = 0;
@@ -51,6 +52,14 @@ struct RoundRecord {
   double local_loss = 0.0; // mean of the members' loss_after
   std::vector<MemberReport> reports;  // per member, when the driver has them (saved, not loaded by load_rounds)
 };
+// What a round saves besides its row: the model and the session's state as
+// slices of the session's memory, streamed into SQLite without a copy.
+struct RoundVectors {
+  std::vector<protocol::StateSlice> theta, state;
+};
+// Which of a round's vectors a load reads (a bit set).
+enum LoadVectors : unsigned { kNoVectors = 0, kTheta = 1, kState = 2, kBothVectors = 3 };
+
 // A member report with its round, as load_reports returns them.
 struct MemberRow {
   uint32_t algorithm = 0, run = 0, round = 0;
@@ -67,13 +76,18 @@ class StateStore {
   Status check_experiment(const std::string& identity);
   // Records a device's registration event ("registered", "refused: why", "disconnected").
   Status upsert_device(const std::string& id, uint32_t index, const std::string& event);
-  // One transaction: the round row and its members.
-  Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members);
-  Result<std::vector<RoundRecord>> load_rounds();
+  // One transaction: the round row, its vectors and its members.
+  Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members, const RoundVectors& vectors);
+  Result<std::vector<RoundRecord>> load_rounds(unsigned vectors = kBothVectors);
   // The rounds of (`algorithm`, `run`), FedEM's initial exchange first, handed
   // to `fn` one at a time (a run's records hold several d-vectors each).
-  Status for_each_round(uint32_t algorithm, uint32_t run, const std::function<Status(const RoundRecord&)>& fn);
-  Result<std::optional<RoundRecord>> get_round(uint32_t alg, uint32_t run, uint32_t round);
+  Status for_each_round(uint32_t algorithm, uint32_t run, const std::function<Status(const RoundRecord&)>& fn,
+                        unsigned vectors = kBothVectors);
+  Result<std::optional<RoundRecord>> get_round(uint32_t alg, uint32_t run, uint32_t round,
+                                               unsigned vectors = kBothVectors);
+  // A round's state read straight into `into` (ServerSession::import_targets);
+  // a stored state of another size is an error naming both sizes.
+  Status read_state(uint32_t alg, uint32_t run, uint32_t round, const std::vector<protocol::StateTarget>& into);
   Result<bool> was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device);
   // Every member's report, ordered by (algorithm, run, round, device).
   Result<std::vector<MemberRow>> load_reports();
@@ -81,6 +95,10 @@ class StateStore {
  private:
   explicit StateStore(sqlite3* db) : db_(db) {}
   Status exec(const char* sql);
+  Status write_vector(const RoundRecord& r, unsigned kind, const std::vector<protocol::StateSlice>& parts);
+  Status read_vector(uint32_t alg, uint32_t run, uint32_t round, unsigned kind, std::vector<double>* whole,
+                     const std::vector<protocol::StateTarget>* into);
+  Status load_vectors(RoundRecord& r, unsigned vectors);
   sqlite3* db_ = nullptr;
 };
 

@@ -6,6 +6,8 @@
 // layouts are those of protocol/client_work.h. Host code (double).
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "fedrt/algorithms/fedem.h"
@@ -14,8 +16,19 @@
 #include "fedrt/algorithms/richardson_romberg.h"
 #include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
+#include "fedrt/protocol/messages.h"
 
 namespace fedrt::protocol {
+
+// A piece of the persisted server state: the core's own memory, no copy.
+struct StateSlice {
+  const double* data = nullptr;
+  size_t size = 0;
+};
+struct StateTarget {
+  double* data = nullptr;
+  size_t size = 0;
+};
 
 // How the server turns one segment of an update into the value it aggregates.
 enum class Reconstruction : uint8_t {
@@ -27,7 +40,7 @@ enum class Reconstruction : uint8_t {
 class ServerCore {
  public:
   // `initial`: LSA theta_0 (d), optimisation x_0 (d), EM Shat_0 (G (1 + p)).
-  Status init(const config::Task& task, uint32_t algorithm, uint32_t run, const std::vector<double>& initial);
+  Status init(const config::Task& task, uint32_t algorithm, uint32_t run, View<double> initial);
 
   config::Family family() const { return family_; }
   uint32_t chains() const { return chains_; }
@@ -41,7 +54,7 @@ class ServerCore {
 
   // Round t: returns its local steps (H, or SCAFFLSA-H1's geometric block).
   uint32_t start_round(uint32_t t);
-  const double* broadcast() const { return broadcast_.data(); }
+  const double* broadcast() const { return broadcast_; }
   // What segment k of an update is coded relative to, given the broadcast the
   // devices received (null: zero): LSA theta_t, EM Shat_k, optimisation zero.
   const double* start(uint32_t k, const double* announced) const;
@@ -65,14 +78,17 @@ class ServerCore {
   const double* model() const;
   int model_dim() const { return family_ == config::Family::kEm ? dim_ : dim_; }
   const double* statistic() const;  // EM: Shat_k
-  // Polyak-Ruppert averages of the optimisation family (after the burn-in).
-  const double* average_gamma() const { return rr_.average_gamma(); }
-  const double* average_2gamma() const { return rr_.average_2gamma(); }
-  uint32_t averaged() const { return rr_.averaged(); }
+  // Fed-RR's Polyak-Ruppert averages of its two chains (after the burn-in);
+  // null for a single chain (the evaluation averages a plain run's iterates).
+  const double* average_gamma() const { return chains_ == 2 ? rr_.average_gamma() : nullptr; }
+  const double* average_2gamma() const { return chains_ == 2 ? rr_.average_2gamma() : nullptr; }
 
-  // The whole server state (to persist after each round) and its restore.
-  void export_state(std::vector<double>& out) const;
-  Status import_state(const std::vector<double>& in);
+  // The whole server state (to persist after each round), as slices of the
+  // core's memory in a fixed layout; restore writes the same layout into
+  // import_targets() and then calls finish_import().
+  void state_slices(std::vector<StateSlice>& out) const;
+  void import_targets(std::vector<StateTarget>& out);
+  Status finish_import();
 
  private:
   void refresh_broadcast();
@@ -81,8 +97,13 @@ class ServerCore {
   config::AlgorithmChoice choice_{};
   uint32_t chains_ = 1;
   int dim_ = 0, segment_dim_ = 0, broadcast_dim_ = 0;
-  std::vector<uint8_t> memory_;
-  std::vector<double> broadcast_;
+  // The family's arena. calloc: pages never written (a replaying session's
+  // exact sums) take no memory.
+  std::unique_ptr<uint8_t, void (*)(void*)> memory_{nullptr, std::free};
+  const double* broadcast_ = nullptr;  // the server's own (LSA, one chain) or copy_
+  std::vector<double> copy_;           // EM: Shat_k then T(Shat_k); Fed-RR: both chains
+  std::vector<double> staging_;        // EM's restore; Fed-RR's averaged count
+  mutable double averaged_ = 0.0;      // Fed-RR's count, as the state slice holds it
   algorithms::LsaServer<double> lsa_;
   algorithms::FedOptServer<double> opt_[config::kMaxSegments];
   algorithms::RichardsonRomberg<double> rr_;

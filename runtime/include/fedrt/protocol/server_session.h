@@ -33,7 +33,7 @@ struct ServerOptions {
   config::Task task;
   uint32_t algorithm = 0;
   uint32_t run = 0;
-  std::vector<double> initial;  // the family's initial iterate (ServerCore::init)
+  View<double> initial;         // the family's initial iterate (read by init only)
   uint32_t deadline_ms = 0;     // per round (per SecAgg+ phase); 0 = none (the simulator)
   double quorum = 1.0;          // fraction of the sampled agents needed at the deadline
 };
@@ -150,7 +150,14 @@ class ServerSession {
   void publish();
 
   // What a restart needs besides the commits: the server cores' state, the
-  // uplink's memory sum W and (compressed downlink) xhat.
+  // uplink's memory sum W and (compressed downlink) xhat, as slices of the
+  // session's memory (persisted without a copy); a restore writes the same
+  // layout into import_targets() and calls finish_import().
+  void state_slices(std::vector<StateSlice>& out) const;
+  void import_targets(std::vector<StateTarget>& out);
+  Status finish_import() { return core_.finish_import(); }
+  size_t state_size() const;
+  // The same state as one vector (tests, tools).
   void export_state(std::vector<double>& out) const;
   Status import_state(const std::vector<double>& in);
 

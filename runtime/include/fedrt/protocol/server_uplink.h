@@ -64,9 +64,8 @@ class ServerUplink {
   // Compression memories: the server keeps W = sum_c V_c (chains x segment_dim).
   bool keeps_sum() const { return memory_ && !message_only_; }
   const std::vector<double>& memory_sum() const { return w_; }
-  // What persists: W (empty without memories).
-  void export_state(std::vector<double>& out) const { out = w_; }
-  Status import_state(const std::vector<double>& in);
+  // What persists: W (empty without memories), restored in place.
+  std::vector<double>& mutable_memory_sum() { return w_; }
 
  private:
   Mode mode_ = Mode::kRaw;

@@ -23,7 +23,7 @@ struct DriverOptions {
   uint32_t algorithm = 0;
   uint32_t run = 0;
   const std::vector<protocol::LocalProblem<double>>* agents = nullptr;
-  std::vector<double> initial;  // the family's initial iterate
+  protocol::View<double> initial;  // the family's initial iterate (alive while the driver runs)
   WorkerPool* pool = nullptr;
   // Local work below this many samples per round runs inline (waking the
   // workers costs tens of microseconds).
