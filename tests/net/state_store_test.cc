@@ -34,19 +34,20 @@ class StateStoreTest : public ::testing::Test {
 };
 
 TEST_F(StateStoreTest, VectorsGoInFromSlicesAndComeBackWholeOrIntoTargets) {
-  const std::vector<double> x = {1.5, -2.0, 3.25}, avg = {0.5, 0.25}, w = {7.0};
+  const std::vector<double> x = {1.5, -2.0, 3.25}, avg = {0.5, 0.25}, w = {7.0}, model = {9.0, 8.0};
   RoundRecord r;
   r.round = 4;
   r.agents = 3;
   r.closed_by = "all";
   RoundVectors v;
-  v.theta.push_back({x.data(), x.size()});
+  v.theta.push_back({model.data(), model.size()});  // a model of its own (Fed-RR's x_RR): its own blob
   v.state = {{x.data(), x.size()}, {avg.data(), avg.size()}, {w.data(), w.size()}};  // three slices, one blob
   ASSERT_TRUE(store_->save_round(r, {0, 2}, v).ok());
 
   auto got = store_->get_round(0, 0, 4);
   ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ((*got)->theta, x);
+  EXPECT_EQ((*got)->theta, model);
+  EXPECT_EQ((*got)->theta_in_state, 0u);
   EXPECT_EQ((*got)->state, (std::vector<double>{1.5, -2.0, 3.25, 0.5, 0.25, 7.0}));
   EXPECT_EQ((*got)->agents, 3u);
   auto rows = store_->load_rounds(kNoVectors);
@@ -69,7 +70,8 @@ TEST_F(StateStoreTest, VectorsGoInFromSlicesAndComeBackWholeOrIntoTargets) {
   EXPECT_NE(std::string(none.message()).find("no stored server state"), std::string::npos) << none.message();
 }
 
-TEST_F(StateStoreTest, ARoundIsSavedOnceAndItsVectorsWithIt) {
+// The model that is the state's first slice (FedAvg's x_t) is stored once.
+TEST_F(StateStoreTest, ARoundIsSavedOnceAndAModelInsideTheStateOnlyOnce) {
   const std::vector<double> x = {1.0, 2.0};
   RoundRecord r;
   r.round = 0;
@@ -82,6 +84,8 @@ TEST_F(StateStoreTest, ARoundIsSavedOnceAndItsVectorsWithIt) {
   auto got = store_->get_round(0, 0, 0);
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->state, x) << "the refused second commit left the first one whole";
+  EXPECT_EQ((*got)->theta_in_state, 2u);
+  EXPECT_EQ((*got)->theta, x) << "read from the state's first values";
 }
 
 }  // namespace

@@ -183,3 +183,30 @@ TEST(ChunkedUpdates, ResumeAfterAReconnectCountsTheUpdateOnce) {
 
 }  // namespace
 }  // namespace fedrt::protocol
+
+namespace fedrt::protocol {
+namespace {
+
+// The journal is reused from update to update: after a reset the old bytes
+// are out of reach even where the file still holds them.
+TEST(UploadJournal, ReadsBackWhatWasTakenAndNothingBeyondAfterAReset) {
+  UploadJournal j;
+  std::vector<uint8_t> a(40000), b(100), got(40000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i * 7);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(255 - i);
+  ASSERT_TRUE(j.append(a.data(), 16320).ok());
+  ASSERT_TRUE(j.append(a.data() + 16320, a.size() - 16320).ok());
+  ASSERT_EQ(j.size(), a.size());
+  ASSERT_TRUE(j.read(0, got.data(), a.size()).ok());
+  EXPECT_EQ(got, a);
+  ASSERT_TRUE(j.reset().ok());
+  EXPECT_EQ(j.size(), 0u);
+  ASSERT_TRUE(j.append(b.data(), b.size()).ok());
+  std::vector<uint8_t> back(b.size());
+  ASSERT_TRUE(j.read(0, back.data(), back.size()).ok());
+  EXPECT_EQ(back, b);
+  EXPECT_EQ(j.read(50, back.data(), 51).code(), StatusCode::kOutOfRange) << "the previous update's bytes are gone";
+}
+
+}  // namespace
+}  // namespace fedrt::protocol

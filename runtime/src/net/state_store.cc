@@ -35,12 +35,13 @@ RoundRecord ReadRound(sqlite3_stmt* s) {
   r.failure = failure ? reinterpret_cast<const char*>(failure) : "";
   r.train_loss = RealOrNaN(s, 12);
   r.local_loss = RealOrNaN(s, 13);
+  r.theta_in_state = static_cast<uint64_t>(sqlite3_column_int64(s, 14));
   return r;
 }
 
 constexpr const char* kRoundCols =
     "algorithm, run, round, agents, sampled, error, bits_up, bits_down, closed_at, closed_by, samples, failure, "
-    "train_loss, local_loss";
+    "train_loss, local_loss, theta_in_state";
 // 3: rounds and members carry the devices' reports; 4: no per-device mirrors
 // (the state blob carries the memories' sum W instead); 5: the model and the
 // state in round_vectors, streamed in and out (state_vectors.cc).
@@ -80,7 +81,7 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "  agents INTEGER NOT NULL, sampled INTEGER NOT NULL, error REAL,"
       "  bits_up INTEGER NOT NULL, bits_down INTEGER NOT NULL, closed_at REAL NOT NULL, closed_by TEXT,"
       "  samples INTEGER NOT NULL, failure TEXT NOT NULL, train_loss REAL, local_loss REAL,"
-      "  PRIMARY KEY (algorithm, run, round));"
+      "  theta_in_state INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (algorithm, run, round));"
       "CREATE TABLE IF NOT EXISTS round_vectors (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
       "  round INTEGER NOT NULL, kind INTEGER NOT NULL, data BLOB NOT NULL, UNIQUE (algorithm, run, round, kind));"
       "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
@@ -141,7 +142,7 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
   FEDRT_TRY(exec("PRAGMA synchronous=FULL"));
   FEDRT_TRY(exec("BEGIN IMMEDIATE"));
   Status st = [&]() -> Status {
-    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    Stmt s(db_, fmt::format("INSERT INTO rounds ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                             kRoundCols)
                     .c_str());
     sqlite3_bind_int64(s.s, 1, r.algorithm);
@@ -158,8 +159,13 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
     sqlite3_bind_text(s.s, 12, r.failure.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s.s, 13, r.train_loss);  // NaN is stored as NULL
     sqlite3_bind_double(s.s, 14, r.local_loss);
+    // The model is written once: where it is the state's first values (LSA's
+    // theta_t, a single chain's x_t), the round row says so instead.
+    const bool shared = vectors.theta.size() == 1 && !vectors.state.empty() &&
+                        vectors.theta[0].data == vectors.state[0].data && vectors.theta[0].size <= vectors.state[0].size;
+    sqlite3_bind_int64(s.s, 15, shared ? static_cast<sqlite3_int64>(vectors.theta[0].size) : 0);
     if (sqlite3_step(s.s) != SQLITE_DONE) return SqlError(db_, "round insert");
-    FEDRT_TRY(write_vector(r, kTheta, vectors.theta));
+    if (!shared) FEDRT_TRY(write_vector(r, kTheta, vectors.theta));
     FEDRT_TRY(write_vector(r, kState, vectors.state));
     Stmt m(db_,
            "INSERT INTO round_members (algorithm, run, round, device_index, examples, loss_before, loss_after, "

@@ -50,7 +50,7 @@ Status StateStore::write_vector(const RoundRecord& r, unsigned kind, const std::
 }
 
 Status StateStore::read_vector(uint32_t alg, uint32_t run, uint32_t round, unsigned kind, std::vector<double>* whole,
-                               const std::vector<protocol::StateTarget>* into) {
+                               const std::vector<protocol::StateTarget>* into, size_t prefix) {
   Stmt q(db_, "SELECT rowid FROM round_vectors WHERE algorithm = ?1 AND run = ?2 AND round = ?3 AND kind = ?4");
   sqlite3_bind_int64(q.s, 1, alg);
   sqlite3_bind_int64(q.s, 2, run);
@@ -62,7 +62,13 @@ Status StateStore::read_vector(uint32_t alg, uint32_t run, uint32_t round, unsig
   Blob blob;
   if (sqlite3_blob_open(db_, "main", "round_vectors", "data", sqlite3_column_int64(q.s, 0), 0, &blob.b) != SQLITE_OK)
     return SqlError(db_, fmt::format("{} read", KindName(kind)));
-  const int bytes = sqlite3_blob_bytes(blob.b);
+  int bytes = sqlite3_blob_bytes(blob.b);
+  if (prefix > 0) {
+    if (static_cast<size_t>(bytes) < prefix * sizeof(double))
+      return Status(StatusCode::kDataLoss, fmt::format("state db: the stored {} has {} values, the model needs {}",
+                                                       KindName(kind), static_cast<size_t>(bytes) / sizeof(double), prefix));
+    bytes = static_cast<int>(prefix * sizeof(double));
+  }
   if (whole != nullptr) {
     whole->resize(static_cast<size_t>(bytes) / sizeof(double));
     if (bytes > 0 && sqlite3_blob_read(blob.b, whole->data(), static_cast<int>(whole->size() * sizeof(double)), 0) !=
@@ -87,7 +93,10 @@ Status StateStore::read_vector(uint32_t alg, uint32_t run, uint32_t round, unsig
 }
 
 Status StateStore::load_vectors(RoundRecord& r, unsigned vectors) {
-  if (vectors & kTheta) FEDRT_TRY(read_vector(r.algorithm, r.run, r.round, kTheta, &r.theta, nullptr));
+  if ((vectors & kTheta) && r.theta_in_state > 0)
+    FEDRT_TRY(read_vector(r.algorithm, r.run, r.round, kState, &r.theta, nullptr, r.theta_in_state));
+  else if (vectors & kTheta)
+    FEDRT_TRY(read_vector(r.algorithm, r.run, r.round, kTheta, &r.theta, nullptr));
   if (vectors & kState) FEDRT_TRY(read_vector(r.algorithm, r.run, r.round, kState, &r.state, nullptr));
   return Status::Ok();
 }

@@ -1,8 +1,10 @@
 #include "fedrt/protocol/upload_journal.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -15,33 +17,41 @@ Status IoError(const char* what) {
 }  // namespace
 
 UploadJournal::~UploadJournal() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 Status UploadJournal::reset() {
-  if (file_ == nullptr) {
-    file_ = std::tmpfile();
-    if (file_ == nullptr) return IoError("cannot create a temporary file");
-  } else if (size_ > 0) {
-    if (std::fflush(file_) != 0 || ::ftruncate(fileno(file_), 0) != 0) return IoError("truncate");
+  if (fd_ < 0) {
+    std::FILE* f = std::tmpfile();  // unlinked at once: nothing is left behind
+    if (f == nullptr) return IoError("cannot create a temporary file");
+    fd_ = ::dup(fileno(f));
+    std::fclose(f);
+    if (fd_ < 0) return IoError("cannot keep the temporary file");
   }
-  size_ = 0;
-  if (std::fseek(file_, 0, SEEK_SET) != 0) return IoError("seek");
+  size_ = 0;  // the old bytes stay until overwritten; reads stop at size_
   return Status::Ok();
 }
 
 Status UploadJournal::append(const uint8_t* data, size_t n) {
-  if (file_ == nullptr) FEDRT_TRY(reset());
-  if (std::fseek(file_, static_cast<long>(size_), SEEK_SET) != 0) return IoError("seek");
-  if (std::fwrite(data, 1, n, file_) != n) return IoError("write");
+  if (fd_ < 0) FEDRT_TRY(reset());
+  for (size_t done = 0; done < n;) {
+    const ssize_t w = ::pwrite(fd_, data + done, n - done, static_cast<off_t>(size_ + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return IoError("write");
+    done += static_cast<size_t>(w);
+  }
   size_ += n;
   return Status::Ok();
 }
 
 Status UploadJournal::read(uint64_t offset, uint8_t* out, size_t n) const {
   if (offset + n > size_) return Status::OutOfRange("upload journal: read past the bytes taken");
-  if (std::fflush(file_) != 0 || std::fseek(file_, static_cast<long>(offset), SEEK_SET) != 0) return IoError("seek");
-  if (std::fread(out, 1, n, file_) != n) return IoError("read");
+  for (size_t done = 0; done < n;) {
+    const ssize_t r = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return IoError("read");
+    done += static_cast<size_t>(r);
+  }
   return Status::Ok();
 }
 

@@ -51,6 +51,7 @@ struct RoundRecord {
   double train_loss = 0.0; // mean of the members' loss_before (NaN: no reports)
   double local_loss = 0.0; // mean of the members' loss_after
   std::vector<MemberReport> reports;  // per member, when the driver has them (saved, not loaded by load_rounds)
+  uint64_t theta_in_state = 0;  // > 0: the model is the state's first values (FedAvg's x_t): stored once
 };
 // What a round saves besides its row: the model and the session's state as
 // slices of the session's memory, streamed into SQLite without a copy.
@@ -97,7 +98,7 @@ class StateStore {
   Status exec(const char* sql);
   Status write_vector(const RoundRecord& r, unsigned kind, const std::vector<protocol::StateSlice>& parts);
   Status read_vector(uint32_t alg, uint32_t run, uint32_t round, unsigned kind, std::vector<double>* whole,
-                     const std::vector<protocol::StateTarget>* into);
+                     const std::vector<protocol::StateTarget>* into, size_t prefix = 0);
   Status load_vectors(RoundRecord& r, unsigned vectors);
   sqlite3* db_ = nullptr;
 };

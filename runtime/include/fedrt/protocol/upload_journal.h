@@ -5,12 +5,12 @@
 // aggregated as they arrive; when such an update is cut off for good (the
 // round closes without it) the journal gives the values back so they can be
 // subtracted exactly. Coded chunks are decoded once the update is whole,
-// from the journal. Memory: one stdio buffer; the file is deleted when the
-// journal is. Host code.
+// from the journal. Memory: none (pwrite/pread on an unlinked file that the
+// journal keeps from update to update: a reset overwrites its blocks rather
+// than truncating and reallocating them). Host code.
 
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <vector>
 
 #include "fedrt/core/status.h"
 
@@ -32,7 +32,7 @@ class UploadJournal {
   uint64_t size() const { return size_; }
 
  private:
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   uint64_t size_ = 0;
 };
 
