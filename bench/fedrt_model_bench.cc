@@ -1,8 +1,8 @@
 // fedrt-model-bench: what large models cost on a loopback fleet (issue
 // "Large models", the benchmark): for each d and N, a real fedrt-coordinator
 // and N fedrt-device processes over TLS run FedAvg on ridge least squares
-// (one local step on one sample, so the round is transfer, not work) and the
-// table gives the median round time, the model bytes moved per round (the
+// (two samples each, one local step on one of them, so the round is transfer,
+// not work) and the table gives the median round time, the model bytes moved per round (the
 // broadcast down and the updates up, from metrics.csv), their rate through
 // TLS, the coordinator's peak RSS, and the same machine's AES-128-GCM
 // throughput measured here over 16 KiB records (the PSK suite the devices
@@ -55,6 +55,18 @@ double GcmBytesPerSecond(size_t total) {
   return static_cast<double>(done) / s;
 }
 
+// MemAvailable (free pages plus the page cache the kernel can drop).
+double AvailableBytes() {
+  std::istringstream in(Slurp("/proc/meminfo"));
+  for (std::string key; in >> key;) {
+    double kb = 0;
+    in >> kb;
+    if (key == "MemAvailable:") return kb * 1024.0;
+    in.ignore(256, '\n');
+  }
+  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
 struct Row {
   double median_ms = 0, p99_ms = 0, bytes = 0;
   long rss_kb = 0;
@@ -63,7 +75,7 @@ struct Row {
 
 Row Measure(const std::string& bin, const fs::path& work, int d, int n, int rounds, bool coordinator_generates) {
   const std::string cfg = fmt::format(
-      "[problem]\nkind = \"lsq\"\nagents = {}\ndim = {}\nsamples = 8\nl2 = 0.1\ncoordinator_generates = {}\n"
+      "[problem]\nkind = \"lsq\"\nagents = {}\ndim = {}\nsamples = 2\nl2 = 0.1\ncoordinator_generates = {}\n"
       "[algorithm]\nnames = [\"fedavg\"]\nstep = 0.0001\nlocal_steps = 1\nbatch = 1\n"
       "[run]\nrounds = {}\nseed = 1\n[network]\ndeadline_ms = 120000\nstart_timeout_ms = 120000\n",
       n, d, coordinator_generates, rounds);
@@ -122,14 +134,14 @@ int main(int argc, char** argv) {
   app.add_option("--devices", devices, "device counts N, comma-separated");
   app.add_option("--rounds", rounds, "rounds per run (rounds 1 and 2 left out)")->check(CLI::Range(4, 10000));
   app.add_flag("--coordinator-generates", coordinator_generates,
-               "the coordinator generates every agent's data too (N x 8 samples x d), to report the error");
+               "the coordinator generates every agent's data too (N x 2 samples x d), to report the error");
   app.add_option("--keep", keep, "keep the runs' files in this directory");
   CLI11_PARSE(app, argc, argv);
   const std::string bin = fs::canonical("/proc/self/exe").parent_path().string();
   const fs::path work =
       keep.empty() ? fs::temp_directory_path() / fmt::format("fedrt-model-bench-{}", getpid()) : fs::path(keep);
   const double gcm = GcmBytesPerSecond(size_t{256} << 20);
-  std::printf("large models on loopback: FedAvg, ridge least squares, 1 local step on 1 sample, fedrt-device "
+  std::printf("large models on loopback: FedAvg, ridge least squares, 2 samples per device, 1 local step on 1, fedrt-device "
               "processes over TLS 1.2 (PSK, AES-128-GCM), %d rounds per run (rounds 1-2 left out); the coordinator "
               "%s\n",
               rounds, coordinator_generates ? "generates every agent's data (problem.coordinator_generates = true)"
@@ -141,10 +153,11 @@ int main(int argc, char** argv) {
   for (int d : Ints(dims)) {
     for (int n : Ints(devices)) {
       // The devices run on this machine too: each holds its state (about 100 bytes per coordinate for
-      // FedAvg), its data and its arena; a row that would not fit is skipped rather than swapping.
-      const double need = static_cast<double>(n) * (120.0 * d + 30e6) + 400.0 * d;
-      const double avail = static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-      if (need > 0.8 * avail) {
+      // FedAvg), its data (16) and its buffers: a peak near 130 bytes per coordinate. A row that would
+      // not fit in MemAvailable is skipped rather than swapping.
+      const double need = static_cast<double>(n) * (130.0 * d + 30e6) + 400.0 * d;
+      const double avail = AvailableBytes();
+      if (need > 0.9 * avail) {
         std::printf("%8d %5d  skipped: the devices would need about %.1f GB, this machine has %.1f GB free\n", d, n,
                     need / 1e9, avail / 1e9);
         continue;
@@ -170,7 +183,7 @@ int main(int argc, char** argv) {
               "B/coord = the coordinator's peak RSS over d; budget = 8 d-vectors of float64 and 64 KiB per\n"
               "connection (64 d + 65536 N bytes), the large-models issue's target.\n%s\n",
               coordinator_generates
-                  ? "The coordinator generated every agent's data to report the error (N x 8 samples x d doubles,\n"
+                  ? "The coordinator generated every agent's data to report the error (N x 2 samples x d doubles,\n"
                     "64 N bytes per coordinate); without --coordinator-generates it holds none."
                   : "The coordinator generated no agent's data (problem.coordinator_generates = false: error = nan,\n"
                     "the model in model_fedavg.npy), so its RSS is the protocol's: the server state with the\n"

@@ -108,6 +108,40 @@ TEST(FedEmSim, ControlVariatesRemoveTheQuantizationFloor) {
   EXPECT_LT(r->algorithms[0].extra["final_param_distance_sq_mean"].get<double>(), 1e-8);
 }
 
+// Compressed downlink for EM (docs/architecture.md, "Downlink"): the server
+// sends Q(Shat_k - xhat), the devices follow xhat and compute T(xhat)
+// themselves. As Shat_k settles, xhat catches up (the damped difference
+// contracts by omega / (1 + omega) per round), so FedEM still reaches the
+// exact fixed point, for far fewer downlink bits than float64 broadcasts.
+TEST(FedEmSim, CompressedDownlinkStillReachesTheFixedPoint) {
+  ExperimentConfig c = Gmm();
+  c.algorithms = {"fedem"};
+  c.compression.control_variates = true;
+  c.compression.downlink = true;
+  auto partial = RunExperiment(c);  // p = 0.5: deltas to the agents that were in the last round, xhat whole to others
+  ASSERT_TRUE(partial.ok()) << partial.status().message();
+  EXPECT_LT(MeanFinal(partial->algorithms[0]), 1e-8);
+  EXPECT_LT(partial->algorithms[0].extra["final_param_distance_sq_mean"].get<double>(), 1e-8);
+  // Full participation: every announcement after the first carries a delta.
+  c.participation = 1.0;
+  auto down = RunExperiment(c);
+  c.compression.downlink = false;
+  auto raw = RunExperiment(c);
+  ASSERT_TRUE(raw.ok() && down.ok()) << (raw.ok() ? down.status().message() : raw.status().message());
+  uint64_t bits_raw = 0, bits_down = 0;
+  for (const auto& run : raw->algorithms[0].bits_down) for (uint64_t b : run) bits_raw += b;
+  for (const auto& run : down->algorithms[0].bits_down) for (uint64_t b : run) bits_down += b;
+  const double with = MeanFinal(down->algorithms[0]), without = MeanFinal(raw->algorithms[0]);
+  std::printf("[fedem downlink] p = 0.5: ||h||^2 %.3e; p = 1: ||h||^2 %.3e (raw broadcast %.3e), downlink bits %.3e vs "
+              "%.3e (%.1fx fewer)\n",
+              MeanFinal(partial->algorithms[0]), with, without, static_cast<double>(bits_down),
+              static_cast<double>(bits_raw), static_cast<double>(bits_raw) / static_cast<double>(bits_down));
+  EXPECT_LT(with, 1e-8);
+  // float64 pairs (statistic, parameters) against a norm and 4 bits a coordinate
+  // of the statistic: about 30x per round; 8x leaves room for the whole first one.
+  EXPECT_GT(bits_raw, 8 * bits_down);
+}
+
 // With mini-batched statistics (b = 10 of 300), FedEM stalls at the
 // mini-batch noise while VR-FedEM reaches the full-pass accuracy.
 TEST(FedEmSim, VrFedEmBeatsMiniBatchFedEm) {

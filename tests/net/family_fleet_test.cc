@@ -31,6 +31,7 @@ const char* kEm = "[problem]\nkind = \"gmm\"\nagents = 6\n[algorithm]\nnames = [
 const char* kLsa = "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = 6\n[algorithm]\nnames = [\"fedlsa\", "
                    "\"scafflsa\", \"scafflsa-prob\"]\nstep = 0.01\nlocal_steps = 100\n";
 const char* kDither = "[compression]\nquantizer = \"dither\"\nlevels = 4\n";
+const char* kDitherDown = "[compression]\nquantizer = \"dither\"\nlevels = 4\ndownlink = true\n";
 const char* kSecure = "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\nsecure_aggregation = true\n";
 
 std::vector<Case> Cases() {
@@ -39,6 +40,7 @@ std::vector<Case> Cases() {
   const std::vector<std::string> lsa = {"fedlsa", "scafflsa", "scafflsa-prob"};
   return {{"sgd_plain", kOpt, opt, ""},      {"sgd_dither", kOpt, opt, kDither}, {"sgd_secagg", kOpt, opt, kSecure},
           {"em_plain", kEm, em, ""},         {"em_dither", kEm, em, kDither},    {"em_secagg", kEm, em, kSecure},
+          {"em_downlink", kEm, em, kDitherDown},
           {"lsa_plain", kLsa, lsa, ""},      {"lsa_dither", kLsa, lsa, kDither}, {"lsa_secagg", kLsa, lsa, kSecure}};
 }
 

@@ -40,10 +40,10 @@ Status ValidateCompressionEm(const ExperimentConfig& c) {
   }
   if (!k.enabled() && k.control_variates) return bad("--compress-cv needs --quantizer dither or rounding");
   if (!k.enabled() && k.downlink) return bad("--compress-downlink needs --quantizer dither or rounding");
-  // Every family compresses its uplink (LSA, optimisation, EM); the downlink too except for EM (below).
+  // Every family compresses its uplink and its downlink (EM: the statistic Shat_k; the devices
+  // compute T(xhat) themselves, docs/algorithms.md 4).
   if (c.problem == ProblemKind::kGmm) {
     const GmmSettings& g = c.gmm;
-    if (k.downlink) return bad("--compress-downlink is not supported for problem gmm (the M-step output is broadcast raw)");
     if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
     if (g.components < 1 || g.components > 64) return bad(fmt::format("gmm.components must be in [1, 64], got {}", g.components));
     if (g.data_dim < 1 || g.data_dim > 1024) return bad(fmt::format("gmm.data_dim must be in [1, 1024], got {}", g.data_dim));

@@ -48,7 +48,7 @@ void AddExperimentFlags(CLI::App& app, ExperimentFlags& f) {
   app.add_flag("--compress-cv", f.compress_cv,
                "compression.control_variates: compressed differences Q(g_c - V_c) (DIANA / FedEM V_c)");
   app.add_flag("--compress-downlink", f.compress_downlink,
-               "compression.downlink: also compress the broadcast (simulator; LSA and optimisation families)");
+               "compression.downlink: also compress the broadcast (every family; simulator and Linux devices)");
   app.add_option("--inner-iters", f.inner_iters, "gmm.inner_iters: VR-FedEM SPIDER cycle length k_in");
   app.add_option("--em-step", f.em_step, "gmm.em_step: FedEM step gamma in (0, 1]");
   app.add_option("--points", f.points, "gmm.points: data points per agent");

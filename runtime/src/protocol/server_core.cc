@@ -73,6 +73,8 @@ Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t r
       hy.inner_iters = h.inner_iters;
       hy.quantizer = task.compression.quantizer;
       const int G = static_cast<int>(task.problem.gmm.components), p = static_cast<int>(task.problem.gmm.data_dim);
+      gmm_components_ = G;
+      gmm_dim_ = p;
       auto s = algorithms::FedEmServer<double>::create(arena, dim_, G, p, task.problem.agents, hy, initial.data);
       if (!s.ok()) return s.status();
       em_ = *s;
@@ -127,6 +129,10 @@ void ServerCore::refresh_broadcast() {
       broadcast_ = copy_.data();
       break;
   }
+}
+
+void ServerCore::complete_broadcast(double* b) const {
+  if (family_ == Family::kEm) problems::GmmMStep(b, gmm_components_, gmm_dim_, b + dim_);
 }
 
 const double* ServerCore::start(uint32_t /*k*/, const double* announced) const {

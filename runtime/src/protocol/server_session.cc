@@ -38,7 +38,7 @@ Status ServerSession::init(const ServerOptions& o) {
   commit_.members.reserve(agents_);
   notify_.reserve(agents_);
   result_.assign(core_.result_needs_model() ? static_cast<size_t>(core_.dim()) : 0, 0.0);
-  downlink_ = task_.compression.downlink && task_.compression.enabled() && core_.family() != config::Family::kEm;
+  downlink_ = task_.compression.downlink && task_.compression.enabled();
   if (downlink_) {
     const int seg = core_.segment_dim();
     down_memory_.assign(core_.chains() * compression::CompressedDifference<double>::ArenaBytes(seg) + 64, 0);
@@ -392,6 +392,7 @@ void ServerSession::compress_broadcast() {
     for (int i = 0; i < seg; ++i) xh[i] += alpha * m[i];
     down_delta_[k].assign(down_wire_.begin(), down_wire_.begin() + static_cast<long>(*n));
   }
+  core_.complete_broadcast(xhat_.data());  // EM: xhat's parameters T(xhat), as the devices compute them
   ++down_version_;
 }
 

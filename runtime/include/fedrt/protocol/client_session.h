@@ -24,6 +24,7 @@
 #include "fedrt/protocol/client_work.h"
 #include "fedrt/protocol/local_problem.h"
 #include "fedrt/protocol/messages.h"
+#include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/protocol/uplink.h"
 
 namespace fedrt::protocol {
@@ -69,11 +70,10 @@ class ClientSession {
     return n;
   }
 
-  // Whether the task compresses the broadcast (the optimisation and LSA
-  // families; docs/architecture.md, "Downlink").
+  // Whether the task compresses the broadcast (every family; EM compresses
+  // its statistic; docs/architecture.md, "Downlink").
   static bool Downlink(const config::Task& task) {
-    return task.compression.downlink && task.compression.enabled() &&
-           config::FamilyOf(task.problem.kind) != config::Family::kEm;
+    return task.compression.downlink && task.compression.enabled();
   }
 
   // Why this device cannot take `task` (nullptr: it can), given its local
@@ -336,7 +336,12 @@ class ClientSession {
         if (!(m[i] - m[i] == S(0))) return Status::InvalidArgument("announcement: model delta has a NaN or Inf entry");
     }
     const S alpha = static_cast<S>(compression::ControlVariateStep(task_.compression.quantizer, s.segment_dim));
-    for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] += alpha * delta_[i];
+    const int moved = static_cast<int>(s.chains) * s.segment_dim;
+    for (int i = 0; i < moved; ++i) broadcast_[i] += alpha * delta_[i];
+    // EM: the delta moves xhat's statistic; its parameters are T(xhat), as the server computes them.
+    if (s.family == config::Family::kEm)
+      problems::GmmMStep(broadcast_, static_cast<int>(task_.problem.gmm.components),
+                         static_cast<int>(task_.problem.gmm.data_dim), broadcast_ + s.dim);
     return Status::Ok();
   }
 

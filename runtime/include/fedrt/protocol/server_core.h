@@ -55,6 +55,9 @@ class ServerCore {
   // Round t: returns its local steps (H, or SCAFFLSA-H1's geometric block).
   uint32_t start_round(uint32_t t);
   const double* broadcast() const { return broadcast_; }
+  // What a broadcast holds besides its segments, from them (EM: the second
+  // half T(first half), the M-step; other families: nothing to do).
+  void complete_broadcast(double* b) const;
   // What segment k of an update is coded relative to, given the broadcast the
   // devices received (null: zero): LSA theta_t, EM Shat_k, optimisation zero.
   const double* start(uint32_t k, const double* announced) const;
@@ -97,6 +100,7 @@ class ServerCore {
   config::AlgorithmChoice choice_{};
   uint32_t chains_ = 1;
   int dim_ = 0, segment_dim_ = 0, broadcast_dim_ = 0;
+  int gmm_components_ = 0, gmm_dim_ = 0;  // EM: G and p of the M-step
   // The family's arena. calloc: pages never written (a replaying session's
   // exact sums) take no memory.
   std::unique_ptr<uint8_t, void (*)(void*)> memory_{nullptr, std::free};
