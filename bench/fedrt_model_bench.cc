@@ -124,7 +124,7 @@ std::vector<int> Ints(const std::string& list) {
 int main(int argc, char** argv) {
   CLI::App app{"fedrt-model-bench: round time, model bytes through TLS, coordinator RSS and the cipher's own "
                "throughput for large models on a loopback fleet"};
-  std::string dims = "10000,100000,1000000", devices = "10,100";
+  std::string dims = "10000,100000,1000000,10000000", devices = "10,100";
   int rounds = 6;
   std::string keep;
   bool coordinator_generates = false;

@@ -3,6 +3,7 @@
 // deadline, quorum). Writes metrics.csv, summary.json and error.png to --out,
 // like fedrt-sim, and logs one line per event on stderr (README: "Logs").
 
+#include <csignal>
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,9 @@ int main(int argc, char** argv) {
   net::CoordinatorFlags flags;
   net::AddCoordinatorFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
+  // A closed log pipe or peer must give an error, not end the experiment
+  // (sockets send with MSG_NOSIGNAL; this covers stderr and everything else).
+  std::signal(SIGPIPE, SIG_IGN);
   net::CoordinatorOptions opt;
   Status st = net::CoordinatorOptionsFromFlags(app, flags, opt);
   if (st.ok()) st = net::RunCoordinator(opt);

@@ -63,7 +63,8 @@ TEST_F(ChunkedFleetTest, ChunkFaultsAreRefusedAndACutUploadResumesOnce) {
   for (int i = 1; i < n; ++i) StartDevice(i, port);
 
   // Device 0 in this process: real device code, and hooks that send one bad
-  // chunk in each of rounds 0-3 and drop the connection mid-upload in round 4.
+  // chunk in each of rounds 0-3, drop the connection mid-upload in round 4
+  // and send round 5's out-of-order chunk three times (logged once, then counted).
   DeviceOptions opt = InProcessDevice(0, port);
   std::map<uint32_t, std::vector<uint64_t>> offsets;  // round -> offsets of the chunks sent
   std::map<uint32_t, int> headers;                    // round -> update headers sent
@@ -84,6 +85,11 @@ TEST_F(ChunkedFleetTest, ChunkFaultsAreRefusedAndACutUploadResumesOnce) {
       case 1: (void)raw(previous); return true;           // the first chunk again: a duplicate
       case 2: b.mutable_data()->append(8, '\0'); break;  // the last chunk, 8 bytes longer: past the size
       case 3: b.set_total(c.total() + 8); break;          // another total
+      case 5:
+        b.set_offset(c.data().size());
+        (void)raw(wire::EncodeFrame(bad));
+        (void)raw(wire::EncodeFrame(bad));
+        break;
       default: return true;
     }
     (void)raw(wire::EncodeFrame(bad));
@@ -110,6 +116,11 @@ TEST_F(ChunkedFleetTest, ChunkFaultsAreRefusedAndACutUploadResumesOnce) {
                              "reason=chunk: chunk past the announced size: bytes [16320, 24008) of a 24000-byte segment 0",
                              "reason=chunk: chunk total 24008 disagrees with the announced size 24000 of segment 0"})
     EXPECT_NE(log.find(reason), std::string::npos) << reason << "\n" << log;
+  const std::string repeated = "rejected device=dev0000 alg=0 run=0 round=5 reason=chunk: chunk out of order";
+  EXPECT_EQ(Count(log, repeated), 1u) << log;
+  EXPECT_NE(log.find("rejected device=dev0000 2 more times: alg=0 run=0 round=5 reason=chunk: chunk out of order"),
+            std::string::npos)
+      << log;
   // Round 4: the first chunk, the cut, then only the second (the coordinator held the first).
   EXPECT_EQ(offsets[4], (std::vector<uint64_t>{0, 16320})) << log;
   EXPECT_EQ(headers[4], 2);

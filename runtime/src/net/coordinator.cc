@@ -93,6 +93,10 @@ class Coordinator : public ConnectionOwner {
   std::unique_ptr<report::Evaluation> eval_;
   FleetRounds rounds_;
   std::vector<std::optional<protocol::RoundId>> pending_;  // per agent, from its Hello
+  // Per agent: the last round-message rejection and how many identical ones
+  // followed it (the rest of a refused update's chunks): logged and answered once.
+  std::vector<std::string> last_rejection_;
+  std::vector<uint64_t> repeated_rejections_;
   wire::Inbound inbound_;
 };
 
@@ -153,6 +157,8 @@ Status Coordinator::init() {
   FEDRT_TRY(rounds_.init(fo, store_.get(), send, stream, measure));
   if (rounds_.rounds_done() > 0) CoordinatorLog("resume state={} completed_rounds={}", opt_.network.state, rounds_.rounds_done());
   pending_.assign(agents, std::nullopt);
+  last_rejection_.assign(agents, std::string());
+  repeated_rejections_.assign(agents, 0);
   return listen();
 }
 
@@ -373,7 +379,19 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
 void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   const uint32_t agent = static_cast<uint32_t>(c.agent());
   auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what) {
-    CoordinatorWarn("rejected device={} {}reason={}: {}", c.identity(), what, wire::ErrorReasonName(reason), why);
+    std::string line = fmt::format("{}reason={}: {}", what, wire::ErrorReasonName(reason), why);
+    if (agent < last_rejection_.size()) {
+      if (line == last_rejection_[agent]) {  // the same again (the refused update's next chunk): counted only
+        ++repeated_rejections_[agent];
+        return;
+      }
+      if (repeated_rejections_[agent] > 0)
+        CoordinatorWarn("rejected device={} {} more times: {}", c.identity(), repeated_rejections_[agent],
+                        last_rejection_[agent]);
+      repeated_rejections_[agent] = 0;
+      last_rejection_[agent] = line;
+    }
+    CoordinatorWarn("rejected device={} {}", c.identity(), line);
     c.send_error(reason, why, false);
   };
   const Registry::State s = registry_.state(agent);
@@ -392,6 +410,13 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   const std::string where = update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
                                    : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
   if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
+  if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
+    if (repeated_rejections_[agent] > 0)
+      CoordinatorWarn("rejected device={} {} more times: {}", c.identity(), repeated_rejections_[agent],
+                      last_rejection_[agent]);
+    repeated_rejections_[agent] = 0;
+    last_rejection_[agent].clear();
+  }
   if (update && v.whole) {
     wire::Envelope ack;
     ack.mutable_ack()->set_algorithm_index(id.algorithm);

@@ -44,7 +44,8 @@ Verdict ServerSession::begin_upload(uint32_t agent, const Update& h) {
     return Verdict{st.code() == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed, st.message()};
   if (journals_[agent] == nullptr) journals_[agent] = std::make_unique<UploadJournal>();
   st = journals_[agent]->reset();
-  if (!st.ok()) return Verdict{Refusal::kMalformed, st.message()};
+  if (!st.ok())
+    return Verdict{Refusal::kMalformed, fmt::format("the coordinator cannot keep this update ({})", st.message())};
   up = Upload{};
   up.active = true;
   up.header = h;
@@ -95,7 +96,8 @@ Verdict ServerSession::on_chunk(uint32_t agent, const Chunk& c, uint64_t now_ms)
   if (!st.ok()) {
     if (uplink_.streams_values(initial)) (void)uplink_.add_chunk(k, c.offset, c.data.data, n, true, core_);
     abort_upload(agent);
-    return refuse(Refusal::kMalformed, st.message());
+    return refuse(Refusal::kMalformed,
+                  fmt::format("the coordinator cannot keep this update ({}); it is dropped", st.message()));
   }
   up.received[k] += n;
   if (up.received[k] == total) ++up.segment;
