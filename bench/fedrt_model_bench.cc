@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
       const double need = static_cast<double>(n) * (130.0 * d + 30e6) + 400.0 * d;
       const double avail = AvailableBytes();
       if (need > 0.9 * avail) {
-        std::printf("%8d %5d  skipped: the devices would need about %.1f GB, this machine has %.1f GB free\n", d, n,
+        std::printf("%8d %5d  skipped: the devices would need about %.1f GB, this machine has %.1f GB available\n", d, n,
                     need / 1e9, avail / 1e9);
         continue;
       }
