@@ -27,11 +27,14 @@ class Arena {
 
   Arena(void* buffer, size_t capacity)
       : base_(static_cast<uint8_t*>(buffer)), capacity_(capacity) {}
+#if defined(FEDRT_HOST)
   // A buffer known to be zero (calloc): only memory handed out before (below
   // the high-water mark) is cleared again, so a host's untouched pages stay
-  // unmapped until the object that owns them writes to them.
+  // unmapped until the object that owns them writes to them. Host builds only
+  // (firmware images keep the smaller allocate()).
   Arena(void* buffer, size_t capacity, bool zeroed)
       : base_(static_cast<uint8_t*>(buffer)), capacity_(capacity), zeroed_(zeroed) {}
+#endif
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
 
@@ -48,7 +51,11 @@ class Arena {
     if (offset > capacity_ || bytes > capacity_ - offset) {
       return Status::ResourceExhausted("arena: not enough memory for this configuration");
     }
+#if defined(FEDRT_HOST)
     const size_t dirty = !zeroed_ ? bytes : high_water_ <= offset ? 0 : high_water_ - offset < bytes ? high_water_ - offset : bytes;
+#else
+    const size_t dirty = bytes;
+#endif
     used_ = offset + bytes;
     if (used_ > high_water_) high_water_ = used_;
     T* p = reinterpret_cast<T*>(base_ + offset);
@@ -71,7 +78,9 @@ class Arena {
   size_t capacity_;
   size_t used_ = 0;
   size_t high_water_ = 0;
+#if defined(FEDRT_HOST)
   bool zeroed_ = false;
+#endif
 };
 
 // An arena whose storage is a member: sized at compile time.

@@ -339,9 +339,11 @@ class ClientSession {
     const int moved = static_cast<int>(s.chains) * s.segment_dim;
     for (int i = 0; i < moved; ++i) broadcast_[i] += alpha * delta_[i];
     // EM: the delta moves xhat's statistic; its parameters are T(xhat), as the server computes them.
-    if (s.family == config::Family::kEm)
-      problems::GmmMStep(broadcast_, static_cast<int>(task_.problem.gmm.components),
-                         static_cast<int>(task_.problem.gmm.data_dim), broadcast_ + s.dim);
+    if constexpr (Work::kEm) {  // an image without EM carries no M-step
+      if (s.family == config::Family::kEm)
+        problems::GmmMStep(broadcast_, static_cast<int>(task_.problem.gmm.components),
+                           static_cast<int>(task_.problem.gmm.data_dim), broadcast_ + s.dim);
+    }
     return Status::Ok();
   }
 
