@@ -378,6 +378,13 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
 
 void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   const uint32_t agent = static_cast<uint32_t>(c.agent());
+  // The count of identical rejections, once something else happens.
+  auto close_repeats = [&] {
+    if (repeated_rejections_[agent] > 0)
+      CoordinatorWarn("rejected device={} {} more times: {}", c.identity(), repeated_rejections_[agent],
+                      last_rejection_[agent]);
+    repeated_rejections_[agent] = 0;
+  };
   auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what) {
     std::string line = fmt::format("{}reason={}: {}", what, wire::ErrorReasonName(reason), why);
     if (agent < last_rejection_.size()) {
@@ -385,10 +392,7 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
         ++repeated_rejections_[agent];
         return;
       }
-      if (repeated_rejections_[agent] > 0)
-        CoordinatorWarn("rejected device={} {} more times: {}", c.identity(), repeated_rejections_[agent],
-                        last_rejection_[agent]);
-      repeated_rejections_[agent] = 0;
+      close_repeats();
       last_rejection_[agent] = line;
     }
     CoordinatorWarn("rejected device={} {}", c.identity(), line);
@@ -411,10 +415,7 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
                                    : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
   if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
   if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
-    if (repeated_rejections_[agent] > 0)
-      CoordinatorWarn("rejected device={} {} more times: {}", c.identity(), repeated_rejections_[agent],
-                      last_rejection_[agent]);
-    repeated_rejections_[agent] = 0;
+    close_repeats();
     last_rejection_[agent].clear();
   }
   if (update && v.whole) {

@@ -49,8 +49,11 @@ Status StateStore::write_vector(const RoundRecord& r, unsigned kind, const std::
   return Status::Ok();
 }
 
+// Reads round (alg, run, round)'s vector `kind` into `into`, which must
+// hold exactly its first `values` values (0: all of them); `*whole`, when
+// given, is sized to the stored vector (or `values`) and becomes the target.
 Status StateStore::read_vector(uint32_t alg, uint32_t run, uint32_t round, unsigned kind, std::vector<double>* whole,
-                               const std::vector<protocol::StateTarget>* into, size_t prefix) {
+                               const std::vector<protocol::StateTarget>* into, size_t values) {
   Stmt q(db_, "SELECT rowid FROM round_vectors WHERE algorithm = ?1 AND run = ?2 AND round = ?3 AND kind = ?4");
   sqlite3_bind_int64(q.s, 1, alg);
   sqlite3_bind_int64(q.s, 2, run);
@@ -62,26 +65,18 @@ Status StateStore::read_vector(uint32_t alg, uint32_t run, uint32_t round, unsig
   Blob blob;
   if (sqlite3_blob_open(db_, "main", "round_vectors", "data", sqlite3_column_int64(q.s, 0), 0, &blob.b) != SQLITE_OK)
     return SqlError(db_, fmt::format("{} read", KindName(kind)));
-  int bytes = sqlite3_blob_bytes(blob.b);
-  if (prefix > 0) {
-    if (static_cast<size_t>(bytes) < prefix * sizeof(double))
-      return Status(StatusCode::kDataLoss, fmt::format("state db: the stored {} has {} values, the model needs {}",
-                                                       KindName(kind), static_cast<size_t>(bytes) / sizeof(double), prefix));
-    bytes = static_cast<int>(prefix * sizeof(double));
-  }
+  const size_t stored = static_cast<size_t>(sqlite3_blob_bytes(blob.b)) / sizeof(double);
+  std::vector<protocol::StateTarget> own;
   if (whole != nullptr) {
-    whole->resize(static_cast<size_t>(bytes) / sizeof(double));
-    if (bytes > 0 && sqlite3_blob_read(blob.b, whole->data(), static_cast<int>(whole->size() * sizeof(double)), 0) !=
-                         SQLITE_OK)
-      return SqlError(db_, fmt::format("{} read", KindName(kind)));
+    whole->resize(values > 0 ? values : stored);
+    own.push_back({whole->data(), whole->size()});
+    into = &own;
   }
-  if (into == nullptr) return Status::Ok();
   size_t total = 0;
   for (const protocol::StateTarget& p : *into) total += p.size;
-  if (static_cast<size_t>(bytes) != total * sizeof(double))
-    return Status(StatusCode::kDataLoss,
-                  fmt::format("state db: the stored {} has {} values, the algorithm's has {}", KindName(kind),
-                              static_cast<size_t>(bytes) / sizeof(double), total));
+  if (values > 0 ? stored < total : stored != total)
+    return Status(StatusCode::kDataLoss, fmt::format("state db: the stored {} has {} values, the {} has {}",
+                                                     KindName(kind), stored, values > 0 ? "model" : "algorithm's", total));
   int at = 0;
   for (const protocol::StateTarget& p : *into) {
     const int n = static_cast<int>(p.size * sizeof(double));
@@ -93,7 +88,7 @@ Status StateStore::read_vector(uint32_t alg, uint32_t run, uint32_t round, unsig
 }
 
 Status StateStore::load_vectors(RoundRecord& r, unsigned vectors) {
-  if ((vectors & kTheta) && r.theta_in_state > 0)
+  if ((vectors & kTheta) && r.theta_in_state > 0)  // the model is the state's first values
     FEDRT_TRY(read_vector(r.algorithm, r.run, r.round, kState, &r.theta, nullptr, r.theta_in_state));
   else if (vectors & kTheta)
     FEDRT_TRY(read_vector(r.algorithm, r.run, r.round, kTheta, &r.theta, nullptr));

@@ -98,7 +98,7 @@ class StateStore {
   Status exec(const char* sql);
   Status write_vector(const RoundRecord& r, unsigned kind, const std::vector<protocol::StateSlice>& parts);
   Status read_vector(uint32_t alg, uint32_t run, uint32_t round, unsigned kind, std::vector<double>* whole,
-                     const std::vector<protocol::StateTarget>* into, size_t prefix = 0);
+                     const std::vector<protocol::StateTarget>* into, size_t values = 0);
   Status load_vectors(RoundRecord& r, unsigned vectors);
   sqlite3* db_ = nullptr;
 };
