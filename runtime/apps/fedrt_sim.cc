@@ -95,7 +95,10 @@ int main(int argc, char** argv) {
 
   Progress progress(cfg, log::Get("fedrt-sim").should_log(spdlog::level::info));
   SimOptions opt;
-  opt.on_round = [&](const RoundEvent& e) { progress.on_round(e); };
+  opt.on_round = [&](const RoundEvent& e) {
+    progress.on_round(e);
+    return Status::Ok();
+  };
   std::optional<Result<SimResult>> run;
   try {  // the only exception the host code lets through: memory running out
     run.emplace(RunExperiment(cfg, opt));

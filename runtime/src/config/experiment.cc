@@ -1,4 +1,5 @@
 #include "fedrt/config/experiment.h"
+#include "fedrt/config/experiment_toml.h"
 
 #include <cmath>
 #include <filesystem>
@@ -112,16 +113,34 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
                   fmt::format("{}:{}:{}: {}", path, err.source().begin.line, err.source().begin.column,
                               err.description()));
   }
-  const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  return LoadExperimentTable(root, path, std::filesystem::path(path).parent_path().string(), cfg);
+}
+
+std::map<std::string, std::vector<std::string>> ExperimentKeys() {
+  std::map<std::string, std::set<std::string>> keys;
+  ExperimentConfig cfg;
+  KeyCollector collect(&keys);
+  (void)LoadExperimentTable(toml::table{}, "schema", "", cfg);  // an empty file reads (and so names) every key
+  std::map<std::string, std::vector<std::string>> out;
+  for (auto& [table, names] : keys) out[table].assign(names.begin(), names.end());
+  return out;
+}
+
+Status LoadExperimentTable(const toml::table& root, const std::string& path, const std::string& base_dir,
+                           ExperimentConfig& cfg) {
+  const std::filesystem::path base(base_dir);
   // [network] is read by the coordinator and devices (net/network_config.cc).
   static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
                                                 "network", "compression", "gmm", "data", "model"};
   for (auto& [k, v] : root) {
-    if (!kTables.count(std::string(k.str())) || !v.is_table()) {
+    if (kTables.count(std::string(k.str())) && !v.is_table())
+      return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}' must be a table ([{}] and its keys){}", path,
+                                                              k.str(), k.str(), LineSuffix(v)));
+    if (!kTables.count(std::string(k.str()))) {
       return Status(StatusCode::kInvalidArgument,
-                    fmt::format("{}: unknown top-level key or table '{}' (line {}); expected tables "
+                    fmt::format("{}: unknown top-level key or table '{}'{}; expected tables "
                                 "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network]",
-                                path, k.str(), v.source().begin.line));
+                                path, k.str(), LineSuffix(v)));
     }
   }
   static const toml::table kEmpty;

@@ -2,6 +2,7 @@
 // TableReader: reads one TOML table of an experiment file into typed fields
 // and reports unknown keys and wrong types by name (private to config/).
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,31 @@
 #include "fedrt/core/status.h"
 
 namespace fedrt::config {
+
+// " (line N)" for a node read from a file; nothing for one built in memory.
+inline std::string LineSuffix(const toml::node& n) {
+  const auto line = n.source().begin.line;
+  return line ? fmt::format(" (line {})", line) : std::string();
+}
+
+// While one is alive (on this thread), every TableReader records the keys it
+// knows when it checks for unknown ones: ExperimentKeys() reads an empty file
+// with one to list every table's keys.
+class KeyCollector {
+ public:
+  explicit KeyCollector(std::map<std::string, std::set<std::string>>* keys) : prev_(current()) { current() = keys; }
+  ~KeyCollector() { current() = prev_; }
+  KeyCollector(const KeyCollector&) = delete;
+  KeyCollector& operator=(const KeyCollector&) = delete;
+  static std::map<std::string, std::set<std::string>>*& current() {
+    static thread_local std::map<std::string, std::set<std::string>>* keys = nullptr;
+    return keys;
+  }
+
+ private:
+  std::map<std::string, std::set<std::string>>* prev_;
+};
+
 // Typed access to one TOML table with precise error messages.
 class TableReader {
  public:
@@ -65,10 +91,11 @@ class TableReader {
   void known(const char* key) { seen_.insert(key); }
 
   Status check_unknown() const {
+    if (auto* keys = KeyCollector::current()) (*keys)[name_].insert(seen_.begin(), seen_.end());
     for (auto& [k, v] : t_) {
       if (!seen_.count(std::string(k.str()))) {
         return Status(StatusCode::kInvalidArgument,
-                      fmt::format("{}: unknown key '{}.{}' (line {})", file_, name_, k.str(), v.source().begin.line));
+                      fmt::format("{}: unknown key '{}.{}'{}", file_, name_, k.str(), LineSuffix(v)));
       }
     }
     return Status::Ok();
@@ -77,8 +104,9 @@ class TableReader {
  private:
   Status type_error(const char* key, const char* want) const {
     const toml::node* n = t_.get(key);
-    return Status(StatusCode::kInvalidArgument, fmt::format("{}:{}: '{}.{}' must be {}", file_,
-                                                            n->source().begin.line, name_, key, want));
+    const auto line = n->source().begin.line;
+    return Status(StatusCode::kInvalidArgument, line ? fmt::format("{}:{}: '{}.{}' must be {}", file_, line, name_, key, want)
+                                                     : fmt::format("{}: '{}.{}' must be {}", file_, name_, key, want));
   }
   Status range_error(const char* key, const char* why) const {
     return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}.{}' {}", file_, name_, key, why));

@@ -127,6 +127,7 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
 problems::DataFiles DataFilesOf(const ExperimentConfig& cfg, bool at_coordinator) {
   problems::DataFiles files;
   files.bundle = cfg.problem_file;
+  files.bundle_arrays = cfg.problem_arrays;
   files.csv = cfg.opt.data;
   files.generate = !at_coordinator || cfg.opt.coordinator_generates;
   if (cfg.data.own()) {
@@ -134,6 +135,7 @@ problems::DataFiles DataFilesOf(const ExperimentConfig& cfg, bool at_coordinator
     files.shards.train = cfg.data.train;
     files.shards.label = cfg.data.label;
     files.shards.agents = static_cast<uint32_t>(cfg.garnet.agents);
+    files.shards.memory = cfg.data.arrays;
     files.test = cfg.data.test;
     files.initial = cfg.data.user_init;
     files.read_shards = !at_coordinator || cfg.data.coordinator_reads_shards;

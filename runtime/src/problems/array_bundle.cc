@@ -199,4 +199,44 @@ std::vector<std::string> ArrayBundle::names() const {
   return n;
 }
 
+Status ArrayBundle::add(NdArray a) {
+  if (a.name.empty() || IsNumberStart(a.name) || a.name.find_first_of(" \t\r\n#") != std::string::npos)
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}' is not a valid array name", source_, a.name));
+  if (arrays_.count(a.name))
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: array '{}' is given twice", source_, a.name));
+  uint64_t count = 1;
+  for (size_t dk : a.shape) {
+    if (dk == 0 || dk > (size_t(1) << 28))
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}: array '{}' has an invalid extent {} in its shape {}", source_, a.name, dk,
+                                ShapeString(a.shape)));
+    count *= dk;
+    if (count > (uint64_t(1) << 31))
+      return Status(StatusCode::kInvalidArgument, fmt::format("{}: array '{}' is too large", source_, a.name));
+  }
+  if (count != a.values.size())
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: array '{}' has {} values for shape {}", source_,
+                                                            a.name, a.values.size(), ShapeString(a.shape)));
+  for (size_t i = 0; i < a.values.size(); ++i)
+    if (!std::isfinite(a.values[i]))
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}: array '{}' holds a non-finite value at flat index {}", source_, a.name, i));
+  const std::string name = a.name;
+  arrays_.emplace(name, std::move(a));
+  return Status::Ok();
+}
+
+std::string ArrayBundle::text() const {
+  std::string out;
+  for (const auto& [name, a] : arrays_) {
+    out += fmt::format("{} {}", name, a.shape.size());
+    for (size_t dk : a.shape) out += fmt::format(" {}", dk);
+    out += '\n';
+    const size_t row = a.shape.empty() ? 1 : a.shape.back();
+    for (size_t i = 0; i < a.values.size(); ++i)
+      out += fmt::format("{:.17g}{}", a.values[i], (i + 1) % row == 0 ? '\n' : ' ');
+  }
+  return out;
+}
+
 }  // namespace fedrt::problems

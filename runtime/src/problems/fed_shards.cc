@@ -38,6 +38,20 @@ Status AppendShard(FedDataset& out, const data::Shard& s) {
   return Status::Ok();
 }
 
+Result<data::Shard> ReadAgentShard(const ShardFiles& files, uint32_t agent, data::LabelKind kind) {
+  if (!files.memory) return data::ReadShard(files.format, data::ShardPath(files.train, agent), files.label, kind, files.classes);
+  if (agent >= files.memory->size())
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: agent {} has no shard ({} given)", files.train, agent, files.memory->size()));
+  const data::Shard& given = (*files.memory)[agent];
+  data::ArraySource source = given.source();
+  auto s = data::ReadSource(source, kind, fmt::format("{} agent {}", files.train, agent), files.classes);
+  if (!s.ok()) return s.status();
+  s->path = fmt::format("{} agent {}", files.train, agent);
+  s->features = given.features;
+  return s;
+}
+
 Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files) {
   if (files.agents == 0) return Status(StatusCode::kInvalidArgument, "no shards: the data has 0 agents");
   FedDataset out;
@@ -46,7 +60,7 @@ Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files) {
   out.classes = static_cast<int>(files.classes);
   out.intercept = files.intercept;
   for (uint32_t c = 0; c < files.agents; ++c) {
-    auto s = data::ReadShard(files.format, data::ShardPath(files.train, c), files.label, LabelKindOf(loss), files.classes);
+    auto s = ReadAgentShard(files, c, LabelKindOf(loss));
     if (!s.ok()) return s.status();
     FEDRT_TRY(AppendShard(out, *s));
   }

@@ -26,7 +26,7 @@ Result<GmmData> LoadGmmShards(const ShardFiles& files, int components) {
   d.n = files.agents;
   d.source = files.train;
   for (uint32_t c = 0; c < files.agents; ++c) {
-    auto s = data::ReadShard(files.format, data::ShardPath(files.train, c), files.label, data::LabelKind::kNone);
+    auto s = ReadAgentShard(files, c, data::LabelKind::kNone);
     if (!s.ok()) return s.status();
     if (d.p == 0) d.p = static_cast<int>(s->dim);
     if (static_cast<int>(s->dim) != d.p)

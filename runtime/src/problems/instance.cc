@@ -60,17 +60,29 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
   const config::ProblemSpec& spec = task.problem;
   if (spec.own_data) return build_td_transitions(task, files);
   if (spec.kind == config::ProblemKind::kBundle) {
-    auto bundle = ArrayBundle::load(files.bundle);
-    if (!bundle.ok()) return bundle.status();
-    auto p = TdProblem::from_bundle(*bundle);
+    std::optional<Result<ArrayBundle>> loaded;
+    if (!files.bundle_arrays) {
+      loaded.emplace(ArrayBundle::load(files.bundle));
+      if (!loaded->ok()) return loaded->status();
+    }
+    auto p = TdProblem::from_bundle(files.bundle_arrays ? *files.bundle_arrays : **loaded);
     if (!p.ok()) return p.status();
     td_ = std::move(*p);
     config::Fnv1a h;
-    HashMatrix(h, td_->phi.data(), static_cast<size_t>(td_->phi.size()));
-    HashMatrix(h, td_->policy.data(), static_cast<size_t>(td_->policy.size()));
-    for (const auto& r : td_->reward) HashMatrix(h, r.data(), static_cast<size_t>(r.size()));
-    for (const auto& k : td_->kernel) HashMatrix(h, k.data(), k.size());
-    h.f64(td_->gamma);
+    if (td_->linear_system()) {
+      for (int c = 0; c < td_->agents(); ++c) {
+        HashMatrix(h, td_->lsa.abar[c].data(), static_cast<size_t>(td_->lsa.abar[c].size()));
+        HashMatrix(h, td_->lsa.bbar[c].data(), static_cast<size_t>(td_->lsa.bbar[c].size()));
+      }
+      HashMatrix(h, td_->sigma_a.data(), td_->sigma_a.size());
+      HashMatrix(h, td_->sigma_b.data(), td_->sigma_b.size());
+    } else {
+      HashMatrix(h, td_->phi.data(), static_cast<size_t>(td_->phi.size()));
+      HashMatrix(h, td_->policy.data(), static_cast<size_t>(td_->policy.size()));
+      for (const auto& r : td_->reward) HashMatrix(h, r.data(), static_cast<size_t>(r.size()));
+      for (const auto& k : td_->kernel) HashMatrix(h, k.data(), k.size());
+      h.f64(td_->gamma);
+    }
     problem_.from_files = true;
     problem_.data_fingerprint = h.value();
     problem_.agents = static_cast<uint32_t>(td_->agents());
@@ -92,14 +104,19 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
   }
   const TdProblem& p = *td_;
   const size_t n = static_cast<size_t>(p.n_states), d = static_cast<size_t>(p.dim);
-  const size_t per_agent = spec.garnet.noise_free
+  // A linear system's oracle is the expected operator with its noise levels.
+  const bool expected = spec.garnet.noise_free || p.linear_system();
+  const size_t per_agent = expected
                                ? sizeof(double) * (d * d + 2 * d) + 4 * Arena::kAlignment
                                : sizeof(double) * n * d + n * n * (sizeof(TdTransition<double>) + 24) + 8 * Arena::kAlignment;
   oracle_memory_.assign(per_agent * static_cast<size_t>(p.agents()), 0);
   Arena arena(oracle_memory_.data(), oracle_memory_.size());
   for (int c = 0; c < p.agents(); ++c) {
-    if (spec.garnet.noise_free) {
-      auto o = ExpectedLsaOracle<double>::create(arena, p.dim, p.lsa.abar[c].data(), p.lsa.bbar[c].data());
+    if (expected) {
+      const size_t k = static_cast<size_t>(c);
+      const bool noise = p.linear_system() && !spec.garnet.noise_free;
+      auto o = ExpectedLsaOracle<double>::create(arena, p.dim, p.lsa.abar[c].data(), p.lsa.bbar[c].data(),
+                                                 noise ? p.sigma_a[k] : 0.0, noise ? p.sigma_b[k] : 0.0);
       if (!o.ok()) return o.status();
       expected_oracles_.push_back(*o);
     } else {
@@ -112,7 +129,7 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
   }
   locals_.resize(static_cast<size_t>(p.agents()));
   for (size_t c = 0; c < locals_.size(); ++c) {
-    if (spec.garnet.noise_free) locals_[c].expected = &expected_oracles_[c];
+    if (expected) locals_[c].expected = &expected_oracles_[c];
     else locals_[c].td = &td_oracles_[c];
   }
   const Eigen::VectorXd theta0 = p.lsa.theta_star + Eigen::VectorXd::Ones(p.dim);

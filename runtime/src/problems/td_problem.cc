@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <Eigen/Eigenvalues>
 #include <fmt/format.h>
@@ -97,7 +98,52 @@ std::vector<double> TdProblem::joint_law(int agent) const {
   return j;
 }
 
+namespace {
+
+// abar (N x d x d), bbar (N x d), sigma_a and sigma_b (N, optional).
+Result<TdProblem> LinearSystemFromBundle(const ArrayBundle& bundle) {
+  const std::string& src = bundle.source();
+  for (const std::string& name : bundle.names())
+    if (name != "abar" && name != "bbar" && name != "sigma_a" && name != "sigma_b")
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}: array '{}' is not part of a linear system (abar, bbar, sigma_a, sigma_b)", src, name));
+  auto a_r = bundle.get("abar", {-1, -1, -1});
+  if (!a_r.ok()) return a_r.status();
+  const int n = static_cast<int>((*a_r)->shape[0]), d = static_cast<int>((*a_r)->shape[1]);
+  if ((*a_r)->shape[2] != static_cast<size_t>(d))
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: array 'abar' must be N x d x d (one square matrix per agent), got {}", src,
+                              ShapeString((*a_r)->shape)));
+  auto b_r = bundle.get("bbar", {n, d});
+  if (!b_r.ok()) return b_r.status();
+  TdProblem p;
+  p.dim = d;
+  p.lsa.dim = d;
+  for (int c = 0; c < n; ++c) {
+    p.lsa.abar.emplace_back(Eigen::Map<const MatrixRM>((*a_r)->values.data() + static_cast<size_t>(c) * d * d, d, d));
+    p.lsa.bbar.emplace_back(Eigen::Map<const Eigen::VectorXd>((*b_r)->values.data() + static_cast<size_t>(c) * d, d));
+  }
+  for (auto [name, out] : {std::pair<const char*, std::vector<double>*>{"sigma_a", &p.sigma_a}, {"sigma_b", &p.sigma_b}}) {
+    out->assign(static_cast<size_t>(n), 0.0);
+    if (!bundle.has(name)) continue;
+    auto s_r = bundle.get(name, {n});
+    if (!s_r.ok()) return s_r.status();
+    *out = (*s_r)->values;
+    for (int c = 0; c < n; ++c)
+      if ((*out)[static_cast<size_t>(c)] < 0.0)
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("{}: array '{}' agent {}: a noise level must not be negative, got {}", src, name, c,
+                                  (*out)[static_cast<size_t>(c)]));
+  }
+  Status st = p.lsa.solve();
+  if (!st.ok()) return Status(st.code(), fmt::format("{}: {}", src, st.message()));
+  return p;
+}
+
+}  // namespace
+
 Result<TdProblem> TdProblem::from_bundle(const ArrayBundle& bundle) {
+  if (bundle.has("abar") || bundle.has("bbar")) return LinearSystemFromBundle(bundle);
   TdProblem p;
   const std::string& src = bundle.source();
   auto gamma_r = bundle.get("gamma", {});

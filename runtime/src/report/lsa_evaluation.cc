@@ -45,7 +45,12 @@ class LsaEvaluation : public Evaluation {
                       g.gamma);
     } else if (p.kind == config::ProblemKind::kBundle) {
       out.settings["problem_file"] = files_.bundle;
-      out.problem.description = fmt::format("federated TD(0) from '{}'", files_.bundle);
+      if (inst_.td()->linear_system()) {
+        out.settings["oracle"] = "A_c(Z) = Abar_c + sigma_a[c] G, b_c(Z) = bbar_c + sigma_b[c] g, G and g standard Gaussian";
+        out.problem.description = fmt::format("federated linear system from '{}', d={}", files_.bundle, p.dim);
+      } else {
+        out.problem.description = fmt::format("federated TD(0) from '{}'", files_.bundle);
+      }
     } else {
       out.settings.update({{"heterogeneity", het},
                            {"states", g.states},

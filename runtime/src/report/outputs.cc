@@ -86,7 +86,7 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
   return Status::Ok();
 }
 
-Status WriteSummaryJson(const SimResult& r, const std::string& path) {
+nlohmann::json SummaryJson(const SimResult& r) {
   nlohmann::json j;
   j["settings"] = Settings(r);
   j["error_metric"] = r.error_metric;
@@ -144,6 +144,11 @@ Status WriteSummaryJson(const SimResult& r, const std::string& path) {
     algs[a.name] = e;
   }
   j["algorithms"] = algs;
+  return j;
+}
+
+Status WriteSummaryJson(const SimResult& r, const std::string& path) {
+  const nlohmann::json j = SummaryJson(r);
   std::ofstream out(path);
   if (!out) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
   out << j.dump(2) << "\n";

@@ -69,6 +69,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
       std::vector<double> train(T + 1, std::nan("")), local(T + 1, std::nan(""));
       std::vector<Eigen::VectorXd> history;
+      size_t rows = 1;  // rows filled: fewer than T + 1 when on_round ends the run early
       err[0] = eval.initial_error();
       if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>((*instance)->initial_iterate().data(), dim));
       DriverOptions o;
@@ -99,10 +100,19 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
         local[t + 1] = r.commit->local_loss;
         if (!r.commit->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = r.commit->failure;
         if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
-        if (opt.on_round) opt.on_round(RoundEvent{a, res.name, run, static_cast<long>(t) + 1, err[t + 1]});
+        rows = t + 2;
+        if (opt.on_round)
+          return opt.on_round(RoundEvent{a, res.name, run, static_cast<long>(t) + 1, err[t + 1], core.model(), dim});
         return Status::Ok();
       });
-      if (!st.ok()) return Status(st.code(), fmt::format("{}: {}", res.name, st.message()));
+      if (st.code() == StatusCode::kCancelled) {  // the caller ended this run
+        for (auto* v : {&err, &train, &local}) v->resize(rows);
+        members.resize(rows);
+        up.resize(rows);
+        down.resize(rows);
+      } else if (!st.ok()) {
+        return Status(st.code(), fmt::format("{}: {}", res.name, st.message()));
+      }
       const protocol::ServerCore& core = driver.server().core();
       res.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       res.error.push_back(std::move(err));

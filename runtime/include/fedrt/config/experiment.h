@@ -4,6 +4,8 @@
 // same file drives the simulator and, later, the coordinator and fleets.
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +13,8 @@
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
+#include "fedrt/data/shard.h"
+#include "fedrt/problems/array_bundle.h"
 #include "fedrt/problems/garnet.h"
 #include "fedrt/config/compression_em.h"
 #include "fedrt/secagg/settings.h"
@@ -63,6 +67,9 @@ struct DataSettings {
   // x_star (the error column is NaN). The simulator reads the shards anyway.
   bool coordinator_reads_shards = true;
   long features = 0;                 // [model] features: p, feature columns per example (with the above)
+  // Every agent's examples given in memory (numpy arrays, runtime/python):
+  // read instead of the files of `train`, which then only names them.
+  std::shared_ptr<const std::vector<data::Shard>> arrays;
   bool own() const { return format != "generated"; }
 };
 
@@ -70,6 +77,9 @@ struct ExperimentConfig {
   // [problem]
   ProblemKind problem = ProblemKind::kGarnet;
   std::string problem_file;  // array bundle, for ProblemKind::kBundle
+  // The bundle given in memory instead (numpy arrays, runtime/python):
+  // problem_file then only names it.
+  std::shared_ptr<const problems::ArrayBundle> problem_arrays;
   problems::GarnetConfig garnet;  // agents, heterogeneity, sizes, gamma, epsilon
   std::optional<uint64_t> problem_seed;  // defaults to `seed`
   bool noise_free = false;  // expected-operator oracle
@@ -120,6 +130,10 @@ Result<ProblemKind> ParseProblemKind(const std::string& s);
 // their value). Unknown keys and wrong types are errors naming the key.
 // Relative paths in the file are resolved against the file's directory.
 Status LoadExperimentToml(const std::string& path, ExperimentConfig& config);
+// LoadExperimentTable (fedrt/config/experiment_toml.h) reads a parsed table.
+// Every table of an experiment file and the keys it accepts, e.g.
+// {"run": {"out", "plot", "rounds", ...}, ...} ([network] is the fleet's).
+std::map<std::string, std::vector<std::string>> ExperimentKeys();
 
 // Checks ranges and consistency; the message names the offending setting.
 Status Validate(const ExperimentConfig& config);

@@ -6,6 +6,7 @@
 // minimiser x_star of f = (1/N) sum_c f_c.
 
 #include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,13 @@ struct ShardFiles {
   uint32_t agents = 0;
   uint32_t classes = 0;        // softmax: labels are 0..classes-1
   bool intercept = false;      // z = (a, 1)
+  // Every agent's shard already in memory (numpy arrays, runtime/python):
+  // read instead of the files, which `train` then only names.
+  std::shared_ptr<const std::vector<data::Shard>> memory;
 };
+// Agent c's shard: read from its file (ShardPath(train, c)), or checked from
+// `memory` as a file is (finite values, labels of `kind`).
+Result<data::Shard> ReadAgentShard(const ShardFiles& files, uint32_t agent, data::LabelKind kind);
 data::LabelKind LabelKindOf(FedLoss loss);
 // Appends one agent's shard (its dimension must match the others'); least
 // squares and logistic regression with an intercept get z = (a, 1): X_c gains

@@ -18,6 +18,7 @@
 #include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/data/shard.h"
+#include "fedrt/problems/array_bundle.h"
 #include "fedrt/problems/fed_data.h"
 #include "fedrt/problems/gmm_data.h"
 #include "fedrt/problems/td_problem.h"
@@ -29,6 +30,9 @@ namespace fedrt::problems {
 // Where a problem read from files comes from.
 struct DataFiles {
   std::string bundle;  // federated TD(0) array bundle (problem kind file)
+  // The bundle already in memory (arrays from Python): used instead of
+  // reading `bundle`, which then only names it.
+  std::shared_ptr<const ArrayBundle> bundle_arrays;
   std::string csv;     // least squares / logistic: a directory of per-agent CSV files or one CSV
   ShardFiles shards;   // least squares / logistic: one shard file per agent ([data], docs/data.md)
   std::string test;    // [data] test: a held-out file the evaluation scores every round's model on

@@ -33,7 +33,14 @@ struct TdProblem {
   std::vector<Eigen::VectorXd> mu;   // stationary law of P^pi_c
   LsaSystem lsa;                     // Abar_c, bbar_c, theta_c, theta_star
 
-  int agents() const { return static_cast<int>(reward.size()); }
+  // A federated linear system given directly (docs/algorithms.md 1.1): no
+  // MDP (n_states = 0), lsa's Abar_c and bbar_c as given, and agent c's
+  // samples A_c(Z) = Abar_c + sigma_a[c] G, b_c(Z) = bbar_c + sigma_b[c] g
+  // with standard Gaussian G, g (sigma 0: the expected operator itself).
+  std::vector<double> sigma_a, sigma_b;
+  bool linear_system() const { return n_states == 0; }
+
+  int agents() const { return linear_system() ? lsa.agents() : static_cast<int>(reward.size()); }
 
   // Computes p_pi, mu, Abar_c = sum_{s,s'} mu(s) P^pi(s,s') phi(s)(phi(s) - gamma phi(s'))^T,
   // bbar_c = sum_s mu(s) r_c(s) phi(s), then theta_c and theta_star.
@@ -43,8 +50,10 @@ struct TdProblem {
   std::vector<double> joint_law(int agent) const;
 
   // Reads the primitive arrays (gamma, feat_map, policy, rewards, tr_kernels)
-  // of an array bundle and derives the rest. Errors name the missing or
-  // mis-shaped array.
+  // of an array bundle and derives the rest; or, when the bundle holds
+  // `abar` (N x d x d), a linear system: abar, bbar (N x d) and the optional
+  // noise levels sigma_a, sigma_b (N each, default 0). Errors name the
+  // missing or mis-shaped array.
   static Result<TdProblem> from_bundle(const ArrayBundle& bundle);
 };
 

@@ -146,7 +146,7 @@ class ClientWork {
         DispatchDim(shape_.dim, [this, key, &p](auto tag) {
           constexpr int D = decltype(tag)::value;
           CounterRng rng(key);
-          if (noise_free_) lsa_.template run_local_steps<D>(*p.expected, rng);
+          if (noise_free_ || p.expected != nullptr) lsa_.template run_local_steps<D>(*p.expected, rng);
           else lsa_.template run_local_steps<D>(*p.td, rng);
         });
         if (report_loss_) loss_after_ = p.td->mean_squared_td_error(lsa_.update());

@@ -44,7 +44,8 @@ const char* MissingOracle(const config::ProblemSpec& spec, const LocalProblem<S>
   switch (spec.kind) {
     case config::ProblemKind::kGarnet:
     case config::ProblemKind::kBundle:
-      if (spec.garnet.noise_free ? problem.expected == nullptr : problem.td == nullptr)
+      // A stochastic task runs on TD(0) transitions, or on a linear system's noisy expected operator.
+      if (spec.garnet.noise_free ? problem.expected == nullptr : problem.td == nullptr && problem.expected == nullptr)
         return spec.garnet.noise_free ? "no expected-operator oracle for a noise-free TD(0) task"
                                       : "no TD(0) oracle (data) for this task";
       return nullptr;

@@ -11,6 +11,9 @@
 
 namespace fedrt::report {
 
+// summary.json's content: settings, seeds, the problem, per-algorithm statistics.
+nlohmann::json SummaryJson(const SimResult& result);
+
 Status WriteMetricsCsv(const SimResult& result, const std::string& path);
 Status WriteSummaryJson(const SimResult& result, const std::string& path);
 // model_<algorithm>.npy in `dir` for every algorithm: its final reported

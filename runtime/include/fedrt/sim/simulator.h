@@ -32,10 +32,15 @@ struct RoundEvent {
   long run;
   long round;   // 1..T
   double error;
+  const double* model = nullptr;  // the global iterate after this round (dim values)
+  int dim = 0;
 };
 
 struct SimOptions {
-  std::function<void(const RoundEvent&)> on_round;  // called on the driver thread
+  // Called on the driver thread after every round. Ok goes on; kCancelled
+  // ends this run after this round (its rows so far are kept, the next run
+  // or algorithm starts); any other error stops the experiment with it.
+  std::function<Status(const RoundEvent&)> on_round;
   bool keep_theta_history = false;
 };
 
