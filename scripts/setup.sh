@@ -51,6 +51,11 @@ PACKAGES=(
   # plotting of experiment results (scripts/plot_error.py)
   python3
   python3-matplotlib
+  # the Python module (import fedrt: runtime/python, docs/python.md) and its tests
+  python3-dev
+  python3-pybind11
+  python3-numpy
+  python3-pytest
 )
 
 die() {

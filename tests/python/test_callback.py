@@ -1,0 +1,48 @@
+"""The per-round callback: sees every round in order, can end a run early,
+and its exceptions reach the caller."""
+
+import numpy as np
+import pytest
+
+import fedrt
+
+EXP = {"problem": {"agents": 10}, "algorithm": {"names": ["fedlsa", "scafflsa"], "step": 0.05, "local_steps": 20},
+       "run": {"rounds": 6, "runs": 2}}
+
+
+def test_callback_sees_every_round_and_the_model():
+    seen = []
+    res = fedrt.run(EXP, callback=lambda r: seen.append(r))
+    assert [(r.algorithm, r.run, r.round) for r in seen] == [
+        (a, k, t) for a in ("fedlsa", "scafflsa") for k in range(2) for t in range(1, 7)]
+    last = [r for r in seen if r.algorithm == "scafflsa" and r.run == 1][-1]
+    assert np.array_equal(last.model, res.models["scafflsa"][1])
+    assert last.error == res.error("scafflsa")[1, 6]
+
+
+def test_returning_false_ends_that_run_only():
+    res = fedrt.run(EXP, callback=lambda r: not (r.algorithm == "fedlsa" and r.run == 0 and r.round == 3))
+    err = res.error("fedlsa")
+    assert not np.isnan(err[0, :4]).any() and np.isnan(err[0, 4:]).all()
+    assert not np.isnan(err[1]).any()
+    assert not np.isnan(res.error("scafflsa")).any()
+    full = fedrt.run(EXP)
+    assert np.array_equal(err[0, :4], full.error("fedlsa")[0, :4])  # the rounds that ran are the same
+    assert np.array_equal(err[1], full.error("fedlsa")[1])
+
+
+def test_an_exception_in_the_callback_propagates():
+    class Stop(Exception):
+        pass
+
+    def cb(r):
+        if r.round == 2:
+            raise Stop("enough")
+
+    with pytest.raises(Stop, match="enough"):
+        fedrt.run(EXP, callback=cb)
+
+
+def test_callback_must_be_callable():
+    with pytest.raises(TypeError, match="callback"):
+        fedrt.run(EXP, callback=3)
