@@ -26,6 +26,7 @@ SMALL = {"problem": {"agents": 4}, "algorithm": {"local_steps": 5}, "run": {"rou
     (dict(run={"roundz": 3}), ValueError, r"unknown key 'run\.roundz'"),
     (dict(names=["fedlsa", "nope"]), ValueError, "unknown algorithm 'nope'"),
     (dict(rounds=2**70), ValueError, r"run\.rounds = .* does not fit in 64 bits"),
+    (dict(agents=10**12), ValueError, r"'problem\.agents' = 1000000000000 is too large \(at most 2147483647\)"),
 ])
 def test_bad_override(overrides, exc, pattern):
     with pytest.raises(exc, match=pattern):

@@ -46,3 +46,52 @@ def test_an_exception_in_the_callback_propagates():
 def test_callback_must_be_callable():
     with pytest.raises(TypeError, match="callback"):
         fedrt.run(EXP, callback=3)
+
+
+LONG = {"problem": {"agents": 50}, "algorithm": {"names": ["fedlsa"], "local_steps": 20000},
+        "run": {"rounds": 4, "threads": 1}}
+
+
+def test_the_gil_is_released_while_the_simulator_works():
+    # A Python thread keeps counting while fedrt.run works in another: with
+    # the GIL held it would stop for whole rounds (a round is about 10 ms here).
+    import threading
+    import time
+
+    def count(seconds):
+        n, end = 0, time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            n += 1
+        return n
+
+    alone = count(0.2) / 0.2  # iterations per second with the interpreter to itself
+    worker = threading.Thread(target=lambda: fedrt.run(LONG, rounds=30))
+    t0 = time.perf_counter()
+    worker.start()
+    n = 0
+    while worker.is_alive():
+        n += 1
+    elapsed = time.perf_counter() - t0
+    worker.join()
+    # Released: about `alone` per second (a core each). Held: only between rounds.
+    assert n > 0.25 * alone * elapsed, (n, alone, elapsed)
+
+
+def test_ctrl_c_stops_a_run():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import fedrt; print('started', flush=True); "
+            "fedrt.run({'problem': {'agents': 50}, 'algorithm': {'local_steps': 20000}, 'run': {'rounds': 100000}})")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert time.perf_counter() - t0 < 10

@@ -152,6 +152,10 @@ TEST(ExperimentTable, ReadsATableAndNamesKeysWithoutLines) {
   toml::table wrong;
   wrong.insert("run", toml::table{{"rounds", "seven"}});
   EXPECT_STREQ(config::LoadExperimentTable(wrong, "dict", "", cfg).message(), "dict: 'run.rounds' must be an integer");
+  toml::table huge;
+  huge.insert("problem", toml::table{{"agents", int64_t{1} << 40}});
+  EXPECT_STREQ(config::LoadExperimentTable(huge, "dict", "", cfg).message(),
+               "dict: 'problem.agents' = 1099511627776 is too large (at most 2147483647)");
   toml::table not_table;
   not_table.insert("run", 3);
   EXPECT_NE(std::string(config::LoadExperimentTable(not_table, "dict", "", cfg).message()).find("'run' must be a table"),

@@ -2,6 +2,8 @@
 // TableReader: reads one TOML table of an experiment file into typed fields
 // and reports unknown keys and wrong types by name (private to config/).
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -55,6 +57,13 @@ class TableReader {
     } else if constexpr (std::is_integral_v<T>) {
       if (auto v = n->value_exact<int64_t>()) {
         if (*v < 0 && std::is_unsigned_v<T>) return range_error(key, "must not be negative");
+        // In range of the setting's type: 10^12 agents must not wrap to a negative count.
+        if constexpr (sizeof(T) < sizeof(int64_t) || std::is_unsigned_v<T>)
+          if (*v > 0 && static_cast<uint64_t>(*v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+            return range_error(key, fmt::format("= {} is too large (at most {})", *v, std::numeric_limits<T>::max()).c_str());
+        if constexpr (std::is_signed_v<T> && sizeof(T) < sizeof(int64_t))
+          if (*v < static_cast<int64_t>(std::numeric_limits<T>::min()))
+            return range_error(key, fmt::format("= {} is too small (at least {})", *v, std::numeric_limits<T>::min()).c_str());
         out = static_cast<T>(*v);
         return Status::Ok();
       }
