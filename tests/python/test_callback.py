@@ -73,8 +73,11 @@ def test_the_gil_is_released_while_the_simulator_works():
         n += 1
     elapsed = time.perf_counter() - t0
     worker.join()
-    # Released: about `alone` per second (a core each). Held: only between rounds.
-    assert n > 0.25 * alone * elapsed, (n, alone, elapsed)
+    # Released: about `alone` per second with a core each, a third of it or
+    # less when ctest runs other tests beside (measured 0.23 under -j2). Held:
+    # nothing while the simulator works (the callbacks re-enter a held GIL), so
+    # well under 1% of it. 5% tells the two apart under any load seen.
+    assert n > 0.05 * alone * elapsed, (n, alone, elapsed)
 
 
 def test_ctrl_c_stops_a_run():
