@@ -77,14 +77,7 @@ Experiment Load(std::optional<std::string> path, py::dict tables, py::dict overr
                 std::string arrays_name) {
   toml::table root;
   if (path) {
-    if (!std::filesystem::exists(*path))
-      Raise(Status(StatusCode::kNotFound, fmt::format("experiment file '{}' not found", *path)));
-    try {
-      root = toml::parse_file(*path);
-    } catch (const toml::parse_error& err) {
-      Raise(Status(StatusCode::kInvalidArgument, fmt::format("{}:{}:{}: {}", *path, err.source().begin.line,
-                                                             err.source().begin.column, err.description())));
-    }
+    Check(config::ParseExperimentFile(*path, root));
     source = *path;
     base_dir = std::filesystem::path(*path).parent_path().string();
   } else {

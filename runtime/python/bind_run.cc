@@ -36,11 +36,9 @@ py::array_t<double> Stack(const std::vector<Eigen::VectorXd>& rows, int dim) {
 // metrics.csv as columns (report/outputs.cc writes the same rows, the same
 // optional columns, NaN where a row has no value).
 py::dict Metrics(const SimResult& r) {
-  bool train = false, test = false;
+  const auto [train, test] = report::OptionalMetricsColumns(r);
   size_t rows = 0, name_len = 1;
   for (const AlgorithmResult& a : r.algorithms) {
-    train = train || !a.train_loss.empty();
-    test = test || !a.test_loss.empty();
     for (const auto& e : a.error) rows += e.size();
     name_len = std::max(name_len, a.name.size());
   }
@@ -50,9 +48,7 @@ py::dict Metrics(const SimResult& r) {
   py::array_t<double> error(n), train_loss(n), local_loss(n), test_loss(n), test_accuracy(n);
   std::vector<std::string> names;
   names.reserve(rows);
-  auto cell = [](const std::vector<std::vector<double>>& v, size_t run, size_t t) {
-    return run < v.size() && t < v[run].size() ? v[run][t] : std::nan("");
-  };
+  using report::MetricsCell;
   py::ssize_t i = 0;
   for (const AlgorithmResult& a : r.algorithms)
     for (size_t k = 0; k < a.error.size(); ++k)
@@ -64,10 +60,10 @@ py::dict Metrics(const SimResult& r) {
         agents.mutable_at(i) = a.agents[k][t];
         up.mutable_at(i) = a.bits_up[k][t];
         down.mutable_at(i) = a.bits_down[k][t];
-        train_loss.mutable_at(i) = cell(a.train_loss, k, t);
-        local_loss.mutable_at(i) = cell(a.local_loss, k, t);
-        test_loss.mutable_at(i) = cell(a.test_loss, k, t);
-        test_accuracy.mutable_at(i) = cell(a.test_accuracy, k, t);
+        train_loss.mutable_at(i) = MetricsCell(a.train_loss, k, t);
+        local_loss.mutable_at(i) = MetricsCell(a.local_loss, k, t);
+        test_loss.mutable_at(i) = MetricsCell(a.test_loss, k, t);
+        test_accuracy.mutable_at(i) = MetricsCell(a.test_accuracy, k, t);
       }
   py::dict m;
   m["algorithm"] = py::module_::import("numpy").attr("array")(names, fmt::format("<U{}", name_len));

@@ -29,11 +29,6 @@ def format_metrics(m):
     return "\n".join(lines) + "\n"
 
 
-def fix_float_format(text):
-    # C's %.17g prints nan as "nan" and Python's the same; inf would differ: none here.
-    return text
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_metrics_and_models_equal_the_cli(case, source, sim, tmp_path):
     path, flags, overrides = CASES[case]

@@ -102,10 +102,9 @@ Result<ProblemKind> ParseProblemKind(const std::string& s) {
 }
 
 
-Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
+Status ParseExperimentFile(const std::string& path, toml::table& root) {
   if (!std::filesystem::exists(path))
     return Status(StatusCode::kNotFound, fmt::format("experiment file '{}' not found", path));
-  toml::table root;
   try {
     root = toml::parse_file(path);
   } catch (const toml::parse_error& err) {
@@ -113,6 +112,12 @@ Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
                   fmt::format("{}:{}:{}: {}", path, err.source().begin.line, err.source().begin.column,
                               err.description()));
   }
+  return Status::Ok();
+}
+
+Status LoadExperimentToml(const std::string& path, ExperimentConfig& cfg) {
+  toml::table root;
+  FEDRT_TRY(ParseExperimentFile(path, root));
   return LoadExperimentTable(root, path, std::filesystem::path(path).parent_path().string(), cfg);
 }
 

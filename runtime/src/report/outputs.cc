@@ -55,20 +55,25 @@ double Std(const std::vector<double>& v) {
 
 }  // namespace
 
+MetricsColumns OptionalMetricsColumns(const SimResult& r) {
+  MetricsColumns c;
+  for (const AlgorithmResult& a : r.algorithms) {
+    c.train = c.train || !a.train_loss.empty();
+    c.test = c.test || !a.test_loss.empty();
+  }
+  return c;
+}
+
+double MetricsCell(const std::vector<std::vector<double>>& v, size_t run, size_t t) {
+  return run < v.size() && t < v[run].size() ? v[run][t] : std::nan("");
+}
+
 Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
-  // Optional columns: the devices' reports (own data) and the held-out test set.
-  bool train = false, test = false;
-  for (const AlgorithmResult& a : r.algorithms) {
-    train = train || !a.train_loss.empty();
-    test = test || !a.test_loss.empty();
-  }
+  const auto [train, test] = OptionalMetricsColumns(r);
   std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s\n", train ? ",train_loss,local_loss" : "",
                test ? ",test_loss,test_accuracy" : "");
-  auto cell = [](const std::vector<std::vector<double>>& v, size_t run, size_t t) {
-    return run < v.size() && t < v[run].size() ? v[run][t] : std::nan("");
-  };
   for (const AlgorithmResult& a : r.algorithms) {
     const char* name = a.name.c_str();
     for (size_t run = 0; run < a.error.size(); ++run)
@@ -76,8 +81,8 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
         std::fprintf(f, "%s,%zu,%zu,%.17g,%u,%llu,%llu", name, run, t, a.error[run][t], a.agents[run][t],
                      static_cast<unsigned long long>(a.bits_up[run][t]),
                      static_cast<unsigned long long>(a.bits_down[run][t]));
-        if (train) std::fprintf(f, ",%.17g,%.17g", cell(a.train_loss, run, t), cell(a.local_loss, run, t));
-        if (test) std::fprintf(f, ",%.17g,%.17g", cell(a.test_loss, run, t), cell(a.test_accuracy, run, t));
+        if (train) std::fprintf(f, ",%.17g,%.17g", MetricsCell(a.train_loss, run, t), MetricsCell(a.local_loss, run, t));
+        if (test) std::fprintf(f, ",%.17g,%.17g", MetricsCell(a.test_loss, run, t), MetricsCell(a.test_accuracy, run, t));
         std::fputc('\n', f);
       }
   }

@@ -10,6 +10,10 @@
 
 namespace fedrt::config {
 
+// An experiment file parsed (not yet read into a config): kNotFound for a
+// missing file, kInvalidArgument naming file:line:column for bad TOML.
+Status ParseExperimentFile(const std::string& path, toml::table& root);
+
 // LoadExperimentToml's reader: `root` holds the file's tables, `source` names
 // it in messages, relative paths resolve against `base_dir` (empty: the
 // working directory).

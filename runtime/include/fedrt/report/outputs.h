@@ -14,6 +14,15 @@ namespace fedrt::report {
 // summary.json's content: settings, seeds, the problem, per-algorithm statistics.
 nlohmann::json SummaryJson(const SimResult& result);
 
+// metrics.csv's optional columns: train_loss/local_loss (own data) and
+// test_loss/test_accuracy (a held-out set), present when any algorithm has them.
+struct MetricsColumns {
+  bool train = false, test = false;
+};
+MetricsColumns OptionalMetricsColumns(const SimResult& result);
+// v[run][t], or NaN where a run has no such row.
+double MetricsCell(const std::vector<std::vector<double>>& v, size_t run, size_t t);
+
 Status WriteMetricsCsv(const SimResult& result, const std::string& path);
 Status WriteSummaryJson(const SimResult& result, const std::string& path);
 // model_<algorithm>.npy in `dir` for every algorithm: its final reported
