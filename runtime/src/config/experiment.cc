@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "fedrt/sim/td_kernel.h"
 #include "table_reader.h"
 
 namespace fedrt::config {
@@ -251,6 +252,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     FEDRT_TRY(r.read("runs", cfg.runs));
     FEDRT_TRY(r.read("seed", cfg.seed));
     FEDRT_TRY(r.read("threads", cfg.threads));
+    FEDRT_TRY(r.read("kernel", cfg.kernel));
     std::string out;
     FEDRT_TRY(r.read("out", out));
     if (!out.empty()) cfg.out = out;
@@ -311,6 +313,8 @@ Status Validate(const ExperimentConfig& c) {
   if (c.rounds <= 0) return bad(fmt::format("--rounds must be positive, got {}", c.rounds));
   if (c.runs <= 0) return bad(fmt::format("--runs must be positive, got {}", c.runs));
   if (c.threads < 0) return bad(fmt::format("--threads must be >= 0 (0 = all cores), got {}", c.threads));
+  if (sim::TdKernel k; !sim::ParseTdKernel(c.kernel.c_str(), k))
+    return bad(fmt::format("run.kernel (or --kernel) must be auto, scalar, portable or avx2, got '{}'", c.kernel));
   if (!(c.participation > 0.0 && c.participation <= 1.0))
     return bad(fmt::format("--participation must be in (0, 1], got {}", c.participation));
   if (c.comm_prob && !(*c.comm_prob > 0.0 && *c.comm_prob <= 1.0))

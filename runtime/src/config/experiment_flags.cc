@@ -23,6 +23,9 @@ void AddExperimentFlags(CLI::App& app, ExperimentFlags& f) {
   app.add_option("--seed", f.seed, "run.seed: seed of every random stream");
   app.add_option("--problem-seed", f.problem_seed, "problem.seed: seed of the generated problem (default: --seed)");
   app.add_option("--threads", f.threads, "run.threads: worker threads (0 = all cores); results do not depend on it");
+  app.add_option("--kernel", f.kernel,
+                 "run.kernel: TD(0) local steps in SIMD lanes of agents (auto, avx2, portable) or one by one "
+                 "(scalar); results do not depend on it");
   app.add_option("--out", f.out,
                  "run.out: output directory (metrics.csv, summary.json, model_<algorithm>.npy, error.png)");
   app.add_flag("--no-plot", f.no_plot, "do not draw error.png");
@@ -94,6 +97,7 @@ Status ExperimentFromFlags(const CLI::App& app, const ExperimentFlags& f, Experi
   if (given("--seed")) cfg.seed = f.seed;
   if (given("--problem-seed")) cfg.problem_seed = f.problem_seed;
   if (given("--threads")) cfg.threads = f.threads;
+  if (given("--kernel")) cfg.kernel = f.kernel;
   if (given("--out")) cfg.out = f.out;
   if (f.no_plot) cfg.plot = false;
   if (given("--data")) cfg.opt.data = f.data;

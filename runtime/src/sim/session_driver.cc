@@ -159,12 +159,7 @@ Status SessionDriver::play_round(uint32_t round) {
 Status SessionDriver::deliver_announcements(uint32_t round) {
   const protocol::Announcement a0 = server_.announcement(batch_[0], 0);
   const double work = static_cast<double>(batch_.size()) * std::max<uint32_t>(1, a0.local_steps) * opt_.work_per_sample;
-  auto work_on = [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) {
-      const uint32_t c = batch_[i];
-      errors_[c] = clients_[c].on_announce(server_.announcement(c, 0), outputs_[c]);
-    }
-  };
+  auto work_on = [&](size_t b, size_t e) { announce_range(b, e); };
   if (opt_.pool != nullptr && work >= opt_.min_parallel_work && batch_.size() > 1) opt_.pool->parallel_for(batch_.size(), work_on);
   else work_on(0, batch_.size());
   for (uint32_t c : batch_) {  // fixed agent order
@@ -174,6 +169,44 @@ Status SessionDriver::deliver_announcements(uint32_t round) {
   }
   (void)round;
   return Status::Ok();
+}
+
+// Local work of batch_[b, e): TD(0) blocks go to the lane kernel in groups of
+// kTdLaneGroup agents (each agent's result is the scalar kernel's, bit for
+// bit); any other work runs through on_announce.
+void SessionDriver::announce_range(size_t b, size_t e) {
+  if (opt_.kernel == TdKernel::kScalar) {
+    for (size_t i = b; i < e; ++i) {
+      const uint32_t c = batch_[i];
+      errors_[c] = clients_[c].on_announce(server_.announcement(c, 0), outputs_[c]);
+    }
+    return;
+  }
+  problems::TdBlock<double> blocks[kTdLaneGroup];
+  protocol::Announcement announced[kTdLaneGroup];
+  uint32_t owner[kTdLaneGroup];
+  size_t n = 0;
+  auto flush = [&] {
+    RunTdBlocks(blocks, n, opt_.kernel);
+    for (size_t k = 0; k < n; ++k)
+      errors_[owner[k]] = clients_[owner[k]].finish_announce(announced[k], outputs_[owner[k]]);
+    n = 0;
+  };
+  for (size_t i = b; i < e; ++i) {
+    const uint32_t c = batch_[i];
+    const protocol::Announcement a = server_.announcement(c, 0);
+    bool deferred = false;
+    errors_[c] = clients_[c].begin_announce(a, blocks[n], deferred);
+    if (!errors_[c].ok()) continue;
+    if (!deferred) {
+      errors_[c] = clients_[c].on_announce(a, outputs_[c]);
+      continue;
+    }
+    announced[n] = a;
+    owner[n++] = c;
+    if (n == kTdLaneGroup) flush();
+  }
+  if (n > 0) flush();
 }
 
 Status SessionDriver::feed(uint32_t agent, const ClientOutput& out) {

@@ -75,19 +75,31 @@ class LsaClient {
   // xi_c = 0 for FedLSA. Z_{t,h} are drawn from `rng` in step order.
   template <int D, class Oracle>
   void run_local_steps(const Oracle& oracle, CounterRng& rng) {
-    auto theta = MapVec<D>(theta_hat_, dim_);
-    const S eta = hyper_.step_size;
-    const uint32_t H = plan_.local_steps;
-    if (UsesControlVariate(hyper_.algorithm)) {
-      const auto eta_xi = MapVec<D>(static_cast<const S*>(eta_xi_), dim_);
+    LocalSteps<D>(oracle, theta_hat_, UsesControlVariate(hyper_.algorithm) ? eta_xi_ : nullptr, hyper_.step_size,
+                  plan_.local_steps, dim_, rng);
+  }
+
+  // The same H steps on any theta: theta <- theta - eta (A_c(Z) theta - b_c(Z)),
+  // then theta <- theta + eta_xi when eta_xi is given (host lane kernels
+  // fall back to it, sim/td_lanes.h).
+  template <int D, class Oracle>
+  static void LocalSteps(const Oracle& oracle, S* theta_hat, const S* eta_xi, S eta, uint32_t H, int dim,
+                         CounterRng& rng) {
+    auto theta = MapVec<D>(theta_hat, dim);
+    if (eta_xi != nullptr) {
+      const auto exi = MapVec<D>(eta_xi, dim);
       for (uint32_t h = 0; h < H; ++h) {
         oracle.template step<D>(theta, eta, rng);
-        theta += eta_xi;
+        theta += exi;
       }
     } else {
       for (uint32_t h = 0; h < H; ++h) oracle.template step<D>(theta, eta, rng);
     }
   }
+
+  // eta xi_c for this round (set by begin_round), null for FedLSA.
+  const S* eta_control_variate() const { return UsesControlVariate(hyper_.algorithm) ? eta_xi_ : nullptr; }
+  S step_size() const { return hyper_.step_size; }
 
   // The update sent to the server: theta_{t,H}^c.
   const S* update() const { return theta_hat_; }

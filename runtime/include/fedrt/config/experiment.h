@@ -104,6 +104,7 @@ struct ExperimentConfig {
   long runs = 1;       // R
   uint64_t seed = 1;
   int threads = 0;     // 0 = all hardware threads
+  std::string kernel = "auto";  // TD(0) local steps: auto, scalar, portable, avx2 (sim/td_kernel.h; same results)
   std::string out = "out/sim";
   bool plot = true;
 

@@ -14,7 +14,7 @@
 namespace fedrt::config {
 
 struct ExperimentFlags {
-  std::string config, problem, problem_file, heterogeneity, algorithm, out, data, quantizer;
+  std::string config, problem, problem_file, heterogeneity, algorithm, out, data, quantizer, kernel;
   int agents = 0, threads = 0;
   double step = 0, comm_prob = 0, participation = 0, prox_mu = 0, covariate_shift = 0, concept_shift = 0,
          quantity_skew = 0, l2 = 0, noise = 0, clip = 0, em_step = 0;

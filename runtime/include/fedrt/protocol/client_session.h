@@ -154,44 +154,43 @@ class ClientSession {
     FEDRT_TRY(check_announcement(a));
     if (state_->pending && state_->pending_id == a.id) return send_pending(a, out);
     if (state_->pending) discard();  // a new round began without our update: it was not aggregated
-    const typename Work::Shape& s = work_.shape();
-    if (a.has_delta) {
-      FEDRT_TRY(apply_delta(a));
-    } else if (!a.model_in_place) {
-      for (int i = 0; i < s.broadcast_dim; ++i) broadcast_[i] = static_cast<S>(a.model[static_cast<uint32_t>(i)]);
-    }
-    if (downlink_) {
-      state_->has_xhat = 1;
-      state_->xhat_version = a.model_version;
-    }
+    FEDRT_TRY(receive_model(a));
     if (a.kind == WorkKind::kInitialStatistic) {
       S* v0 = const_cast<S*>(coder_[0].sent());  // V_{0,c} is what the server adds
       last_samples_ = work_.run_initial(broadcast_, problem_, v0);
       FEDRT_TRY(coder_[0].encode_float32(v0));
       state_->encoding = static_cast<uint8_t>(Encoding::kRawFloat32);
-    } else {
-      const S* value[config::kMaxSegments] = {};
-      const S* start[config::kMaxSegments] = {};
-      last_samples_ = work_.run(broadcast_, a.id.round, a.local_steps, state_->agent, problem_, value, start);
-      if (!a.report) return Status::Ok();  // VR-FedEM: the estimate moved, nothing to send
-      for (uint32_t k = 0; k < s.chains; ++k) {
-        if (coded_) {
-          CounterRng rng(task_.seed, state_->run, state_->agent, a.id.round, RngStream::kCompression);
-          FEDRT_TRY(coder_[k].encode(value[k], start[k], rng));
-        } else {
-          FEDRT_TRY(coder_[k].encode_raw(value[k]));
-        }
-      }
-      state_->encoding = static_cast<uint8_t>(coded_ ? Encoding::kCodec : Encoding::kRawFloat64);
+      return hold_pending(a, out);
     }
-    state_->pending = 1;
-    state_->pending_id = a.id;
-    state_->samples = last_samples_;
-    state_->loss_before = work_.loss_before();
-    state_->loss_after = work_.loss_after();
-    state_->examples = work_.examples();
-    for (uint32_t k = 0; k < s.chains; ++k) state_->payload_len[k] = static_cast<uint32_t>(coder_[k].payload_size());
-    return send_pending(a, out);
+    const S* value[config::kMaxSegments] = {};
+    const S* start[config::kMaxSegments] = {};
+    last_samples_ = work_.run(broadcast_, a.id.round, a.local_steps, state_->agent, problem_, value, start);
+    return send_update(a, value, start, out);
+  }
+
+  // on_announce in two parts around a host lane kernel (sim/td_lanes.h). When
+  // the announced work is a plain TD(0) block, begin_announce takes the
+  // broadcast, describes the block in `block` and sets `deferred`; the driver
+  // runs the block, then finish_announce codes and sends the update.
+  // Otherwise it does nothing and the driver calls on_announce.
+  Status begin_announce(const Announcement& a, problems::TdBlock<S>& block, bool& deferred) {
+    deferred = false;
+    if (a.kind != WorkKind::kLocalWork || !a.report || (state_->pending && state_->pending_id == a.id) ||
+        !work_.td_block_possible(problem_))
+      return Status::Ok();
+    FEDRT_TRY(check_announcement(a));
+    if (state_->pending) discard();
+    FEDRT_TRY(receive_model(a));
+    work_.begin_td_block(broadcast_, a.id.round, a.local_steps, state_->agent, problem_, block);
+    deferred = true;
+    return Status::Ok();
+  }
+  Status finish_announce(const Announcement& a, ClientOutput& out) {
+    out.kind = MessageKind::kNone;
+    const S* value[config::kMaxSegments] = {};
+    const S* start[config::kMaxSegments] = {};
+    last_samples_ = work_.finish_td_block(broadcast_, a.local_steps, value, start);
+    return send_update(a, value, start, out);
   }
 
   // A chunked broadcast (docs/architecture.md, "Chunked transfer"): bytes
@@ -301,6 +300,49 @@ class ClientSession {
   }
 
  private:
+  // The announcement's broadcast into broadcast_ (in full, as a downlink
+  // delta, or already written in chunks).
+  Status receive_model(const Announcement& a) {
+    if (a.has_delta) {
+      FEDRT_TRY(apply_delta(a));
+    } else if (!a.model_in_place) {
+      for (int i = 0; i < work_.shape().broadcast_dim; ++i) broadcast_[i] = static_cast<S>(a.model[static_cast<uint32_t>(i)]);
+    }
+    if (downlink_) {
+      state_->has_xhat = 1;
+      state_->xhat_version = a.model_version;
+    }
+    return Status::Ok();
+  }
+
+  // Codes the local work's result (per chain: `value`, relative to `start`) and sends it.
+  Status send_update(const Announcement& a, const S* const value[], const S* const start[], ClientOutput& out) {
+    if (!a.report) return Status::Ok();  // VR-FedEM: the estimate moved, nothing to send
+    for (uint32_t k = 0; k < work_.shape().chains; ++k) {
+      if (coded_) {
+        CounterRng rng(task_.seed, state_->run, state_->agent, a.id.round, RngStream::kCompression);
+        FEDRT_TRY(coder_[k].encode(value[k], start[k], rng));
+      } else {
+        FEDRT_TRY(coder_[k].encode_raw(value[k]));
+      }
+    }
+    state_->encoding = static_cast<uint8_t>(coded_ ? Encoding::kCodec : Encoding::kRawFloat64);
+    return hold_pending(a, out);
+  }
+
+  // The coded update is this round's pending one until the server has it.
+  Status hold_pending(const Announcement& a, ClientOutput& out) {
+    state_->pending = 1;
+    state_->pending_id = a.id;
+    state_->samples = last_samples_;
+    state_->loss_before = work_.loss_before();
+    state_->loss_after = work_.loss_after();
+    state_->examples = work_.examples();
+    for (uint32_t k = 0; k < work_.shape().chains; ++k)
+      state_->payload_len[k] = static_cast<uint32_t>(coder_[k].payload_size());
+    return send_pending(a, out);
+  }
+
   static constexpr uint32_t kStateMagic = 0x53435246u;  // "FRCS"
 
   struct State {

@@ -20,6 +20,7 @@
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/config/task.h"
 #include "fedrt/core/types.h"
+#include "fedrt/problems/td_block.h"
 #include "fedrt/protocol/local_problem.h"
 
 namespace fedrt::protocol {
@@ -198,6 +199,38 @@ class ClientWork {
       }
     }
     return samples;
+  }
+
+  // Host lane kernels (sim/td_lanes.h) run the TD(0) local steps of several
+  // agents at once: run() in three parts. Whether this round's run() is a
+  // plain TD(0) block (LSA family, sampled transitions, no loss report).
+  bool td_block_possible(const LocalProblem<S>& p) const {
+    if constexpr (kLsa)
+      return shape_.family == config::Family::kLsa && !report_loss_ && !noise_free_ && p.expected == nullptr &&
+             p.td != nullptr;
+    return false;
+  }
+  // run()'s start: theta_{t,0}^c = theta_t; `block` describes the H steps.
+  void begin_td_block(const S* broadcast, uint32_t round, uint32_t local_steps, uint32_t agent,
+                      const LocalProblem<S>& p, problems::TdBlock<S>& block) {
+    if constexpr (kLsa) {
+      algorithms::RoundPlan plan;
+      plan.round = round;
+      plan.local_steps = local_steps;
+      lsa_.begin_round(broadcast, plan);
+      block.theta = lsa_.mutable_update();
+      block.eta_xi = lsa_.eta_control_variate();
+      block.oracle = p.td;
+      block.key = RngKey(seed_, run_, agent, round, RngStream::kLocalSteps);
+      block.steps = local_steps;
+      block.eta = lsa_.step_size();
+    }
+  }
+  // run()'s end once the block has run: what run() returns and writes.
+  uint64_t finish_td_block(const S* broadcast, uint32_t local_steps, const S* value[], const S* start[]) {
+    value[0] = lsa_.update();
+    start[0] = broadcast;
+    return local_steps;
   }
 
   // The local objective f_c at the last round's broadcast and local model

@@ -15,6 +15,7 @@
 #include "fedrt/protocol/client_session.h"
 #include "fedrt/protocol/server_session.h"
 #include "fedrt/core/worker_pool.h"
+#include "fedrt/sim/td_lanes.h"
 
 namespace fedrt::sim {
 
@@ -29,6 +30,7 @@ struct DriverOptions {
   // workers costs tens of microseconds).
   double min_parallel_work = 0;
   double work_per_sample = 1;
+  TdKernel kernel = TdKernel::kAuto;  // TD(0) local steps: lanes of agents or one by one (same results)
 };
 
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).
@@ -49,6 +51,7 @@ class SessionDriver {
  private:
   Status play_round(uint32_t round);
   Status deliver_announcements(uint32_t round);
+  void announce_range(size_t begin, size_t end);
   Status feed(uint32_t agent, const protocol::ClientOutput& out);
 
   DriverOptions opt_;
