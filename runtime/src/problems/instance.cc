@@ -103,13 +103,24 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
     td_ = std::move(*p);
   }
   const TdProblem& p = *td_;
-  const size_t n = static_cast<size_t>(p.n_states), d = static_cast<size_t>(p.dim);
+  const size_t d = static_cast<size_t>(p.dim);
   // A linear system's oracle is the expected operator with its noise levels.
   const bool expected = spec.garnet.noise_free || p.linear_system();
-  const size_t per_agent = expected
-                               ? sizeof(double) * (d * d + 2 * d) + 4 * Arena::kAlignment
-                               : sizeof(double) * n * d + n * n * (sizeof(TdTransition<double>) + 24) + 8 * Arena::kAlignment;
-  oracle_memory_.assign(per_agent * static_cast<size_t>(p.agents()), 0);
+  // TD(0): the agents share the feature map (p.phi); each keeps its alias
+  // table only, sized exactly (a first pass counts the atoms).
+  size_t bytes = 0;
+  if (expected) {
+    bytes = (sizeof(double) * (d * d + 2 * d) + 4 * Arena::kAlignment) * static_cast<size_t>(p.agents());
+  } else {
+    size_t scratch = 0;
+    for (int c = 0; c < p.agents(); ++c) {
+      const uint32_t atoms = TdOracle<double>::KeptAtoms(p.joint_law(c).data(), p.n_states);
+      bytes += TdOracle<double>::KeptBytes(atoms);
+      scratch = std::max(scratch, TdOracle<double>::ScratchBytes(atoms));
+    }
+    bytes += scratch;
+  }
+  oracle_memory_.assign(bytes, 0);
   Arena arena(oracle_memory_.data(), oracle_memory_.size());
   for (int c = 0; c < p.agents(); ++c) {
     if (expected) {
@@ -121,7 +132,8 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
       expected_oracles_.push_back(*o);
     } else {
       const std::vector<double> joint = p.joint_law(c);
-      auto o = TdOracle<double>::create(arena, p.dim, p.n_states, p.gamma, p.phi.data(), p.reward[c].data(), joint.data());
+      auto o = TdOracle<double>::create_shared(arena, p.dim, p.n_states, p.gamma, p.phi.data(), p.reward[c].data(),
+                                               joint.data());
       if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
       max_atoms_ = std::max<int>(max_atoms_, static_cast<int>(o->atoms()));
       td_oracles_.push_back(*o);

@@ -92,22 +92,24 @@ class TdOracle {
                                  const double* phi, const double* reward, const double* joint) {
     if (dim <= 0 || n_states <= 0 || n_states > 65535)
       return Status::InvalidArgument("td oracle: bad dimension or state count");
-    TdOracle o;
-    o.dim_ = dim;
-    o.gamma_ = static_cast<S>(gamma);
-    // Weights below 2^-48 of the total are round-off (e.g. a transient state's
-    // stationary mass from the eigen-solver: 1e-22 on x86-64, 1e-90 on ARM),
-    // and below what 32-bit alias thresholds resolve in a table of up to 2^16
-    // atoms: they get no atom, so every architecture builds the same table.
-    double total = 0.0;
-    for (int i = 0; i < n_states * n_states; ++i) total += joint[i] > 0.0 ? joint[i] : 0.0;
-    const double cutoff = total * 0x1p-48;
-    uint32_t atoms = 0;
-    for (int i = 0; i < n_states * n_states; ++i) atoms += joint[i] > cutoff ? 1u : 0u;
-    if (atoms == 0) return Status::InvalidArgument("td oracle: the joint law of (s, s') is zero");
     auto phi_r = arena.allocate<S>(static_cast<size_t>(n_states) * dim);
     if (!phi_r.ok()) return phi_r.status();
     for (int i = 0; i < n_states * dim; ++i) phi_r->data[i] = static_cast<S>(phi[i]);
+    return create_shared(arena, dim, n_states, gamma, phi_r->data, reward, joint);
+  }
+
+  // The same over features `phi` the caller keeps alive (agents sharing one
+  // feature map, as a Garnet fleet does): only the alias table is in `arena`.
+  static Result<TdOracle> create_shared(Arena& arena, int dim, int n_states, double gamma, const S* phi,
+                                        const double* reward, const double* joint) {
+    if (dim <= 0 || n_states <= 0 || n_states > 65535)
+      return Status::InvalidArgument("td oracle: bad dimension or state count");
+    TdOracle o;
+    o.dim_ = dim;
+    o.gamma_ = static_cast<S>(gamma);
+    double cutoff = 0.0;
+    const uint32_t atoms = KeptAtoms(joint, n_states, &cutoff);
+    if (atoms == 0) return Status::InvalidArgument("td oracle: the joint law of (s, s') is zero");
     auto atoms_r = arena.allocate<TdTransition<S>>(atoms);
     if (!atoms_r.ok()) return atoms_r.status();
     const size_t mark = arena.mark();
@@ -129,10 +131,31 @@ class TdOracle {
     Status st = BuildAliasTable<S>(w_r->data, atoms, atoms_r->data, arena);
     arena.release_to(mark);
     if (!st.ok()) return st;
-    o.phi_ = phi_r->data;
+    o.phi_ = phi;
     o.atoms_ = atoms_r->data;
     o.n_atoms_ = atoms;
     return o;
+  }
+
+  // Atoms the oracle keeps of a joint law (n_states x n_states): weights above
+  // 2^-48 of the total. Weights below are round-off (e.g. a transient state's
+  // stationary mass from the eigen-solver: 1e-22 on x86-64, 1e-90 on ARM),
+  // and below what 32-bit alias thresholds resolve in a table of up to 2^16
+  // atoms: they get no atom, so every architecture builds the same table.
+  static uint32_t KeptAtoms(const double* joint, int n_states, double* cutoff_out = nullptr) {
+    double total = 0.0;
+    for (int i = 0; i < n_states * n_states; ++i) total += joint[i] > 0.0 ? joint[i] : 0.0;
+    const double cutoff = total * 0x1p-48;
+    uint32_t atoms = 0;
+    for (int i = 0; i < n_states * n_states; ++i) atoms += joint[i] > cutoff ? 1u : 0u;
+    if (cutoff_out != nullptr) *cutoff_out = cutoff;
+    return atoms;
+  }
+  // Arena bytes create_shared keeps for `atoms` atoms, and the scratch it
+  // needs besides while it builds them (released when it returns).
+  static constexpr size_t KeptBytes(uint32_t atoms) { return sizeof(TdTransition<S>) * atoms + Arena::kAlignment; }
+  static constexpr size_t ScratchBytes(uint32_t atoms) {
+    return 2 * (sizeof(double) * atoms + Arena::kAlignment) + 2 * (sizeof(uint32_t) * atoms + Arena::kAlignment);
   }
 
   // An oracle over tables built elsewhere (e.g. by create() on a host and
