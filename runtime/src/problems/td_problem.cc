@@ -57,24 +57,29 @@ Eigen::VectorXd StationaryDistribution(const MatrixRM& p) {
   return (avg / avg.sum()).transpose();
 }
 
+MatrixRM TdProblem::policy_kernel(int agent) const {
+  const int n = n_states, na = n_actions;
+  MatrixRM pp = MatrixRM::Zero(n, n);
+  const std::vector<double>& k = kernel[agent];
+  for (int s = 0; s < n; ++s)
+    for (int a = 0; a < na; ++a) {
+      const double w = policy(s, a);
+      if (w == 0.0) continue;
+      for (int s2 = 0; s2 < n; ++s2) pp(s, s2) += w * k[(static_cast<size_t>(s) * na + a) * n + s2];
+    }
+  return pp;
+}
+
 Status TdProblem::derive() {
-  const int n = n_states, na = n_actions, d = dim;
+  const int n = n_states, d = dim;
   const int agents_n = agents();
-  p_pi.assign(agents_n, MatrixRM::Zero(n, n));
   mu.assign(agents_n, Eigen::VectorXd::Zero(n));
   lsa = LsaSystem{};
   lsa.dim = d;
   lsa.abar.assign(agents_n, MatrixRM::Zero(d, d));
   lsa.bbar.assign(agents_n, Eigen::VectorXd::Zero(d));
   for (int c = 0; c < agents_n; ++c) {
-    MatrixRM& pp = p_pi[c];
-    const std::vector<double>& k = kernel[c];
-    for (int s = 0; s < n; ++s)
-      for (int a = 0; a < na; ++a) {
-        const double w = policy(s, a);
-        if (w == 0.0) continue;
-        for (int s2 = 0; s2 < n; ++s2) pp(s, s2) += w * k[(static_cast<size_t>(s) * na + a) * n + s2];
-      }
+    const MatrixRM pp = policy_kernel(c);
     mu[c] = StationaryDistribution(pp);
     // Abar_c = sum_s mu(s) phi(s) (phi(s) - gamma sum_s' P(s,s') phi(s'))^T
     const MatrixRM next_phi = pp * phi;  // row s: E[phi(s') | s]
@@ -93,8 +98,9 @@ Status TdProblem::derive() {
 
 std::vector<double> TdProblem::joint_law(int agent) const {
   std::vector<double> j(static_cast<size_t>(n_states) * n_states);
+  const MatrixRM pp = policy_kernel(agent);
   for (int s = 0; s < n_states; ++s)
-    for (int s2 = 0; s2 < n_states; ++s2) j[static_cast<size_t>(s) * n_states + s2] = mu[agent](s) * p_pi[agent](s, s2);
+    for (int s2 = 0; s2 < n_states; ++s2) j[static_cast<size_t>(s) * n_states + s2] = mu[agent](s) * pp(s, s2);
   return j;
 }
 

@@ -29,7 +29,6 @@ struct TdProblem {
   std::vector<std::vector<double>> kernel;  // P_c(s' | s, a), flat [s][a][s']
 
   // Derived by derive():
-  std::vector<MatrixRM> p_pi;        // P^pi_c(s, s') = sum_a pi(a|s) P_c(s'|s,a)
   std::vector<Eigen::VectorXd> mu;   // stationary law of P^pi_c
   LsaSystem lsa;                     // Abar_c, bbar_c, theta_c, theta_star
 
@@ -42,7 +41,11 @@ struct TdProblem {
 
   int agents() const { return linear_system() ? lsa.agents() : static_cast<int>(reward.size()); }
 
-  // Computes p_pi, mu, Abar_c = sum_{s,s'} mu(s) P^pi(s,s') phi(s)(phi(s) - gamma phi(s'))^T,
+  // P^pi_c(s, s') = sum_a pi(a|s) P_c(s'|s,a), n x n (computed when asked:
+  // kept for every agent it would cost n^2 doubles each).
+  MatrixRM policy_kernel(int agent) const;
+
+  // Computes mu, Abar_c = sum_{s,s'} mu(s) P^pi(s,s') phi(s)(phi(s) - gamma phi(s'))^T,
   // bbar_c = sum_s mu(s) r_c(s) phi(s), then theta_c and theta_star.
   Status derive();
 
