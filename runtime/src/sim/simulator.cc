@@ -81,6 +81,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       o.pool = &pool;
       o.min_parallel_work = eval.min_parallel_work();
       o.work_per_sample = eval.work_per_sample();
+      o.ranks = opt.ranks;
       SessionDriver driver;
       Status st = driver.run(o, [&](const DriverRound& r) -> Status {
         res.agent_steps += r.samples;
