@@ -1,8 +1,11 @@
-// The simulator's MPI calls (docs/simulator.md, "MPI"): start, the ranks'
+// The simulator's MPI calls (docs/architecture.md, "MPI"): start, the ranks'
 // one collective (sizes, then the bytes), finalize.
 #include "fedrt/sim/mpi_ranks.h"
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
+#include <thread>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -16,6 +19,22 @@ Status MpiError(const char* what, int code) {
   int n = 0;
   MPI_Error_string(code, text, &n);
   return Status(StatusCode::kUnavailable, fmt::format("MPI: {} failed: {}", what, std::string(text, n)));
+}
+
+// Waits for a nonblocking collective, sleeping between polls (10 us, doubling
+// to 1 ms): a blocking MPI call spins, and a rank waiting for slower ranks
+// would take a core from them when ranks share cores (--oversubscribe) or a
+// machine is busy. A round's local work takes milliseconds, so the latency
+// added is small.
+int Wait(MPI_Request& request) {
+  auto pause = std::chrono::microseconds(10);
+  for (;;) {
+    int done = 0;
+    if (int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return rc;
+    if (done != 0) return MPI_SUCCESS;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
 }
 
 }  // namespace
@@ -52,9 +71,10 @@ MpiRanks::~MpiRanks() { MPI_Finalize(); }
 Status MpiRanks::allgather(const std::vector<uint8_t>& mine, std::vector<uint8_t>& all, std::vector<size_t>& offsets) {
   unsigned long long n = mine.size();
   std::vector<unsigned long long> sizes(size_);
-  if (int rc = MPI_Allgather(&n, 1, MPI_UNSIGNED_LONG_LONG, sizes.data(), 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
-      rc != MPI_SUCCESS)
-    return MpiError("MPI_Allgather", rc);
+  MPI_Request request;
+  int rc = MPI_Iallgather(&n, 1, MPI_UNSIGNED_LONG_LONG, sizes.data(), 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD, &request);
+  if (rc == MPI_SUCCESS) rc = Wait(request);
+  if (rc != MPI_SUCCESS) return MpiError("MPI_Iallgather", rc);
   offsets.assign(size_ + 1, 0);
   for (uint32_t r = 0; r < size_; ++r) offsets[r + 1] = offsets[r] + sizes[r];
   // MPI counts are ints: every rank sees the same sizes, so every rank stops here alike.
@@ -70,10 +90,10 @@ Status MpiRanks::allgather(const std::vector<uint8_t>& mine, std::vector<uint8_t
   }
   all.resize(offsets[size_] + 1);  // + 1: a valid pointer when everything is empty
   static const uint8_t kNothing = 0;
-  if (int rc = MPI_Allgatherv(mine.empty() ? &kNothing : mine.data(), static_cast<int>(n), MPI_BYTE, all.data(),
-                              counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD);
-      rc != MPI_SUCCESS)
-    return MpiError("MPI_Allgatherv", rc);
+  rc = MPI_Iallgatherv(mine.empty() ? &kNothing : mine.data(), static_cast<int>(n), MPI_BYTE, all.data(),
+                       counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD, &request);
+  if (rc == MPI_SUCCESS) rc = Wait(request);
+  if (rc != MPI_SUCCESS) return MpiError("MPI_Iallgatherv", rc);
   all.resize(offsets[size_]);
   return Status::Ok();
 }
