@@ -1,4 +1,4 @@
-# mpirun -np K fedrt-sim (docs/simulator.md, "MPI"), label mpi: the same
+# mpirun -np K fedrt-sim (docs/architecture.md, "MPI"), label mpi: the same
 # metrics.csv for K = 1, 2, 4 ranks (oversubscribed) as the single-process
 # run, and a launch whose ranks read different experiments fails on every
 # rank. The scripts exit 77 (skipped, with the reason) when fedrt-sim was
