@@ -48,7 +48,7 @@ PACKAGES=(
   qemu-system-arm
   nanopb
   dpkg-dev
-  # mpirun -np K fedrt-sim: the simulator's agents across MPI ranks (docs/simulator.md, "MPI")
+  # mpirun -np K fedrt-sim: the simulator's agents across MPI ranks (docs/architecture.md, "MPI")
   libopenmpi-dev
   openmpi-bin
   # plotting of experiment results (scripts/plot_error.py)

@@ -1,7 +1,7 @@
 // fedrt-sim: the in-process simulator. Runs one or several federated LSA
 // algorithms on one problem for R runs and writes metrics.csv, summary.json,
 // model_<algorithm>.npy and error.png to --out. Under mpirun, every process
-// is one rank of the same simulation (docs/simulator.md, "MPI"): rank 0
+// is one rank of the same simulation (docs/architecture.md, "MPI"): rank 0
 // writes the outputs and prints, the others are silent.
 
 #include <unistd.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Ranks of a distributed simulation (docs/simulator.md, "MPI"): K processes
+// Ranks of a distributed simulation (docs/architecture.md, "MPI"): K processes
 // run identical server replicas; rank r owns the client sessions of one
 // contiguous range of agents, and every round the ranks share their agents'
 // messages so that every replica is fed all of them in the single-process

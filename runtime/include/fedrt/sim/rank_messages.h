@@ -1,5 +1,5 @@
 #pragma once
-// The agents' messages of one exchange between the ranks (docs/simulator.md,
+// The agents' messages of one exchange between the ranks (docs/architecture.md,
 // "MPI"): each rank packs the messages of the agents it owns, in the order
 // its driver produced them, and lists every agent whose message the server
 // takes in this exchange, in the single-process driver's order; after the

@@ -31,7 +31,7 @@ struct DriverOptions {
   // workers costs tens of microseconds).
   double min_parallel_work = 0;
   double work_per_sample = 1;
-  // A distributed run (docs/simulator.md, "MPI"): this rank's server replica
+  // A distributed run (docs/architecture.md, "MPI"): this rank's server replica
   // sees every agent, its client sessions are those of RangeOf(agents,
   // ranks->size(), ranks->rank()), and the agents' messages cross here.
   RankChannel* ranks = nullptr;

@@ -44,7 +44,9 @@ struct SimOptions {
   std::function<Status(const RoundEvent&)> on_round;
   bool keep_theta_history = false;
   // A distributed run (MPI, sim/rank_exchange.h): this process is one rank;
-  // every rank computes the same result. on_round must answer alike on all.
+  // every rank computes the same result. on_round must answer alike on all,
+  // and the (algorithm, run) pairs must run in the same order on all, one
+  // at a time: their exchanges share one sequence of collectives.
   RankChannel* ranks = nullptr;
 };
 
