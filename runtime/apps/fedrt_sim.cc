@@ -76,7 +76,8 @@ class Progress {
 
 int main(int argc, char** argv) {
   std::unique_ptr<MpiRanks> mpi;
-  if (Status st = MpiRanks::Start(&argc, &argv, mpi); !st.ok()) return Fail(st.message());
+  if (Status st = MpiRanks::Start(&argc, &argv, mpi); !st.ok())
+    return MpiLaunchRank() > 0 ? 2 : Fail(st.message());  // said once, by rank 0
   std::optional<RankChannel> ranks;
   if (mpi) ranks.emplace(*mpi);
   const bool quiet = ranks && ranks->rank() != 0;  // only rank 0 prints and writes

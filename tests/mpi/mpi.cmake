@@ -4,6 +4,15 @@
 # rank. The scripts exit 77 (skipped, with the reason) when fedrt-sim was
 # built without MPI or mpirun is missing. Not in sanitizer builds, which have
 # no MPI (CMakeLists.txt).
+if(NOT FEDRT_MPI)
+  # Without MPI, a process that an MPI launcher started (its environment says
+  # so) refuses to run as one rank of K, and says why.
+  add_test(NAME mpi_sim_refused_without_mpi
+    COMMAND fedrt-sim --config ${CMAKE_CURRENT_LIST_DIR}/garnet.toml --out ${CMAKE_CURRENT_BINARY_DIR}/mpi_refused)
+  set_tests_properties(mpi_sim_refused_without_mpi PROPERTIES LABELS mpi
+    ENVIRONMENT "OMPI_COMM_WORLD_SIZE=2;OMPI_COMM_WORLD_RANK=0"
+    PASS_REGULAR_EXPRESSION "started by an MPI launcher, but this build of fedrt-sim has no MPI")
+endif()
 if(FEDRT_SANITIZE)
   return()
 endif()

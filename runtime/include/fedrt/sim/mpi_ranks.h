@@ -21,6 +21,14 @@ inline bool MpiLaunched() {
   return false;
 }
 
+// This process's rank as the launcher set it (0 when not launched by MPI):
+// known before MPI starts, or in a build without MPI.
+inline int MpiLaunchRank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* r = std::getenv(v)) return std::atoi(r);
+  return 0;
+}
+
 class MpiRanks final : public RankExchange {
  public:
   // The MPI library this build uses ("Open MPI v4.1.4, ..."), or "none".
