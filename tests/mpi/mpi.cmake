@@ -33,6 +33,9 @@ fedrt_mpi_test(garnet_empty_rank "4" --config ${_fedrt_mpi}/garnet.toml --agents
 fedrt_mpi_test(logistic "1 2 4" --config ${_fedrt_mpi}/logistic.toml)
 fedrt_mpi_test(logistic_partial "1 2 4" --config ${_fedrt_mpi}/logistic.toml --participation 0.5)
 fedrt_mpi_test(gmm "1 2 4" --config ${_fedrt_mpi}/gmm.toml)
+# DIANA memories on the uplink, the compressed downlink's deltas, partial participation.
+fedrt_mpi_test(logistic_compressed "3" --config ${_fedrt_mpi}/logistic.toml --quantizer dither --levels 16
+  --compress-cv --compress-downlink --participation 0.7)
 
 add_test(NAME mpi_sim_bad_input
   COMMAND ${_fedrt_mpi}/bad_input.sh $<TARGET_FILE:fedrt-sim> ${CMAKE_CURRENT_BINARY_DIR}/mpi_bad_input
