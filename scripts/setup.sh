@@ -48,6 +48,9 @@ PACKAGES=(
   qemu-system-arm
   nanopb
   dpkg-dev
+  # mpirun -np K fedrt-sim: the simulator's agents across MPI ranks (docs/architecture.md, "MPI")
+  libopenmpi-dev
+  openmpi-bin
   # plotting of experiment results (scripts/plot_error.py)
   python3
   python3-matplotlib

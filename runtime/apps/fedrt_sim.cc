@@ -1,11 +1,14 @@
 // fedrt-sim: the in-process simulator. Runs one or several federated LSA
 // algorithms on one problem for R runs and writes metrics.csv, summary.json,
-// model_<algorithm>.npy and error.png to --out.
+// model_<algorithm>.npy and error.png to --out. Under mpirun, every process
+// is one rank of the same simulation (docs/architecture.md, "MPI"): rank 0
+// writes the outputs and prints, the others are silent.
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -17,6 +20,7 @@
 #include "fedrt/log/log.h"
 #include "fedrt/config/experiment.h"
 #include "fedrt/report/outputs.h"
+#include "fedrt/sim/mpi_ranks.h"
 #include "fedrt/sim/simulator.h"
 
 using namespace fedrt;
@@ -71,30 +75,52 @@ class Progress {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::unique_ptr<MpiRanks> mpi;
+  if (Status st = MpiRanks::Start(&argc, &argv, mpi); !st.ok())
+    return MpiLaunchRank() > 0 ? 2 : Fail(st.message());  // said once, by rank 0
+  std::optional<RankChannel> ranks;
+  if (mpi) ranks.emplace(*mpi);
+  const bool quiet = ranks && ranks->rank() != 0;  // only rank 0 prints and writes
   CLI::App app{
       "fedrt-sim: the in-process federated simulator. Families: LSA / TD(0) (FedLSA, SCAFFLSA, SCAFFLSA-H1), "
       "optimisation on least squares / logistic regression (FedAvg, Scaffold, FedProx and their Federated "
       "Richardson-Romberg versions), EM on Gaussian mixtures (FedEM, naive FedEM, VR-FedEM); uplink compression "
       "(dithering, rounding, with memory), partial participation and SecAgg+. Same experiment files, same "
       "iterates as ./fedrt fleet"};
-  app.set_version_flag("--version", "fedrt-sim 0.1.0");
+  app.set_version_flag("--version", "fedrt-sim 0.1.0 (MPI: " + MpiRanks::Library() + ")");
   ExperimentFlags flags;
   AddExperimentFlags(app, flags);
   std::string log_level = "info";
   log::AddLevelFlag(app, log_level);
-  CLI11_PARSE(app, argc, argv);
-  if (Status lv = log::SetLevel(log_level); !lv.ok()) return Fail(lv.message());
+  Status parsed;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (!ranks || e.get_exit_code() == 0) return quiet ? 0 : app.exit(e);  // --help, --version: every rank stops
+    parsed = Status(StatusCode::kInvalidArgument, std::string(e.what()));
+  }
+  if (parsed.ok()) parsed = log::SetLevel(quiet ? "off" : log_level);
   ExperimentConfig cfg;
-  if (Status st = ExperimentFromFlags(app, flags, cfg); !st.ok()) return Fail(st.message());
-
-  Status valid = Validate(cfg);
-  if (!valid.ok()) return Fail(valid.message());
+  if (parsed.ok()) parsed = ExperimentFromFlags(app, flags, cfg);
+  if (parsed.ok()) parsed = Validate(cfg);
+  if (!ranks && !parsed.ok()) return Fail(parsed.message());
+  if (ranks) {  // every rank must run the same experiment, or none runs
+    uint64_t fingerprint = 0;
+    if (parsed.ok()) {
+      auto f = ExperimentFingerprint(cfg);
+      if (f.ok()) fingerprint = *f;
+      else parsed = f.status();
+    }
+    Status agreed = ranks->agree_start(parsed, fingerprint, flags.config.empty() ? "(command line)" : flags.config);
+    if (!agreed.ok()) return quiet ? 2 : Fail(agreed.message());
+  }
   if (!cfg.opt.coordinator_generates)  // the same file drives ./fedrt fleet
     log::Get("fedrt-sim").info("problem.coordinator_generates = false concerns fedrt-coordinator only: the simulator "
                                "trains every agent, so it generates their data and reports the error against x_star");
 
-  Progress progress(cfg, log::Get("fedrt-sim").should_log(spdlog::level::info));
+  Progress progress(cfg, !quiet && log::Get("fedrt-sim").should_log(spdlog::level::info));
   SimOptions opt;
+  opt.ranks = ranks ? &*ranks : nullptr;
   opt.on_round = [&](const RoundEvent& e) {
     progress.on_round(e);
     return Status::Ok();
@@ -104,13 +130,19 @@ int main(int argc, char** argv) {
     run.emplace(RunExperiment(cfg, opt));
   } catch (const std::bad_alloc&) {
     progress.finish();
-    return Fail(fmt::format("out of memory: the simulator holds every agent's data and state (problem.dim = {}, "
-                            "{} agents; a dense least-squares or logistic problem needs about agents x samples x d "
-                            "x 8 bytes); reduce problem.dim, problem.samples or problem.agents",
-                            cfg.garnet.dim, cfg.garnet.agents));
+    run.emplace(Status(StatusCode::kResourceExhausted,
+                       fmt::format("out of memory: the simulator holds every agent's data and state (problem.dim = {}, "
+                                   "{} agents; a dense least-squares or logistic problem needs about agents x samples "
+                                   "x d x 8 bytes); reduce problem.dim, problem.samples or problem.agents",
+                                   cfg.garnet.dim, cfg.garnet.agents)));
   }
   progress.finish();
   Result<SimResult>& result = *run;
+  if (ranks) {  // every rank finished, or every rank reports the first failure
+    Status done = ranks->agree_done(result.ok() ? Status::Ok() : result.status());
+    if (!done.ok()) return quiet ? 2 : Fail(done.message());
+    if (quiet) return 0;
+  }
   if (!result.ok()) return Fail(result.status().message());
 
   Status plot_status;
@@ -118,9 +150,9 @@ int main(int argc, char** argv) {
   if (!st.ok()) return Fail(st.message());
   if (!plot_status.ok()) log::Get("fedrt-sim").warn("no error.png: {}", plot_status.message());
 
-  std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d\n", result->problem.description.c_str(),
-              result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs,
-              result->threads);
+  std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d%s\n", result->problem.description.c_str(),
+              result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs, result->threads,
+              ranks ? fmt::format(", ranks={}", ranks->size()).c_str() : "");
   std::printf("%-14s %16s %16s %18s %10s %16s\n", "algorithm", "final error", "std", "predicted bias^2", "wall s",
               "agent-steps/s");
   for (const AlgorithmResult& a : result->algorithms) {

@@ -33,9 +33,20 @@ Status AgentError(uint32_t agent, const Status& st) {
 
 Status SessionDriver::run(const DriverOptions& o, const std::function<Status(const DriverRound&)>& on_round) {
   opt_ = o;
+  Status st = run_rounds(on_round);
+  // A rank that failed tells the others (which wait for its messages) before
+  // it returns; every rank then returns the same error.
+  if (!st.ok() && st.code() != StatusCode::kCancelled && o.ranks != nullptr) st = o.ranks->fail(st);
+  return st;
+}
+
+Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>& on_round) {
+  const DriverOptions& o = opt_;
   const config::Task& task = *o.task;
   const uint32_t n = task.problem.agents;
   if (o.agents == nullptr || o.agents->size() != n) return Status::InvalidArgument("simulator: one local problem per agent");
+  own_ = o.ranks != nullptr ? RangeOf(n, o.ranks->size(), o.ranks->rank()) : AgentRange{0, n};
+  samples_shared_ = 0;
   protocol::ServerOptions so;
   so.task = task;
   so.algorithm = o.algorithm;
@@ -44,10 +55,11 @@ Status SessionDriver::run(const DriverOptions& o, const std::function<Status(con
   FEDRT_TRY(server_.init(so));
   entropy_seed_ = Mix64(task.seed ^ 0xE27E27ull);
   const size_t per = (ClientSession<double>::WorkspaceBytes(task, o.algorithm) + 63) & ~size_t(63);
-  arena_memory_.assign(per * n + 64, 0);
-  clients_.reset(new ClientSession<double>[n]);
-  for (uint32_t c = 0; c < n; ++c) {
-    Arena arena(arena_memory_.data() + per * c, per);
+  arena_memory_.assign(per * own_.count() + 64, 0);
+  clients_.reset(own_.lo, own_.hi);
+  for (uint32_t c = 0; c < n; ++c) server_.set_connected(c, true, 0);
+  for (uint32_t c = own_.lo; c < own_.hi; ++c) {
+    Arena arena(arena_memory_.data() + per * (c - own_.lo), per);
     ClientSession<double>::Options co;
     co.task = &task;
     co.algorithm = o.algorithm;
@@ -58,10 +70,9 @@ Status SessionDriver::run(const DriverOptions& o, const std::function<Status(con
     co.entropy_ctx = &entropy_seed_;
     Status st = clients_[c].init(arena, co);
     if (!st.ok()) return AgentError(c, st);
-    server_.set_connected(c, true, 0);
   }
-  outputs_.assign(n, ClientOutput{});
-  errors_.assign(n, Status::Ok());
+  outputs_.reset(own_.lo, own_.hi);
+  errors_.assign(own_.lo, own_.hi, Status::Ok());
   dropped_.assign(n, 0);
   auto finish = [&](uint32_t round) -> Status {
     DriverRound r;
@@ -73,7 +84,7 @@ Status SessionDriver::run(const DriverOptions& o, const std::function<Status(con
     server_.publish();
     Outgoing out;
     while (server_.next_outgoing(out)) {
-      if (out.kind != MessageKind::kRoundResult) continue;
+      if (out.kind != MessageKind::kRoundResult || !own_.owns(out.agent)) continue;
       Status st = clients_[out.agent].on_result(server_.result(out.agent));
       if (!st.ok()) return AgentError(out.agent, st);
     }
@@ -100,6 +111,7 @@ Status SessionDriver::play_round(uint32_t round) {
     }
   FEDRT_TRY(server_.open_round(round, 0));
   samples_ = 0;
+  samples_shared_ = 0;
   // Simulated SecAgg+ dropouts: floor(dropout n) of the round's n sampled
   // devices (a keyed shuffle of their ids) vanish before their masked input.
   std::vector<char> vanish(n, 0);
@@ -122,32 +134,43 @@ Status SessionDriver::play_round(uint32_t round) {
     while (server_.next_outgoing(out)) {
       delivered = true;
       if (out.kind == MessageKind::kAnnouncement) {
-        batch_.push_back(out.agent);
+        if (opt_.ranks != nullptr) announced_.push_back(out.agent);
+        if (own_.owns(out.agent)) batch_.push_back(out.agent);
         continue;
       }
-      ClientOutput& reply = outputs_[out.agent];
+      // Every replica reads the server's message; the agent's owner answers it.
+      const bool mine = own_.owns(out.agent);
+      ClientOutput* reply = mine ? &outputs_[out.agent] : nullptr;
       Status st = Status::Ok();
-      ClientSession<double>& client = clients_[out.agent];
       switch (out.kind) {
-        case MessageKind::kSecAggKeys: st = client.on_secagg_keys(server_.secagg_keys(out.agent), reply); break;
-        case MessageKind::kSecAggSharesIn:
+        case MessageKind::kSecAggKeys: {
+          const protocol::SecAggKeysMsg m = server_.secagg_keys(out.agent);
+          if (mine) st = clients_[out.agent].on_secagg_keys(m, *reply);
+          break;
+        }
+        case MessageKind::kSecAggSharesIn: {
+          const protocol::SecAggSharesMsg m = server_.secagg_shares_in(out.agent);
           if (vanish[out.agent]) {  // it received its shares, then vanished before its masked input
-            (void)server_.secagg_shares_in(out.agent);
             dropped_[out.agent] = 1;
             server_.set_connected(out.agent, false, 0);
             continue;
           }
-          st = client.on_secagg_shares_in(server_.secagg_shares_in(out.agent), reply);
+          if (mine) st = clients_[out.agent].on_secagg_shares_in(m, *reply);
           break;
-        case MessageKind::kSecAggUnmaskRequest:
-          st = client.on_secagg_unmask_request(server_.secagg_unmask_request(out.agent), reply);
+        }
+        case MessageKind::kSecAggUnmaskRequest: {
+          const protocol::SecAggUnmaskRequestMsg m = server_.secagg_unmask_request(out.agent);
+          if (mine) st = clients_[out.agent].on_secagg_unmask_request(m, *reply);
           break;
+        }
         default: continue;
       }
       if (!st.ok()) return AgentError(out.agent, st);
-      FEDRT_TRY(feed(out.agent, reply));
+      if (opt_.ranks != nullptr) messages_.expect(out.agent);
+      if (mine) FEDRT_TRY(feed(out.agent, *reply));
     }
     if (!batch_.empty()) FEDRT_TRY(deliver_announcements(round));
+    if (opt_.ranks != nullptr && delivered) FEDRT_TRY(exchange());
     if (!delivered && !server_.round_closed()) {
       if (++idle > 1) return Status::Internal("simulator: a round waits for messages no agent will send");
       server_.tick(protocol::ServerSession::kNoDeadline - 1);
@@ -209,7 +232,26 @@ void SessionDriver::announce_range(size_t b, size_t e) {
   if (n > 0) flush();
 }
 
+// Distributed: the server replicas take every agent's message in the
+// single-process order (the announced agents after the others, as
+// deliver_announcements feeds them after the drain), whoever owns the agent.
+Status SessionDriver::exchange() {
+  for (uint32_t c : announced_) messages_.expect(c);
+  announced_.clear();
+  uint64_t all = 0;
+  FEDRT_TRY(messages_.exchange(*opt_.ranks, opt_.task->problem.agents, samples_ - samples_shared_, all,
+                               [this](uint32_t agent, const ClientOutput& m) { return send(agent, m); }));
+  samples_ = samples_shared_ + all;
+  samples_shared_ = samples_;
+  return Status::Ok();
+}
+
 Status SessionDriver::feed(uint32_t agent, const ClientOutput& out) {
+  if (opt_.ranks != nullptr) return messages_.put(agent, out);  // sent to the server by exchange()
+  return send(agent, out);
+}
+
+Status SessionDriver::send(uint32_t agent, const ClientOutput& out) {
   protocol::Verdict v;
   switch (out.kind) {
     case MessageKind::kNone: return Status::Ok();

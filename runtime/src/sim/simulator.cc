@@ -82,6 +82,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       o.min_parallel_work = eval.min_parallel_work();
       o.work_per_sample = eval.work_per_sample();
       ParseTdKernel(cfg.kernel.c_str(), o.kernel);  // checked by Validate
+      o.ranks = opt.ranks;
       SessionDriver driver;
       Status st = driver.run(o, [&](const DriverRound& r) -> Status {
         res.agent_steps += r.samples;

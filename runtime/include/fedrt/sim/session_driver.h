@@ -16,6 +16,8 @@
 #include "fedrt/protocol/server_session.h"
 #include "fedrt/core/worker_pool.h"
 #include "fedrt/sim/td_lanes.h"
+#include "fedrt/sim/agent_slots.h"
+#include "fedrt/sim/rank_messages.h"
 
 namespace fedrt::sim {
 
@@ -31,6 +33,10 @@ struct DriverOptions {
   double min_parallel_work = 0;
   double work_per_sample = 1;
   TdKernel kernel = TdKernel::kAuto;  // TD(0) local steps: lanes of agents or one by one (same results)
+  // A distributed run (docs/architecture.md, "MPI"): this rank's server replica
+  // sees every agent, its client sessions are those of RangeOf(agents,
+  // ranks->size(), ranks->rank()), and the agents' messages cross here.
+  RankChannel* ranks = nullptr;
 };
 
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).
@@ -53,13 +59,20 @@ class SessionDriver {
   Status deliver_announcements(uint32_t round);
   void announce_range(size_t begin, size_t end);
   Status feed(uint32_t agent, const protocol::ClientOutput& out);
+  Status send(uint32_t agent, const protocol::ClientOutput& out);  // to the server
+  Status run_rounds(const std::function<Status(const DriverRound&)>& on_round);
+  Status exchange();  // distributed: the messages of this step, to every replica
 
   DriverOptions opt_;
   protocol::ServerSession server_;
-  std::unique_ptr<protocol::ClientSession<double>[]> clients_;
+  AgentSlots<protocol::ClientSession<double>> clients_;  // the agents own_
   std::vector<uint8_t> arena_memory_;
-  std::vector<protocol::ClientOutput> outputs_;
-  std::vector<Status> errors_;
+  AgentSlots<protocol::ClientOutput> outputs_;
+  AgentSlots<Status> errors_;
+  AgentRange own_;
+  RankMessages messages_;
+  std::vector<uint32_t> announced_;  // this step's announcements (all agents)
+  uint64_t samples_shared_ = 0;      // samples_ as of the last exchange
   std::vector<uint32_t> batch_;
   std::vector<char> dropped_;
   uint64_t entropy_seed_ = 0;

@@ -18,6 +18,7 @@
 #include "fedrt/problems/td_problem.h"
 #include "fedrt/report/results.h"
 #include "fedrt/config/experiment.h"
+#include "fedrt/sim/rank_exchange.h"
 
 namespace fedrt::sim {
 
@@ -42,6 +43,11 @@ struct SimOptions {
   // or algorithm starts); any other error stops the experiment with it.
   std::function<Status(const RoundEvent&)> on_round;
   bool keep_theta_history = false;
+  // A distributed run (MPI, sim/rank_exchange.h): this process is one rank;
+  // every rank computes the same result. on_round must answer alike on all,
+  // and the (algorithm, run) pairs must run in the same order on all, one
+  // at a time: their exchanges share one sequence of collectives.
+  RankChannel* ranks = nullptr;
 };
 
 // The federated TD(0) problem of `config` (Garnet or an array-bundle file),
