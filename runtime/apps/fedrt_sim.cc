@@ -31,6 +31,7 @@ int Fail(const std::string& what) {
 }
 
 // Progress: a rewritten line on a terminal, one line per finished run otherwise.
+// With short rounds several runs go at once (calls serialised, runs interleaved).
 class Progress {
  public:
   Progress(const ExperimentConfig& c, bool show)
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
     progress.on_round(e);
     return Status::Ok();
   };
+  opt.on_round_any_thread = true;
   std::optional<Result<SimResult>> run;
   try {  // the only exception the host code lets through: memory running out
     run.emplace(RunExperiment(cfg, opt));
@@ -118,9 +120,9 @@ int main(int argc, char** argv) {
   if (!st.ok()) return Fail(st.message());
   if (!plot_status.ok()) log::Get("fedrt-sim").warn("no error.png: {}", plot_status.message());
 
-  std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d\n", result->problem.description.c_str(),
-              result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs,
-              result->threads);
+  std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d%s\n", result->problem.description.c_str(),
+              result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs, result->threads,
+              result->concurrent_runs ? " (one run per thread)" : "");
   std::printf("%-14s %16s %16s %18s %10s %16s\n", "algorithm", "final error", "std", "predicted bias^2", "wall s",
               "agent-steps/s");
   for (const AlgorithmResult& a : result->algorithms) {
