@@ -8,10 +8,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
+#if defined(FEDRT_HOST) && defined(FEDRT_LOGISTIC_AVX2)
+#include "fedrt/problems/logistic_avx2.h"
+#endif
 
 namespace fedrt::problems {
 
@@ -59,6 +63,9 @@ class LogisticOracle {
     // kBlock samples at a time: their dot products are independent chains the
     // CPU overlaps, while every sum keeps its order (the same bits as one by one).
     constexpr int kBlock = 8;
+#if defined(FEDRT_LOGISTIC_AVX2)
+    const bool avx2 = std::is_same<S, double>::value && detail::LogisticAvx2Supported();
+#endif
     for (; b + kBlock <= m; b += kBlock) {
       uint32_t j[kBlock];
       const S* a[kBlock];
@@ -68,6 +75,16 @@ class LogisticOracle {
         a[i] = x_ + static_cast<size_t>(j[i]) * p;
         z[i] = S(0);
       }
+#if defined(FEDRT_LOGISTIC_AVX2)
+      if constexpr (std::is_same<S, double>::value) {
+        if (avx2) {  // the same sums, 4 samples or coordinates per instruction
+          S yb[kBlock];
+          for (int i = 0; i < kBlock; ++i) yb[i] = y_[j[i]];
+          detail::LogisticBlock8Avx2(a, yb, x, p, p < d, inv_m, g);
+          continue;
+        }
+      }
+#endif
       for (int k = 0; k < p; ++k)
         for (int i = 0; i < kBlock; ++i) z[i] += a[i][k] * x[k];
       for (int i = 0; i < kBlock; ++i) {
