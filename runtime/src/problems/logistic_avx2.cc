@@ -28,10 +28,8 @@ inline void Transpose4(__m256d r0, __m256d r1, __m256d r2, __m256d r3, __m256d& 
   c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
-}  // namespace
-
-void LogisticBlock8Avx2(const double* const a[8], const double y[8], const double* x, int p, bool intercept,
-                        double inv_m, double* g) {
+// s_i = -y_i z_i for the 8 samples a[0..7].
+void Dots8(const double* const* a, const double* y, const double* x, int p, bool intercept, double* s) {
   // z for samples 0..3 (lo) and 4..7 (hi): each lane's sum in k order.
   __m256d zlo = _mm256_setzero_pd(), zhi = _mm256_setzero_pd();
   int k = 0;
@@ -60,24 +58,14 @@ void LogisticBlock8Avx2(const double* const a[8], const double y[8], const doubl
     zlo = _mm256_add_pd(zlo, xp);
     zhi = _mm256_add_pd(zhi, xp);
   }
-  // s = -y z; sigma(s) = 1 / (1 + e^{-s}) for s >= 0, e^s / (1 + e^s) below
-  // (problems::Sigmoid): t = exp(-|s|) by glibc, one call per sample.
-  const __m256d neg_ylo = _mm256_xor_pd(_mm256_loadu_pd(y), _mm256_set1_pd(-0.0));
-  const __m256d neg_yhi = _mm256_xor_pd(_mm256_loadu_pd(y + 4), _mm256_set1_pd(-0.0));
-  alignas(32) double s[8], t[8];
-  _mm256_store_pd(s, _mm256_mul_pd(neg_ylo, zlo));
-  _mm256_store_pd(s + 4, _mm256_mul_pd(neg_yhi, zhi));
-  for (int i = 0; i < 8; ++i) t[i] = std::exp(s[i] >= 0.0 ? -s[i] : s[i]);
-  const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd(), m = _mm256_set1_pd(inv_m);
-  alignas(32) double coef[8];
-  for (int h = 0; h < 2; ++h) {
-    const __m256d sv = _mm256_load_pd(s + 4 * h), tv = _mm256_load_pd(t + 4 * h);
-    const __m256d num = _mm256_blendv_pd(tv, one, _mm256_cmp_pd(sv, zero, _CMP_GE_OQ));  // s >= 0: 1, else t
-    const __m256d sig = _mm256_div_pd(num, _mm256_add_pd(one, tv));
-    _mm256_store_pd(coef + 4 * h, _mm256_mul_pd(_mm256_mul_pd(h == 0 ? neg_ylo : neg_yhi, sig), m));
-  }
-  // g[k] += coef_i a_i[k], i in order for every k.
-  k = 0;
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  _mm256_storeu_pd(s, _mm256_mul_pd(_mm256_xor_pd(_mm256_loadu_pd(y), sign), zlo));
+  _mm256_storeu_pd(s + 4, _mm256_mul_pd(_mm256_xor_pd(_mm256_loadu_pd(y + 4), sign), zhi));
+}
+
+// g[k] += coef_i a_i[k] for the 8 samples a[0..7], i in order for every k.
+void Axpy8(const double* const* a, const double* coef, int p, bool intercept, double* g) {
+  int k = 0;
   for (; k + 8 <= p; k += 8) {
     __m256d g0 = _mm256_loadu_pd(g + k), g1 = _mm256_loadu_pd(g + k + 4);
     for (int i = 0; i < 8; ++i) {
@@ -97,6 +85,29 @@ void LogisticBlock8Avx2(const double* const a[8], const double y[8], const doubl
     for (int i = 0; i < 8; ++i) g[k] += coef[i] * a[i][k];
   if (intercept)
     for (int i = 0; i < 8; ++i) g[p] += coef[i];
+}
+
+}  // namespace
+
+void LogisticBlocksAvx2(const double* const* a, const double* y, int blocks, const double* x, int p, bool intercept,
+                        double inv_m, double* g) {
+  constexpr int kMax = 8 * kLogisticAvx2MaxBlocks;
+  alignas(32) double s[kMax], t[kMax], coef[kMax];
+  const int n = 8 * blocks;
+  for (int b = 0; b < blocks; ++b) Dots8(a + 8 * b, y + 8 * b, x, p, intercept, s + 8 * b);
+  // sigma(s) = 1 / (1 + e^{-s}) for s >= 0, e^s / (1 + e^s) below
+  // (problems::Sigmoid): t = exp(-|s|) by glibc, one call per sample.
+  for (int i = 0; i < n; ++i) t[i] = std::exp(s[i] >= 0.0 ? -s[i] : s[i]);
+  const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd(), m = _mm256_set1_pd(inv_m),
+                sign = _mm256_set1_pd(-0.0);
+  for (int i = 0; i < n; i += 4) {
+    const __m256d sv = _mm256_load_pd(s + i), tv = _mm256_load_pd(t + i);
+    const __m256d num = _mm256_blendv_pd(tv, one, _mm256_cmp_pd(sv, zero, _CMP_GE_OQ));  // s >= 0: 1, else t
+    const __m256d sig = _mm256_div_pd(num, _mm256_add_pd(one, tv));
+    const __m256d neg_y = _mm256_xor_pd(_mm256_loadu_pd(y + i), sign);
+    _mm256_store_pd(coef + i, _mm256_mul_pd(_mm256_mul_pd(neg_y, sig), m));
+  }
+  for (int b = 0; b < blocks; ++b) Axpy8(a + 8 * b, coef + 8 * b, p, intercept, g);
 }
 
 }  // namespace fedrt::problems::detail

@@ -64,7 +64,24 @@ class LogisticOracle {
     // CPU overlaps, while every sum keeps its order (the same bits as one by one).
     constexpr int kBlock = 8;
 #if defined(FEDRT_LOGISTIC_AVX2)
-    const bool avx2 = std::is_same<S, double>::value && detail::LogisticAvx2Supported();
+    if constexpr (std::is_same<S, double>::value) {
+      if (detail::LogisticAvx2Supported()) {  // the same sums, 4 samples or coordinates per instruction
+        constexpr int kMax = kBlock * detail::kLogisticAvx2MaxBlocks;
+        const S* a[kMax];
+        S yb[kMax];
+        while (b + kBlock <= m) {
+          const uint32_t left = (m - b) / kBlock;
+          const int blocks = left < detail::kLogisticAvx2MaxBlocks ? static_cast<int>(left) : detail::kLogisticAvx2MaxBlocks;
+          for (int i = 0; i < kBlock * blocks; ++i) {  // draws in sample order, as below
+            const uint32_t j = batch == 0 ? b + static_cast<uint32_t>(i) : rng.below(n_);
+            a[i] = x_ + static_cast<size_t>(j) * p;
+            yb[i] = y_[j];
+          }
+          detail::LogisticBlocksAvx2(a, yb, blocks, x, p, p < d, inv_m, g);
+          b += static_cast<uint32_t>(kBlock * blocks);
+        }
+      }
+    }
 #endif
     for (; b + kBlock <= m; b += kBlock) {
       uint32_t j[kBlock];
@@ -75,16 +92,6 @@ class LogisticOracle {
         a[i] = x_ + static_cast<size_t>(j[i]) * p;
         z[i] = S(0);
       }
-#if defined(FEDRT_LOGISTIC_AVX2)
-      if constexpr (std::is_same<S, double>::value) {
-        if (avx2) {  // the same sums, 4 samples or coordinates per instruction
-          S yb[kBlock];
-          for (int i = 0; i < kBlock; ++i) yb[i] = y_[j[i]];
-          detail::LogisticBlock8Avx2(a, yb, x, p, p < d, inv_m, g);
-          continue;
-        }
-      }
-#endif
       for (int k = 0; k < p; ++k)
         for (int i = 0; i < kBlock; ++i) z[i] += a[i][k] * x[k];
       for (int i = 0; i < kBlock; ++i) {

@@ -14,11 +14,15 @@ namespace fedrt::problems::detail {
 // Whether this CPU runs the AVX2 kernel (checked once).
 bool LogisticAvx2Supported();
 
-// For the 8 samples with rows a[i] (p features) and labels y[i]:
+// Samples per call at most (blocks of 8): their exp calls run back to back
+// and their divisions overlap, instead of one block's chain at a time.
+constexpr int kLogisticAvx2MaxBlocks = 4;
+
+// For the 8 * blocks samples with rows a[i] (p features) and labels y[i]:
 // z_i = sum_k a_i[k] x[k] (+ x[p] when intercept), in k order from 0;
 // coef_i = -y_i sigma(-y_i z_i) inv_m; then g[k] += coef_i a_i[k] and,
-// when intercept, g[p] += coef_i, for i = 0..7 in order.
-void LogisticBlock8Avx2(const double* const a[8], const double y[8], const double* x, int p, bool intercept,
+// when intercept, g[p] += coef_i, for i in order. 1 <= blocks <= kLogisticAvx2MaxBlocks.
+void LogisticBlocksAvx2(const double* const* a, const double* y, int blocks, const double* x, int p, bool intercept,
                         double inv_m, double* g);
 
 }  // namespace fedrt::problems::detail
