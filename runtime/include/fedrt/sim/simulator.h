@@ -1,7 +1,8 @@
 #pragma once
 // The in-process simulator driver: N virtual agents running the same
 // client/server cores as the coordinator and the devices, over R independent
-// runs, multi-threaded over agents and deterministic for any thread count.
+// runs, multi-threaded over agents (or over whole runs when rounds are
+// short, docs/architecture.md) and deterministic for any thread count.
 
 #include <cstdint>
 #include <functional>
