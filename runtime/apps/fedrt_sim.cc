@@ -35,6 +35,7 @@ int Fail(const std::string& what) {
 }
 
 // Progress: a rewritten line on a terminal, one line per finished run otherwise.
+// With short rounds several runs go at once (calls serialised, runs interleaved).
 class Progress {
  public:
   Progress(const ExperimentConfig& c, bool show)
@@ -125,6 +126,7 @@ int main(int argc, char** argv) {
     progress.on_round(e);
     return Status::Ok();
   };
+  opt.on_round_any_thread = true;
   std::optional<Result<SimResult>> run;
   try {  // the only exception the host code lets through: memory running out
     run.emplace(RunExperiment(cfg, opt));
@@ -152,7 +154,8 @@ int main(int argc, char** argv) {
 
   std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d%s\n", result->problem.description.c_str(),
               result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs, result->threads,
-              ranks ? fmt::format(", ranks={}", ranks->size()).c_str() : "");
+              ranks ? fmt::format(", ranks={}", ranks->size()).c_str()
+                    : (result->concurrent_runs ? " (one run per thread)" : ""));
   std::printf("%-14s %16s %16s %18s %10s %16s\n", "algorithm", "final error", "std", "predicted bias^2", "wall s",
               "agent-steps/s");
   for (const AlgorithmResult& a : result->algorithms) {

@@ -34,27 +34,29 @@ void Reference(const std::vector<double>& xs, const std::vector<double>& ys, int
 }
 
 TEST(LogisticBlocks, GradientBitsEqualTheOneByOneLoop) {
-  for (bool intercept : {false, true}) {
-    for (uint32_t batch : {0u, 1u, 7u, 8u, 100u, 203u}) {
-      const int d = 9, p = intercept ? d - 1 : d;
-      const uint32_t n = 37;
-      CounterRng data(11);
-      std::vector<double> xs(static_cast<size_t>(n) * p), ys(n), x(d);
-      for (double& v : xs) v = 4.0 * data.uniform() - 2.0;
-      for (double& v : ys) v = data.uniform() < 0.5 ? -1.0 : 1.0;
-      for (double& v : x) v = data.uniform() - 0.5;
-      uint8_t buf[64];
-      Arena arena(buf, sizeof(buf));
-      auto o = problems::LogisticOracle<double>::create(arena, d, n, xs.data(), ys.data(), 0.1, intercept);
-      ASSERT_TRUE(o.ok());
-      std::vector<double> g(d), want(d);
-      CounterRng r1(0x5eed), r2(0x5eed);
-      for (int step = 0; step < 3; ++step) {
-        o->gradient(x.data(), g.data(), batch, r1);
-        Reference(xs, ys, d, p, n, 0.1, x.data(), want.data(), batch, r2);
-        EXPECT_EQ(0, std::memcmp(g.data(), want.data(), sizeof(double) * d))
-            << "batch " << batch << " intercept " << intercept << " step " << step;
-        EXPECT_EQ(r1.next_u64(), r2.next_u64());  // the same draws were taken
+  for (int d : {9, 6, 3, 13}) {  // every path of the host kernels: 8 and 4 coordinates at a time, and the rest
+    for (bool intercept : {false, true}) {
+      for (uint32_t batch : {0u, 1u, 7u, 8u, 100u, 203u}) {
+        const int p = intercept ? d - 1 : d;
+        const uint32_t n = 37;
+        CounterRng data(11);
+        std::vector<double> xs(static_cast<size_t>(n) * p), ys(n), x(d);
+        for (double& v : xs) v = 4.0 * data.uniform() - 2.0;
+        for (double& v : ys) v = data.uniform() < 0.5 ? -1.0 : 1.0;
+        for (double& v : x) v = data.uniform() - 0.5;
+        uint8_t buf[64];
+        Arena arena(buf, sizeof(buf));
+        auto o = problems::LogisticOracle<double>::create(arena, d, n, xs.data(), ys.data(), 0.1, intercept);
+        ASSERT_TRUE(o.ok());
+        std::vector<double> g(d), want(d);
+        CounterRng r1(0x5eed), r2(0x5eed);
+        for (int step = 0; step < 3; ++step) {
+          o->gradient(x.data(), g.data(), batch, r1);
+          Reference(xs, ys, d, p, n, 0.1, x.data(), want.data(), batch, r2);
+          EXPECT_EQ(0, std::memcmp(g.data(), want.data(), sizeof(double) * d))
+              << "d " << d << " batch " << batch << " intercept " << intercept << " step " << step;
+          EXPECT_EQ(r1.next_u64(), r2.next_u64());  // the same draws were taken
+        }
       }
     }
   }

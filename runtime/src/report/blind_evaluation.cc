@@ -75,6 +75,7 @@ class BlindEvaluation : public Evaluation {
   }
   double initial_error() const override { return std::numeric_limits<double>::quiet_NaN(); }
   double error(const protocol::ServerCore&) const override { return std::numeric_limits<double>::quiet_NaN(); }
+  bool concurrent_runs() const override { return true; }  // HeldOutScores::record is thread-safe
   void round_finished(size_t a, uint32_t run, uint32_t round, const protocol::ServerCore& core) override {
     if (test_) test_->record(a, run, round, core.model());
   }

@@ -44,9 +44,13 @@ TestScore HeldOutSet::score(const double* x) const { return ScoreModel(data_, 0,
 
 void HeldOutScores::record(size_t algorithm, uint32_t run, uint32_t round, const double* model) {
   if (round == protocol::kInitRound) return;
-  std::vector<TestScore>& row = rows_[algorithm][run];
-  if (row.empty()) row.assign(rounds_ + 1, TestScore{std::nan(""), std::nan("")});
-  if (round < rounds_) row[round + 1] = set_.score(model);
+  std::vector<TestScore>* row;
+  {
+    std::lock_guard<std::mutex> lock(rows_mu_);
+    row = &rows_[algorithm][run];  // map nodes stay put when other pairs insert theirs
+    if (row->empty()) row->assign(rounds_ + 1, TestScore{std::nan(""), std::nan("")});
+  }
+  if (round < rounds_) (*row)[round + 1] = set_.score(model);
 }
 
 void HeldOutScores::fill(size_t algorithm, uint32_t runs, const double* initial, AlgorithmResult& res) const {

@@ -66,6 +66,7 @@ class LsaEvaluation : public Evaluation {
 
   double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), lsa_.theta_star); }
   double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), lsa_.theta_star); }
+  bool concurrent_runs() const override { return true; }  // no per-run state
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
     if (task_.algorithms[a].kind == config::AlgorithmKind::kFedLsa) {

@@ -35,7 +35,8 @@ class OptEvaluation : public Evaluation {
  public:
   OptEvaluation(const config::Task& t, const problems::Instance& i, Eigen::VectorXd x_star)
       : task_(t), inst_(i), data_(*i.fed()), x_star_(std::move(x_star)),
-        lsq_(t.problem.kind == config::ProblemKind::kLeastSquares) {}
+        lsq_(t.problem.kind == config::ProblemKind::kLeastSquares),
+        runs_(static_cast<size_t>(t.num_algorithms) * t.runs) {}
 
   // Above d = 2048 the host keeps no d x d matrix: no closed-form theory, no
   // Hessian-based heterogeneity or smoothness (summary.json says so).
@@ -159,46 +160,57 @@ class OptEvaluation : public Evaluation {
   // A plain run's Polyak-Ruppert average xbar = mean of x_t over the rounds
   // after the burn-in, t = round + 1 > b (docs/algorithms.md 3), kept here:
   // Fed-RR's server keeps its two chains' averages, a single chain's needs none.
+  // Every (algorithm, run) has its own slot, so runs may be evaluated at once.
   void round_finished(size_t a, uint32_t run, uint32_t round, const protocol::ServerCore& core) override {
     if (test_) test_->record(a, run, round, core.model());
     if (task_.algorithms[a].rr || round == protocol::kInitRound) return;
+    RunState& s = slot(a, run);
     const int d = data_.model_dim();
-    if (round == 0 || average_.size() != d) {
-      average_ = Eigen::VectorXd::Zero(d);
-      averaged_ = 0;
+    if (round == 0 || s.average.size() != d) {
+      s.average = Eigen::VectorXd::Zero(d);
+      s.averaged = 0;
     }
     if (round + 1 <= task_.hyper.burn_in) return;
-    ++averaged_;
-    const double w = 1.0 / static_cast<double>(averaged_);
+    ++s.averaged;
+    const double w = 1.0 / static_cast<double>(s.averaged);
     const double* x = core.model();
-    for (int i = 0; i < d; ++i) average_[i] += w * (x[i] - average_[i]);
+    for (int i = 0; i < d; ++i) s.average[i] += w * (x[i] - s.average[i]);
   }
 
   double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), x_star_); }
   double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), x_star_); }
 
-  void run_finished(size_t a, uint32_t, const protocol::ServerCore& core) override {
+  void run_finished(size_t a, uint32_t run, const protocol::ServerCore& core) override {
+    RunState& s = slot(a, run);
     const int d = data_.model_dim();
-    final_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), d));
+    s.finished = true;
+    s.final = Eigen::Map<const Eigen::VectorXd>(core.model(), d);
     if (task_.algorithms[a].rr) {
-      pr_gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_gamma(), d));
-      pr_2gamma_[a].push_back(Eigen::Map<const Eigen::VectorXd>(core.average_2gamma(), d));
+      s.pr_gamma = Eigen::Map<const Eigen::VectorXd>(core.average_gamma(), d);
+      s.pr_2gamma = Eigen::Map<const Eigen::VectorXd>(core.average_2gamma(), d);
     } else {
-      if (average_.size() != d) average_ = Eigen::VectorXd::Zero(d);
-      pr_gamma_[a].push_back(average_);
-      pr_2gamma_[a].push_back(average_);
+      if (s.average.size() != d) s.average = Eigen::VectorXd::Zero(d);
+      s.pr_gamma = std::move(s.average);
+      s.pr_2gamma = s.pr_gamma;
+      s.average = Eigen::VectorXd();
     }
   }
+
+  bool concurrent_runs() const override { return true; }
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
     const config::AlgorithmChoice spec = task_.algorithms[a];
     if (test_) test_->fill(a, task_.runs, inst_.initial_iterate().data(), res);
     std::vector<double> final_dist, pr_dist, pr2_dist, stat_err;
-    for (size_t r = 0; r < final_[a].size(); ++r) {  // distances to x_star (not squared)
-      final_dist.push_back((final_[a][r] - x_star_).norm());
-      pr_dist.push_back((pr_gamma_[a][r] - x_star_).norm());
-      pr2_dist.push_back((pr_2gamma_[a][r] - x_star_).norm());
-      if (data_.theta_true) stat_err.push_back((final_[a][r] - *data_.theta_true).squaredNorm());
+    std::vector<const Eigen::VectorXd*> finals;  // the finished runs' final iterates, in run order
+    for (uint32_t r = 0; r < task_.runs; ++r) {  // distances to x_star (not squared)
+      const RunState& s = slot(a, r);
+      if (!s.finished) continue;
+      finals.push_back(&s.final);
+      final_dist.push_back((s.final - x_star_).norm());
+      pr_dist.push_back((s.pr_gamma - x_star_).norm());
+      pr2_dist.push_back((s.pr_2gamma - x_star_).norm());
+      if (data_.theta_true) stat_err.push_back((s.final - *data_.theta_true).squaredNorm());
     }
     nlohmann::json& e = res.extra;
     e["final_dist_mean"] = MeanOf(final_dist);
@@ -235,15 +247,15 @@ class OptEvaluation : public Evaluation {
     } else if (exact_theory && lsq_ && fedavg_bias_ && spec.kind == AlgorithmKind::kFedAvg) {
       res.predicted_bias_sq = fedavg_bias_->after_rounds.squaredNorm();
       res.predicted_bias_sq_stationary = fedavg_bias_->stationary.squaredNorm();
-      if (fedavg_point_ && !final_[a].empty()) {
+      if (fedavg_point_ && !finals.empty()) {
         e["fixed_point_dist_sq"] = (*fedavg_point_ - x_star_).squaredNorm();
-        e["final_rel_diff_from_fixed_point"] = (final_[a][0] - *fedavg_point_).norm() / fedavg_point_->norm();
+        e["final_rel_diff_from_fixed_point"] = (*finals[0] - *fedavg_point_).norm() / fedavg_point_->norm();
       }
-    } else if (exact_theory && lsq_ && spec.kind == AlgorithmKind::kFedProxExact && fedprox_point_ && !final_[a].empty()) {
+    } else if (exact_theory && lsq_ && spec.kind == AlgorithmKind::kFedProxExact && fedprox_point_ && !finals.empty()) {
       res.predicted_bias_sq = (*fedprox_point_ - x_star_).squaredNorm();
       res.predicted_bias_sq_stationary = res.predicted_bias_sq;
       e["fixed_point_dist_sq"] = *res.predicted_bias_sq;
-      e["final_rel_diff_from_fixed_point"] = (final_[a][0] - *fedprox_point_).norm() / fedprox_point_->norm();
+      e["final_rel_diff_from_fixed_point"] = (*finals[0] - *fedprox_point_).norm() / fedprox_point_->norm();
     }
   }
 
@@ -264,9 +276,15 @@ class OptEvaluation : public Evaluation {
   std::optional<problems::LsaSystem> lsa_;
   std::optional<Eigen::VectorXd> fedavg_point_, fedprox_point_;
   std::optional<analysis::FedLsaBias> fedavg_bias_;
-  std::map<size_t, std::vector<Eigen::VectorXd>> final_, pr_gamma_, pr_2gamma_;
-  Eigen::VectorXd average_;  // the current plain run's xbar (round_finished)
-  uint32_t averaged_ = 0;
+  struct RunState {
+    Eigen::VectorXd average;  // a plain run's xbar while it runs (round_finished)
+    uint32_t averaged = 0;
+    bool finished = false;
+    Eigen::VectorXd final, pr_gamma, pr_2gamma;  // at run_finished
+  };
+  RunState& slot(size_t a, uint32_t run) { return runs_[a * task_.runs + run]; }
+  const RunState& slot(size_t a, uint32_t run) const { return runs_[a * task_.runs + run]; }
+  std::vector<RunState> runs_;  // [algorithm * runs + run]
   std::optional<HeldOutScores> test_;
 };
 

@@ -43,6 +43,7 @@ class UserEvaluation : public Evaluation {
   }
   double initial_error() const override { return std::numeric_limits<double>::quiet_NaN(); }
   double error(const protocol::ServerCore&) const override { return std::numeric_limits<double>::quiet_NaN(); }
+  bool concurrent_runs() const override { return true; }  // no per-run state
 
  private:
   const config::Task& task_;

@@ -1,16 +1,14 @@
 #include "fedrt/sim/simulator.h"
 
-#include <chrono>
-#include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "fedrt/config/names.h"
 #include "fedrt/report/evaluation.h"
-#include "fedrt/sim/session_driver.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/core/worker_pool.h"
+#include "pair_runner.h"
 
 namespace fedrt::sim {
 
@@ -27,8 +25,9 @@ Result<problems::FedDataset> BuildFedData(const config::ExperimentConfig& cfg) {
 }
 
 // Every algorithm of the task for every run, through the round protocol
-// (sim/session_driver.h); the family's evaluation (report/evaluation.h)
-// measures each closed round.
+// (pair_runner.h: one run of one algorithm at a time with the pool inside
+// rounds, or several runs at once); the family's evaluation
+// (report/evaluation.h) measures each closed round.
 Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOptions& opt) {
   FEDRT_TRY(config::Validate(cfg));
   auto task_r = config::MakeTask(cfg);
@@ -56,78 +55,46 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   out.config = cfg;
   out.threads = pool.threads();
   eval.describe(out);
-  const int dim = out.problem.dim;
-  const uint32_t T = task.rounds;
+  PairContext ctx;
+  ctx.task = &task;
+  ctx.instance = &**instance;
+  ctx.eval = &eval;
+  ctx.dim = out.problem.dim;
+  for (uint32_t a = 0; a < task.num_algorithms; ++a) ctx.names.push_back(config::AlgorithmName(task.algorithms[a]));
+  ctx.keep_theta_history = opt.keep_theta_history;
+  ParseTdKernel(cfg.kernel.c_str(), ctx.kernel);  // checked by Validate
+  ctx.ranks = opt.ranks;
+  // Short rounds: whole runs at once, one per thread; otherwise one run after
+  // the other, each round's agents on the pool. The same bits either way.
+  std::vector<PairOutput> done;
+  if (PairsInParallel(ctx, pool, opt)) {
+    out.concurrent_runs = true;
+    done = RunPairsInParallel(ctx, pool, opt);
+    for (const PairOutput& p : done)  // the first error in (algorithm, run) order
+      if (!p.status.ok() && !p.stopped) return p.status;
+  }
   for (uint32_t a = 0; a < task.num_algorithms; ++a) {
     AlgorithmResult res;
-    res.name = config::AlgorithmName(task.algorithms[a]);
+    res.name = ctx.names[a];
     uint64_t secagg_failed = 0;
     for (uint32_t run = 0; run < task.runs; ++run) {
-      const auto t0 = std::chrono::steady_clock::now();
-      std::vector<double> err(T + 1);
-      std::vector<uint32_t> members(T + 1, 0);
-      std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
-      std::vector<double> train(T + 1, std::nan("")), local(T + 1, std::nan(""));
-      std::vector<Eigen::VectorXd> history;
-      size_t rows = 1;  // rows filled: fewer than T + 1 when on_round ends the run early
-      err[0] = eval.initial_error();
-      if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>((*instance)->initial_iterate().data(), dim));
-      DriverOptions o;
-      o.task = &task;
-      o.algorithm = a;
-      o.run = run;
-      o.agents = &(*instance)->locals();
-      o.initial = protocol::View<double>{(*instance)->initial_iterate().data(), static_cast<uint32_t>((*instance)->initial_iterate().size())};
-      o.pool = &pool;
-      o.min_parallel_work = eval.min_parallel_work();
-      o.work_per_sample = eval.work_per_sample();
-      ParseTdKernel(cfg.kernel.c_str(), o.kernel);  // checked by Validate
-      o.ranks = opt.ranks;
-      SessionDriver driver;
-      Status st = driver.run(o, [&](const DriverRound& r) -> Status {
-        res.agent_steps += r.samples;
-        eval.round_finished(a, run, r.round, r.server->core());
-        if (r.round == protocol::kInitRound) {  // FedEM's V_{0,c} and the first broadcast: round 0's row
-          up[0] = r.commit->bits_up;
-          down[0] = r.commit->bits_down;
-          return Status::Ok();
-        }
-        const uint32_t t = r.round;
-        const protocol::ServerCore& core = r.server->core();
-        err[t + 1] = eval.error(core);
-        members[t + 1] = static_cast<uint32_t>(r.commit->members.size());
-        up[t + 1] = r.commit->bits_up;
-        down[t + 1] = r.commit->bits_down;
-        train[t + 1] = r.commit->train_loss;
-        local[t + 1] = r.commit->local_loss;
-        if (!r.commit->failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = r.commit->failure;
-        if (opt.keep_theta_history) history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
-        rows = t + 2;
-        if (opt.on_round)
-          return opt.on_round(RoundEvent{a, res.name, run, static_cast<long>(t) + 1, err[t + 1], core.model(), dim});
-        return Status::Ok();
-      });
-      if (st.code() == StatusCode::kCancelled) {  // the caller ended this run
-        for (auto* v : {&err, &train, &local}) v->resize(rows);
-        members.resize(rows);
-        up.resize(rows);
-        down.resize(rows);
-      } else if (!st.ok()) {
-        return Status(st.code(), fmt::format("{}: {}", res.name, st.message()));
-      }
-      const protocol::ServerCore& core = driver.server().core();
-      res.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      res.error.push_back(std::move(err));
-      res.agents.push_back(std::move(members));
-      res.bits_up.push_back(std::move(up));
-      res.bits_down.push_back(std::move(down));
+      PairOutput p = done.empty() ? RunPair(ctx, a, run, &pool, opt.on_round)
+                                  : std::move(done[static_cast<size_t>(a) * task.runs + run]);
+      if (!p.status.ok()) return p.status;
+      res.agent_steps += p.agent_steps;
+      res.wall_seconds += p.wall_seconds;
+      if (secagg_failed == 0 && p.secagg_failed > 0) res.extra["secagg_first_failure"] = p.secagg_first_failure;
+      secagg_failed += p.secagg_failed;
+      res.error.push_back(std::move(p.error));
+      res.agents.push_back(std::move(p.agents));
+      res.bits_up.push_back(std::move(p.bits_up));
+      res.bits_down.push_back(std::move(p.bits_down));
       if (task.problem.own_data) {
-        res.train_loss.push_back(std::move(train));
-        res.local_loss.push_back(std::move(local));
+        res.train_loss.push_back(std::move(p.train_loss));
+        res.local_loss.push_back(std::move(p.local_loss));
       }
-      res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
-      if (opt.keep_theta_history) res.theta_history.push_back(std::move(history));
-      eval.run_finished(a, run, core);
+      res.final_theta.push_back(std::move(p.final_theta));
+      if (opt.keep_theta_history) res.theta_history.push_back(std::move(p.history));
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
     eval.algorithm_finished(a, res);

@@ -40,6 +40,10 @@ class Evaluation {
   virtual void round_finished(size_t algorithm, uint32_t run, uint32_t round, const protocol::ServerCore& core) {}
   virtual void run_finished(size_t algorithm, uint32_t run, const protocol::ServerCore& core) {}
   virtual void algorithm_finished(size_t algorithm, AlgorithmResult& res) {}
+  // True when error(), round_finished and run_finished may run for different
+  // (algorithm, run) pairs at once (each pair's calls still in round order;
+  // algorithm_finished after all of an algorithm's runs, in algorithm order).
+  virtual bool concurrent_runs() const { return false; }
   // Local work per sample (flops), for the simulator's threads-or-inline choice.
   virtual double work_per_sample() const { return 1.0; }
   virtual double min_parallel_work() const { return 1u << 15; }

@@ -8,6 +8,7 @@
 // squares has no accuracy: NaN). Host code.
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,8 @@ class HeldOutScores {
  public:
   HeldOutScores(HeldOutSet set, uint32_t rounds) : set_(std::move(set)), rounds_(rounds) {}
   // Scores `model` (d numbers) as round `round`'s of (algorithm, run); the
-  // initial exchange (protocol::kInitRound) and rounds past the schedule are ignored.
+  // initial exchange (protocol::kInitRound) and rounds past the schedule are
+  // ignored. Different (algorithm, run) pairs may record from different threads.
   void record(size_t algorithm, uint32_t run, uint32_t round, const double* model);
   // Appends runs 0..runs-1 of `algorithm` to res.test_loss / test_accuracy,
   // row 0 from `initial`, and res.extra["test_examples"].
@@ -62,6 +64,7 @@ class HeldOutScores {
   HeldOutSet set_;
   uint32_t rounds_;
   std::map<size_t, std::map<uint32_t, std::vector<TestScore>>> rows_;  // [algorithm][run][row]
+  std::mutex rows_mu_;  // guards rows_'s maps (a row itself belongs to one pair)
 };
 
 }  // namespace fedrt::report

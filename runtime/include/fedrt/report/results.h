@@ -62,6 +62,7 @@ struct SimResult {
   ProblemSummary problem;
   std::vector<AlgorithmResult> algorithms;
   int threads = 1;
+  bool concurrent_runs = false;  // the simulator ran several runs at once, one per thread
 };
 
 }  // namespace fedrt::report

@@ -1,7 +1,8 @@
 #pragma once
 // The in-process simulator driver: N virtual agents running the same
 // client/server cores as the coordinator and the devices, over R independent
-// runs, multi-threaded over agents and deterministic for any thread count.
+// runs, multi-threaded over agents (or over whole runs when rounds are
+// short, docs/architecture.md) and deterministic for any thread count.
 
 #include <cstdint>
 #include <functional>
@@ -42,6 +43,12 @@ struct SimOptions {
   // ends this run after this round (its rows so far are kept, the next run
   // or algorithm starts); any other error stops the experiment with it.
   std::function<Status(const RoundEvent&)> on_round;
+  // True lets the simulator run whole runs at once (short rounds, see
+  // docs/simulator.md) with on_round called from its worker threads: one call
+  // at a time, each run's rounds in order, different runs interleaved. False
+  // keeps on_round on the calling thread, runs in (algorithm, run) order.
+  // Results are the same bits either way.
+  bool on_round_any_thread = false;
   bool keep_theta_history = false;
   // A distributed run (MPI, sim/rank_exchange.h): this process is one rank;
   // every rank computes the same result. on_round must answer alike on all,

@@ -1,0 +1,144 @@
+#include "pair_runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "fedrt/sim/session_driver.h"
+
+namespace fedrt::sim {
+
+PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool* pool,
+                   const PairRoundCallback& on_round) {
+  const config::Task& task = *ctx.task;
+  const problems::Instance& inst = *ctx.instance;
+  report::Evaluation& eval = *ctx.eval;
+  const std::string& name = ctx.names[a];
+  const int dim = ctx.dim;
+  const uint32_t T = task.rounds;
+  const auto t0 = std::chrono::steady_clock::now();
+  PairOutput p;
+  p.error.assign(T + 1, 0.0);
+  p.agents.assign(T + 1, 0);
+  p.bits_up.assign(T + 1, 0);
+  p.bits_down.assign(T + 1, 0);
+  p.train_loss.assign(T + 1, std::nan(""));
+  p.local_loss.assign(T + 1, std::nan(""));
+  size_t rows = 1;  // rows filled: fewer than T + 1 when on_round ends the run early
+  p.error[0] = eval.initial_error();
+  if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(inst.initial_iterate().data(), dim));
+  DriverOptions o;
+  o.task = &task;
+  o.algorithm = a;
+  o.run = run;
+  o.agents = &inst.locals();
+  o.initial = protocol::View<double>{inst.initial_iterate().data(), static_cast<uint32_t>(inst.initial_iterate().size())};
+  o.pool = pool;
+  o.min_parallel_work = eval.min_parallel_work();
+  o.work_per_sample = eval.work_per_sample();
+  o.kernel = ctx.kernel;
+  o.ranks = ctx.ranks;
+  SessionDriver driver;
+  Status st = driver.run(o, [&](const DriverRound& r) -> Status {
+    p.agent_steps += r.samples;
+    eval.round_finished(a, run, r.round, r.server->core());
+    if (r.round == protocol::kInitRound) {  // FedEM's V_{0,c} and the first broadcast: round 0's row
+      p.bits_up[0] = r.commit->bits_up;
+      p.bits_down[0] = r.commit->bits_down;
+      return Status::Ok();
+    }
+    const uint32_t t = r.round;
+    const protocol::ServerCore& core = r.server->core();
+    p.error[t + 1] = eval.error(core);
+    p.agents[t + 1] = static_cast<uint32_t>(r.commit->members.size());
+    p.bits_up[t + 1] = r.commit->bits_up;
+    p.bits_down[t + 1] = r.commit->bits_down;
+    p.train_loss[t + 1] = r.commit->train_loss;
+    p.local_loss[t + 1] = r.commit->local_loss;
+    if (!r.commit->failure.empty() && p.secagg_failed++ == 0) p.secagg_first_failure = r.commit->failure;
+    if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
+    rows = t + 2;
+    if (on_round) return on_round(RoundEvent{a, name, run, static_cast<long>(t) + 1, p.error[t + 1], core.model(), dim});
+    return Status::Ok();
+  });
+  if (st.code() == StatusCode::kCancelled) {  // the caller ended this run
+    for (auto* v : {&p.error, &p.train_loss, &p.local_loss}) v->resize(rows);
+    p.agents.resize(rows);
+    p.bits_up.resize(rows);
+    p.bits_down.resize(rows);
+  } else if (!st.ok()) {
+    p.status = Status(st.code(), fmt::format("{}: {}", name, st.message()));
+    return p;
+  }
+  const protocol::ServerCore& core = driver.server().core();
+  p.final_theta = Eigen::Map<const Eigen::VectorXd>(core.model(), dim);
+  eval.run_finished(a, run, core);
+  p.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+namespace {
+
+// Concurrent runs share the agents' oracles; those with a workspace of their
+// own (softmax's logits, the expected operator's A theta) serve one at a time.
+bool OraclesKeepNoWorkspace(const std::vector<protocol::LocalProblem<double>>& agents) {
+  for (const protocol::LocalProblem<double>& p : agents)
+    if (p.softmax != nullptr || p.expected != nullptr || p.user != nullptr) return false;
+  return true;
+}
+
+}  // namespace
+
+bool PairsInParallel(const PairContext& ctx, const WorkerPool& pool, const SimOptions& options) {
+  const config::Task& task = *ctx.task;
+  const uint64_t pairs = static_cast<uint64_t>(task.num_algorithms) * task.runs;
+  if (pool.threads() < 2 || pairs < 2 || !ctx.eval->concurrent_runs() || ctx.ranks != nullptr) return false;
+  if (!OraclesKeepNoWorkspace(ctx.instance->locals())) return false;
+  if (options.on_round && !options.on_round_any_thread) return false;
+  // A round's local work, the quantity SessionDriver compares with
+  // min_parallel_work: far above it, rounds take milliseconds, the pool pays
+  // within every round and balances better than whole runs.
+  const double round_work = static_cast<double>(task.problem.agents) * task.participation *
+                            std::max<uint32_t>(1, task.hyper.local_steps) * ctx.eval->work_per_sample();
+  return round_work < 64.0 * ctx.eval->min_parallel_work();
+}
+
+std::vector<PairOutput> RunPairsInParallel(const PairContext& ctx, WorkerPool& pool, const SimOptions& options) {
+  const uint32_t runs = ctx.task->runs;
+  const size_t pairs = static_cast<size_t>(ctx.task->num_algorithms) * runs;
+  std::vector<PairOutput> out(pairs);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex callback_mu;
+  auto work = [&](size_t, size_t) {
+    for (size_t k; (k = next.fetch_add(1)) < pairs;) {
+      if (failed.load()) {
+        out[k].stopped = true;
+        out[k].status = Status(StatusCode::kAborted, std::string("stopped: another run failed"));
+        continue;
+      }
+      bool aborted = false;
+      PairRoundCallback cb = [&](const RoundEvent& e) -> Status {
+        if (failed.load()) {
+          aborted = true;
+          return Status(StatusCode::kAborted, std::string("stopped: another run failed"));
+        }
+        if (!options.on_round) return Status::Ok();
+        std::lock_guard<std::mutex> lock(callback_mu);
+        return options.on_round(e);
+      };
+      out[k] = RunPair(ctx, static_cast<uint32_t>(k / runs), static_cast<uint32_t>(k % runs), nullptr, cb);
+      if (aborted) out[k].stopped = true;
+      else if (!out[k].status.ok()) failed.store(true);
+    }
+  };
+  // One chunk of one index per thread: each thread loops over the queue.
+  pool.parallel_for(static_cast<size_t>(pool.threads()), work);
+  return out;
+}
+
+}  // namespace fedrt::sim
