@@ -111,11 +111,18 @@ std::vector<PairOutput> RunPairsInParallel(const PairContext& ctx, WorkerPool& p
   const uint32_t runs = ctx.task->runs;
   const size_t pairs = static_cast<size_t>(ctx.task->num_algorithms) * runs;
   std::vector<PairOutput> out(pairs);
+  // Longest first, so no thread is left with a long run at the end: a Fed-RR
+  // run advances two chains on the same samples, twice another run's work.
+  std::vector<size_t> order(pairs);
+  for (size_t k = 0; k < pairs; ++k) order[k] = k;
+  auto chains = [&](size_t k) { return ctx.task->algorithms[k / runs].rr ? 2 : 1; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return chains(x) > chains(y); });
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex callback_mu;
   auto work = [&](size_t, size_t) {
-    for (size_t k; (k = next.fetch_add(1)) < pairs;) {
+    for (size_t i; (i = next.fetch_add(1)) < pairs;) {
+      const size_t k = order[i];
       if (failed.load()) {
         out[k].stopped = true;
         out[k].status = Status(StatusCode::kAborted, std::string("stopped: another run failed"));

@@ -1,5 +1,6 @@
 #include "fedrt/sim/simulator.h"
 
+#include <chrono>
 #include <thread>
 
 #include <fmt/format.h>
@@ -55,6 +56,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   out.config = cfg;
   out.threads = pool.threads();
   eval.describe(out);
+  const auto runs_start = std::chrono::steady_clock::now();
   PairContext ctx;
   ctx.task = &task;
   ctx.instance = &**instance;
@@ -100,6 +102,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }
+  out.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();
   return out;
 }
 

@@ -63,6 +63,7 @@ struct SimResult {
   std::vector<AlgorithmResult> algorithms;
   int threads = 1;
   bool concurrent_runs = false;  // the simulator ran several runs at once, one per thread
+  double run_seconds = 0.0;      // elapsed time of all runs (problem generation excluded)
 };
 
 }  // namespace fedrt::report
