@@ -316,7 +316,9 @@ class ClientSession {
   }
 
   // Codes the local work's result (per chain: `value`, relative to `start`) and sends it.
-  Status send_update(const Announcement& a, const S* const value[], const S* const start[], ClientOutput& out) {
+  // Inlined: a firmware image calls it from on_announce only, and a call of
+  // its own would cost the image bytes it does not have (fedrt-fw-lsa's budget).
+  [[gnu::always_inline]] Status send_update(const Announcement& a, const S* const value[], const S* const start[], ClientOutput& out) {
     if (!a.report) return Status::Ok();  // VR-FedEM: the estimate moved, nothing to send
     for (uint32_t k = 0; k < work_.shape().chains; ++k) {
       if (coded_) {
