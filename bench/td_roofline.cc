@@ -32,37 +32,29 @@ typedef double V4 __attribute__((vector_size(32)));
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Peak multiply + add rate: 8 independent chains of x <- x * m + a (a multiply
-// and an add per lane, never fused). Baseline: 2-lane vectors (SSE2, NEON);
-// AVX2: 4 lanes, the AVX2 kernel's width.
+// and an add per lane, never fused), for a vector type V of kLanes doubles.
+// Baseline: 2-lane vectors (SSE2, NEON); AVX2: 4 lanes, the AVX2 kernel's width.
 typedef double V2 __attribute__((vector_size(16)));
-double PeakFlopsBaseline(long iters) {
-  V2 x[8];
-  for (int i = 0; i < 8; ++i) x[i] = V2{1.0 + i, 1.0};
-  const V2 m = V2{0.999999, 0.999999}, a = V2{1e-6, 1e-6};
+template <class V, int kLanes>
+[[gnu::always_inline]] inline double PeakFlopsLoop(long iters) {
+  V x[8], m, a;
+  for (int l = 0; l < kLanes; ++l) {
+    m[l] = 0.999999;
+    a[l] = 1e-6;
+    for (int i = 0; i < 8; ++i) x[i][l] = 1.0 + i;
+  }
   const auto t0 = Clock::now();
   for (long k = 0; k < iters; ++k)
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) x[i] = x[i] * m + a;
   const double s = Seconds(t0);
   double sink = 0;
-  for (int i = 0; i < 8; ++i) sink += x[i][0] + x[i][1];
+  for (int i = 0; i < 8; ++i) sink += x[i][0] + x[i][kLanes - 1];
   if (sink == 42.0) std::puts("");
-  return 8.0 * 2 * 2 * static_cast<double>(iters) / s;
+  return 8.0 * kLanes * 2 * static_cast<double>(iters) / s;
 }
-__attribute__((target("avx2"))) double PeakFlopsAvx2(long iters) {
-  V4 x[8];
-  for (int i = 0; i < 8; ++i) x[i] = V4{1.0 + i, 1.0, 1.0, 1.0};
-  const V4 m = V4{0.999999, 0.999999, 0.999999, 0.999999}, a = V4{1e-6, 1e-6, 1e-6, 1e-6};
-  const auto t0 = Clock::now();
-  for (long k = 0; k < iters; ++k)
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) x[i] = x[i] * m + a;
-  const double s = Seconds(t0);
-  double sink = 0;
-  for (int i = 0; i < 8; ++i) sink += x[i][0] + x[i][3];
-  if (sink == 42.0) std::puts("");
-  return 8.0 * 4 * 2 * static_cast<double>(iters) / s;
-}
+double PeakFlopsBaseline(long iters) { return PeakFlopsLoop<V2, 2>(iters); }
+__attribute__((target("avx2"))) double PeakFlopsAvx2(long iters) { return PeakFlopsLoop<V4, 4>(iters); }
 
 // Peak L1 read rate: 16 KB summed again and again in 4-lane loads.
 __attribute__((target("avx2"))) double PeakL1Bytes(long passes) {

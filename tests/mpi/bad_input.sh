@@ -8,14 +8,7 @@ sim="$1" work="$2" config="$3"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mpirun_local="$here/../../scripts/mpirun_local.sh"
 
-if [[ "$("$sim" --version)" == *"MPI: none"* ]]; then
-  echo "SKIP: this build of fedrt-sim has no MPI (CMake found none; install libopenmpi-dev and reconfigure)"
-  exit 77
-fi
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpirun not found (install openmpi-bin)"
-  exit 77
-fi
+source "$here/mpi_available.sh"
 rm -rf "$work"
 mkdir -p "$work"
 cp "$config" "$work/same.toml"

@@ -28,25 +28,26 @@ inline void Transpose4(__m256d r0, __m256d r1, __m256d r2, __m256d r3, __m256d& 
   c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
+// z + the terms k..k+3 of the dot products of rows[0..3] with x, one lane
+// per row, each lane adding its terms in k order.
+inline __m256d AddFourTerms(__m256d z, const double* const* rows, const double* x, int k) {
+  __m256d c0, c1, c2, c3;
+  Transpose4(_mm256_loadu_pd(rows[0] + k), _mm256_loadu_pd(rows[1] + k), _mm256_loadu_pd(rows[2] + k),
+             _mm256_loadu_pd(rows[3] + k), c0, c1, c2, c3);
+  z = _mm256_add_pd(z, _mm256_mul_pd(c0, _mm256_broadcast_sd(x + k)));
+  z = _mm256_add_pd(z, _mm256_mul_pd(c1, _mm256_broadcast_sd(x + k + 1)));
+  z = _mm256_add_pd(z, _mm256_mul_pd(c2, _mm256_broadcast_sd(x + k + 2)));
+  return _mm256_add_pd(z, _mm256_mul_pd(c3, _mm256_broadcast_sd(x + k + 3)));
+}
+
 // s_i = -y_i z_i for the 8 samples a[0..7].
 void Dots8(const double* const* a, const double* y, const double* x, int p, bool intercept, double* s) {
   // z for samples 0..3 (lo) and 4..7 (hi): each lane's sum in k order.
   __m256d zlo = _mm256_setzero_pd(), zhi = _mm256_setzero_pd();
   int k = 0;
   for (; k + 4 <= p; k += 4) {
-    __m256d c0, c1, c2, c3;
-    Transpose4(_mm256_loadu_pd(a[0] + k), _mm256_loadu_pd(a[1] + k), _mm256_loadu_pd(a[2] + k),
-               _mm256_loadu_pd(a[3] + k), c0, c1, c2, c3);
-    zlo = _mm256_add_pd(zlo, _mm256_mul_pd(c0, _mm256_broadcast_sd(x + k)));
-    zlo = _mm256_add_pd(zlo, _mm256_mul_pd(c1, _mm256_broadcast_sd(x + k + 1)));
-    zlo = _mm256_add_pd(zlo, _mm256_mul_pd(c2, _mm256_broadcast_sd(x + k + 2)));
-    zlo = _mm256_add_pd(zlo, _mm256_mul_pd(c3, _mm256_broadcast_sd(x + k + 3)));
-    Transpose4(_mm256_loadu_pd(a[4] + k), _mm256_loadu_pd(a[5] + k), _mm256_loadu_pd(a[6] + k),
-               _mm256_loadu_pd(a[7] + k), c0, c1, c2, c3);
-    zhi = _mm256_add_pd(zhi, _mm256_mul_pd(c0, _mm256_broadcast_sd(x + k)));
-    zhi = _mm256_add_pd(zhi, _mm256_mul_pd(c1, _mm256_broadcast_sd(x + k + 1)));
-    zhi = _mm256_add_pd(zhi, _mm256_mul_pd(c2, _mm256_broadcast_sd(x + k + 2)));
-    zhi = _mm256_add_pd(zhi, _mm256_mul_pd(c3, _mm256_broadcast_sd(x + k + 3)));
+    zlo = AddFourTerms(zlo, a, x, k);
+    zhi = AddFourTerms(zhi, a + 4, x, k);
   }
   for (; k < p; ++k) {
     const __m256d xk = _mm256_broadcast_sd(x + k);
