@@ -20,9 +20,9 @@ import tempfile
 import time
 
 # Peak bytes per Garnet agent of one rank (30 states, d = 8), measured at
-# N = 10^4 and 10^5 (README, "Performance"): the whole problem is built on
-# every rank, so this does not shrink with more ranks.
-BYTES_PER_AGENT = 20_000
+# N = 10^5 and 10^6 (5.2 KB; docs/architecture.md, "MPI"): the whole problem
+# is built on every rank, so this does not shrink with more ranks.
+BYTES_PER_AGENT = 5_500
 
 
 def available_bytes():

@@ -1,5 +1,6 @@
 #include "fedrt/problems/garnet.h"
 
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -77,18 +78,30 @@ Result<TdProblem> GenerateGarnet(const GarnetConfig& g) {
   for (int s = 0; s < g.n_states; ++s) r0(s) = shared.uniform();
   CounterRng k0_rng(g.seed, 0, kShared + 1, 0, RngStream::kProblem);
   CounterRng k1_rng(g.seed, 0, kShared + 2, 0, RngStream::kProblem);
-  const std::vector<double> k0 = BaseKernel(g, k0_rng);
-  const std::vector<double> k1 = g.heterogeneity == Heterogeneity::kHigh ? BaseKernel(g, k1_rng) : k0;
-
-  for (int c = 0; c < g.agents; ++c) {
+  auto k0 = std::make_shared<const std::vector<double>>(BaseKernel(g, k0_rng));
+  auto k1 = g.heterogeneity == Heterogeneity::kHigh
+                ? std::make_shared<const std::vector<double>>(BaseKernel(g, k1_rng)) : k0;
+  // Agent c's kernel: its base kernel perturbed by the first draws of its own
+  // stream. Regenerated when asked rather than kept (n^2 |A| doubles each).
+  auto kernel_of = [g, k0, k1](int c, CounterRng& rng) {
+    if (g.heterogeneity == Heterogeneity::kLow) return Perturb(*k0, g, g.epsilon, rng);
+    return Perturb(c % 2 == 0 ? *k0 : *k1, g, 0.02, rng);
+  };
+  p.kernel_generator = [g, kernel_of](int c) {
     CounterRng rng(g.seed, 0, static_cast<uint64_t>(c), 0, RngStream::kProblem);
+    return kernel_of(c, rng);
+  };
+
+  p.reward.reserve(static_cast<size_t>(g.agents));
+  for (int c = 0; c < g.agents; ++c) {
     if (g.heterogeneity == Heterogeneity::kLow) {
-      p.kernel.push_back(Perturb(k0, g, g.epsilon, rng));
+      // The rewards' draws follow the kernel's in the agent's stream.
+      CounterRng rng(g.seed, 0, static_cast<uint64_t>(c), 0, RngStream::kProblem);
+      kernel_of(c, rng);
       Eigen::VectorXd r(g.n_states);
       for (int s = 0; s < g.n_states; ++s) r(s) = r0(s) + g.epsilon * rng.uniform();
       p.reward.push_back(r);
     } else {
-      p.kernel.push_back(Perturb(c % 2 == 0 ? k0 : k1, g, 0.02, rng));
       p.reward.push_back(c % 2 == 0 ? r0 : Eigen::VectorXd(-r0));
     }
   }

@@ -1,7 +1,9 @@
 #include "fedrt/problems/td_problem.h"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include <Eigen/Eigenvalues>
@@ -60,7 +62,7 @@ Eigen::VectorXd StationaryDistribution(const MatrixRM& p) {
 MatrixRM TdProblem::policy_kernel(int agent) const {
   const int n = n_states, na = n_actions;
   MatrixRM pp = MatrixRM::Zero(n, n);
-  const std::vector<double>& k = kernel[agent];
+  const std::vector<double> k = agent_kernel(agent);
   for (int s = 0; s < n; ++s)
     for (int a = 0; a < na; ++a) {
       const double w = policy(s, a);
@@ -70,7 +72,34 @@ MatrixRM TdProblem::policy_kernel(int agent) const {
   return pp;
 }
 
-Status TdProblem::derive() {
+namespace {
+
+// mu_c, Abar_c and bbar_c of agent c (derive's body; agents in parallel).
+void DeriveAgent(TdProblem& p, int c) {
+  const int n = p.n_states;
+  const MatrixRM& phi = p.phi;
+  const double gamma = p.gamma;
+  std::vector<Eigen::VectorXd>& mu = p.mu;
+  const std::vector<Eigen::VectorXd>& reward = p.reward;
+  LsaSystem& lsa = p.lsa;
+  const MatrixRM pp = p.policy_kernel(c);
+  mu[c] = StationaryDistribution(pp);
+  // Abar_c = sum_s mu(s) phi(s) (phi(s) - gamma sum_s' P(s,s') phi(s'))^T
+  const MatrixRM next_phi = pp * phi;  // row s: E[phi(s') | s]
+  MatrixRM& abar = lsa.abar[c];
+  Eigen::VectorXd& bbar = lsa.bbar[c];
+  for (int s = 0; s < n; ++s) {
+    const double m = mu[c](s);
+    if (m == 0.0) continue;
+    const Eigen::RowVectorXd diff = phi.row(s) - gamma * next_phi.row(s);
+    abar.noalias() += m * phi.row(s).transpose() * diff;
+    bbar += (m * reward[c](s)) * phi.row(s).transpose();
+  }
+}
+
+}  // namespace
+
+Status TdProblem::derive(int threads) {
   const int n = n_states, d = dim;
   const int agents_n = agents();
   mu.assign(agents_n, Eigen::VectorXd::Zero(n));
@@ -78,21 +107,19 @@ Status TdProblem::derive() {
   lsa.dim = d;
   lsa.abar.assign(agents_n, MatrixRM::Zero(d, d));
   lsa.bbar.assign(agents_n, Eigen::VectorXd::Zero(d));
-  for (int c = 0; c < agents_n; ++c) {
-    const MatrixRM pp = policy_kernel(c);
-    mu[c] = StationaryDistribution(pp);
-    // Abar_c = sum_s mu(s) phi(s) (phi(s) - gamma sum_s' P(s,s') phi(s'))^T
-    const MatrixRM next_phi = pp * phi;  // row s: E[phi(s') | s]
-    MatrixRM& abar = lsa.abar[c];
-    Eigen::VectorXd& bbar = lsa.bbar[c];
-    for (int s = 0; s < n; ++s) {
-      const double m = mu[c](s);
-      if (m == 0.0) continue;
-      const Eigen::RowVectorXd diff = phi.row(s) - gamma * next_phi.row(s);
-      abar.noalias() += m * phi.row(s).transpose() * diff;
-      bbar += (m * reward[c](s)) * phi.row(s).transpose();
-    }
-  }
+  // Agents are independent (an eigen-solve each, the cost of a large fleet):
+  // contiguous chunks on the machine's threads; every agent's numbers are
+  // the same whoever computes them, and solve() sums them in agent order.
+  if (threads <= 0) threads = std::max(1, std::min<int>(static_cast<int>(std::thread::hardware_concurrency()), agents_n / 512));
+  threads = std::min(threads, std::max(1, agents_n));
+  std::vector<std::thread> pool;
+  auto chunk = [this, threads, agents_n](int t) {
+    const int64_t lo = int64_t(agents_n) * t / threads, hi = int64_t(agents_n) * (t + 1) / threads;
+    for (int64_t c = lo; c < hi; ++c) DeriveAgent(*this, static_cast<int>(c));
+  };
+  for (int t = 1; t < threads; ++t) pool.emplace_back(chunk, t);
+  chunk(0);
+  for (std::thread& th : pool) th.join();
   return lsa.solve();
 }
 

@@ -114,8 +114,9 @@ Status SessionDriver::play_round(uint32_t round) {
   samples_shared_ = 0;
   // Simulated SecAgg+ dropouts: floor(dropout n) of the round's n sampled
   // devices (a keyed shuffle of their ids) vanish before their masked input.
-  std::vector<char> vanish(n, 0);
+  std::vector<char> vanish;  // n flags, allocated only when there are dropouts
   if (task.secagg.enabled && task.secagg.dropout > 0.0 && round != protocol::kInitRound) {
+    vanish.assign(n, 0);
     std::vector<uint32_t> sampled;
     for (uint32_t c = 0; c < n; ++c)
       if (server_.sampled(c)) sampled.push_back(c);
@@ -150,7 +151,7 @@ Status SessionDriver::play_round(uint32_t round) {
         }
         case MessageKind::kSecAggSharesIn: {
           const protocol::SecAggSharesMsg m = server_.secagg_shares_in(out.agent);
-          if (vanish[out.agent]) {  // it received its shares, then vanished before its masked input
+          if (!vanish.empty() && vanish[out.agent]) {  // it received its shares, then vanished before its masked input
             dropped_[out.agent] = 1;
             server_.set_connected(out.agent, false, 0);
             continue;

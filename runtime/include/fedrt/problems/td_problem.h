@@ -3,6 +3,7 @@
 // sharing features phi and policy pi, and everything derived from them:
 // P^pi_c, the stationary law mu_c, Abar_c, bbar_c, theta_c, theta_star. Host only.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,17 @@ struct TdProblem {
   MatrixRM phi;     // n_states x dim, phi(s) as rows
   MatrixRM policy;  // n_states x n_actions, pi(a | s)
   std::vector<Eigen::VectorXd> reward;  // r_c(s)
-  std::vector<std::vector<double>> kernel;  // P_c(s' | s, a), flat [s][a][s']
+  // P_c(s' | s, a), flat [s][a][s']: kept per agent (read from a bundle), or
+  // empty with kernel_generator set (Garnet regenerates agent c's kernel from
+  // its seed when asked: n^2 |A| doubles per agent are not kept, so fleets of
+  // 10^6 agents fit in memory).
+  std::vector<std::vector<double>> kernel;
+  std::function<std::vector<double>(int agent)> kernel_generator;
+
+  // P_c of agent c, flat [s][a][s'] (kept or regenerated).
+  std::vector<double> agent_kernel(int agent) const {
+    return kernel.empty() ? kernel_generator(agent) : kernel[static_cast<size_t>(agent)];
+  }
 
   // Derived by derive():
   std::vector<Eigen::VectorXd> mu;   // stationary law of P^pi_c
@@ -46,8 +57,10 @@ struct TdProblem {
   MatrixRM policy_kernel(int agent) const;
 
   // Computes mu, Abar_c = sum_{s,s'} mu(s) P^pi(s,s') phi(s)(phi(s) - gamma phi(s'))^T,
-  // bbar_c = sum_s mu(s) r_c(s) phi(s), then theta_c and theta_star.
-  Status derive();
+  // bbar_c = sum_s mu(s) r_c(s) phi(s), then theta_c and theta_star. The
+  // agents are spread over `threads` threads (0: the machine's, for fleets
+  // above 512 agents); every number is the same for any count.
+  Status derive(int threads = 0);
 
   // Joint law of Z = (s, s') of agent c: mu_c(s) P^pi_c(s, s'), row-major n x n.
   std::vector<double> joint_law(int agent) const;

@@ -1,0 +1,86 @@
+// Garnet instances for large fleets (runtime/src/problems/garnet.cc): agent
+// kernels are regenerated from the seed rather than kept, and derive() spreads
+// the agents over threads. Both must leave every number unchanged.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "fedrt/problems/garnet.h"
+
+namespace fedrt::problems {
+namespace {
+
+bool SameBits(const Eigen::Ref<const Eigen::MatrixXd>& a, const Eigen::Ref<const Eigen::MatrixXd>& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < a.cols(); ++j) {
+      const double x = a(i, j), y = b(i, j);
+      if (std::memcmp(&x, &y, sizeof x) != 0) return false;
+    }
+  return true;
+}
+
+void ExpectSameDerived(const TdProblem& a, const TdProblem& b) {
+  ASSERT_EQ(a.agents(), b.agents());
+  for (int c = 0; c < a.agents(); ++c) {
+    ASSERT_TRUE(SameBits(a.mu[c], b.mu[c])) << "mu of agent " << c;
+    ASSERT_TRUE(SameBits(a.lsa.abar[c], b.lsa.abar[c])) << "Abar of agent " << c;
+    ASSERT_TRUE(SameBits(a.lsa.bbar[c], b.lsa.bbar[c])) << "bbar of agent " << c;
+  }
+  EXPECT_TRUE(SameBits(a.lsa.theta_star, b.lsa.theta_star));
+}
+
+GarnetConfig Fleet(Heterogeneity h) {
+  GarnetConfig g;
+  g.agents = 1100;  // above the 512 agents per thread of derive(0)
+  g.heterogeneity = h;
+  g.seed = 5;
+  return g;
+}
+
+// Regenerated kernels are stochastic, deterministic, and the base kernel's
+// support: b successors per (s, a).
+TEST(Garnet, RegeneratedKernelsAreStochasticAndRepeatable) {
+  auto p = GenerateGarnet(Fleet(Heterogeneity::kLow));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(p->kernel.empty());  // not kept
+  const int n = p->n_states, na = p->n_actions;
+  for (int c : {0, 1, 777, 1099}) {
+    const std::vector<double> k = p->agent_kernel(c);
+    ASSERT_EQ(k, p->agent_kernel(c));
+    ASSERT_EQ(k.size(), static_cast<size_t>(n) * na * n);
+    for (int row = 0; row < n * na; ++row) {
+      double sum = 0.0;
+      int support = 0;
+      for (int s2 = 0; s2 < n; ++s2) {
+        sum += k[static_cast<size_t>(row) * n + s2];
+        support += k[static_cast<size_t>(row) * n + s2] > 0.0;
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-12);
+      EXPECT_EQ(support, 2);
+    }
+  }
+  EXPECT_NE(p->agent_kernel(0), p->agent_kernel(1));  // each agent its own perturbation
+}
+
+// The same derived quantities from kept kernels (the bundle path) as from
+// regenerated ones, and from 1 thread as from several.
+TEST(Garnet, DeriveIsTheSameKeptOrRegeneratedAndOnAnyThreads) {
+  for (Heterogeneity h : {Heterogeneity::kLow, Heterogeneity::kHigh}) {
+    auto p = GenerateGarnet(Fleet(h));  // derive(0): the machine's threads
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    TdProblem kept = *p;
+    kept.kernel_generator = nullptr;
+    for (int c = 0; c < p->agents(); ++c) kept.kernel.push_back(p->agent_kernel(c));
+    ASSERT_TRUE(kept.derive(1).ok());
+    ExpectSameDerived(*p, kept);
+    TdProblem three = *p;
+    ASSERT_TRUE(three.derive(3).ok());
+    ExpectSameDerived(*p, three);
+  }
+}
+
+}  // namespace
+}  // namespace fedrt::problems
