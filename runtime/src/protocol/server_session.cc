@@ -30,6 +30,7 @@ Status ServerSession::init(const ServerOptions& o) {
   state_ = State::kIdle;
   for (auto* v : {&connected_, &refused_, &sampled_, &informed_, &announced_, &reported_}) v->assign(agents_, 0);
   uploads_.assign(agents_, Upload{});
+  active_uploads_ = 0;
   journals_.clear();
   journals_.resize(agents_);
   outbox_.clear();
@@ -328,7 +329,7 @@ void ServerSession::close(const char* by) {
     commit_.bits_up = secagg_.bytes_up() * 8;  // the secure round's traffic replaces the payload bits
     commit_.bits_down += secagg_.bytes_down() * 8;
   }
-  for (uint32_t c = 0; c < agents_; ++c)
+  for (uint32_t c = 0; c < agents_ && active_uploads_ > 0; ++c)
     if (uploads_[c].active) abort_upload(c);  // cut off and not resumed in time: taken back
   if (!taint_.empty()) return fail(taint_);
   if (!initial && !secure_)

@@ -48,6 +48,7 @@ Verdict ServerSession::begin_upload(uint32_t agent, const Update& h) {
     return Verdict{Refusal::kMalformed, fmt::format("the coordinator cannot keep this update ({})", st.message())};
   up = Upload{};
   up.active = true;
+  ++active_uploads_;
   up.header = h;
   for (auto& p : up.header.payload) p = View<uint8_t>{};
   return Verdict{};
@@ -109,6 +110,10 @@ Verdict ServerSession::on_chunk(uint32_t agent, const Chunk& c, uint64_t now_ms)
 // other encodings are decoded from the journal as an inline update would be.
 Verdict ServerSession::complete_upload(uint32_t agent) {
   Upload& up = uploads_[agent];
+  auto settle = [&] {
+    if (up.active) --active_uploads_;
+    up.active = false;
+  };
   Update u = up.header;
   uint64_t bits = 0;
   for (uint32_t k = 0; k < u.segments; ++k) bits += 8 * u.payload_bytes[k];
@@ -117,7 +122,7 @@ Verdict ServerSession::complete_upload(uint32_t agent) {
   } else {
     std::vector<uint8_t> bytes(journals_[agent]->size());
     Status st = journals_[agent]->read(0, bytes.data(), bytes.size());
-    up.active = false;
+    settle();
     if (!st.ok()) return Verdict{Refusal::kMalformed, st.message()};
     for (uint32_t k = 0; k < u.segments; ++k)
       u.payload[k] = View<uint8_t>{bytes.data() + SegmentStart(u, k), static_cast<uint32_t>(u.payload_bytes[k])};
@@ -127,7 +132,7 @@ Verdict ServerSession::complete_upload(uint32_t agent) {
                      b.status().message()};
     bits = *b;
   }
-  up.active = false;
+  settle();
   (void)journals_[agent]->reset();
   record(agent, u, bits);
   Verdict v;
@@ -141,6 +146,7 @@ void ServerSession::abort_upload(uint32_t agent) {
   Upload& up = uploads_[agent];
   if (!up.active) return;
   up.active = false;
+  --active_uploads_;
   UploadJournal& j = *journals_[agent];
   if (uplink_.streams_values(up.header.id.round == kInitRound)) {
     std::vector<uint8_t> buf(config::kChunkBytes);

@@ -229,6 +229,7 @@ class ServerSession {
     uint64_t received[config::kMaxSegments] = {};
   };
   std::vector<Upload> uploads_;
+  uint32_t active_uploads_ = 0;  // uploads_ with active set (close() scans only when some are)
   std::vector<std::unique_ptr<UploadJournal>> journals_;
   std::string taint_;  // why this round's sums hold a cut-off update they could not give back
   Commit commit_;
