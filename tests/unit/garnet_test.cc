@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "fedrt/core/arena.h"
 #include "fedrt/problems/garnet.h"
+#include "fedrt/problems/td_oracles.h"
 
 namespace fedrt::problems {
 namespace {
@@ -79,6 +81,35 @@ TEST(Garnet, DeriveIsTheSameKeptOrRegeneratedAndOnAnyThreads) {
     TdProblem three = *p;
     ASSERT_TRUE(three.derive(3).ok());
     ExpectSameDerived(*p, three);
+  }
+}
+
+// The alias tables built on threads are create_shared's, byte for byte,
+// whatever the thread count.
+TEST(Garnet, OracleTablesOnThreadsAreTheSerialOnes) {
+  auto p = GenerateGarnet(Fleet(Heterogeneity::kLow));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  TdOracleTables one, three;
+  ASSERT_TRUE(BuildTdOracles(*p, 1, one).ok());
+  ASSERT_TRUE(BuildTdOracles(*p, 3, three).ok());
+  ASSERT_EQ(one.oracles.size(), static_cast<size_t>(p->agents()));
+  EXPECT_EQ(one.max_atoms, three.max_atoms);
+  std::vector<uint8_t> mem(1 << 16);
+  for (int c = 0; c < p->agents(); ++c) {
+    Arena arena(mem.data(), mem.size());
+    const std::vector<double> joint = p->joint_law(c);
+    auto serial = TdOracle<double>::create_shared(arena, p->dim, p->n_states, p->gamma, p->phi.data(),
+                                                  p->reward[c].data(), joint.data());
+    ASSERT_TRUE(serial.ok());
+    for (const TdOracleTables* t : {&one, &three}) {
+      const TdOracle<double>& o = t->oracles[c];
+      ASSERT_EQ(o.atoms(), serial->atoms()) << "agent " << c;
+      ASSERT_EQ(o.features(), p->phi.data());
+      ASSERT_EQ(0, std::memcmp(o.alias_table(), serial->alias_table(), sizeof(TdTransition<double>) * o.atoms()))
+          << "agent " << c;
+      ASSERT_GE(reinterpret_cast<const uint8_t*>(o.alias_table()), t->memory.data());
+      ASSERT_LE(reinterpret_cast<const uint8_t*>(o.alias_table() + o.atoms()), t->memory.data() + t->memory.size());
+    }
   }
 }
 

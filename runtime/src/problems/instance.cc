@@ -6,6 +6,7 @@
 #include "fedrt/core/arena.h"
 #include "fedrt/problems/array_bundle.h"
 #include "fedrt/problems/garnet.h"
+#include "fedrt/problems/td_oracles.h"
 
 namespace fedrt::problems {
 
@@ -106,38 +107,26 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
   const size_t d = static_cast<size_t>(p.dim);
   // A linear system's oracle is the expected operator with its noise levels.
   const bool expected = spec.garnet.noise_free || p.linear_system();
-  // TD(0): the agents share the feature map (p.phi); each keeps its alias
-  // table only, sized exactly (a first pass counts the atoms).
-  size_t bytes = 0;
   if (expected) {
-    bytes = (sizeof(double) * (d * d + 2 * d) + 4 * Arena::kAlignment) * static_cast<size_t>(p.agents());
-  } else {
-    size_t scratch = 0;
+    const size_t bytes = (sizeof(double) * (d * d + 2 * d) + 4 * Arena::kAlignment) * static_cast<size_t>(p.agents());
+    oracle_memory_.assign(bytes, 0);
+    Arena arena(oracle_memory_.data(), oracle_memory_.size());
+    const bool noise = p.linear_system() && !spec.garnet.noise_free;
     for (int c = 0; c < p.agents(); ++c) {
-      const uint32_t atoms = TdOracle<double>::KeptAtoms(p.joint_law(c).data(), p.n_states);
-      bytes += TdOracle<double>::KeptBytes(atoms);
-      scratch = std::max(scratch, TdOracle<double>::ScratchBytes(atoms));
-    }
-    bytes += scratch;
-  }
-  oracle_memory_.assign(bytes, 0);
-  Arena arena(oracle_memory_.data(), oracle_memory_.size());
-  for (int c = 0; c < p.agents(); ++c) {
-    if (expected) {
       const size_t k = static_cast<size_t>(c);
-      const bool noise = p.linear_system() && !spec.garnet.noise_free;
       auto o = ExpectedLsaOracle<double>::create(arena, p.dim, p.lsa.abar[c].data(), p.lsa.bbar[c].data(),
                                                  noise ? p.sigma_a[k] : 0.0, noise ? p.sigma_b[k] : 0.0);
       if (!o.ok()) return o.status();
       expected_oracles_.push_back(*o);
-    } else {
-      const std::vector<double> joint = p.joint_law(c);
-      auto o = TdOracle<double>::create_shared(arena, p.dim, p.n_states, p.gamma, p.phi.data(), p.reward[c].data(),
-                                               joint.data());
-      if (!o.ok()) return Status(o.status().code(), fmt::format("agent {}: {}", c, o.status().message()));
-      max_atoms_ = std::max<int>(max_atoms_, static_cast<int>(o->atoms()));
-      td_oracles_.push_back(*o);
     }
+  } else {
+    // TD(0): the agents share the feature map (p.phi); each keeps only its
+    // alias table, exactly sized, built on the machine's threads.
+    TdOracleTables tables;
+    FEDRT_TRY(BuildTdOracles(p, 0, tables));
+    oracle_memory_ = std::move(tables.memory);  // the same buffer: the oracles point into it
+    td_oracles_ = std::move(tables.oracles);
+    max_atoms_ = tables.max_atoms;
   }
   locals_.resize(static_cast<size_t>(p.agents()));
   for (size_t c = 0; c < locals_.size(); ++c) {

@@ -1,13 +1,14 @@
 #include "fedrt/problems/td_problem.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <limits>
-#include <thread>
 #include <utility>
 
 #include <Eigen/Eigenvalues>
 #include <fmt/format.h>
+
+#include "fedrt/problems/agent_chunks.h"
 
 namespace fedrt::problems {
 
@@ -107,19 +108,9 @@ Status TdProblem::derive(int threads) {
   lsa.dim = d;
   lsa.abar.assign(agents_n, MatrixRM::Zero(d, d));
   lsa.bbar.assign(agents_n, Eigen::VectorXd::Zero(d));
-  // Agents are independent (an eigen-solve each, the cost of a large fleet):
-  // contiguous chunks on the machine's threads; every agent's numbers are
-  // the same whoever computes them, and solve() sums them in agent order.
-  if (threads <= 0) threads = std::max(1, std::min<int>(static_cast<int>(std::thread::hardware_concurrency()), agents_n / 512));
-  threads = std::min(threads, std::max(1, agents_n));
-  std::vector<std::thread> pool;
-  auto chunk = [this, threads, agents_n](int t) {
-    const int64_t lo = int64_t(agents_n) * t / threads, hi = int64_t(agents_n) * (t + 1) / threads;
-    for (int64_t c = lo; c < hi; ++c) DeriveAgent(*this, static_cast<int>(c));
-  };
-  for (int t = 1; t < threads; ++t) pool.emplace_back(chunk, t);
-  chunk(0);
-  for (std::thread& th : pool) th.join();
+  // One eigen-solve per agent, the cost of building a large fleet; solve()
+  // then sums the agents in order.
+  ForAgentsInChunks(agents_n, threads, [this](int c) { DeriveAgent(*this, c); });
   return lsa.solve();
 }
 

@@ -28,9 +28,13 @@ Status ServerSession::init(const ServerOptions& o) {
   id_ = RoundId{o.algorithm, o.run, 0};
   init_done_ = false;
   state_ = State::kIdle;
-  for (auto* v : {&connected_, &refused_, &sampled_, &informed_, &announced_, &reported_}) v->assign(agents_, 0);
+  for (auto* v : {&connected_, &refused_, &sampled_, &informed_, &announced_, &reported_, &report_listed_})
+    v->assign(agents_, 0);
   uploads_.assign(agents_, Upload{});
   active_uploads_ = 0;
+  reports_.assign(agents_, WorkReport{});
+  samples_.assign(agents_, 0);
+  reported_by_.clear();
   journals_.clear();
   journals_.resize(agents_);
   outbox_.clear();
@@ -103,8 +107,12 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   prev_round_ = had_round_ ? id_.round : kNoRound;  // a late repeat for it is a duplicate, not a stale update
   prev_reported_.swap(reported_);
   reported_.assign(agents_, 0);
-  reports_.assign(agents_, WorkReport{});
-  samples_.assign(agents_, 0);
+  for (uint32_t c : reported_by_) {  // only they differ from zero: O(sampled), not O(N)
+    reports_[c] = WorkReport{};
+    samples_[c] = 0;
+    report_listed_[c] = 0;
+  }
+  reported_by_.clear();
   had_round_ = true;
   id_.round = round;
   commit_ = Commit{};
@@ -143,8 +151,13 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
       return Status::Ok();
     }
   }
-  for (uint32_t c = 0; c < agents_; ++c)
-    if (informed_[c] && connected_[c]) announce(c);
+  if (initial || !core_.informs_all()) {  // the informed are the sampled, in agent order
+    for (uint32_t c : sampled_list)
+      if (connected_[c]) announce(c);
+  } else {
+    for (uint32_t c = 0; c < agents_; ++c)
+      if (informed_[c] && connected_[c]) announce(c);
+  }
   return Status::Ok();
 }
 
@@ -227,11 +240,20 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
   return v;
 }
 
+// Agent c's report is set this round: open_round() resets it (once, however
+// many messages set it).
+void ServerSession::list_report(uint32_t agent) {
+  if (report_listed_[agent]) return;
+  report_listed_[agent] = 1;
+  reported_by_.push_back(agent);
+}
+
 // Agent c's update is aggregated: it is a member of the round.
 void ServerSession::record(uint32_t agent, const Update& u, uint64_t bits) {
   reported_[agent] = 1;
   reports_[agent] = u.report;
   samples_[agent] = u.sample_count;
+  list_report(agent);
   commit_.members.push_back(agent);
   commit_.bits_up += bits;
   commit_.samples += u.sample_count;
@@ -267,7 +289,10 @@ Verdict ServerSession::on_secagg_shares(uint32_t agent, const SecAggSharesMsg& m
   return secagg_message(agent, 2, m.id, nullptr, &m, nullptr, nullptr, now_ms);
 }
 Verdict ServerSession::on_secagg_masked(uint32_t agent, const SecAggMaskedMsg& m, uint64_t now_ms) {
-  if (agent < agents_ && state_ == State::kOpen && m.id == id_) reports_[agent] = m.report;
+  if (agent < agents_ && state_ == State::kOpen && m.id == id_) {
+    reports_[agent] = m.report;
+    list_report(agent);
+  }
   return secagg_message(agent, 3, m.id, nullptr, nullptr, &m, nullptr, now_ms);
 }
 Verdict ServerSession::on_secagg_unmask(uint32_t agent, const SecAggUnmaskMsg& m, uint64_t now_ms) {

@@ -175,6 +175,7 @@ class ServerSession {
   void fail(const std::string& why);
   void compress_broadcast();
   void record(uint32_t agent, const Update& u, uint64_t bits);
+  void list_report(uint32_t agent);
   Verdict begin_upload(uint32_t agent, const Update& header);
   Verdict complete_upload(uint32_t agent);
   void abort_upload(uint32_t agent);
@@ -197,6 +198,8 @@ class ServerSession {
   std::vector<char> connected_, refused_, sampled_, informed_, announced_, reported_;
   std::vector<WorkReport> reports_;  // per agent, this round's
   std::vector<uint64_t> samples_;
+  std::vector<uint32_t> reported_by_;  // agents whose reports_ / samples_ this round set
+  std::vector<char> report_listed_;  // per agent: in reported_by_
   static constexpr uint32_t kNoRound = 0xFFFFFFFEu;
   uint32_t prev_round_ = kNoRound;  // the round before the open one, and who reported in it
   std::vector<char> prev_reported_;
