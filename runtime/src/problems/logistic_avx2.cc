@@ -22,12 +22,13 @@ double LibmExp(double v) { return std::exp(v); }
 // glibc exports its exp without the errno wrapper as __exp_finite (a
 // compatibility symbol since 2.31, the same implementation as exp).
 using ExpFn = double (*)(double);
-ExpFn ResolveExp() {
-  void* f = dlvsym(RTLD_DEFAULT, "__exp_finite", "GLIBC_2.15");
-  return f != nullptr ? reinterpret_cast<ExpFn>(f) : &LibmExp;
+ExpFn Exp() {
+  static const ExpFn f = [] {
+    void* e = dlvsym(RTLD_DEFAULT, "__exp_finite", "GLIBC_2.15");
+    return e != nullptr ? reinterpret_cast<ExpFn>(e) : &LibmExp;
+  }();
+  return f;
 }
-
-const ExpFn kExp = ResolveExp();
 
 // Columns k and k + 1 of rows r[0..3]: (r0[k], r1[k], r2[k], r3[k]) and the same at k + 1.
 inline void TwoColumns(const double* const* r, int k, __m256d& c0, __m256d& c1) {
@@ -147,11 +148,12 @@ void DrawBelow(uint64_t state, uint64_t first, int count, uint32_t n, uint32_t* 
 void Gather(const LogisticRows& rows, const uint32_t* j, int count, const double** a, double* yb) {
   const __m256i stride = _mm256_set1_epi64x(static_cast<int64_t>(rows.p) * 8);
   const __m256i base = _mm256_set1_epi64x(static_cast<int64_t>(reinterpret_cast<uintptr_t>(rows.x)));
+  const __m256d all = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));  // gather every lane (and no undefined source)
   for (int i = 0; i < count; i += 4) {
     const __m128i ji = _mm_loadu_si128(reinterpret_cast<const __m128i*>(j + i));
     const __m256i off = _mm256_mul_epu32(_mm256_cvtepu32_epi64(ji), stride);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + i), _mm256_add_epi64(base, off));
-    _mm256_storeu_pd(yb + i, _mm256_i32gather_pd(rows.y, ji, 8));
+    _mm256_storeu_pd(yb + i, _mm256_mask_i32gather_pd(_mm256_setzero_pd(), rows.y, ji, all, 8));
   }
 }
 
@@ -161,7 +163,7 @@ constexpr int kChunk = 128;
 
 }  // namespace
 
-double LogisticExp(double v) { return kExp(v); }
+double LogisticExp(double v) { return Exp()(v); }
 
 void LogisticGradientAvx2(const LogisticRows& rows, double l2, const double* x, double* g, uint32_t batch,
                           uint64_t rng_state) {
@@ -169,6 +171,7 @@ void LogisticGradientAvx2(const LogisticRows& rows, double l2, const double* x, 
   for (int k = 0; k < d; ++k) g[k] = l2 * x[k];
   const uint32_t m = batch == 0 ? rows.n : batch;
   const double inv_m = 1.0 / static_cast<double>(m);
+  const ExpFn exp = Exp();
   alignas(32) uint32_t j[kChunk + 8];
   alignas(32) double yb[kChunk + 8], s[kChunk + 8], t[kChunk + 8], coef[kChunk + 8];
   const double* a[kChunk + 8];
@@ -184,7 +187,7 @@ void LogisticGradientAvx2(const LogisticRows& rows, double l2, const double* x, 
     Gather(rows, j, padded, a, yb);
     for (int i = 0; i < padded; i += 8) Dots8(a + i, yb + i, x, p, rows.intercept, s + i);
     // exp(-|s|) by glibc, one call per sample, back to back; then the coefficients 4 at a time.
-    for (int i = 0; i < count; ++i) t[i] = kExp(s[i] >= 0.0 ? -s[i] : s[i]);
+    for (int i = 0; i < count; ++i) t[i] = exp(s[i] >= 0.0 ? -s[i] : s[i]);
     for (int i = count; i < padded; ++i) t[i] = 1.0;
     for (int i = 0; i < padded; i += 4) _mm256_store_pd(coef + i, Coef4(s + i, t + i, yb + i, inv_m));
     Axpy(a, coef, count, p, rows.intercept, g);

@@ -57,7 +57,8 @@ class LogisticOracle {
     const int d = dim_, p = p_;
 #if defined(FEDRT_HOST) && defined(FEDRT_LOGISTIC_AVX2)
     if constexpr (std::is_same<S, double>::value) {
-      if (detail::LogisticAvx2Supported()) {  // the same sums, 4 samples or coordinates per instruction
+      // The same sums, 4 samples or coordinates per instruction (row indices as int32 lanes).
+      if (detail::LogisticAvx2Supported() && n_ <= 0x7FFFFFFFu) {
         const detail::LogisticRows rows{x_, y_, n_, p, p < d};
         detail::LogisticGradientAvx2(rows, l2_, x, g, batch, batch == 0 ? 0 : rng.advance(batch));
         return;
