@@ -186,8 +186,14 @@ void LogisticGradientAvx2(const LogisticRows& rows, double l2, const double* x, 
     for (int i = count; i < padded; ++i) j[i] = j[0];
     Gather(rows, j, padded, a, yb);
     for (int i = 0; i < padded; i += 8) Dots8(a + i, yb + i, x, p, rows.intercept, s + i);
-    // exp(-|s|) by glibc, one call per sample, back to back; then the coefficients 4 at a time.
-    for (int i = 0; i < count; ++i) t[i] = exp(s[i] >= 0.0 ? -s[i] : s[i]);
+    // exp(-|s|) by glibc, one call per sample, back to back (the arguments
+    // s >= 0 ? -s : s 4 at a time first); then the coefficients 4 at a time.
+    for (int i = 0; i < padded; i += 4) {
+      const __m256d sv = _mm256_load_pd(s + i);
+      _mm256_store_pd(t + i, _mm256_blendv_pd(sv, _mm256_xor_pd(sv, _mm256_set1_pd(-0.0)),
+                                              _mm256_cmp_pd(sv, _mm256_setzero_pd(), _CMP_GE_OQ)));
+    }
+    for (int i = 0; i < count; ++i) t[i] = exp(t[i]);
     for (int i = count; i < padded; ++i) t[i] = 1.0;
     for (int i = 0; i < padded; i += 4) _mm256_store_pd(coef + i, Coef4(s + i, t + i, yb + i, inv_m));
     Axpy(a, coef, count, p, rows.intercept, g);
