@@ -1,7 +1,12 @@
 // The logistic oracle's stochastic gradient takes samples in blocks of
-// kBlock on the host (independent dot products the CPU overlaps); every sum
-// keeps the one-by-one order, so the bits are those of the plain loop below,
-// which is how the gradient was computed before (and still is on devices).
+// kBlock on the host (independent dot products the CPU overlaps), or all at
+// once in the AVX2 kernel (draws 4 at a time, passes of 128 samples, a last
+// partial block of 8); every sum keeps the one-by-one order, so the bits are
+// those of the plain loop below, which is how the gradient was computed
+// before (and still is on devices).
+
+#include <cmath>
+#include <limits>
 
 #include <cstring>
 #include <vector>
@@ -11,6 +16,9 @@
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/problems/logistic.h"
+#if defined(FEDRT_LOGISTIC_AVX2)
+#include "fedrt/problems/logistic_avx2.h"
+#endif
 
 namespace fedrt {
 namespace {
@@ -36,9 +44,9 @@ void Reference(const std::vector<double>& xs, const std::vector<double>& ys, int
 TEST(LogisticBlocks, GradientBitsEqualTheOneByOneLoop) {
   for (int d : {9, 6, 3, 13}) {  // every path of the host kernels: 8 and 4 coordinates at a time, and the rest
     for (bool intercept : {false, true}) {
-      for (uint32_t batch : {0u, 1u, 7u, 8u, 100u, 203u}) {
+      for (uint32_t batch : {0u, 1u, 3u, 7u, 8u, 13u, 100u, 128u, 131u, 203u, 260u}) {
         const int p = intercept ? d - 1 : d;
-        const uint32_t n = 37;
+        const uint32_t n = batch == 0 && d == 9 ? 301 : 37;  // full gradients over several passes of 128 too
         CounterRng data(11);
         std::vector<double> xs(static_cast<size_t>(n) * p), ys(n), x(d);
         for (double& v : xs) v = 4.0 * data.uniform() - 2.0;
@@ -61,6 +69,34 @@ TEST(LogisticBlocks, GradientBitsEqualTheOneByOneLoop) {
     }
   }
 }
+
+TEST(LogisticBlocks, AdvanceSkipsTheDraws) {
+  CounterRng a(77), b(77);
+  a.next_u64();
+  b.next_u64();
+  const uint64_t state = a.advance(5);
+  for (uint64_t i = 1; i <= 5; ++i) EXPECT_EQ(Mix64(state + i * CounterRng::kGolden), b.next_u64());
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+}
+
+#if defined(FEDRT_LOGISTIC_AVX2)
+// The kernel's exp (glibc's, possibly without the errno wrapper) is std::exp bit for bit.
+TEST(LogisticBlocks, KernelExpIsLibmExp) {
+  CounterRng r(3);
+  auto same = [](double v) {
+    const double a = problems::detail::LogisticExp(v), b = std::exp(v);
+    return std::memcmp(&a, &b, sizeof a) == 0;
+  };
+  for (int i = 0; i < 200000; ++i) {
+    const double v = (r.uniform() - 0.5) * 1500.0;  // overflow, underflow and subnormal results too
+    ASSERT_TRUE(same(v)) << v;
+    ASSERT_TRUE(same(-r.uniform() * 40.0)) << i;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double v : {0.0, -0.0, 1e-300, -1e-300, 709.78, 709.79, -745.1, -745.2, inf, -inf}) EXPECT_TRUE(same(v)) << v;
+  EXPECT_TRUE(std::isnan(problems::detail::LogisticExp(std::nan(""))));
+}
+#endif
 
 }  // namespace
 }  // namespace fedrt

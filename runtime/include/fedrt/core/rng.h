@@ -48,6 +48,12 @@ class CounterRng {
     state_ += kGolden;
     return Mix64(state_);
   }
+  // Skips n draws and returns the state before them: draw i (1 <= i <= n) is Mix64(state + i * kGolden).
+  inline uint64_t advance(uint64_t n) {
+    const uint64_t s = state_;
+    state_ += n * kGolden;
+    return s;
+  }
   // Uniform double in [0, 1) with 53 random bits.
   inline double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   // Uniform float in [0, 1) with 24 random bits.

@@ -55,6 +55,16 @@ class LogisticOracle {
   // batch = 0 sums over all n_c samples (full gradient).
   void gradient(const S* x, S* g, uint32_t batch, CounterRng& rng) const {
     const int d = dim_, p = p_;
+#if defined(FEDRT_HOST) && defined(FEDRT_LOGISTIC_AVX2)
+    if constexpr (std::is_same<S, double>::value) {
+      // The same sums, 4 samples or coordinates per instruction (row indices as int32 lanes).
+      if (detail::LogisticAvx2Supported() && n_ <= 0x7FFFFFFFu) {
+        const detail::LogisticRows rows{x_, y_, n_, p, p < d};
+        detail::LogisticGradientAvx2(rows, l2_, x, g, batch, batch == 0 ? 0 : rng.advance(batch));
+        return;
+      }
+    }
+#endif
     for (int k = 0; k < d; ++k) g[k] = l2_ * x[k];
     const uint32_t m = batch == 0 ? n_ : batch;
     const S inv_m = S(1) / static_cast<S>(m);
@@ -63,26 +73,6 @@ class LogisticOracle {
     // kBlock samples at a time: their dot products are independent chains the
     // CPU overlaps, while every sum keeps its order (the same bits as one by one).
     constexpr int kBlock = 8;
-#if defined(FEDRT_LOGISTIC_AVX2)
-    if constexpr (std::is_same<S, double>::value) {
-      if (detail::LogisticAvx2Supported()) {  // the same sums, 4 samples or coordinates per instruction
-        constexpr int kMax = kBlock * detail::kLogisticAvx2MaxBlocks;
-        const S* a[kMax];
-        S yb[kMax];
-        while (b + kBlock <= m) {
-          const uint32_t left = (m - b) / kBlock;
-          const int blocks = left < detail::kLogisticAvx2MaxBlocks ? static_cast<int>(left) : detail::kLogisticAvx2MaxBlocks;
-          for (int i = 0; i < kBlock * blocks; ++i) {  // draws in sample order, as below
-            const uint32_t j = batch == 0 ? b + static_cast<uint32_t>(i) : rng.below(n_);
-            a[i] = x_ + static_cast<size_t>(j) * p;
-            yb[i] = y_[j];
-          }
-          detail::LogisticBlocksAvx2(a, yb, blocks, x, p, p < d, inv_m, g);
-          b += static_cast<uint32_t>(kBlock * blocks);
-        }
-      }
-    }
-#endif
     for (; b + kBlock <= m; b += kBlock) {
       uint32_t j[kBlock];
       const S* a[kBlock];
