@@ -3,6 +3,9 @@
 // simulator in memory, through the same readers and checks as files; the
 // generated problems' arrays come back out; the theory of docs/algorithms.md 6.
 
+#include <stdexcept>
+#include <string>
+
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -21,6 +24,9 @@ using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
 py::array_t<double> ToNumpy(const std::vector<double>& values, std::vector<py::ssize_t> shape) {
   py::array_t<double> a(shape);
+  if (values.size() != static_cast<size_t>(a.size()))
+    throw std::logic_error("fedrt internal error: " + std::to_string(values.size()) + " values for an array of " +
+                           std::to_string(a.size()));
   std::copy(values.begin(), values.end(), a.mutable_data());
   return a;
 }
@@ -107,7 +113,10 @@ void BindProblems(py::module_& m) {
           out["policy"] = ToNumpy(std::vector<double>(p->policy.data(), p->policy.data() + p->policy.size()), {S, A});
           std::vector<double> r, k;
           for (const auto& v : p->reward) r.insert(r.end(), v.data(), v.data() + v.size());
-          for (const auto& v : p->kernel) k.insert(k.end(), v.begin(), v.end());
+          for (int c = 0; c < p->agents(); ++c) {  // kept, or regenerated from the seed (Garnet)
+            const std::vector<double> v = p->agent_kernel(c);
+            k.insert(k.end(), v.begin(), v.end());
+          }
           out["rewards"] = ToNumpy(r, {N, S});
           out["kernels"] = ToNumpy(k, {N, S, A, S});
           return out;
