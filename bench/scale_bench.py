@@ -20,9 +20,9 @@ import tempfile
 import time
 
 # Peak bytes per Garnet agent of one rank (30 states, d = 8), measured at
-# N = 10^5 and 10^6 (5.2 KB; docs/architecture.md, "MPI"): the whole problem
+# N = 10^5 and 10^6 (2.9 KB; docs/architecture.md, "MPI"): the whole problem
 # is built on every rank, so this does not shrink with more ranks.
-BYTES_PER_AGENT = 5_500
+BYTES_PER_AGENT = 3_200
 
 
 def available_bytes():

@@ -42,6 +42,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.work_per_sample = eval.work_per_sample();
   o.kernel = ctx.kernel;
   o.ranks = ctx.ranks;
+  o.park_idle_agents = ctx.park_idle_agents;
   SessionDriver driver;
   Status st = driver.run(o, [&](const DriverRound& r) -> Status {
     p.agent_steps += r.samples;
@@ -74,6 +75,8 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     p.status = Status(st.code(), fmt::format("{}: {}", name, st.message()));
     return p;
   }
+  p.client_sessions = driver.seats();
+  p.parked_bytes_per_agent = driver.parked_bytes_per_agent();
   const protocol::ServerCore& core = driver.server().core();
   p.final_theta = Eigen::Map<const Eigen::VectorXd>(core.model(), dim);
   eval.run_finished(a, run, core);

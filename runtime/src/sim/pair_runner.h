@@ -33,6 +33,7 @@ struct PairContext {
   std::vector<std::string> names;  // per algorithm, as on the command line
   int dim = 0;                     // the reported model's length (ProblemSummary::dim)
   bool keep_theta_history = false;
+  bool park_idle_agents = true;       // DriverOptions::park_idle_agents
   TdKernel kernel = TdKernel::kAuto;  // TD(0) local steps (sim/td_lanes.h)
   RankChannel* ranks = nullptr;       // a distributed run: pairs one at a time (docs/architecture.md, "MPI")
 };
@@ -46,6 +47,7 @@ struct PairOutput {
   std::vector<Eigen::VectorXd> history;
   Eigen::VectorXd final_theta;
   uint64_t agent_steps = 0;
+  uint64_t client_sessions = 0, parked_bytes_per_agent = 0;  // SessionDriver::seats(), parked_bytes_per_agent()
   double wall_seconds = 0.0;
   uint64_t secagg_failed = 0;
   std::string secagg_first_failure;

@@ -54,25 +54,30 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
   so.initial = o.initial;
   FEDRT_TRY(server_.init(so));
   entropy_seed_ = Mix64(task.seed ^ 0xE27E27ull);
-  const size_t per = (ClientSession<double>::WorkspaceBytes(task, o.algorithm) + 63) & ~size_t(63);
-  arena_memory_.assign(per * own_.count() + 64, 0);
-  clients_.reset(own_.lo, own_.hi);
+  arena_bytes_ = (ClientSession<double>::WorkspaceBytes(task, o.algorithm) + 63) & ~size_t(63);
   for (uint32_t c = 0; c < n; ++c) server_.set_connected(c, true, 0);
-  for (uint32_t c = own_.lo; c < own_.hi; ++c) {
-    Arena arena(arena_memory_.data() + per * (c - own_.lo), per);
-    ClientSession<double>::Options co;
-    co.task = &task;
-    co.algorithm = o.algorithm;
-    co.run = o.run;
-    co.agent = c;
-    co.problem = (*o.agents)[c];
-    co.entropy = SimulatedSecrets;
-    co.entropy_ctx = &entropy_seed_;
-    Status st = clients_[c].init(arena, co);
-    if (!st.ok()) return AgentError(c, st);
+  for (uint32_t c = own_.lo; c < own_.hi; ++c)
+    if (const char* why = ClientSession<double>::RefusalFor(task, o.algorithm, (*o.agents)[c], arena_bytes_))
+      return AgentError(c, Status::FailedPrecondition(why));
+  seats_.clear();
+  free_seats_.clear();
+  seated_.clear();
+  seat_of_.assign(own_.count(), kUnseated);
+  parked_.clear();
+  rest_bytes_ = 0;
+  if (o.park_idle_agents && own_.count() > 0) {  // every agent's parked bytes start as a fresh session's
+    FEDRT_TRY(seat(own_.lo));
+    rest_bytes_ = seat_of(own_.lo).session.rest_bytes();
+    std::vector<uint8_t> fresh(rest_bytes_);
+    seat_of(own_.lo).session.park(fresh.data());
+    parked_.resize(rest_bytes_ * own_.count());
+    for (uint32_t i = 0; i < own_.count(); ++i) std::memcpy(parked_.data() + rest_bytes_ * i, fresh.data(), rest_bytes_);
+    free_seats_.push_back(seat_of_[0]);
+    seat_of_[0] = kUnseated;
+    seated_.clear();
+  } else {
+    for (uint32_t c = own_.lo; c < own_.hi; ++c) FEDRT_TRY(seat(c));
   }
-  outputs_.reset(own_.lo, own_.hi);
-  errors_.assign(own_.lo, own_.hi, Status::Ok());
   dropped_.assign(n, 0);
   auto finish = [&](uint32_t round) -> Status {
     DriverRound r;
@@ -83,11 +88,12 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
     FEDRT_TRY(on_round(r));
     server_.publish();
     Outgoing out;
-    while (server_.next_outgoing(out)) {
-      if (out.kind != MessageKind::kRoundResult || !own_.owns(out.agent)) continue;
-      Status st = clients_[out.agent].on_result(server_.result(out.agent));
+    while (server_.next_outgoing(out)) {  // a parked agent holds no update: its result changes nothing
+      if (out.kind != MessageKind::kRoundResult || !own_.owns(out.agent) || !seated(out.agent)) continue;
+      Status st = seat_of(out.agent).session.on_result(server_.result(out.agent));
       if (!st.ok()) return AgentError(out.agent, st);
     }
+    if (opt_.park_idle_agents) park_all();
     return Status::Ok();
   };
   if (server_.needs_initial_exchange()) {
@@ -141,12 +147,14 @@ Status SessionDriver::play_round(uint32_t round) {
       }
       // Every replica reads the server's message; the agent's owner answers it.
       const bool mine = own_.owns(out.agent);
-      ClientOutput* reply = mine ? &outputs_[out.agent] : nullptr;
+      if (mine) FEDRT_TRY(seat(out.agent));
+      ClientSession<double>* client = mine ? &seat_of(out.agent).session : nullptr;
+      ClientOutput* reply = mine ? &seat_of(out.agent).output : nullptr;
       Status st = Status::Ok();
       switch (out.kind) {
         case MessageKind::kSecAggKeys: {
           const protocol::SecAggKeysMsg m = server_.secagg_keys(out.agent);
-          if (mine) st = clients_[out.agent].on_secagg_keys(m, *reply);
+          if (mine) st = client->on_secagg_keys(m, *reply);
           break;
         }
         case MessageKind::kSecAggSharesIn: {
@@ -156,12 +164,12 @@ Status SessionDriver::play_round(uint32_t round) {
             server_.set_connected(out.agent, false, 0);
             continue;
           }
-          if (mine) st = clients_[out.agent].on_secagg_shares_in(m, *reply);
+          if (mine) st = client->on_secagg_shares_in(m, *reply);
           break;
         }
         case MessageKind::kSecAggUnmaskRequest: {
           const protocol::SecAggUnmaskRequestMsg m = server_.secagg_unmask_request(out.agent);
-          if (mine) st = clients_[out.agent].on_secagg_unmask_request(m, *reply);
+          if (mine) st = client->on_secagg_unmask_request(m, *reply);
           break;
         }
         default: continue;
@@ -180,16 +188,55 @@ Status SessionDriver::play_round(uint32_t round) {
   return Status::Ok();
 }
 
+Status SessionDriver::seat(uint32_t c) {
+  uint32_t& s = seat_of_[c - own_.lo];
+  if (s != kUnseated) return Status::Ok();
+  const protocol::LocalProblem<double>& problem = (*opt_.agents)[c];
+  if (free_seats_.empty()) {  // a new session, carved from its own arena
+    Seat& fresh = seats_.emplace_back();
+    fresh.arena.reset(new uint8_t[arena_bytes_]());
+    Arena arena(fresh.arena.get(), arena_bytes_);
+    ClientSession<double>::Options co;
+    co.task = opt_.task;
+    co.algorithm = opt_.algorithm;
+    co.run = opt_.run;
+    co.agent = c;
+    co.problem = problem;
+    co.entropy = SimulatedSecrets;
+    co.entropy_ctx = &entropy_seed_;
+    Status st = fresh.session.init(arena, co);
+    if (!st.ok()) return AgentError(c, st);
+    free_seats_.push_back(static_cast<uint32_t>(seats_.size() - 1));
+  }
+  s = free_seats_.back();
+  free_seats_.pop_back();
+  if (!parked_.empty()) seats_[s].session.unpark(c, problem, parked_.data() + rest_bytes_ * (c - own_.lo));
+  seated_.push_back(c);
+  return Status::Ok();
+}
+
+void SessionDriver::park_all() {
+  for (uint32_t c : seated_) {
+    uint32_t& s = seat_of_[c - own_.lo];
+    seats_[s].session.park(parked_.data() + rest_bytes_ * (c - own_.lo));
+    free_seats_.push_back(s);
+    s = kUnseated;
+  }
+  seated_.clear();
+}
+
 Status SessionDriver::deliver_announcements(uint32_t round) {
+  for (uint32_t c : batch_) FEDRT_TRY(seat(c));
   const protocol::Announcement a0 = server_.announcement(batch_[0], 0);
   const double work = static_cast<double>(batch_.size()) * std::max<uint32_t>(1, a0.local_steps) * opt_.work_per_sample;
   auto work_on = [&](size_t b, size_t e) { announce_range(b, e); };
   if (opt_.pool != nullptr && work >= opt_.min_parallel_work && batch_.size() > 1) opt_.pool->parallel_for(batch_.size(), work_on);
   else work_on(0, batch_.size());
   for (uint32_t c : batch_) {  // fixed agent order
-    if (!errors_[c].ok()) return AgentError(c, errors_[c]);
-    samples_ += clients_[c].last_samples();
-    FEDRT_TRY(feed(c, outputs_[c]));
+    Seat& s = seat_of(c);
+    if (!s.error.ok()) return AgentError(c, s.error);
+    samples_ += s.session.last_samples();
+    FEDRT_TRY(feed(c, s.output));
   }
   (void)round;
   return Status::Ok();
@@ -201,33 +248,33 @@ Status SessionDriver::deliver_announcements(uint32_t round) {
 void SessionDriver::announce_range(size_t b, size_t e) {
   if (opt_.kernel == TdKernel::kScalar) {
     for (size_t i = b; i < e; ++i) {
-      const uint32_t c = batch_[i];
-      errors_[c] = clients_[c].on_announce(server_.announcement(c, 0), outputs_[c]);
+      Seat& s = seat_of(batch_[i]);
+      s.error = s.session.on_announce(server_.announcement(batch_[i], 0), s.output);
     }
     return;
   }
   problems::TdBlock<double> blocks[kTdLaneGroup];
   protocol::Announcement announced[kTdLaneGroup];
-  uint32_t owner[kTdLaneGroup];
+  Seat* owner[kTdLaneGroup];
   size_t n = 0;
   auto flush = [&] {
     RunTdBlocks(blocks, n, opt_.kernel);
-    for (size_t k = 0; k < n; ++k)
-      errors_[owner[k]] = clients_[owner[k]].finish_announce(announced[k], outputs_[owner[k]]);
+    for (size_t k = 0; k < n; ++k) owner[k]->error = owner[k]->session.finish_announce(announced[k], owner[k]->output);
     n = 0;
   };
   for (size_t i = b; i < e; ++i) {
     const uint32_t c = batch_[i];
+    Seat& s = seat_of(c);
     const protocol::Announcement a = server_.announcement(c, 0);
     bool deferred = false;
-    errors_[c] = clients_[c].begin_announce(a, blocks[n], deferred);
-    if (!errors_[c].ok()) continue;
+    s.error = s.session.begin_announce(a, blocks[n], deferred);
+    if (!s.error.ok()) continue;
     if (!deferred) {
-      errors_[c] = clients_[c].on_announce(a, outputs_[c]);
+      s.error = s.session.on_announce(a, s.output);
       continue;
     }
     announced[n] = a;
-    owner[n++] = c;
+    owner[n++] = &s;
     if (n == kTdLaneGroup) flush();
   }
   if (n > 0) flush();

@@ -1,5 +1,6 @@
 #include "fedrt/sim/simulator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -64,6 +65,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   ctx.dim = out.problem.dim;
   for (uint32_t a = 0; a < task.num_algorithms; ++a) ctx.names.push_back(config::AlgorithmName(task.algorithms[a]));
   ctx.keep_theta_history = opt.keep_theta_history;
+  ctx.park_idle_agents = opt.park_idle_agents;
   ParseTdKernel(cfg.kernel.c_str(), ctx.kernel);  // checked by Validate
   ctx.ranks = opt.ranks;
   // Short rounds: whole runs at once, one per thread; otherwise one run after
@@ -85,6 +87,8 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       if (!p.status.ok()) return p.status;
       res.agent_steps += p.agent_steps;
       res.wall_seconds += p.wall_seconds;
+      res.client_sessions = std::max(res.client_sessions, p.client_sessions);
+      res.parked_bytes_per_agent = p.parked_bytes_per_agent;
       if (secagg_failed == 0 && p.secagg_failed > 0) res.extra["secagg_first_failure"] = p.secagg_first_failure;
       secagg_failed += p.secagg_failed;
       res.error.push_back(std::move(p.error));

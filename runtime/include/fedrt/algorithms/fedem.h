@@ -117,6 +117,8 @@ class FedEmClient {
   }
 
   const S* statistic() const { return stat_; }  // S_{k,c}
+  // S_{k,c} then T(Shat_{k-1}): 2 dim() scalars, VR-FedEM's state across rounds (for parking).
+  S* mutable_spider_state() { return stat_; }
   int dim() const { return dim_; }
 
  private:

@@ -148,6 +148,7 @@ class FedOptClient {
   const S* update() const { return update_; }
   const S* local_iterate() const { return x_; }  // x^c_{t,H}
   const S* control_variate() const { return c_own_; }  // c_c (Scaffold)
+  S* mutable_control_variate() { return c_own_; }       // for persistence / parking
   S* mutable_update() { return update_; }                // for restoring a pending update
   int dim() const { return dim_; }
 

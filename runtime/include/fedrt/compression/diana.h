@@ -77,6 +77,7 @@ class CompressedDifference {
   size_t max_payload_bytes() const { return MaxPayloadBytes(spec_, dim_); }
   S alpha() const { return alpha_; }
   const S* memory() const { return memory_; }  // V (V_c on the agent)
+  S* mutable_memory() { return memory_; }      // for parking a sender
   int dim() const { return dim_; }
   // The decoded message m of the last encode/decode.
   const S* message() const { return scratch_; }

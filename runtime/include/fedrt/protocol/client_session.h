@@ -299,6 +299,31 @@ class ClientSession {
     return Status::Ok();
   }
 
+  // Parking (a host driver of many agents, sim/session_driver.h): between
+  // rounds a session with no update pending keeps only a few spans of its
+  // arena: its header, the work's (ClientWork::rest_spans), each chain's
+  // compression memory V and, with a compressed downlink, xhat. park() writes
+  // them to rest_bytes() bytes, dropping an update no round will take now;
+  // unpark() loads bytes parked by a session of the same task, algorithm and
+  // run, and this session then acts as `agent` with `problem`.
+  size_t rest_bytes() {
+    Span<uint8_t> spans[kMaxRestSpans];
+    size_t n = 0;
+    for (uint32_t i = 0, k = rest_spans(spans); i < k; ++i) n += spans[i].size;
+    return n;
+  }
+  void park(uint8_t* out) {
+    if (state_->pending) discard();
+    Span<uint8_t> spans[kMaxRestSpans];
+    for (uint32_t i = 0, k = rest_spans(spans); i < k; out += spans[i++].size) std::memcpy(out, spans[i].data, spans[i].size);
+  }
+  void unpark(uint32_t agent, const LocalProblem<S>& problem, const uint8_t* in) {
+    Span<uint8_t> spans[kMaxRestSpans];
+    for (uint32_t i = 0, k = rest_spans(spans); i < k; in += spans[i++].size) std::memcpy(spans[i].data, in, spans[i].size);
+    state_->agent = agent;
+    problem_ = problem;
+  }
+
  private:
   // The announcement's broadcast into broadcast_ (in full, as a downlink
   // delta, or already written in chunks).
@@ -343,6 +368,17 @@ class ClientSession {
     for (uint32_t k = 0; k < work_.shape().chains; ++k)
       state_->payload_len[k] = static_cast<uint32_t>(coder_[k].payload_size());
     return send_pending(a, out);
+  }
+
+  static constexpr uint32_t kMaxRestSpans = 2 + Work::kMaxRestSpans + config::kMaxSegments;
+  uint32_t rest_spans(Span<uint8_t>* out) {
+    uint32_t n = 0;
+    out[n++] = Span<uint8_t>{reinterpret_cast<uint8_t*>(state_), sizeof(State)};
+    n += work_.rest_spans(out + n);
+    for (uint32_t k = 0; k < work_.shape().chains; ++k)
+      if (Span<uint8_t> v = coder_[k].rest(); v.size > 0) out[n++] = v;
+    if (downlink_) out[n++] = Span<uint8_t>{reinterpret_cast<uint8_t*>(broadcast_), sizeof(S) * static_cast<size_t>(work_.shape().broadcast_dim)};
+    return n;
   }
 
   static constexpr uint32_t kStateMagic = 0x53435246u;  // "FRCS"

@@ -106,6 +106,7 @@ class ClientWork {
       case config::Family::kEm:
         if constexpr (kEm) {
           auto c = algorithms::FedEmClient<S>::create(arena, shape_.dim, EmHyperOf(task, a));
+          em_vr_ = a.kind == config::AlgorithmKind::kVrFedEm;
           if (!c.ok()) return c.status();
           em_ = *c;
           G_ = static_cast<int>(task.problem.gmm.components);
@@ -266,6 +267,29 @@ class ClientWork {
     }
   }
 
+  // The parts of the work's arena that carry over from one round to the next
+  // (ClientSession::park): xi_c (SCAFFLSA, SCAFFLSA-H1), c_c per chain
+  // (Scaffold), S_{k,c} and T(Shat_{k-1}) (VR-FedEM's SPIDER state). Everything
+  // else is rewritten by each round before it is read. Writes at most
+  // kMaxRestSpans spans to `out` and returns their number.
+  static constexpr uint32_t kMaxRestSpans = config::kMaxSegments;
+  uint32_t rest_spans(Span<uint8_t>* out) {
+    auto bytes = [](S* p, int n) { return Span<uint8_t>{reinterpret_cast<uint8_t*>(p), sizeof(S) * static_cast<size_t>(n)}; };
+    uint32_t n = 0;
+    if constexpr (kLsa) {
+      if (shape_.family == config::Family::kLsa && lsa_.eta_control_variate() != nullptr)
+        out[n++] = bytes(lsa_.mutable_control_variate(), shape_.dim);
+    }
+    if constexpr (kOpt) {
+      if (shape_.family == config::Family::kOpt && shape_.segment_dim == 2 * shape_.dim)  // Scaffold
+        for (uint32_t k = 0; k < shape_.chains; ++k) out[n++] = bytes(opt_[k].mutable_control_variate(), shape_.dim);
+    }
+    if constexpr (kEm) {
+      if (shape_.family == config::Family::kEm && em_vr_) out[n++] = bytes(em_.mutable_spider_state(), 2 * shape_.dim);
+    }
+    return n;
+  }
+
   // Whether the round result must carry the model (LSA: theta_{t+1} for xi_c).
   bool result_needs_model() const { return shape_.family == config::Family::kLsa; }
 
@@ -308,6 +332,7 @@ class ClientWork {
   config::ProblemKind kind_ = config::ProblemKind::kGarnet;
   bool noise_free_ = false;
   int G_ = 0, p_ = 0;          // EM: components and data dimension
+  bool em_vr_ = false;         // VR-FedEM: S_{k,c} carries over between rounds
   S* local_theta_ = nullptr;   // EM on own data: T(S_{k,c}) (arena)
   algorithms::LsaClient<S> lsa_;
   algorithms::FedOptClient<S> opt_[config::kMaxSegments];

@@ -130,6 +130,11 @@ class SegmentCoder {
   size_t payload_size() const { return len_; }
   const S* sent() const { return sent_; }  // what the server reconstructs
   const S* memory() const { return link_.memory(); }
+  // V when this coder keeps it, else empty: all it carries between rounds (for parking).
+  Span<uint8_t> rest() {
+    if (!link_.control_variate()) return {};
+    return Span<uint8_t>{reinterpret_cast<uint8_t*>(link_.mutable_memory()), sizeof(S) * static_cast<size_t>(dim_)};
+  }
   int dim() const { return dim_; }
 
  private:

@@ -38,6 +38,11 @@ struct AlgorithmResult {
   std::vector<std::vector<Eigen::VectorXd>> theta_history;  // [run][round], only if requested
   double wall_seconds = 0.0;
   uint64_t agent_steps = 0;
+  // Simulator memory: the most client sessions a run held (the agents its
+  // largest round called on, or all of them when idle agents are not parked)
+  // and the bytes each parked agent keeps between rounds (sim/session_driver.h).
+  uint64_t client_sessions = 0;
+  uint64_t parked_bytes_per_agent = 0;
   std::optional<double> predicted_bias_sq;             // ||bias_T||^2 where theory gives one
   std::optional<double> predicted_bias_sq_stationary;  // ||bias_inf||^2
   nlohmann::json extra = nlohmann::json::object();     // family-specific summary fields

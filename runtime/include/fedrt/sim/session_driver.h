@@ -1,12 +1,14 @@
 #pragma once
 // SessionDriver: the simulator's driver of the round protocol. One server
-// session and one client session per agent, messages passed in memory, no
+// session and a client session for every agent a round calls on (idle agents
+// are parked: only their state between rounds), messages passed in memory, no
 // clock; the agents' local work runs on the worker pool (every agent's
 // randomness is keyed by (seed, run, agent, round), so the thread count never
 // changes a result). Simulated SecAgg+ dropouts (secagg_dropout) vanish
 // before sending their masked input. Host code.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -16,7 +18,6 @@
 #include "fedrt/protocol/server_session.h"
 #include "fedrt/core/worker_pool.h"
 #include "fedrt/sim/td_lanes.h"
-#include "fedrt/sim/agent_slots.h"
 #include "fedrt/sim/rank_messages.h"
 
 namespace fedrt::sim {
@@ -37,6 +38,12 @@ struct DriverOptions {
   // sees every agent, its client sessions are those of RangeOf(agents,
   // ranks->size(), ranks->rank()), and the agents' messages cross here.
   RankChannel* ranks = nullptr;
+  // Agents a round does not call on keep only their state between rounds
+  // (ClientSession::park: control variates, compression memory, xhat), and the
+  // agents it calls run on a pool of sessions as large as the largest round;
+  // false keeps one session per agent for the whole run (the same results,
+  // more memory: the reference in tests).
+  bool park_idle_agents = true;
 };
 
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).
@@ -53,6 +60,11 @@ class SessionDriver {
   // results reach the agents. Stops at the first error.
   Status run(const DriverOptions& options, const std::function<Status(const DriverRound&)>& on_round);
   const protocol::ServerSession& server() const { return server_; }
+  // Memory of the agents: sessions in the pool (the most agents one round
+  // called on, or every agent when they are not parked) and the bytes an
+  // idle agent keeps.
+  size_t seats() const { return seats_.size(); }
+  size_t parked_bytes_per_agent() const { return rest_bytes_; }
 
  private:
   Status play_round(uint32_t round);
@@ -63,12 +75,29 @@ class SessionDriver {
   Status run_rounds(const std::function<Status(const DriverRound&)>& on_round);
   Status exchange();  // distributed: the messages of this step, to every replica
 
+  // A session of the pool, bound to one agent for a round (or for the run
+  // when agents are not parked), with what it answers.
+  struct Seat {
+    protocol::ClientSession<double> session;
+    protocol::ClientOutput output;
+    Status error;
+    std::unique_ptr<uint8_t[]> arena;
+  };
+  static constexpr uint32_t kUnseated = ~0u;
+  Status seat(uint32_t agent);  // binds `agent` to a seat (unparking it) if it has none
+  Seat& seat_of(uint32_t agent) { return seats_[seat_of_[agent - own_.lo]]; }
+  bool seated(uint32_t agent) const { return seat_of_[agent - own_.lo] != kUnseated; }
+  void park_all();  // the round is over: every seated agent back to its parked bytes
+
   DriverOptions opt_;
   protocol::ServerSession server_;
-  AgentSlots<protocol::ClientSession<double>> clients_;  // the agents own_
-  std::vector<uint8_t> arena_memory_;
-  AgentSlots<protocol::ClientOutput> outputs_;
-  AgentSlots<Status> errors_;
+  std::deque<Seat> seats_;
+  std::vector<uint32_t> free_seats_;
+  std::vector<uint32_t> seat_of_;     // per agent of own_: its seat or kUnseated
+  std::vector<uint32_t> seated_;      // agents seated this round
+  std::vector<uint8_t> parked_;       // per agent of own_: rest_bytes_ bytes (park_idle_agents)
+  size_t rest_bytes_ = 0;
+  size_t arena_bytes_ = 0;            // per seat
   AgentRange own_;
   RankMessages messages_;
   std::vector<uint32_t> announced_;  // this step's announcements (all agents)

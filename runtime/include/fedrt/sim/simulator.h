@@ -50,6 +50,10 @@ struct SimOptions {
   // Results are the same bits either way.
   bool on_round_any_thread = false;
   bool keep_theta_history = false;
+  // Agents a round does not call on keep only their state between rounds
+  // (sim/session_driver.h); false keeps a whole session per agent (the same
+  // results with more memory; tests compare the two).
+  bool park_idle_agents = true;
   // A distributed run (MPI, sim/rank_exchange.h): this process is one rank;
   // every rank computes the same result. on_round must answer alike on all,
   // and the (algorithm, run) pairs must run in the same order on all, one
