@@ -49,7 +49,9 @@ def run(sim, agents, rounds, ranks, out):
     with open(os.path.join(out, "summary.json")) as f:
         summary = json.load(f)
     alg = summary["algorithms"]["scafflsa"]
-    return alg["wall_seconds"] / rounds, wall, max(rss) * 1024
+    if not rss:  # /usr/bin/time's line lost in the launcher's output
+        print(f"[bench] N={agents} ranks={ranks}: no peak memory reported", file=sys.stderr)
+    return alg["wall_seconds"] / rounds, wall, max(rss, default=0) * 1024
 
 
 def main():

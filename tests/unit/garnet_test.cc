@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "fedrt/core/arena.h"
+#include "fedrt/core/rng.h"
 #include "fedrt/problems/garnet.h"
 #include "fedrt/problems/td_oracles.h"
 
@@ -40,6 +41,27 @@ GarnetConfig Fleet(Heterogeneity h) {
   g.heterogeneity = h;
   g.seed = 5;
   return g;
+}
+
+// Low heterogeneity: agent c's rewards r0(s) + eps u take the draws of its
+// stream that follow its kernel's (one per non-zero entry: |S| |A| b), so
+// r_c(s) - eps u_{c,s} is the same r0(s) for every agent.
+TEST(Garnet, LowHeterogeneityRewardsFollowTheKernelDraws) {
+  GarnetConfig g = Fleet(Heterogeneity::kLow);
+  g.agents = 20;
+  g.epsilon = 0.3;
+  auto p = GenerateGarnet(g);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  std::vector<double> r0;
+  for (int c = 0; c < g.agents; ++c) {
+    CounterRng rng(g.seed, 0, static_cast<uint64_t>(c), 0, RngStream::kProblem);
+    for (int k = 0; k < g.n_states * g.n_actions * g.branching; ++k) rng.uniform();
+    for (int s = 0; s < g.n_states; ++s) {
+      const double base = p->reward[c](s) - g.epsilon * rng.uniform();
+      if (c == 0) r0.push_back(base);
+      else ASSERT_NEAR(base, r0[s], 1e-12) << "agent " << c << " state " << s;
+    }
+  }
 }
 
 // Regenerated kernels are stochastic, deterministic, and the base kernel's

@@ -1,10 +1,20 @@
 #include "fedrt/core/worker_pool.h"
 
+#include <algorithm>
+
 namespace fedrt {
 
 WorkerPool::WorkerPool(int threads) {
   if (threads < 1) threads = 1;
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
+}
+
+int WorkerPool::ThreadsFor(size_t n, int threads, size_t per_thread) {
+  if (threads <= 0) {
+    const size_t cap = per_thread > 0 ? n / per_thread : n;
+    threads = static_cast<int>(std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), cap));
+  }
+  return std::max(1, static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(n, 1))));
 }
 
 WorkerPool::~WorkerPool() {

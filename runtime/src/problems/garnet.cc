@@ -95,9 +95,10 @@ Result<TdProblem> GenerateGarnet(const GarnetConfig& g) {
   p.reward.reserve(static_cast<size_t>(g.agents));
   for (int c = 0; c < g.agents; ++c) {
     if (g.heterogeneity == Heterogeneity::kLow) {
-      // The rewards' draws follow the kernel's in the agent's stream.
+      // The rewards' draws follow the kernel's in the agent's stream: one
+      // uniform per non-zero entry, `branching` per (s, a) row.
       CounterRng rng(g.seed, 0, static_cast<uint64_t>(c), 0, RngStream::kProblem);
-      kernel_of(c, rng);
+      rng.advance(static_cast<uint64_t>(g.n_states) * g.n_actions * g.branching);
       Eigen::VectorXd r(g.n_states);
       for (int s = 0; s < g.n_states; ++s) r(s) = r0(s) + g.epsilon * rng.uniform();
       p.reward.push_back(r);

@@ -8,7 +8,7 @@
 #include <Eigen/Eigenvalues>
 #include <fmt/format.h>
 
-#include "fedrt/problems/agent_chunks.h"
+#include "fedrt/core/worker_pool.h"
 
 namespace fedrt::problems {
 
@@ -110,7 +110,10 @@ Status TdProblem::derive(int threads) {
   lsa.bbar.assign(agents_n, Eigen::VectorXd::Zero(d));
   // One eigen-solve per agent, the cost of building a large fleet; solve()
   // then sums the agents in order.
-  ForAgentsInChunks(agents_n, threads, [this](int c) { DeriveAgent(*this, c); });
+  WorkerPool pool(WorkerPool::ThreadsFor(static_cast<size_t>(agents_n), threads, 512));
+  pool.parallel_for(static_cast<size_t>(agents_n), [this](size_t b, size_t e) {
+    for (size_t c = b; c < e; ++c) DeriveAgent(*this, static_cast<int>(c));
+  });
   return lsa.solve();
 }
 

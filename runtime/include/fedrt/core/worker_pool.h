@@ -21,6 +21,9 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // Threads worth starting for n independent items of work: `threads` (0:
+  // the machine's), at most one per `per_thread` items, at least one.
+  static int ThreadsFor(size_t n, int threads, size_t per_thread);
   // Calls fn(begin, end) on `threads()` contiguous chunks of [0, n); the
   // calling thread runs the first chunk. Returns when every chunk is done.
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn);
