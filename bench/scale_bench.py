@@ -37,7 +37,9 @@ def run(sim, agents, rounds, ranks, out):
     args = [sim, "--heterogeneity", "high", "--agents", str(agents), "--participation", "0.01",
             "--local-steps", "100", "--rounds", str(rounds), "--runs", "1", "--algorithm", "scafflsa",
             "--threads", "1" if ranks > 1 else "0", "--no-plot", "--out", out]
-    timed = ["/usr/bin/time", "-f", "fedrt-scale-maxrss-kb %M"] + args
+    # Each rank's peak appended to a file: through mpirun, stderr lines can be lost.
+    rss_file = os.path.join(out, "maxrss.txt")
+    timed = ["/usr/bin/time", "-a", "-o", rss_file, "-f", "fedrt-scale-maxrss-kb %M"] + args
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cmd = timed if ranks == 1 else [os.path.join(root, "scripts", "mpirun_local.sh"), str(ranks)] + timed
     t0 = time.perf_counter()
@@ -45,7 +47,8 @@ def run(sim, agents, rounds, ranks, out):
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"N={agents} ranks={ranks} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
-    rss = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("fedrt-scale-maxrss-kb")]
+    with open(rss_file) as f:
+        rss = [int(line.split()[1]) for line in f if line.startswith("fedrt-scale-maxrss-kb")]
     with open(os.path.join(out, "summary.json")) as f:
         summary = json.load(f)
     alg = summary["algorithms"]["scafflsa"]

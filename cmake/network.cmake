@@ -81,15 +81,17 @@ target_link_libraries(fedrt-coordinator PRIVATE fedrt_net CLI11::CLI11)
 add_executable(fedrt-device runtime/apps/fedrt_device.cc)
 target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
 
-# Load benchmark (./fedrt bench runs it after fedrt-bench).
-add_executable(fedrt-net-bench bench/fedrt_net_bench.cc)
-target_link_libraries(fedrt-net-bench PRIVATE fedrt_net)
-add_dependencies(fedrt-net-bench fedrt-coordinator)
-# Round latency per phase with real processes (./fedrt bench runs it too).
-add_executable(fedrt-net-latency bench/fedrt_net_latency.cc)
-target_link_libraries(fedrt-net-latency PRIVATE CLI11::CLI11 fmt::fmt)
-add_dependencies(fedrt-net-latency fedrt-coordinator fedrt-device fedrt-keys)
-# Large models: round time, bytes through TLS vs the cipher, coordinator RSS (./fedrt bench).
-add_executable(fedrt-model-bench bench/fedrt_model_bench.cc)
-target_link_libraries(fedrt-model-bench PRIVATE fedrt_net CLI11::CLI11 fmt::fmt)
-add_dependencies(fedrt-model-bench fedrt-coordinator fedrt-device fedrt-keys)
+if(FEDRT_BUILD_BENCH)
+  # Load benchmark (./fedrt bench runs it after fedrt-bench).
+  add_executable(fedrt-net-bench bench/fedrt_net_bench.cc)
+  target_link_libraries(fedrt-net-bench PRIVATE fedrt_net)
+  add_dependencies(fedrt-net-bench fedrt-coordinator)
+  # Round latency per phase with real processes (./fedrt bench runs it too).
+  add_executable(fedrt-net-latency bench/fedrt_net_latency.cc)
+  target_link_libraries(fedrt-net-latency PRIVATE CLI11::CLI11 fmt::fmt)
+  add_dependencies(fedrt-net-latency fedrt-coordinator fedrt-device fedrt-keys)
+  # Large models: round time, bytes through TLS vs the cipher, coordinator RSS (./fedrt bench).
+  add_executable(fedrt-model-bench bench/fedrt_model_bench.cc)
+  target_link_libraries(fedrt-model-bench PRIVATE fedrt_net CLI11::CLI11 fmt::fmt)
+  add_dependencies(fedrt-model-bench fedrt-coordinator fedrt-device fedrt-keys)
+endif()

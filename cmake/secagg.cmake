@@ -28,7 +28,7 @@ target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 
 # Benchmark (./fedrt bench runs it): bandwidth expansion and device cost per round.
 # Host only: the ARM board presets (FEDRT_DEVICE_ONLY) never run it.
-if(NOT FEDRT_DEVICE_ONLY)
+if(NOT FEDRT_DEVICE_ONLY AND FEDRT_BUILD_BENCH)
   add_executable(fedrt-secagg-bench bench/fedrt_secagg_bench.cc)
   target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_secagg)
 endif()
