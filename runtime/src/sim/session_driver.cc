@@ -60,8 +60,8 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
     if (const char* why = ClientSession<double>::RefusalFor(task, o.algorithm, (*o.agents)[c], arena_bytes_))
       return AgentError(c, Status::FailedPrecondition(why));
   seats_.clear();
-  free_seats_.clear();
-  seated_.clear();
+  idle_seats_.clear();
+  serial_ = 1;
   seat_of_.assign(own_.count(), kUnseated);
   parked_.clear();
   rest_bytes_ = 0;
@@ -72,9 +72,10 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
     seat_of(own_.lo).session.park(fresh.data());
     parked_.resize(rest_bytes_ * own_.count());
     for (uint32_t i = 0; i < own_.count(); ++i) std::memcpy(parked_.data() + rest_bytes_ * i, fresh.data(), rest_bytes_);
-    free_seats_.push_back(seat_of_[0]);
+    seats_[0].agent = kUnseated;
+    seats_[0].round = 0;
     seat_of_[0] = kUnseated;
-    seated_.clear();
+    idle_seats_.push_back(0);
   } else {
     for (uint32_t c = own_.lo; c < own_.hi; ++c) FEDRT_TRY(seat(c));
   }
@@ -93,7 +94,11 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
       Status st = seat_of(out.agent).session.on_result(server_.result(out.agent));
       if (!st.ok()) return AgentError(out.agent, st);
     }
-    if (opt_.park_idle_agents) park_all();
+    if (opt_.park_idle_agents) {  // every seat may serve the next round
+      ++serial_;
+      idle_seats_.clear();
+      for (uint32_t i = 0; i < seats_.size(); ++i) idle_seats_.push_back(i);
+    }
     return Status::Ok();
   };
   if (server_.needs_initial_exchange()) {
@@ -190,9 +195,18 @@ Status SessionDriver::play_round(uint32_t round) {
 
 Status SessionDriver::seat(uint32_t c) {
   uint32_t& s = seat_of_[c - own_.lo];
-  if (s != kUnseated) return Status::Ok();
+  if (s != kUnseated) {
+    seats_[s].round = serial_;
+    return Status::Ok();
+  }
   const protocol::LocalProblem<double>& problem = (*opt_.agents)[c];
-  if (free_seats_.empty()) {  // a new session, carved from its own arena
+  uint32_t k = kUnseated;
+  while (k == kUnseated && !idle_seats_.empty()) {  // a seat this round has not used
+    const uint32_t i = idle_seats_.back();
+    idle_seats_.pop_back();
+    if (seats_[i].round != serial_) k = i;
+  }
+  if (k == kUnseated) {  // every seat serves this round: a new session, carved from its own arena
     Seat& fresh = seats_.emplace_back();
     fresh.arena.reset(new uint8_t[arena_bytes_]());
     Arena arena(fresh.arena.get(), arena_bytes_);
@@ -206,23 +220,17 @@ Status SessionDriver::seat(uint32_t c) {
     co.entropy_ctx = &entropy_seed_;
     Status st = fresh.session.init(arena, co);
     if (!st.ok()) return AgentError(c, st);
-    free_seats_.push_back(static_cast<uint32_t>(seats_.size() - 1));
+    k = static_cast<uint32_t>(seats_.size() - 1);
+  } else if (const uint32_t old = seats_[k].agent; old != kUnseated) {  // its agent goes back to its parked bytes
+    seats_[k].session.park(parked_.data() + rest_bytes_ * (old - own_.lo));
+    seat_of_[old - own_.lo] = kUnseated;
   }
-  s = free_seats_.back();
-  free_seats_.pop_back();
-  if (!parked_.empty()) seats_[s].session.unpark(c, problem, parked_.data() + rest_bytes_ * (c - own_.lo));
-  seated_.push_back(c);
+  Seat& seat = seats_[k];
+  seat.agent = c;
+  seat.round = serial_;
+  s = k;
+  if (!parked_.empty()) seat.session.unpark(c, problem, parked_.data() + rest_bytes_ * (c - own_.lo));
   return Status::Ok();
-}
-
-void SessionDriver::park_all() {
-  for (uint32_t c : seated_) {
-    uint32_t& s = seat_of_[c - own_.lo];
-    seats_[s].session.park(parked_.data() + rest_bytes_ * (c - own_.lo));
-    free_seats_.push_back(s);
-    s = kUnseated;
-  }
-  seated_.clear();
 }
 
 Status SessionDriver::deliver_announcements(uint32_t round) {

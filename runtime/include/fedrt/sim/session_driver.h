@@ -75,26 +75,29 @@ class SessionDriver {
   Status run_rounds(const std::function<Status(const DriverRound&)>& on_round);
   Status exchange();  // distributed: the messages of this step, to every replica
 
-  // A session of the pool, bound to one agent for a round (or for the run
-  // when agents are not parked), with what it answers.
+  // A session of the pool with what it answers. An agent keeps its seat
+  // until a later round needs the seat for another agent (then it is parked),
+  // so the agents of consecutive rounds, or of every round under full
+  // participation, are not parked and unparked each time.
+  static constexpr uint32_t kUnseated = ~0u;
   struct Seat {
     protocol::ClientSession<double> session;
     protocol::ClientOutput output;
     Status error;
     std::unique_ptr<uint8_t[]> arena;
+    uint32_t agent = kUnseated;
+    uint64_t round = 0;  // serial_ of the last round it served
   };
-  static constexpr uint32_t kUnseated = ~0u;
-  Status seat(uint32_t agent);  // binds `agent` to a seat (unparking it) if it has none
+  Status seat(uint32_t agent);  // gives `agent` a seat for this round (unparking it) if it has none
   Seat& seat_of(uint32_t agent) { return seats_[seat_of_[agent - own_.lo]]; }
   bool seated(uint32_t agent) const { return seat_of_[agent - own_.lo] != kUnseated; }
-  void park_all();  // the round is over: every seated agent back to its parked bytes
 
   DriverOptions opt_;
   protocol::ServerSession server_;
   std::deque<Seat> seats_;
-  std::vector<uint32_t> free_seats_;
+  std::vector<uint32_t> idle_seats_;  // seats this round has not used yet (parked agents, their seats taken)
   std::vector<uint32_t> seat_of_;     // per agent of own_: its seat or kUnseated
-  std::vector<uint32_t> seated_;      // agents seated this round
+  uint64_t serial_ = 0;               // rounds played, the init round included
   std::vector<uint8_t> parked_;       // per agent of own_: rest_bytes_ bytes (park_idle_agents)
   size_t rest_bytes_ = 0;
   size_t arena_bytes_ = 0;            // per seat
