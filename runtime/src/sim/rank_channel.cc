@@ -32,13 +32,14 @@ AgentRange RangeOf(uint32_t agents, uint32_t ranks, uint32_t rank) {
 namespace {
 
 // Frame: kind u8 | status code u8 | value u64 | text (u32 length, bytes) | body (u64 length, bytes).
-enum Kind : uint8_t { kMessages = 1, kFail = 2, kStart = 3, kDone = 4 };
+enum Kind : uint8_t { kMessages = 1, kFail = 2, kStart = 3, kDone = 4, kBuilt = 5 };
 const char* KindName(uint8_t k) {
   switch (k) {
     case kMessages: return "round messages";
     case kFail: return "a failure";
     case kStart: return "the start agreement";
     case kDone: return "the end agreement";
+    case kBuilt: return "the instance built";
     default: return "an unknown frame";
   }
 }
@@ -174,6 +175,14 @@ Status RankChannel::agree_start(const Status& parsed, uint64_t fingerprint, cons
       return failure_;
     }
   return Status::Ok();
+}
+
+Status RankChannel::built() {
+  if (broken()) return failure_;
+  std::vector<Frame> frames;
+  std::vector<uint8_t> raw;
+  std::vector<size_t> offsets;
+  return collect(kBuilt, {}, 0, Status::Ok(), frames, raw, offsets);
 }
 
 Status RankChannel::agree_done(const Status& mine) {

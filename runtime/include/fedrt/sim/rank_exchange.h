@@ -67,6 +67,9 @@ class RankChannel {
   // task with this fingerprint, from `source` (the file, for messages). An
   // error on every rank when one failed or the fingerprints differ.
   Status agree_start(const Status& parsed, uint64_t fingerprint, const std::string& source);
+  // Every rank built its instance: the ranks meet here, so that no rank's
+  // run time includes waiting for a slower rank's construction.
+  Status built();
   // After the work: Ok on every rank when every rank finished with Ok.
   Status agree_done(const Status& mine);
 
