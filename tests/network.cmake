@@ -1,9 +1,20 @@
 # Tests of the networked system: loopback integration tests that start real
 # fedrt-coordinator / fedrt-device processes (and the tests' own variants of
 # them with fault hooks, which the product's binaries do not have).
-add_executable(fedrt_net_unit_tests net/network_config_test.cc net/device_state_test.cc net/state_store_test.cc)
+add_executable(fedrt_net_unit_tests net/network_config_test.cc net/device_state_test.cc net/state_store_test.cc
+  net/revocations_test.cc)
 target_link_libraries(fedrt_net_unit_tests PRIVATE fedrt_net GTest::gtest_main)
 gtest_discover_tests(fedrt_net_unit_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
+
+# The fleet's admin programs as an operator runs them: fedrt-keys (new fleet,
+# add, revoke). Under a second each.
+add_executable(fedrt_admin_cli_tests net/keys_cli_test.cc)
+target_link_libraries(fedrt_admin_cli_tests PRIVATE fedrt_net GTest::gtest_main)
+target_compile_definitions(fedrt_admin_cli_tests PRIVATE
+  FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-keys>"
+  FEDRT_ADMIN_TMP="${CMAKE_CURRENT_BINARY_DIR}/admin_tmp")
+add_dependencies(fedrt_admin_cli_tests fedrt-keys)
+gtest_discover_tests(fedrt_admin_cli_tests PROPERTIES LABELS cli TIMEOUT 60 DISCOVERY_TIMEOUT 60)
 
 add_executable(fedrt-test-device net/test_device.cc)
 target_link_libraries(fedrt-test-device PRIVATE fedrt_net CLI11::CLI11)

@@ -1,170 +1,115 @@
-// fedrt-keys: provisions a fleet with mbedTLS's own key and certificate
-// writing: a CA, the coordinator's certificate, and per device a certificate
-// (CN = device id), a key and a PSK. Every file is written with mode 0600.
+// fedrt-keys: the keys folder of a fleet (fedrt/net/keys_provision.h; README.md,
+// "Deployment on a real network" and "Devices during a run").
 //
-//   DIR/ca.crt ca.key coordinator.crt coordinator.key
-//   DIR/registry.tsv                 id<TAB>index<TAB>psk_hex (the coordinator's copy)
-//   DIR/devices/ID/{ca.crt, device.crt, device.key, device.psk}  (copy to board ID)
+//   fedrt-keys --out DIR --devices N [--prefix P]         a new fleet: CA, coordinator, N devices
+//   fedrt-keys add --keys DIR [--count N] [--prefix P]    N more devices, signed by DIR's CA
+//   fedrt-keys revoke --keys DIR ID [ID...] [--reason T]  list devices in DIR/revoked.tsv
+//
+// Exit codes: 0 done, 1 the work failed (nothing or, for a new fleet, part of
+// it written), 2 bad command line.
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstdio>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <mbedtls/bignum.h>
-#include <mbedtls/ecp.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/x509_crt.h>
-#include <mbedtls/x509_csr.h>
 
 #include "fedrt/log/log.h"
-#include "fedrt/net/tls.h"
+#include "fedrt/net/keys_provision.h"
 
 namespace {
 
-using fedrt::Status;
-using fedrt::StatusCode;
+constexpr int kMaxDevices = 100000;
 
-Status WritePrivate(const std::filesystem::path& path, const std::string& data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path.string()));
-  ::fchmod(fd, 0600);
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n <= 0) {
-      ::close(fd);
-      return Status(StatusCode::kDataLoss, fmt::format("short write to '{}'", path.string()));
-    }
-    off += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return Status::Ok();
+int Fail(const fedrt::Status& st) {
+  fmt::print(stderr, "fedrt-keys: error: {}\n", st.message());
+  return 1;
 }
 
-struct Key {
-  mbedtls_pk_context pk;
-  Key() { mbedtls_pk_init(&pk); }
-  ~Key() { mbedtls_pk_free(&pk); }
-};
-
-Status GenKey(Key& key, fedrt::net::TlsRandom& rng, std::string& pem) {
-  int rc = mbedtls_pk_setup(&key.pk, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY));
-  if (rc == 0)
-    rc = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(key.pk), mbedtls_ctr_drbg_random, rng.drbg());
-  std::vector<unsigned char> buf(4096);
-  if (rc == 0) rc = mbedtls_pk_write_key_pem(&key.pk, buf.data(), buf.size());
-  if (rc != 0) return Status(StatusCode::kInternal, "key generation: " + fedrt::net::TlsErrorString(rc));
-  pem = reinterpret_cast<const char*>(buf.data());
-  return Status::Ok();
-}
-
-Status MakeCert(Key& subject, Key& issuer, const std::string& subject_name, const std::string& issuer_name,
-                int serial, bool is_ca, fedrt::net::TlsRandom& rng, std::string& pem) {
-  mbedtls_x509write_cert crt;
-  mbedtls_x509write_crt_init(&crt);
-  mbedtls_mpi sn;
-  mbedtls_mpi_init(&sn);
-  mbedtls_x509write_crt_set_version(&crt, MBEDTLS_X509_CRT_VERSION_3);
-  mbedtls_x509write_crt_set_md_alg(&crt, MBEDTLS_MD_SHA256);
-  mbedtls_x509write_crt_set_subject_key(&crt, &subject.pk);
-  mbedtls_x509write_crt_set_issuer_key(&crt, &issuer.pk);
-  int rc = mbedtls_x509write_crt_set_subject_name(&crt, subject_name.c_str());
-  if (rc == 0) rc = mbedtls_x509write_crt_set_issuer_name(&crt, issuer_name.c_str());
-  if (rc == 0) rc = mbedtls_mpi_lset(&sn, serial);
-  if (rc == 0) rc = mbedtls_x509write_crt_set_serial(&crt, &sn);
-  if (rc == 0) rc = mbedtls_x509write_crt_set_validity(&crt, "20240101000000", "20491231235959");
-  if (rc == 0) rc = mbedtls_x509write_crt_set_basic_constraints(&crt, is_ca ? 1 : 0, is_ca ? 0 : -1);
-  if (rc == 0)
-    rc = mbedtls_x509write_crt_set_key_usage(
-        &crt, is_ca ? (MBEDTLS_X509_KU_KEY_CERT_SIGN | MBEDTLS_X509_KU_CRL_SIGN) : MBEDTLS_X509_KU_DIGITAL_SIGNATURE);
-  std::vector<unsigned char> buf(4096);
-  if (rc == 0) rc = mbedtls_x509write_crt_pem(&crt, buf.data(), buf.size(), mbedtls_ctr_drbg_random, rng.drbg());
-  mbedtls_mpi_free(&sn);
-  mbedtls_x509write_crt_free(&crt);
-  if (rc != 0)
-    return Status(StatusCode::kInternal, fmt::format("certificate '{}': {}", subject_name, fedrt::net::TlsErrorString(rc)));
-  pem = reinterpret_cast<const char*>(buf.data());
-  return Status::Ok();
-}
-
-Status Provision(const std::filesystem::path& out, int devices, const std::string& prefix) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(out / "devices", ec);
-  if (ec) return Status(StatusCode::kPermissionDenied, fmt::format("cannot create '{}': {}", out.string(), ec.message()));
-  fs::permissions(out, fs::perms::owner_all, ec);
-  fs::permissions(out / "devices", fs::perms::owner_all, ec);
-  fedrt::net::TlsRandom rng;
-  FEDRT_TRY(rng.init("fedrt-keys"));
-  const std::string ca_name = "CN=fedrt-ca,O=fedrt";
-  Key ca;
-  std::string ca_key_pem, ca_pem;
-  FEDRT_TRY(GenKey(ca, rng, ca_key_pem));
-  FEDRT_TRY(MakeCert(ca, ca, ca_name, ca_name, 1, true, rng, ca_pem));
-  FEDRT_TRY(WritePrivate(out / "ca.key", ca_key_pem));
-  FEDRT_TRY(WritePrivate(out / "ca.crt", ca_pem));
-  {
-    Key k;
-    std::string key_pem, crt_pem;
-    FEDRT_TRY(GenKey(k, rng, key_pem));
-    FEDRT_TRY(MakeCert(k, ca, "CN=fedrt-coordinator,O=fedrt", ca_name, 2, false, rng, crt_pem));
-    FEDRT_TRY(WritePrivate(out / "coordinator.key", key_pem));
-    FEDRT_TRY(WritePrivate(out / "coordinator.crt", crt_pem));
-  }
-  std::string registry = "# id\tindex\tpsk_hex (secret: keep on the coordinator only)\n";
-  for (int i = 0; i < devices; ++i) {
-    const std::string id = fmt::format("{}{:04d}", prefix, i);
-    const fs::path dir = out / "devices" / id;
-    fs::create_directories(dir, ec);
-    if (ec) return Status(StatusCode::kPermissionDenied, fmt::format("cannot create '{}'", dir.string()));
-    fs::permissions(dir, fs::perms::owner_all, ec);
-    Key k;
-    std::string key_pem, crt_pem;
-    FEDRT_TRY(GenKey(k, rng, key_pem));
-    FEDRT_TRY(MakeCert(k, ca, fmt::format("CN={},O=fedrt", id), ca_name, 100 + i, false, rng, crt_pem));
-    unsigned char psk[32];
-    if (mbedtls_ctr_drbg_random(rng.drbg(), psk, sizeof psk) != 0)
-      return Status(StatusCode::kInternal, std::string("PSK generation failed"));
-    const std::string hex = fedrt::net::BytesToHex(psk, sizeof psk);
-    FEDRT_TRY(WritePrivate(dir / "device.key", key_pem));
-    FEDRT_TRY(WritePrivate(dir / "device.crt", crt_pem));
-    FEDRT_TRY(WritePrivate(dir / "ca.crt", ca_pem));
-    FEDRT_TRY(WritePrivate(dir / "device.psk", hex + "\n"));
-    registry += fmt::format("{}\t{}\t{}\n", id, i, hex);
-  }
-  return WritePrivate(out / "registry.tsv", registry);
+int Usage(const std::string& what) {
+  fmt::print(stderr, "fedrt-keys: error: {}\n", what);
+  return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fedrt-keys: provision a fleet (CA, coordinator certificate, per-device certificates and PSKs)"};
-  std::string out;
-  int devices = 0;
-  std::string prefix = "dev";
-  app.add_option("--out", out, "output directory")->required();
-  app.add_option("--devices", devices, "number of devices N (agent indices 0..N-1)")->required();
-  app.add_option("--prefix", prefix, "device id prefix (ids are PREFIX0000, PREFIX0001, ...)");
+  CLI::App app{"fedrt-keys: provision a fleet (CA, coordinator certificate, per-device certificates and PSKs), "
+               "add devices to it, revoke devices"};
   std::string log_level = "info";
+  std::string out, prefix = "dev";
+  int devices = 0;
+  CLI::Option* out_opt = app.add_option("--out", out, "new fleet: output directory");
+  CLI::Option* devices_opt = app.add_option("--devices", devices, "new fleet: number of devices N (agent indices 0..N-1)");
+  CLI::Option* prefix_opt = app.add_option("--prefix", prefix, "new fleet: device id prefix (ids are PREFIX0000, PREFIX0001, ...)");
   fedrt::log::AddLevelFlag(app, log_level);
-  CLI11_PARSE(app, argc, argv);
+  app.require_subcommand(0, 1);
+
+  std::string add_keys, add_prefix;
+  int count = 1;
+  CLI::App* add = app.add_subcommand("add", "provision more devices in an existing keys folder (next free indices)");
+  add->add_option("--keys", add_keys, "keys folder written by fedrt-keys --out")->required();
+  add->add_option("--count", count, "number of new devices (default 1)");
+  add->add_option("--prefix", add_prefix, "id prefix (default: the one the registry's ids share, else dev)");
+  fedrt::log::AddLevelFlag(*add, log_level);
+
+  std::string revoke_keys, reason = "revoked by operator";
+  std::vector<std::string> ids;
+  CLI::App* revoke = app.add_subcommand("revoke", "list devices in KEYS/revoked.tsv (the coordinator refuses them)");
+  revoke->add_option("--keys", revoke_keys, "keys folder written by fedrt-keys --out")->required();
+  revoke->add_option("ids", ids, "device ids, as in KEYS/registry.tsv")->required();
+  revoke->add_option("--reason", reason, "why (one line, at most 200 bytes kept)");
+  fedrt::log::AddLevelFlag(*revoke, log_level);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
   (void)fedrt::log::SetLevel(log_level);  // checked by the flag
-  if (devices <= 0 || devices > 100000) {
-    fmt::print(stderr, "fedrt-keys: error: --devices must be in 1..100000, got {}\n", devices);
-    return 2;
+  auto& log = fedrt::log::Get("fedrt-keys");
+
+  if (add->parsed() || revoke->parsed()) {
+    if (out_opt->count() + devices_opt->count() + prefix_opt->count() > 0)
+      return Usage(fmt::format("--out/--devices/--prefix before the subcommand make a new fleet; '{}' works on --keys DIR",
+                               add->parsed() ? "add" : "revoke"));
   }
-  Status st = Provision(out, devices, prefix);
-  if (!st.ok()) {
-    fmt::print(stderr, "fedrt-keys: error: {}\n", st.message());
-    return 1;
+  if (add->parsed()) {
+    if (count <= 0 || count > kMaxDevices)
+      return Usage(fmt::format("--count must be in 1..{}, got {}", kMaxDevices, count));
+    auto added = fedrt::net::AddDevices(add_keys, static_cast<uint32_t>(count), add_prefix);
+    if (!added.ok()) return Fail(added.status());
+    for (const auto& d : *added) fmt::print("added {} index={} dir={}\n", d.id, d.index, d.dir);
+    log.info("added {} device{} to {}; registry.tsv rewritten", added->size(), added->size() == 1 ? "" : "s", add_keys);
+    return 0;
   }
-  fedrt::log::Get("fedrt-keys").info("provisioned CA, coordinator and {} devices in {}", devices, out);
+  if (revoke->parsed()) {
+    const double now = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    auto done = fedrt::net::RevokeDevices(revoke_keys, ids, reason, now);
+    if (!done.ok()) return Fail(done.status());
+    for (const auto& r : done->revoked) fmt::print("revoked {} reason=\"{}\"\n", r.id, r.reason);
+    for (const auto& r : done->already)
+      fmt::print("already revoked {} at={} reason=\"{}\"\n", r.id, r.revoked_at, r.reason);
+    if (!done->revoked.empty()) log.info("revoked.tsv in {} rewritten", revoke_keys);
+    return 0;
+  }
+
+  if (out_opt->count() == 0 && devices_opt->count() == 0)
+    return Usage("nothing to do: give --out DIR --devices N (a new fleet) or a subcommand: add, revoke (see --help)");
+  if (out_opt->count() == 0 || devices_opt->count() == 0)
+    return Usage(fmt::format("a new fleet needs --out DIR and --devices N: {} is missing",
+                             out_opt->count() == 0 ? "--out" : "--devices"));
+  if (devices <= 0 || devices > kMaxDevices)
+    return Usage(fmt::format("--devices must be in 1..{}, got {}", kMaxDevices, devices));
+  std::error_code ec;
+  const bool stale = std::filesystem::exists(std::filesystem::path(out) / "revoked.tsv", ec);
+  fedrt::Status st = fedrt::net::ProvisionFleet(out, static_cast<uint32_t>(devices), prefix);
+  if (!st.ok()) return Fail(st);
+  if (stale) log.info("removed {}/revoked.tsv: it listed the previous fleet's devices", out);
+  log.info("provisioned CA, coordinator and {} devices in {}", devices, out);
   return 0;
 }

@@ -1,0 +1,168 @@
+// fedrt-keys end to end (runtime/apps/fedrt_keys.cc): a fleet provisioned,
+// then grown with `add` (next indices, certificates of the same CA, the
+// registry replaced whole) and trimmed with `revoke` (revoked.tsv).
+
+#include <sys/stat.h>
+
+#include <set>
+
+#include <mbedtls/pk.h>
+#include <mbedtls/x509_crt.h>
+
+#include "cli_run.h"
+#include "fedrt/net/revocations.h"
+#include "fedrt/net/tls.h"
+
+namespace fedrt::net::testing {
+namespace {
+
+unsigned Mode(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return 0;
+  return st.st_mode & 0777;
+}
+
+// Whether `device`'s certificate chains to `ca`, names `cn`, has `serial`,
+// and belongs to the key beside it.
+void ExpectSignedBy(const fs::path& ca, const fs::path& device_dir, const std::string& cn, int serial) {
+  mbedtls_x509_crt trust, crt;
+  mbedtls_pk_context key;
+  mbedtls_x509_crt_init(&trust);
+  mbedtls_x509_crt_init(&crt);
+  mbedtls_pk_init(&key);
+  ASSERT_EQ(mbedtls_x509_crt_parse_file(&trust, ca.c_str()), 0);
+  ASSERT_EQ(mbedtls_x509_crt_parse_file(&crt, (device_dir / "device.crt").c_str()), 0);
+  ASSERT_EQ(mbedtls_pk_parse_keyfile(&key, (device_dir / "device.key").c_str(), nullptr), 0);
+  uint32_t flags = 0;
+  EXPECT_EQ(mbedtls_x509_crt_verify(&crt, &trust, nullptr, cn.c_str(), &flags, nullptr, nullptr), 0)
+      << device_dir << ": verification flags " << flags;
+  EXPECT_EQ(mbedtls_pk_check_pair(&crt.pk, &key), 0) << device_dir << ": device.key is not device.crt's key";
+  ASSERT_EQ(crt.serial.len, 1u);
+  EXPECT_EQ(crt.serial.p[0], serial);
+  mbedtls_pk_free(&key);
+  mbedtls_x509_crt_free(&crt);
+  mbedtls_x509_crt_free(&trust);
+}
+
+TEST(KeysCliTest, AddGivesTheNextIndicesAndCertificatesOfTheSameCa) {
+  const fs::path dir = TestDir();
+  CliResult r = RunCli("fedrt-keys", {"--out", "keys", "--devices", "2"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  const std::string before = Slurp(dir / "keys/registry.tsv");
+
+  r = RunCli("fedrt-keys", {"add", "--keys", "keys", "--count", "2"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_EQ(r.out,
+            "added dev0002 index=2 dir=keys/devices/dev0002\n"
+            "added dev0003 index=3 dir=keys/devices/dev0003\n");
+  const std::string after = Slurp(dir / "keys/registry.tsv");
+  EXPECT_EQ(after.rfind(before, 0), 0u) << "the existing lines (and their PSKs) are kept as they were";
+  auto reg = LoadRegistry((dir / "keys/registry.tsv").string());
+  ASSERT_TRUE(reg.ok()) << reg.status().message();
+  ASSERT_EQ(reg->size(), 4u);
+  std::set<std::string> psks;
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ((*reg)[i].index, i);
+    EXPECT_EQ((*reg)[i].id, "dev000" + std::to_string(i));
+    psks.insert(BytesToHex((*reg)[i].psk.data(), (*reg)[i].psk.size()));
+  }
+  EXPECT_EQ(psks.size(), 4u) << "every device has its own PSK";
+  EXPECT_EQ(Mode(dir / "keys/registry.tsv"), 0600u);
+  EXPECT_FALSE(fs::exists(dir / "keys/registry.tsv.tmp"));
+
+  for (int i = 2; i < 4; ++i) {
+    const fs::path d = dir / "keys/devices" / ("dev000" + std::to_string(i));
+    EXPECT_EQ(Mode(d), 0700u) << d;
+    for (const char* f : {"ca.crt", "device.crt", "device.key", "device.psk"}) EXPECT_EQ(Mode(d / f), 0600u) << d / f;
+    EXPECT_EQ(Slurp(d / "ca.crt"), Slurp(dir / "keys/ca.crt"));
+    EXPECT_EQ(Slurp(d / "device.psk"), BytesToHex((*reg)[i].psk.data(), (*reg)[i].psk.size()) + "\n");
+    ExpectSignedBy(dir / "keys/ca.crt", d, "dev000" + std::to_string(i), 100 + i);
+  }
+  ExpectSignedBy(dir / "keys/ca.crt", dir / "keys/devices/dev0000", "dev0000", 100);
+
+  // The registry's prefix is kept; another one may be asked for.
+  r = RunCli("fedrt-keys", {"--out", "lab", "--devices", "1", "--prefix", "lab-"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  r = RunCli("fedrt-keys", {"add", "--keys", "lab"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_EQ(r.out, "added lab-0001 index=1 dir=lab/devices/lab-0001\n");
+  r = RunCli("fedrt-keys", {"add", "--keys", "lab", "--prefix", "hall"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_EQ(r.out, "added hall0002 index=2 dir=lab/devices/hall0002\n");
+}
+
+TEST(KeysCliTest, AddRefusesAFolderItWouldOverwriteAndWritesNothing) {
+  const fs::path dir = TestDir();
+  ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "2"}, dir).rc, 0);
+  fs::create_directories(dir / "keys/devices/dev0003");  // left by an earlier, larger fleet
+  const std::string before = Slurp(dir / "keys/registry.tsv");
+  CliResult r = RunCli("fedrt-keys", {"add", "--keys", "keys", "--count", "2"}, dir);
+  EXPECT_EQ(r.rc, 1) << Show(r);
+  EXPECT_NE(r.err.find("'keys/devices/dev0003' already exists"), std::string::npos) << Show(r);
+  EXPECT_EQ(Slurp(dir / "keys/registry.tsv"), before);
+  EXPECT_FALSE(fs::exists(dir / "keys/devices/dev0002")) << "checked before anything is written";
+
+  r = RunCli("fedrt-keys", {"add", "--keys", "nokeys"}, dir);
+  EXPECT_EQ(r.rc, 1) << Show(r);
+  EXPECT_NE(r.err.find("keys folder 'nokeys' not found"), std::string::npos) << Show(r);
+}
+
+TEST(KeysCliTest, RevokeListsKnownIdsOnceAndRefusesUnknownOnes) {
+  const fs::path dir = TestDir();
+  ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "4"}, dir).rc, 0);
+  const fs::path list = dir / "keys/revoked.tsv";
+  CliResult r = RunCli("fedrt-keys", {"revoke", "--keys", "keys", "dev0003", "--reason", "lost"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_EQ(r.out, "revoked dev0003 reason=\"lost\"\n");
+  EXPECT_EQ(Mode(list), 0600u);
+  auto got = ReadRevocations(list.string());
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].id, "dev0003");
+  EXPECT_EQ((*got)[0].reason, "lost");
+  EXPECT_GT((*got)[0].revoked_at, 1.6e9);
+
+  const std::string before = Slurp(list);
+  r = RunCli("fedrt-keys", {"revoke", "--keys", "keys", "dev0001", "dev0042", "--reason", "x"}, dir);
+  EXPECT_EQ(r.rc, 1) << Show(r);
+  EXPECT_NE(r.err.find("unknown device id 'dev0042'"), std::string::npos) << Show(r);
+  EXPECT_EQ(Slurp(list), before) << "nothing written, not even the known id";
+
+  r = RunCli("fedrt-keys", {"revoke", "--keys", "keys", "dev0003", "dev0000"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_NE(r.out.find("revoked dev0000 reason=\"revoked by operator\""), std::string::npos) << Show(r);
+  EXPECT_NE(r.out.find("already revoked dev0003"), std::string::npos) << Show(r);
+  auto both = ReadRevocations(list.string());
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->size(), 2u) << "no duplicate";
+  EXPECT_EQ((*both)[0].reason, "lost") << "the first revocation is kept";
+  EXPECT_EQ((*both)[1].id, "dev0000");
+
+  // A new fleet in the same folder starts with no revocation.
+  ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "4"}, dir).rc, 0);
+  EXPECT_FALSE(fs::exists(list));
+}
+
+TEST(KeysCliTest, BadCommandLinesExitWith2AndSayWhy) {
+  const fs::path dir = TestDir();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "nothing to do"},
+      {{"--out", "k"}, "--devices is missing"},
+      {{"--devices", "3"}, "--out is missing"},
+      {{"--out", "k", "--devices", "0"}, "--devices must be in 1..100000, got 0"},
+      {{"--out", "k", "add", "--keys", "k"}, "'add' works on --keys DIR"},
+      {{"add", "--keys", "k", "--count", "0"}, "--count must be in 1..100000, got 0"},
+      {{"add"}, "--keys is required"},
+      {{"revoke", "--keys", "k"}, "ids is required"},
+      {{"add", "--keys", "k", "--devices", "2"}, "not expected"},
+  };
+  for (const auto& [args, want] : cases) {
+    const CliResult r = RunCli("fedrt-keys", args, dir);
+    EXPECT_EQ(r.rc, 2) << Show(r);
+    EXPECT_NE(r.err.find(want), std::string::npos) << "wanted '" << want << "'\n" << Show(r);
+  }
+  EXPECT_FALSE(fs::exists(dir / "k")) << "nothing written";
+}
+
+}  // namespace
+}  // namespace fedrt::net::testing
