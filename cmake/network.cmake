@@ -55,6 +55,7 @@ add_library(fedrt_net STATIC
   runtime/src/net/network_config.cc
   runtime/src/net/state_store.cc
   runtime/src/net/state_vectors.cc
+  runtime/src/net/state_devices.cc
   runtime/src/net/private_file.cc
   runtime/src/net/revocations.cc
   runtime/src/net/keys_provision.cc

@@ -1,13 +1,17 @@
 // The round log's vectors (state_vectors.cc): written from slices of the
 // session's memory, read back whole or straight into targets; a stored state
-// of another size is refused with both sizes named.
+// of another size is refused with both sizes named. The fleet's tables
+// (state_devices.cc): devices, revocations, members' totals, and the
+// read-only opening fedrt-status uses.
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <vector>
-
+#include <sqlite3.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include "fedrt/net/state_store.h"
 
@@ -86,6 +90,150 @@ TEST_F(StateStoreTest, ARoundIsSavedOnceAndAModelInsideTheStateOnlyOnce) {
   EXPECT_EQ((*got)->state, x) << "the refused second commit left the first one whole";
   EXPECT_EQ((*got)->theta_in_state, 2u);
   EXPECT_EQ((*got)->theta, x) << "read from the state's first values";
+}
+
+TEST_F(StateStoreTest, TheExperimentIsEmptyUntilRecorded) {
+  auto none = store_->experiment();
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(*none, "");
+  ASSERT_TRUE(store_->check_experiment("task=00000000000000ab;algorithms=fedavg,scaffold").ok());
+  auto got = store_->experiment();
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, "task=00000000000000ab;algorithms=fedavg,scaffold");
+}
+
+TEST_F(StateStoreTest, DevicesComeBackInIndexOrderWithTheirConnections) {
+  ASSERT_TRUE(store_->upsert_device("dev0002", 2, "registered").ok());
+  ASSERT_TRUE(store_->upsert_device("dev0000", 0, "registered").ok());
+  ASSERT_TRUE(store_->upsert_device("dev0002", 2, "disconnected").ok());
+  ASSERT_TRUE(store_->upsert_device("dev0002", 2, "registered").ok());
+  ASSERT_TRUE(store_->upsert_device("dev0001", 1, "refused: too little memory").ok());
+  auto got = store_->load_devices();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[0].id, "dev0000");
+  EXPECT_EQ((*got)[1].id, "dev0001");
+  EXPECT_EQ((*got)[1].last_event, "refused: too little memory");
+  EXPECT_EQ((*got)[2].id, "dev0002");
+  EXPECT_EQ((*got)[2].index, 2u);
+  EXPECT_EQ((*got)[2].connections, 2u) << "two registrations";
+  EXPECT_EQ((*got)[2].last_event, "registered");
+  EXPECT_GT((*got)[2].first_seen, 1e9);
+  EXPECT_GE((*got)[2].last_seen, (*got)[2].first_seen);
+}
+
+TEST_F(StateStoreTest, ARevocationIsRecordedOncePerId) {
+  auto none = store_->load_revocations();
+  ASSERT_TRUE(none.ok() && none->empty());
+  ASSERT_TRUE(store_->record_revocation({"dev0003", 1700000100, "lost"}).ok());
+  ASSERT_TRUE(store_->record_revocation({"dev0001", 1700000000, "revoked by operator"}).ok());
+  ASSERT_TRUE(store_->record_revocation({"dev0003", 1700000200, "stolen"}).ok());
+  auto got = store_->load_revocations();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].id, "dev0001") << "ordered by time";
+  EXPECT_EQ((*got)[1].id, "dev0003");
+  EXPECT_EQ((*got)[1].revoked_at, 1700000200);
+  EXPECT_EQ((*got)[1].reason, "stolen") << "the second record replaced the first";
+}
+
+TEST_F(StateStoreTest, MemberTotalsSumTheRoundsAndKeepTheLastDuration) {
+  const std::vector<double> x = {1.0};
+  RoundVectors v;
+  v.state.push_back({x.data(), x.size()});
+  for (uint32_t t = 0; t < 3; ++t) {
+    RoundRecord r;
+    r.round = t;
+    r.closed_at = 1700000000 + 60.0 * t;
+    r.closed_by = "all";
+    r.reports = {{0, 10, 1.0, 0.5, 100 + t, 1000, 200}, {2, 10, 1.0, 0.5, 300 + t, 1000, 400}};
+    ASSERT_TRUE(store_->save_round(r, t == 1 ? std::vector<uint32_t>{0} : std::vector<uint32_t>{0, 2}, v).ok());
+  }
+  auto got = store_->member_totals();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].device, 0u);
+  EXPECT_EQ((*got)[0].rounds, 3u);
+  EXPECT_EQ((*got)[0].bytes_up, 600u);
+  EXPECT_EQ((*got)[0].bytes_down, 3000u);
+  ASSERT_TRUE((*got)[0].last_duration_ms.has_value());
+  EXPECT_EQ(*(*got)[0].last_duration_ms, 102u) << "the duration of the last round to close";
+  EXPECT_EQ((*got)[1].device, 2u);
+  EXPECT_EQ((*got)[1].rounds, 2u) << "round 1 did not include it";
+  ASSERT_TRUE((*got)[1].last_duration_ms.has_value());
+  EXPECT_EQ(*(*got)[1].last_duration_ms, 302u);
+}
+
+TEST_F(StateStoreTest, AReadOnlyStoreReadsWhileTheWriterHoldsTheFileAndWritesNothing) {
+  ASSERT_TRUE(store_->check_experiment("task=1;algorithms=fedavg").ok());
+  ASSERT_TRUE(store_->upsert_device("dev0000", 0, "registered").ok());
+  ASSERT_TRUE(store_->record_revocation({"dev0000", 5, "lost"}).ok());
+  auto ro = StateStore::OpenReadOnly(path_.string());  // store_ still open, in WAL mode
+  ASSERT_TRUE(ro.ok()) << ro.status().message();
+  auto devices = (*ro)->load_devices();
+  ASSERT_TRUE(devices.ok() && devices->size() == 1u);
+  auto exp = (*ro)->experiment();
+  ASSERT_TRUE(exp.ok());
+  EXPECT_EQ(*exp, "task=1;algorithms=fedavg");
+  ASSERT_TRUE(store_->upsert_device("dev0001", 1, "registered").ok());
+  auto later = (*ro)->load_devices();
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->size(), 2u) << "sees the writer's later commits";
+  EXPECT_FALSE((*ro)->record_revocation({"dev0001", 6, "x"}).ok());
+  EXPECT_FALSE((*ro)->upsert_device("dev0002", 2, "registered").ok());
+
+  store_.reset();  // the writer stops: its -wal and -shm files go
+  auto after = StateStore::OpenReadOnly(path_.string());
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  auto revs = (*after)->load_revocations();
+  ASSERT_TRUE(revs.ok() && revs->size() == 1u);
+}
+
+TEST_F(StateStoreTest, AReadOnlyOpenRefusesMissingAndForeignFiles) {
+  auto missing = StateStore::OpenReadOnly((path_.string() + ".nope"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(std::string(missing.status().message()).find("not found"), std::string::npos);
+  EXPECT_FALSE(fs::exists(path_.string() + ".nope")) << "nothing created";
+
+  const std::string text = path_.string() + ".txt";
+  std::ofstream(text) << "not a database, only text that is long enough to fill a header of one hundred bytes........\n";
+  auto foreign = StateStore::OpenReadOnly(text);
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(std::string(foreign.status().message()).find("is not a fedrt state database"), std::string::npos)
+      << foreign.status().message();
+  fs::remove(text);
+
+  const std::string other = path_.string() + ".other";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x)", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto sql = StateStore::OpenReadOnly(other);
+  ASSERT_FALSE(sql.ok());
+  EXPECT_NE(std::string(sql.status().message()).find("is not a fedrt state database"), std::string::npos)
+      << sql.status().message();
+  fs::remove(other);
+}
+
+// A file written before the revocations table existed: readers see no
+// revocation, and the next Open adds the table (same schema number).
+TEST_F(StateStoreTest, AFileWithoutTheRevocationsTableGainsItAtOpen) {
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE revocations", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  {
+    auto ro = StateStore::OpenReadOnly(path_.string());
+    ASSERT_TRUE(ro.ok()) << ro.status().message();
+    auto revs = (*ro)->load_revocations();
+    ASSERT_TRUE(revs.ok()) << revs.status().message();
+    EXPECT_TRUE(revs->empty());
+  }
+  auto s = StateStore::Open(path_.string());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  store_ = std::move(*s);
+  ASSERT_TRUE(store_->record_revocation({"dev0000", 1, "lost"}).ok());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -87,23 +88,57 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
       "CREATE TABLE IF NOT EXISTS round_members (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
       "  round INTEGER NOT NULL, device_index INTEGER NOT NULL, examples INTEGER, loss_before REAL, loss_after REAL,"
       "  duration_ms INTEGER, bytes_down INTEGER, bytes_up INTEGER, PRIMARY KEY (algorithm, run, round, device_index));"));
-  {  // A database of another schema cannot be resumed.
-    Stmt q(db, "SELECT value FROM meta WHERE key = 'schema'");
-    if (q.s != nullptr && sqlite3_step(q.s) == SQLITE_ROW) {
-      const std::string v = reinterpret_cast<const char*>(sqlite3_column_text(q.s, 0));
-      if (v != kSchema)
-        return Status(StatusCode::kFailedPrecondition,
-                      fmt::format("state db '{}' has schema {} (this coordinator writes {}): use a fresh --state file",
-                                  path, v, kSchema));
-    } else {
-      Stmt rounds(db, "SELECT COUNT(*) FROM rounds");
-      if (rounds.s != nullptr && sqlite3_step(rounds.s) == SQLITE_ROW && sqlite3_column_int64(rounds.s, 0) > 0)
-        return Status(StatusCode::kFailedPrecondition,
-                      fmt::format("state db '{}' was written by an older coordinator: use a fresh --state file", path));
-      FEDRT_TRY(st->exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', '{}')", kSchema).c_str()));
-    }
-  }
+  FEDRT_TRY(st->exec("CREATE TABLE IF NOT EXISTS revocations (id TEXT PRIMARY KEY, revoked_at REAL NOT NULL,"
+                     "  reason TEXT NOT NULL);"));  // added without a schema bump: older files gain it here
+  FEDRT_TRY(st->check_schema(path, true));
   return st;
+}
+
+Result<std::unique_ptr<StateStore>> StateStore::OpenReadOnly(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status(StatusCode::kNotFound, fmt::format("state db '{}' not found", path));
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    std::string m = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status(StatusCode::kUnavailable, fmt::format("cannot open state db '{}': {}", path, m));
+  }
+  std::unique_ptr<StateStore> st(new StateStore(db));
+  sqlite3_busy_timeout(db, 5000);
+  FEDRT_TRY(st->check_schema(path, false));
+  return st;
+}
+
+// A database of another schema cannot be resumed (nor read: its tables differ).
+// `adopt`: a database without rounds and without a schema row is a new one
+// (Open has just created its tables) and gets this schema.
+Status StateStore::check_schema(const std::string& path, bool adopt) {
+  Stmt q(db_, "SELECT value FROM meta WHERE key = 'schema'");
+  if (q.s == nullptr) {  // no meta table, or not a database at all
+    if (adopt) return SqlError(db_, "schema");
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("'{}' is not a fedrt state database ({})", path, sqlite3_errmsg(db_)));
+  }
+  if (sqlite3_step(q.s) == SQLITE_ROW) {
+    const unsigned char* text = sqlite3_column_text(q.s, 0);
+    const std::string v = text ? reinterpret_cast<const char*>(text) : "";
+    if (v == kSchema) return Status::Ok();
+    if (!adopt)
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("state db '{}' has schema {} (this program reads {})", path, v, kSchema));
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("state db '{}' has schema {} (this coordinator writes {}): use a fresh --state file",
+                              path, v, kSchema));
+  }
+  if (!adopt)
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("'{}' is not a fedrt state database (no schema in its meta table)", path));
+  Stmt rounds(db_, "SELECT COUNT(*) FROM rounds");
+  if (rounds.s != nullptr && sqlite3_step(rounds.s) == SQLITE_ROW && sqlite3_column_int64(rounds.s, 0) > 0)
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("state db '{}' was written by an older coordinator: use a fresh --state file", path));
+  return exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', '{}')", kSchema).c_str());
 }
 
 Status StateStore::check_experiment(const std::string& identity) {
