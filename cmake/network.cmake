@@ -80,6 +80,9 @@ target_link_libraries(fedrt_net PUBLIC fedrt_config fedrt_protocol fedrt_report 
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)
 target_link_libraries(fedrt-keys PRIVATE fedrt_net CLI11::CLI11)
+# The run's state from the coordinator's SQLite file, up or down (README.md, "Devices during a run").
+add_executable(fedrt-status runtime/apps/fedrt_status.cc)
+target_link_libraries(fedrt-status PRIVATE fedrt_net CLI11::CLI11 nlohmann_json::nlohmann_json)
 add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)
 target_link_libraries(fedrt-coordinator PRIVATE fedrt_net CLI11::CLI11)
 add_executable(fedrt-device runtime/apps/fedrt_device.cc)

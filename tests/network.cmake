@@ -7,13 +7,13 @@ target_link_libraries(fedrt_net_unit_tests PRIVATE fedrt_net GTest::gtest_main)
 gtest_discover_tests(fedrt_net_unit_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 
 # The fleet's admin programs as an operator runs them: fedrt-keys (new fleet,
-# add, revoke). Under a second each.
-add_executable(fedrt_admin_cli_tests net/keys_cli_test.cc)
-target_link_libraries(fedrt_admin_cli_tests PRIVATE fedrt_net GTest::gtest_main)
+# add, revoke) and fedrt-status on a state file. Under a second each.
+add_executable(fedrt_admin_cli_tests net/keys_cli_test.cc net/status_cli_test.cc)
+target_link_libraries(fedrt_admin_cli_tests PRIVATE fedrt_net nlohmann_json::nlohmann_json GTest::gtest_main)
 target_compile_definitions(fedrt_admin_cli_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-keys>"
   FEDRT_ADMIN_TMP="${CMAKE_CURRENT_BINARY_DIR}/admin_tmp")
-add_dependencies(fedrt_admin_cli_tests fedrt-keys)
+add_dependencies(fedrt_admin_cli_tests fedrt-keys fedrt-status)
 gtest_discover_tests(fedrt_admin_cli_tests PROPERTIES LABELS cli TIMEOUT 60 DISCOVERY_TIMEOUT 60)
 
 add_executable(fedrt-test-device net/test_device.cc)
