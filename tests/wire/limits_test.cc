@@ -45,6 +45,7 @@ TEST(WireLimits, NanopbBoundsAreTheLimitsHeader) {
   const auto o = ReadOptions(std::string(FEDRT_SOURCE_DIR) + "/runtime/wire/fedrt.options");
   const std::map<std::string, long> want = {
       {"Hello.device_id max_size", kMaxIdChars + 1},
+      {"Hello.platform max_size", kMaxPlatformChars + 1},
       {"Task.algorithms max_count", kMaxAlgorithms},
       {"ProblemSpec.label max_size", kMaxLabelChars + 1},
       {"TaskReply.reason max_size", kMaxReasonChars + 1},

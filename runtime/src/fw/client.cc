@@ -3,6 +3,7 @@
 // POSIX (docs/architecture.md, "Round protocol"); it holds no round logic.
 #include "client_impl.h"
 #include "fedrt/config/fingerprint.h"
+#include "fedrt/config/platform.h"
 #include "fedrt/config/names.h"
 
 namespace fedrt::fw {
@@ -41,6 +42,7 @@ Status FwClient::Impl::send_hello() {
   fedrt_wire_Hello& h = env.body.hello;
   h.protocol_version = kProtocolVersion;
   std::strncpy(h.device_id, opt.identity.device_id, sizeof h.device_id - 1);
+  std::strncpy(h.platform, config::kPlatformName, sizeof h.platform - 1);
   h.provisioned_problem = opt.problem.table != nullptr ? opt.problem.problem_fingerprint : 0;
   h.max_chunk_bytes = kChunk;  // longer broadcasts arrive in chunks of this size
   protocol::RoundId pending;

@@ -1,5 +1,7 @@
 #include "fedrt/net/device_connection.h"
 
+#include "fedrt/config/platform.h"
+
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -71,6 +73,7 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
     wire::Hello* h = hello.mutable_hello();
     h->set_protocol_version(wire::kProtocolVersion);
     h->set_device_id(opt_.id);
+    h->set_platform(config::kPlatformName);
     session_.fill_hello(h);
     st = tls_.write_all(wire::EncodeFrame(hello));
     if (st.ok()) return Status::Ok();

@@ -1,5 +1,6 @@
 #include "fedrt/wire/frame.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -68,6 +69,15 @@ bool ValidateHello(const Hello& hello, WireError& error) {
   if (chunk != 0 && (chunk < config::kMinChunkBytes || chunk % 8 != 0)) {
     error = {ERROR_MALFORMED, fmt::format("max_chunk_bytes {}: 0 (the default) or a multiple of 8 of at least {}", chunk,
                                           config::kMinChunkBytes)};
+    return false;
+  }
+  const std::string& platform = hello.platform();
+  if (platform.size() > config::kMaxPlatformChars ||
+      !std::all_of(platform.begin(), platform.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+      })) {
+    error = {ERROR_MALFORMED, fmt::format("platform of {} characters: at most {} of [A-Za-z0-9._-]", platform.size(),
+                                          config::kMaxPlatformChars)};
     return false;
   }
   const std::string& id = hello.device_id();

@@ -26,6 +26,7 @@ constexpr uint32_t kMaxBroadcastScalars = kMaxSegments * 2 * kMaxDim;
 constexpr uint32_t kMaxSegmentBytes = 8 * kMaxSegmentScalars;
 constexpr uint32_t kMaxMaskedScalars = kMaxSegments * kMaxSegmentScalars;  // SecAgg+ input length
 constexpr uint32_t kMaxIdChars = 63;      // device ids
+constexpr uint32_t kMaxPlatformChars = 31;  // Hello.platform (config/platform.h)
 constexpr uint32_t kMaxReasonChars = 127;  // error and refusal messages
 constexpr uint32_t kMaxLabelChars = 63;    // the label column's name ([data] label)
 constexpr uint32_t kMaxFrameBytes = 64 * 1024;  // largest frame body a microcontroller accepts
