@@ -4,6 +4,9 @@ find_package(Protobuf REQUIRED)
 find_package(PkgConfig REQUIRED)
 if(NOT FEDRT_DEVICE_ONLY)  # coordinator only
   pkg_check_modules(FEDRT_SQLITE REQUIRED IMPORTED_TARGET sqlite3)
+  # The coordinator's HTTP endpoint (dashboard, JSON, Prometheus): Debian's
+  # compiled cpp-httplib, whose header must see the library's own build flags.
+  pkg_check_modules(FEDRT_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
   find_path(FEDRT_ASIO_INCLUDE asio.hpp REQUIRED)
 endif()
 find_library(FEDRT_MBEDTLS mbedtls REQUIRED)
@@ -50,6 +53,19 @@ if(FEDRT_DEVICE_ONLY)
   return()
 endif()
 
+# The dashboard's static files, compiled into the coordinator (net/dashboard_assets.h).
+set(FEDRT_DASHBOARD_DIR ${CMAKE_CURRENT_SOURCE_DIR}/runtime/web/dashboard)
+set(FEDRT_DASHBOARD_FILES index.html dashboard.js dashboard.css)
+set(FEDRT_DASHBOARD_CC ${CMAKE_BINARY_DIR}/generated/dashboard_assets.cc)
+list(TRANSFORM FEDRT_DASHBOARD_FILES PREPEND ${FEDRT_DASHBOARD_DIR}/ OUTPUT_VARIABLE FEDRT_DASHBOARD_PATHS)
+string(REPLACE ";" "," FEDRT_DASHBOARD_LIST "${FEDRT_DASHBOARD_FILES}")
+add_custom_command(
+  OUTPUT ${FEDRT_DASHBOARD_CC}
+  COMMAND ${CMAKE_COMMAND} -DOUT=${FEDRT_DASHBOARD_CC} -DDIR=${FEDRT_DASHBOARD_DIR}
+          -DFILES=${FEDRT_DASHBOARD_LIST} -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_assets.cmake
+  DEPENDS ${FEDRT_DASHBOARD_PATHS} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_assets.cmake
+  COMMENT "embedding the dashboard (runtime/web/dashboard)" VERBATIM)
+
 add_library(fedrt_net STATIC
   runtime/src/net/tls.cc
   runtime/src/net/network_config.cc
@@ -64,7 +80,13 @@ add_library(fedrt_net STATIC
   runtime/src/net/fleet_rounds.cc
   runtime/src/net/fleet_result.cc
   runtime/src/net/coordinator.cc
+  runtime/src/net/coordinator_operator.cc
   runtime/src/net/coordinator_cli.cc
+  runtime/src/net/fleet_monitor.cc
+  runtime/src/net/keys_watch.cc
+  runtime/src/net/coordinator_view.cc
+  runtime/src/net/http_endpoint.cc
+  ${FEDRT_DASHBOARD_CC}
   runtime/src/net/device_state.cc
   runtime/src/net/device_cli.cc
   runtime/src/net/device_session.cc
@@ -75,7 +97,7 @@ add_library(fedrt_net STATIC
 target_include_directories(fedrt_net SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
 target_compile_definitions(fedrt_net PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
 target_link_libraries(fedrt_net PUBLIC fedrt_config fedrt_protocol fedrt_report fedrt_wire fedrt_log CLI11::CLI11
-  PkgConfig::FEDRT_SQLITE
+  PkgConfig::FEDRT_SQLITE PkgConfig::FEDRT_HTTPLIB
   ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)

@@ -6,7 +6,7 @@
 #   scripts/fleet.sh --config EXPERIMENT.toml [--native N] [--aarch64 N] [--armhf N]
 #                    [--cortex-m4 N] [--out DIR] [--auth psk|cert|mixed]
 #                    [--bin DIR] [--aarch64-bin DIR] [--armhf-bin DIR]
-#                    [--timeout SECONDS] [-- COORDINATOR_ARGS...]
+#                    [--timeout SECONDS] [--http [ADDRESS:]PORT] [-- COORDINATOR_ARGS...]
 #
 # Without device counts, an experiment with [data] shards gets one native
 # device per shard file.
@@ -16,6 +16,9 @@
 #   armhf      qemu-arm build/armhf/bin/fedrt-device       (static; ./fedrt build armhf)
 #   cortex-m4  firmware under qemu-system-arm (see launch_cortex_m4 below); with
 #              [data] CSV shards fedrt-fw-digits, its shard as a flash blob
+# --http: the coordinator serves its dashboard, JSON and /metrics there
+# (docs/dashboard.md; PORT alone: 127.0.0.1; port 0: any free port, its
+# address printed as "[fleet] dashboard http://...").
 # mixed auth (default unless the experiment's [network] auth is psk or cert):
 # even devices use their PSK, odd devices their certificate.
 # Outputs: DIR/{metrics.csv,summary.json,model_<algorithm>.npy,error.png,coordinator.log,coordinator.db},
@@ -27,7 +30,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/build/release/bin"
 AARCH64_BIN="$ROOT/build/aarch64/bin"
 ARMHF_BIN="$ROOT/build/armhf/bin"
-CONFIG="" OUT="out/fleet" AUTH="" TIMEOUT=600
+CONFIG="" OUT="out/fleet" AUTH="" TIMEOUT=600 HTTP=""
 N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0
 EXTRA=()
 
@@ -54,6 +57,7 @@ while (($#)); do
     --aarch64-bin) AARCH64_BIN="$2"; shift 2 ;;
     --armhf-bin) ARMHF_BIN="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
+    --http) HTTP="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) die "unknown argument '$1'" ;;
   esac
@@ -138,9 +142,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+HTTP_ARGS=()
+[[ -n "$HTTP" ]] && HTTP_ARGS=(--http "$HTTP")
 "$BIN/fedrt-coordinator" --config "$CONFIG" --agents "$DEVICES" --out "$OUT" --keys "$OUT/keys" \
-  --state "$OUT/coordinator.db" --listen 127.0.0.1 --port 0 --port-file "$OUT/port" "${EXTRA[@]}" \
-  2> >(tee "$OUT/coordinator.log" | grep --line-buffered -E " (round|refused|rejected|listening|start|finished) " >&2) &
+  --state "$OUT/coordinator.db" --listen 127.0.0.1 --port 0 --port-file "$OUT/port" "${HTTP_ARGS[@]}" "${EXTRA[@]}" \
+  2> >(tee "$OUT/coordinator.log" | grep --line-buffered -E " (round|refused|rejected|listening|start|finished|dashboard) " >&2) &
 COORD_PID=$!
 for _ in $(seq 1 300); do
   [[ -s "$OUT/port" ]] && break

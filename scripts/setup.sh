@@ -27,6 +27,8 @@ PACKAGES=(
   libsodium-dev
   libasio-dev
   libsqlite3-dev
+  # the coordinator's HTTP endpoint: dashboard, JSON, Prometheus /metrics (docs/dashboard.md)
+  libcpp-httplib-dev
   # unit tests and micro-benchmarks
   libgtest-dev
   libgmock-dev
@@ -59,6 +61,12 @@ PACKAGES=(
   python3-pybind11
   python3-numpy
   python3-pytest
+  # the dashboard's browser test: headless Chromium driven through WebDriver
+  chromium
+  chromium-driver
+  python3-selenium
+  # /metrics parsed by the Prometheus client library's own parser in that test
+  python3-prometheus-client
 )
 
 die() {

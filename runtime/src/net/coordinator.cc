@@ -1,4 +1,4 @@
-#include "fedrt/net/coordinator.h"
+#include "coordinator_impl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,19 +16,21 @@
 #include "fedrt/config/names.h"
 #include "fedrt/net/connection.h"
 #include "fedrt/net/coordinator_log.h"
+#include "fedrt/net/coordinator_view.h"
 #include "fedrt/net/fleet_result.h"
+#include "fedrt/net/fleet_monitor.h"
 #include "fedrt/net/fleet_rounds.h"
+#include "fedrt/net/http_endpoint.h"
+#include "fedrt/net/keys_watch.h"
 #include "fedrt/net/registry.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/report/outputs.h"
 #include "fedrt/config/task_builder.h"
 
-namespace fedrt::net {
+namespace fedrt::net::detail {
 
 namespace {
-
-using Registry = DeviceRegistry;
 
 wire::ErrorReason ReasonOf(protocol::Refusal r) {
   switch (r) {
@@ -43,62 +45,7 @@ wire::ErrorReason ReasonOf(protocol::Refusal r) {
   }
 }
 
-class Coordinator : public ConnectionOwner {
- public:
-  explicit Coordinator(const CoordinatorOptions& opt) : opt_(opt), acceptor_(io_) {}
-  Status init();
-  Status run();
-
-  void on_handshake_done(Connection& c) override;
-  void on_handshake_failed(Connection& c, int rc) override;
-  void on_frame(Connection& c, const std::string& body) override;
-  void on_closed(Connection& c, const std::string& why) override;
-  TlsServerConfig& tls() override { return tls_; }
-  asio::io_context& io() override { return io_; }
-
- private:
-  Status prepare_task();
-  Status listen();
-  void accept();
-  void on_hello(Connection& c, const wire::Hello& h);
-  void on_task_reply(Connection& c, const wire::TaskReply& r);
-  void on_round_message(Connection& c, const wire::Envelope& env);
-  void maybe_start(bool timeout);
-  void after_event();
-  void arm_deadline();
-  Status finish();
-  uint64_t now_ms() const {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0_).count());
-  }
-
-  CoordinatorOptions opt_;
-  asio::io_context io_;
-  asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer deadline_{io_};
-  asio::steady_timer start_timer_{io_};
-  uint64_t armed_for_ = protocol::ServerSession::kNoDeadline;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-  TlsServerConfig tls_;
-  std::unique_ptr<StateStore> store_;
-  Registry registry_;
-  std::set<std::shared_ptr<Connection>> conns_;
-  uint64_t next_serial_ = 0;
-  bool finished_ = false;
-  Status fatal_ = Status::Ok();
-
-  config::Task task_{};
-  std::vector<std::string> names_;
-  std::unique_ptr<problems::Instance> instance_;
-  std::unique_ptr<report::Evaluation> eval_;
-  FleetRounds rounds_;
-  std::vector<std::optional<protocol::RoundId>> pending_;  // per agent, from its Hello
-  // Per agent: the last round-message rejection and how many identical ones
-  // followed it (the rest of a refused update's chunks): logged and answered once.
-  std::vector<std::string> last_rejection_;
-  std::vector<uint64_t> repeated_rejections_;
-  wire::Inbound inbound_;
-};
+}  // namespace
 
 // The task every device receives, and the fleet's limits on it.
 Status Coordinator::prepare_task() {
@@ -138,6 +85,17 @@ Status Coordinator::init() {
   for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
   FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", config::TaskFingerprint(task_), algs)));
 
+  {
+    report::SimResult described;
+    eval_->describe(described);
+    monitor_ = std::make_unique<FleetMonitor>(
+        agents, DashboardRun(opt_.name, task_, opt_.experiment, opt_.network, names_, described.error_metric));
+    for (const RegistryEntry& e : registry_.entries())
+      if (e.index < agents) monitor_->provisioned(e.index, e.id);
+    auto committed = store_->load_rounds(kNoVectors);
+    if (!committed.ok()) return committed.status();
+    monitor_->history(*committed);
+  }
   FleetRoundsOptions fo;
   fo.task = task_;
   fo.initial = protocol::View<double>{instance_->initial_iterate().data(),
@@ -147,20 +105,30 @@ Status Coordinator::init() {
   fo.quorum = opt_.network.quorum;
   fo.stop_after_rounds = opt_.hooks.stop_after_rounds;
   fo.secagg_dump = opt_.hooks.secagg_dump;
+  fo.events = monitor_.get();
   auto send = [this](uint32_t agent, const wire::Envelope& env) {
     if (Connection* c = registry_.connection(agent)) c->send(env);
   };
   auto stream = [this](uint32_t agent, FleetRounds::Source source) {
     if (Connection* c = registry_.connection(agent)) c->stream(std::move(source));
   };
-  auto measure = [this](const protocol::ServerCore& core) { return eval_->error(core); };
+  auto measure = [this](const protocol::ServerCore& core) {
+    monitor_->scored(eval_->test_accuracy(core));
+    return eval_->error(core);
+  };
   FEDRT_TRY(rounds_.init(fo, store_.get(), send, stream, measure));
   if (rounds_.rounds_done() > 0) CoordinatorLog("resume state={} completed_rounds={}", opt_.network.state, rounds_.rounds_done());
   pending_.assign(agents, std::nullopt);
   last_rejection_.assign(agents, std::string());
   repeated_rejections_.assign(agents, 0);
-  return listen();
+  keys_ = std::make_unique<KeysWatch>(keys);
+  auto first = keys_->poll();
+  if (!first.ok()) return first.status();
+  apply_keys(*first);
+  FEDRT_TRY(listen());
+  return serve_http();
 }
+
 
 Status Coordinator::listen() {
   asio::ip::tcp::endpoint ep(asio::ip::make_address(opt_.network.listen), static_cast<uint16_t>(opt_.network.port));
@@ -173,6 +141,7 @@ Status Coordinator::listen() {
     return Status(StatusCode::kUnavailable,
                   fmt::format("cannot listen on {}:{}: {}", opt_.network.listen, opt_.network.port, ec.message()));
   const uint16_t port = acceptor_.local_endpoint().port();
+  monitor_->set_address(fmt::format("{}:{}", opt_.network.listen, port));
   if (!opt_.port_file.empty()) {
     const std::string tmp = opt_.port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";
@@ -230,12 +199,20 @@ void Coordinator::on_handshake_failed(Connection& c, int rc) {
   if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
   if (rc == MBEDTLS_ERR_SSL_BAD_HS_FINISHED) why += " [wrong pre-shared key]";
   CoordinatorWarn("refused peer={} stage=handshake reason={}", c.peer(), why);
+  monitor_->handshake_failed(HandshakeFailureLabel(rc));
 }
 
 void Coordinator::on_handshake_done(Connection& c) {
   if (c.identity().empty()) {
     CoordinatorWarn("refused peer={} stage=handshake reason=no authenticated identity", c.peer());
+    monitor_->handshake_failed("no_identity");
     c.close("no identity");
+    return;
+  }
+  if (const std::string* why = registry_.revoked(c.identity())) {
+    CoordinatorWarn("refused device={} peer={} stage=handshake reason=revoked: {}", c.identity(), c.peer(), *why);
+    monitor_->handshake_failed("revoked");
+    c.send_error(wire::ERROR_IDENTITY, fmt::format("device '{}' is revoked: {}", c.identity(), *why), true);
     return;
   }
   CoordinatorDebug("tls peer={} identity={}", c.peer(), c.identity());
@@ -243,11 +220,14 @@ void Coordinator::on_handshake_done(Connection& c) {
 
 void Coordinator::on_closed(Connection& c, const std::string& why) {
   tls_.take_rejected_identity(c.ssl());
+  if (why == "handshake timeout") monitor_->handshake_failed("timeout");
   if (c.agent() >= 0) {
     const uint32_t agent = static_cast<uint32_t>(c.agent());
     const bool was_ready = registry_.state(agent) == Registry::State::kReady;
+    const bool refused = registry_.state(agent) == Registry::State::kRefused;
     if (registry_.detach(agent, &c)) {
       CoordinatorLog("disconnected device={} index={} reason={}", c.identity(), agent, why);
+      if (!refused) monitor_->link(agent, FleetMonitor::Link::kDisconnected, why);
       (void)store_->upsert_device(c.identity(), agent, "disconnected");
       if (was_ready) rounds_.set_connected(agent, false, now_ms());
     }
@@ -266,9 +246,11 @@ void Coordinator::on_closed(Connection& c, const std::string& why) {
 void Coordinator::on_frame(Connection& c, const std::string& body) {
   wire::Envelope env;
   wire::WireError err;
+  if (c.agent() >= 0) monitor_->seen(static_cast<uint32_t>(c.agent()));
   if (!wire::ParseEnvelope(body, env, err)) {
     CoordinatorWarn("rejected device={} peer={} reason={}: {} (connection closed)", c.identity(), c.peer(),
                    wire::ErrorReasonName(err.reason), err.message);
+    monitor_->frame_rejected(wire::ErrorReasonName(err.reason));
     c.send_error(err.reason, err.message, true);
     return;
   }
@@ -276,6 +258,7 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
     if (env.body_case() != wire::Envelope::kHello) {
       CoordinatorWarn("rejected device={} peer={} reason=not_registered: first message must be hello (connection closed)",
                      c.identity(), c.peer());
+      monitor_->frame_rejected("not_registered");
       c.send_error(wire::ERROR_NOT_REGISTERED, "first message must be hello", true);
       return;
     }
@@ -293,12 +276,14 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   if (!wire::ValidateHello(h, err)) {
     CoordinatorWarn("refused device={} peer={} stage=registration reason={}: {}", c.identity(), c.peer(),
                    wire::ErrorReasonName(err.reason), err.message);
+    monitor_->handshake_failed(wire::ErrorReasonName(err.reason));
     c.send_error(err.reason, err.message, true);
     return;
   }
   if (h.device_id() != c.identity()) {
     const std::string m = fmt::format("device id '{}' does not match the TLS identity '{}'", h.device_id(), c.identity());
     CoordinatorWarn("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    monitor_->handshake_failed("identity");
     c.send_error(wire::ERROR_IDENTITY, m, true);
     return;
   }
@@ -306,6 +291,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   if (!idx) {
     const std::string m = fmt::format("device '{}' is not in the registry of this experiment", h.device_id());
     CoordinatorWarn("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    monitor_->handshake_failed("identity");
     c.send_error(wire::ERROR_IDENTITY, m, true);
     return;
   }
@@ -314,6 +300,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
     const std::string m = fmt::format("the device holds data of problem {:016x}, this experiment's is {:016x}",
                                       h.provisioned_problem(), want);
     CoordinatorWarn("refused device={} stage=registration reason=config_mismatch: {}", h.device_id(), m);
+    monitor_->handshake_failed("config_mismatch");
     c.send_error(wire::ERROR_CONFIG_MISMATCH, m, true);
     return;
   }
@@ -327,6 +314,8 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   rounds_.set_chunk_limit(agent, std::min(h.max_chunk_bytes() == 0 ? config::kChunkBytes : h.max_chunk_bytes(),
                                           config::kChunkBytes));
   registry_.set_state(agent, Registry::State::kAwaitingReply);
+  monitor_->link(agent, FleetMonitor::Link::kRegistering, "", c.peer());
+  monitor_->platform(agent, h.platform().empty() ? std::string("unknown") : h.platform());
   pending_[agent].reset();
   if (h.has_pending()) pending_[agent] = protocol::RoundId{h.pending_algorithm(), h.pending_run(), h.pending_round()};
   (void)store_->upsert_device(h.device_id(), agent, "registered");
@@ -353,6 +342,7 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
   if (!r.accepted()) {
     const std::string why = r.reason().substr(0, config::kMaxReasonChars);
     registry_.set_state(agent, Registry::State::kRefused, why);
+    monitor_->link(agent, FleetMonitor::Link::kRefused, why);
     (void)store_->upsert_device(c.identity(), agent, "refused: " + why);
     CoordinatorWarn("refused device={} index={} stage=task reason={}", c.identity(), agent, why);
     rounds_.set_refused(agent);
@@ -360,6 +350,7 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
     return;
   }
   registry_.set_state(agent, Registry::State::kReady);
+  monitor_->link(agent, FleetMonitor::Link::kConnected);
   CoordinatorLog("ready device={} index={}", c.identity(), agent);
   // A device that computed an update whose round has since closed learns the result.
   if (pending_[agent]) {
@@ -390,12 +381,14 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
     if (agent < last_rejection_.size()) {
       if (line == last_rejection_[agent]) {  // the same again (the refused update's next chunk): counted only
         ++repeated_rejections_[agent];
+        monitor_->frame_rejected(wire::ErrorReasonName(reason));
         return;
       }
       close_repeats();
       last_rejection_[agent] = line;
     }
     CoordinatorWarn("rejected device={} {}", c.identity(), line);
+    monitor_->frame_rejected(wire::ErrorReasonName(reason));
     c.send_error(reason, why, false);
   };
   const Registry::State s = registry_.state(agent);
@@ -445,6 +438,7 @@ void Coordinator::after_event() {
   if (finished_) return;
   if (!rounds_.fatal().ok()) {
     fatal_ = rounds_.fatal();
+    monitor_->set_status("failed");
     finished_ = true;
     io_.stop();
     return;
@@ -479,6 +473,8 @@ void Coordinator::arm_deadline() {
 
 Status Coordinator::finish() {
   finished_ = true;
+  monitor_->set_status("finished");
+  keys_timer_.cancel();
   deadline_.cancel();
   start_timer_.cancel();
   CoordinatorLog("finished rounds={} writing outputs to {}", rounds_.rounds_done(), opt_.out);
@@ -515,6 +511,7 @@ Status Coordinator::finish() {
 
 Status Coordinator::run() {
   accept();
+  watch_keys();
   if (rounds_.complete()) {  // a finished experiment's state: write the outputs again
     asio::post(io_, [this] { maybe_start(true); });
   } else if (opt_.network.start_timeout_ms > 0) {
@@ -529,10 +526,12 @@ Status Coordinator::run() {
   return fatal_;
 }
 
-}  // namespace
+}  // namespace fedrt::net::detail
+
+namespace fedrt::net {
 
 Status RunCoordinator(const CoordinatorOptions& options) {
-  Coordinator co(options);
+  detail::Coordinator co(options);
   FEDRT_TRY(co.init());
   return co.run();
 }

@@ -1,6 +1,9 @@
 #include "fedrt/net/coordinator_cli.h"
 
+#include <filesystem>
+
 #include "fedrt/log/log.h"
+#include "fedrt/net/http_endpoint.h"
 
 namespace fedrt::net {
 
@@ -17,6 +20,9 @@ void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
   app.add_option("--quorum", f.quorum, "network.quorum: fraction of sampled devices needed at the deadline");
   app.add_option("--start-timeout-ms", f.start_timeout_ms,
                  "network.start_timeout_ms: wait at most this long for every device to answer the task");
+  app.add_option("--http", f.http,
+                 "network.http: serve the dashboard, JSON and /metrics on PORT or ADDRESS:PORT (docs/dashboard.md); "
+                 "a non-loopback ADDRESS requires the token in KEYS/http.token");
   log::AddLevelFlag(app, f.log_level);
 }
 
@@ -33,6 +39,14 @@ Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& 
   if (given("--deadline-ms")) opt.network.deadline_ms = f.deadline_ms;
   if (given("--quorum")) opt.network.quorum = f.quorum;
   if (given("--start-timeout-ms")) opt.network.start_timeout_ms = f.start_timeout_ms;
+  if (given("--http")) opt.network.http = f.http;
+  if (!opt.network.http.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    FEDRT_TRY(ParseHttpAddress(opt.network.http, &host, &port));
+  }
+  opt.name = std::filesystem::path(f.experiment.config).parent_path().filename().string();
+  opt.name += (opt.name.empty() ? "" : "/") + std::filesystem::path(f.experiment.config).stem().string();
   FEDRT_TRY(ValidateNetwork(opt.network));
   // The outputs go where the experiment says ([run] out, or --out), as
   // fedrt-sim's; without either, to out/coordinator rather than the simulator's default.

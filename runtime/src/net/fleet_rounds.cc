@@ -33,6 +33,7 @@ Status FleetRounds::init(const FleetRoundsOptions& o, StateStore* store, Send se
   send_ = std::move(send);
   stream_ = std::move(stream);
   measure_ = std::move(measure);
+  events_ = o.events != nullptr ? o.events : &no_events_;
   agents_ = o.task.problem.agents;
   done_.assign(static_cast<size_t>(o.task.num_algorithms) * o.task.runs, std::vector<char>(o.task.rounds + 1, 0));
   connected_.assign(agents_, 0);
@@ -136,8 +137,10 @@ Status FleetRounds::open(uint64_t now_ms) {
   const protocol::Commit& c = session_->commit();
   CoordinatorLog("open alg={} run={} round={} sampled={}/{} local_steps={}", opt_.names[s.algorithm], s.run,
                  round_name(t), c.sampled, agents_, c.local_steps);
+  events_->round_opened(protocol::RoundId{s.algorithm, s.run, t}, c.sampled);
   if (opt_.task.secagg.enabled && t != protocol::kInitRound && session_->secagg().phase() == 1) {
     const secagg::RoundParams& p = session_->secagg().params();
+    events_->secagg_phase(1, p.n);
     CoordinatorLog("secagg alg={} run={} round={} n={} k={} t={}", opt_.names[s.algorithm], s.run, round_name(t), p.n,
                    p.k, p.t);
   }
@@ -156,7 +159,11 @@ void FleetRounds::deliver(uint64_t now_ms) {
       case MessageKind::kSecAggUnmaskRequest: wire::Encode(session_->secagg_unmask_request(out.agent), env); break;
       default: continue;
     }
-    if (out.agent < agents_) bytes_down_[out.agent] += env.ByteSizeLong() + 4;  // + the frame's length prefix
+    if (out.agent < agents_) {
+      const uint64_t bytes = env.ByteSizeLong() + 4;  // + the frame's length prefix
+      bytes_down_[out.agent] += bytes;
+      events_->traffic(out.agent, 0, bytes);
+    }
     send_(out.agent, env);
   }
 }
@@ -179,7 +186,12 @@ void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
   }
   wire::Envelope env;
   wire::Encode(a, env);
-  if (agent < agents_) bytes_down_[agent] += env.ByteSizeLong() + 4;  // + the frame's length prefix
+  if (agent < agents_) {
+    const uint64_t bytes = env.ByteSizeLong() + 4;  // + the frame's length prefix
+    bytes_down_[agent] += bytes;
+    events_->traffic(agent, 0, bytes);
+  }
+  events_->announced(agent);
   send_(agent, env);
   if (!chunked) return;
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "chunks are the model's little-endian float64 bytes");
@@ -192,7 +204,11 @@ void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
     protocol::Chunk c{id, 0, *offset, total, protocol::View<uint8_t>{bytes + *offset, n}};
     wire::Encode(c, next);
     *offset += n;
-    if (agent < bytes_down_.size()) bytes_down_[agent] += next.ByteSizeLong() + 4;
+    if (agent < bytes_down_.size()) {
+      const uint64_t bytes = next.ByteSizeLong() + 4;
+      bytes_down_[agent] += bytes;
+      events_->traffic(agent, 0, bytes);
+    }
     return true;
   });
 }
@@ -205,6 +221,7 @@ void FleetRounds::log_phases(uint64_t) {
                    opt_.names[id.algorithm], id.run, round_name(id.round), PhaseName(p.phase), p.answered, p.n, p.by,
                    MsSince(t_phase_));
     t_phase_ = std::chrono::steady_clock::now();
+    if (p.phase < 4 && session_->round_open()) events_->secagg_phase(p.phase + 1, p.answered);
   }
   session_->clear_phases_closed();
 }
@@ -245,6 +262,7 @@ Status FleetRounds::persist() {
     rec.reports.push_back(m);
   }
   FEDRT_TRY(store_->save_round(rec, c.members, vectors));
+  events_->round_closed(rec, MsSince(t_open_));
   const size_t slot = c.id.round == protocol::kInitRound ? 0 : static_cast<size_t>(c.id.round) + 1;
   done_[c.id.algorithm * opt_.task.runs + c.id.run][slot] = 1;
   ++done_count_;
@@ -335,7 +353,11 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
   using protocol::Refusal;
   using protocol::Verdict;
   if (session_ == nullptr) return Verdict{Refusal::kFutureRound, "no round is open yet"};
-  if (agent < bytes_up_.size()) bytes_up_[agent] += env.ByteSizeLong() + 4;
+  if (agent < bytes_up_.size()) {
+    const uint64_t bytes = env.ByteSizeLong() + 4;
+    bytes_up_[agent] += bytes;
+    events_->traffic(agent, bytes, 0);
+  }
   Verdict v;
   switch (in.kind()) {
     case MessageKind::kUpdate: v = session_->on_update(agent, in.update(), now_ms); break;
@@ -357,6 +379,14 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
       v = session_->on_secagg_unmask(agent, in.unmask(), now_ms);
       break;
     default: return Verdict{Refusal::kMalformed, "a message devices do not send"};
+  }
+  if (v.ok()) {
+    const MessageKind k = in.kind();
+    if (k == MessageKind::kSecAggAdvertise || k == MessageKind::kSecAggShares || k == MessageKind::kSecAggMasked ||
+        k == MessageKind::kSecAggUnmask)
+      events_->secagg_answer(agent);
+    if (((k == MessageKind::kUpdate || k == MessageKind::kChunk) && v.whole) || k == MessageKind::kSecAggMasked)
+      events_->submitted(agent);
   }
   pump(now_ms);
   return v;

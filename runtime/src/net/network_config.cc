@@ -20,7 +20,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   if (t == nullptr) return Status::Ok();
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth",
-                                              "deadline_ms", "quorum", "start_timeout_ms"};
+                                              "deadline_ms", "quorum", "start_timeout_ms", "http"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str())))
       return Status(StatusCode::kInvalidArgument,
@@ -48,6 +48,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(str("keys", net.keys, true));
   FEDRT_TRY(str("state", net.state, true));
   FEDRT_TRY(str("auth", net.auth, false));
+  FEDRT_TRY(str("http", net.http, false));  // checked by the coordinator (net/http_endpoint.h)
   FEDRT_TRY(integer("port", net.port));
   FEDRT_TRY(integer("deadline_ms", net.deadline_ms));
   FEDRT_TRY(integer("start_timeout_ms", net.start_timeout_ms));

@@ -1,5 +1,7 @@
 #include "fedrt/net/registry.h"
 
+#include <fmt/format.h>
+
 namespace fedrt::net {
 
 Status DeviceRegistry::load(const std::string& path, uint32_t agents) {
@@ -14,6 +16,24 @@ Status DeviceRegistry::load(const std::string& path, uint32_t agents) {
     agents_[e.index].id = e.id;
   }
   return Status::Ok();
+}
+
+std::vector<RegistryEntry> DeviceRegistry::merge(const std::vector<RegistryEntry>& fresh,
+                                                 std::vector<std::string>* conflicts) {
+  std::vector<RegistryEntry> added;
+  for (const RegistryEntry& e : fresh) {
+    if (e.index >= agents_.size() || index_.count(e.id) > 0) continue;  // beyond this experiment, or known
+    if (!agents_[e.index].id.empty()) {
+      conflicts->push_back(fmt::format("device '{}' is provisioned for agent {}, which device '{}' already holds", e.id,
+                                       e.index, agents_[e.index].id));
+      continue;
+    }
+    index_[e.id] = e.index;
+    agents_[e.index].id = e.id;
+    entries_.push_back(e);
+    added.push_back(e);
+  }
+  return added;
 }
 
 std::optional<uint32_t> DeviceRegistry::index_of(const std::string& id) const {

@@ -179,6 +179,9 @@ class OptEvaluation : public Evaluation {
 
   double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), x_star_); }
   double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), x_star_); }
+  double test_accuracy(const protocol::ServerCore& core) const override {
+    return test_ ? test_->set().score(core.model()).accuracy : std::nan("");
+  }
 
   void run_finished(size_t a, uint32_t run, const protocol::ServerCore& core) override {
     RunState& s = slot(a, run);

@@ -27,6 +27,7 @@ struct CoordinatorOptions {
   NetworkConfig network;
   std::string out;        // --out DIR: metrics.csv, summary.json, error.png
   std::string port_file;  // written with the bound port once listening
+  std::string name;       // the experiment's name on the dashboard (its file: folder/stem)
   bool plot = true;
   CoordinatorHooks hooks;
 };

@@ -19,6 +19,7 @@
 #include "fedrt.pb.h"
 #include "fedrt/config/task.h"
 #include "fedrt/core/status.h"
+#include "fedrt/net/fleet_events.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/protocol/server_session.h"
 #include "fedrt/wire/codec.h"
@@ -33,6 +34,7 @@ struct FleetRoundsOptions {
   double quorum = 0.5;
   long stop_after_rounds = 0;      // test hook: stop after this many rounds closed here (0 = never)
   std::string secagg_dump;         // test hook: append every SecAgg+ message received to this file
+  FleetEvents* events = nullptr;   // the operator's view (net/fleet_monitor.h); may be null
 };
 
 class FleetRounds {
@@ -116,6 +118,8 @@ class FleetRounds {
   // Timing of the open round, for the log (latency per phase).
   std::chrono::steady_clock::time_point t_open_, t_phase_;
   std::vector<double> state_scratch_;
+  FleetEvents no_events_;
+  FleetEvents* events_ = &no_events_;
 };
 
 }  // namespace fedrt::net

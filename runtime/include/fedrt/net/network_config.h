@@ -10,6 +10,7 @@
 //   deadline_ms = 30000    # a round closes at its deadline if the quorum reported
 //   quorum = 0.5           # fraction of the sampled devices needed at the deadline
 //   start_timeout_ms = 60000  # wait this long for every device before round 0
+//   http = ""              # dashboard, JSON and /metrics on PORT or ADDRESS:PORT ("": off; docs/dashboard.md)
 
 #include <cstdint>
 #include <string>
@@ -28,6 +29,7 @@ struct NetworkConfig {
   long deadline_ms = 30000;
   double quorum = 0.5;
   long start_timeout_ms = 60000;
+  std::string http;  // "" (off), "PORT" (127.0.0.1) or "ADDRESS:PORT"
 };
 
 // Reads [network] of `path` (absent keys keep their value; unknown keys are

@@ -25,6 +25,17 @@ class DeviceRegistry {
   // (a larger fleet's keys) are skipped.
   Status load(const std::string& path, uint32_t agents);
   const std::vector<RegistryEntry>& entries() const { return entries_; }
+  // Adds the entries of a re-read registry that are new (`keys add` while
+  // running): an unknown id for an agent no device holds yet. Returns them;
+  // an entry that conflicts with a known one is described in `conflicts`.
+  std::vector<RegistryEntry> merge(const std::vector<RegistryEntry>& fresh, std::vector<std::string>* conflicts);
+  // `keys revoke`: the device is refused at every later handshake.
+  void revoke(const std::string& id, const std::string& reason) { revoked_[id] = reason; }
+  // The revocation's reason, or null when `id` is not revoked.
+  const std::string* revoked(const std::string& id) const {
+    auto it = revoked_.find(id);
+    return it == revoked_.end() ? nullptr : &it->second;
+  }
   uint32_t agents() const { return static_cast<uint32_t>(agents_.size()); }
   size_t provisioned() const { return index_.size(); }
 
@@ -52,6 +63,7 @@ class DeviceRegistry {
   std::vector<RegistryEntry> entries_;
   std::map<std::string, uint32_t> index_;
   std::vector<Agent> agents_;
+  std::map<std::string, std::string> revoked_;  // id -> reason
 };
 
 }  // namespace fedrt::net

@@ -66,6 +66,9 @@ class TlsServerConfig {
   Status init(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
               const std::vector<RegistryEntry>& registry, const std::string& auth);
   const mbedtls_ssl_config* conf() const { return &conf_; }
+  // A device provisioned while running (`keys add`): its PSK is accepted from
+  // the next handshake on (certificates need nothing: the CA signed them).
+  void add_psk(const std::string& id, const std::vector<uint8_t>& psk) { psks_[id] = psk; }
 
   // The PSK identity the handshake of `ssl` used ("" for certificate suites);
   // forgets it. Unknown identities are recorded in last_unknown_identity.

@@ -7,6 +7,7 @@
 // calls it as rounds close; the coordinator with the states it persisted.
 // Host code.
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 
@@ -36,6 +37,9 @@ class Evaluation {
   // The error metric of the initial iterate, and of the server's state after a round.
   virtual double initial_error() const = 0;
   virtual double error(const protocol::ServerCore& core) const = 0;
+  // The held-out test accuracy of the server's model ([data] test), NaN
+  // without a test set or for a model without one (the dashboard's live curve).
+  virtual double test_accuracy(const protocol::ServerCore& core) const { return std::nan(""); }
   // Per-round, per-run and per-algorithm hooks for the family's extras.
   virtual void round_finished(size_t algorithm, uint32_t run, uint32_t round, const protocol::ServerCore& core) {}
   virtual void run_finished(size_t algorithm, uint32_t run, const protocol::ServerCore& core) {}

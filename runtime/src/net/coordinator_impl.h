@@ -1,0 +1,96 @@
+#pragma once
+// The coordinator's event loop object (net/coordinator.h), shared by its two
+// source files: coordinator.cc (devices, rounds, outputs) and
+// coordinator_operator.cc (the keys folder while running, the HTTP endpoint).
+// Private to the net library. Host code.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "fedrt/net/connection.h"
+#include "fedrt/net/coordinator.h"
+#include "fedrt/net/fleet_monitor.h"
+#include "fedrt/net/fleet_rounds.h"
+#include "fedrt/net/http_endpoint.h"
+#include "fedrt/net/keys_watch.h"
+#include "fedrt/net/registry.h"
+#include "fedrt/net/state_store.h"
+#include "fedrt/problems/instance.h"
+#include "fedrt/report/evaluation.h"
+
+namespace fedrt::net::detail {
+
+using Registry = DeviceRegistry;
+
+class Coordinator : public ConnectionOwner {
+ public:
+  explicit Coordinator(const CoordinatorOptions& opt) : opt_(opt), acceptor_(io_) {}
+  Status init();
+  Status run();
+
+  void on_handshake_done(Connection& c) override;
+  void on_handshake_failed(Connection& c, int rc) override;
+  void on_frame(Connection& c, const std::string& body) override;
+  void on_closed(Connection& c, const std::string& why) override;
+  TlsServerConfig& tls() override { return tls_; }
+  asio::io_context& io() override { return io_; }
+
+ private:
+  Status prepare_task();
+  Status listen();
+  Status serve_http();
+  void watch_keys();
+  void apply_keys(const KeysWatch::Changes& changes);
+  void revoke(const Revocation& r);
+  void accept();
+  void on_hello(Connection& c, const wire::Hello& h);
+  void on_task_reply(Connection& c, const wire::TaskReply& r);
+  void on_round_message(Connection& c, const wire::Envelope& env);
+  void maybe_start(bool timeout);
+  void after_event();
+  void arm_deadline();
+  Status finish();
+  uint64_t now_ms() const {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0_).count());
+  }
+
+  CoordinatorOptions opt_;
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer deadline_{io_};
+  asio::steady_timer start_timer_{io_};
+  uint64_t armed_for_ = protocol::ServerSession::kNoDeadline;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  TlsServerConfig tls_;
+  std::unique_ptr<StateStore> store_;
+  Registry registry_;
+  std::set<std::shared_ptr<Connection>> conns_;
+  uint64_t next_serial_ = 0;
+  bool finished_ = false;
+  Status fatal_ = Status::Ok();
+
+  config::Task task_{};
+  std::vector<std::string> names_;
+  std::unique_ptr<problems::Instance> instance_;
+  std::unique_ptr<report::Evaluation> eval_;
+  FleetRounds rounds_;
+  std::vector<std::optional<protocol::RoundId>> pending_;  // per agent, from its Hello
+  // Per agent: the last round-message rejection and how many identical ones
+  // followed it (the rest of a refused update's chunks): logged and answered once.
+  std::vector<std::string> last_rejection_;
+  std::vector<uint64_t> repeated_rejections_;
+  wire::Inbound inbound_;
+  std::unique_ptr<FleetMonitor> monitor_;  // the operator's view (dashboard, metrics)
+  std::unique_ptr<HttpEndpoint> http_;     // --http: serves monitor_
+  std::unique_ptr<KeysWatch> keys_;        // `keys add` / `keys revoke` while running
+  asio::steady_timer keys_timer_{io_};
+};
+
+}  // namespace fedrt::net::detail

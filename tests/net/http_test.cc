@@ -1,0 +1,199 @@
+// Acceptance (issue 18, security of the HTTP endpoint): bound to a
+// non-loopback address every request without the keys folder's token is
+// answered 401; with it the endpoint serves its compiled-in files and JSON,
+// and nothing else: no path reaches the keys folder or the file system, and
+// oversized or non-GET requests are refused while the coordinator goes on.
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "net_harness.h"
+
+namespace fedrt::net::testing {
+namespace {
+
+constexpr const char* kWaiting = R"(
+[problem]
+kind = "garnet"
+agents = 2
+[algorithm]
+names = ["fedlsa"]
+local_steps = 10
+[run]
+rounds = 2
+[network]
+start_timeout_ms = 600000
+)";
+
+struct Reply {
+  int status = 0;  // 0: the connection closed without a status line
+  std::string head, body;
+};
+
+// One request on a fresh connection, exactly the bytes given.
+Reply Raw(int port, const std::string& request) {
+  Reply r;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return r;
+  }
+  size_t off = 0;
+  while (off < request.size()) {
+    const ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may close early on an oversized request
+    off += static_cast<size_t>(n);
+  }
+  std::string all;
+  char buf[8192];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) all.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const size_t sp = all.find(' ');
+  if (all.compare(0, 5, "HTTP/") == 0 && sp != std::string::npos) r.status = std::stoi(all.substr(sp + 1, 3));
+  const size_t end = all.find("\r\n\r\n");
+  r.head = all.substr(0, end);
+  r.body = end == std::string::npos ? "" : all.substr(end + 4);
+  return r;
+}
+
+Reply Get(int port, const std::string& target, const std::string& headers = "") {
+  return Raw(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers + "\r\n");
+}
+
+class HttpTest : public NetTest {
+ protected:
+  // A coordinator waiting for its devices, its endpoint on `http` (port 0).
+  void Start(const std::string& http) {
+    Provision(dir_ / "keys", 2);
+    co_ = StartCoordinator(WriteExperiment(kWaiting), 0, {"--http", http});
+    ASSERT_GT(WaitPort(), 0) << ReadFile(dir_ / "coordinator.log");
+    ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "dashboard url=", 10000)) << ReadFile(dir_ / "coordinator.log");
+    const std::string log = ReadFile(dir_ / "coordinator.log");
+    const size_t at = log.find("dashboard url=http://");
+    const size_t colon = log.find(':', log.find("//", at) + 2);
+    http_ = std::stoi(log.substr(colon + 1));
+    ASSERT_GT(http_, 0);
+  }
+  std::string token() {
+    std::string t = ReadFile(dir_ / "keys" / "http.token");
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  }
+  // Bytes the endpoint must never serve: a PSK, a private key, the token.
+  void ExpectNoSecret(const Reply& r, const std::string& what) {
+    const std::string registry = ReadFile(dir_ / "keys" / "registry.tsv");
+    const std::string psk = registry.substr(registry.rfind('\t') + 1, 64);
+    EXPECT_EQ(r.body.find(psk), std::string::npos) << what;
+    EXPECT_EQ(r.body.find("PRIVATE KEY"), std::string::npos) << what;
+    if (!token().empty()) EXPECT_EQ(r.body.find(token()), std::string::npos) << what;
+    EXPECT_EQ(r.body.find("root:"), std::string::npos) << what;
+  }
+  pid_t co_ = -1;
+  int http_ = 0;
+};
+
+TEST_F(HttpTest, LoopbackEndpointIsOpenAndServesTheDashboard) {
+  Start("127.0.0.1:0");
+  EXPECT_FALSE(fs::exists(dir_ / "keys" / "http.token"));  // no token needed, none made
+  const Reply page = Get(http_, "/");
+  ASSERT_EQ(page.status, 200) << page.head;
+  EXPECT_NE(page.head.find("text/html"), std::string::npos);
+  EXPECT_EQ(Get(http_, "/index.html").body, page.body);
+  EXPECT_EQ(Get(http_, "/dashboard.js").status, 200);
+  EXPECT_EQ(Get(http_, "/dashboard.css").status, 200);
+  const Reply run = Get(http_, "/api/run");
+  ASSERT_EQ(run.status, 200);
+  const auto j = nlohmann::json::parse(run.body);
+  EXPECT_EQ(j["status"], "waiting");
+  EXPECT_EQ(j["agents"], 2);
+  EXPECT_EQ(j["algorithms"][0], "fedlsa");
+  const auto devices = nlohmann::json::parse(Get(http_, "/api/devices").body);
+  ASSERT_EQ(devices["devices"].size(), 2u);
+  EXPECT_EQ(devices["devices"][1]["id"], Id(1));
+  EXPECT_EQ(devices["devices"][1]["state"], "offline");
+  EXPECT_EQ(Get(http_, "/api/rounds?since=x").status, 400);
+  EXPECT_EQ(Get(http_, "/metrics").status, 200);
+}
+
+TEST_F(HttpTest, RemoteEndpointAnswers401WithoutTheToken) {
+  Start("0.0.0.0:0");
+  ASSERT_EQ(token().size(), 64u);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ / "keys" / "http.token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  for (const char* target : {"/", "/index.html", "/dashboard.js", "/api/run", "/api/devices", "/api/rounds", "/metrics",
+                             "/nonexistent"}) {
+    const Reply r = Get(http_, target);
+    EXPECT_EQ(r.status, 401) << target;
+    EXPECT_NE(r.head.find("WWW-Authenticate: Bearer"), std::string::npos) << target;
+    ExpectNoSecret(r, target);
+    EXPECT_EQ(Get(http_, target, "Authorization: Bearer " + std::string(64, '0') + "\r\n").status, 401) << target;
+    EXPECT_EQ(Get(http_, target, "Cookie: fedrt_token=" + token().substr(0, 63) + "\r\n").status, 401) << target;
+  }
+  EXPECT_EQ(Get(http_, "/api/run", "Authorization: Bearer " + token() + "\r\n").status, 200);
+  EXPECT_EQ(Get(http_, "/metrics", "Authorization: Bearer " + token() + "\r\n").status, 200);
+  // The browser's way in: /?token= sets the cookie and drops the token from the address.
+  const Reply in = Get(http_, "/?token=" + token());
+  EXPECT_EQ(in.status, 303);
+  EXPECT_NE(in.head.find("Set-Cookie: fedrt_token=" + token() + "; Path=/; HttpOnly; SameSite=Strict"),
+            std::string::npos) << in.head;
+  EXPECT_NE(in.head.find("Location: /\r"), std::string::npos) << in.head;
+  EXPECT_EQ(Get(http_, "/?token=wrong").status, 401);
+  EXPECT_EQ(Get(http_, "/api/devices", "Cookie: a=b; fedrt_token=" + token() + "\r\n").status, 200);
+}
+
+TEST_F(HttpTest, ServesNothingButItsOwnFiles) {
+  Start("127.0.0.1:0");
+  (void)Get(http_, "/");
+  for (const char* target :
+       {"/../keys/registry.tsv", "/..%2fkeys%2fregistry.tsv", "/%2e%2e/%2e%2e/%2e%2e/etc/passwd", "//etc/passwd",
+        "/index.html/../../keys/http.token", "/./../experiment.toml", "/keys/registry.tsv", "/registry.tsv",
+        "/coordinator.db", "/dashboard.js%00.png", "/%2e%2e%5c%2e%2e%5cexperiment.toml", "/api/../../keys/ca.key",
+        "/....//....//etc/passwd"}) {
+    const Reply r = Get(http_, target);
+    EXPECT_TRUE(r.status == 404 || r.status == 400) << target << " -> " << r.status;
+    ExpectNoSecret(r, target);
+  }
+  for (const char* method : {"POST", "PUT", "DELETE", "OPTIONS", "TRACE"}) {
+    const Reply r = Raw(http_, std::string(method) + " /api/run HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.status, 405) << method;
+  }
+}
+
+TEST_F(HttpTest, OversizedRequestsAreRefusedAndServingGoesOn) {
+  Start("127.0.0.1:0");
+  const Reply uri = Get(http_, "/" + std::string(100000, 'a'));
+  EXPECT_TRUE(uri.status == 414 || uri.status == 400 || uri.status == 0) << uri.status;
+  const Reply header = Get(http_, "/api/run", "X-Big: " + std::string(100000, 'b') + "\r\n");
+  EXPECT_NE(header.status, 200) << header.status;
+  std::string many;
+  for (int i = 0; i < 2000; ++i) many += "X-H" + std::to_string(i) + ": v\r\n";
+  EXPECT_EQ(Get(http_, "/api/run", many).status, 431);
+  const Reply body = Raw(http_, "POST /api/run HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\nConnection: close\r\n\r\n" +
+                                    std::string(1 << 20, 'c'));
+  EXPECT_TRUE(body.status == 405 || body.status == 413 || body.status == 0) << body.status;
+  // Still serving, and the coordinator still waiting for its devices.
+  EXPECT_EQ(Get(http_, "/api/run").status, 200);
+  EXPECT_EQ(Wait(co_, 0), -1);
+}
+
+TEST_F(HttpTest, BadAddressIsAClearError) {
+  Provision(dir_ / "keys", 2);
+  for (const char* bad : {"99999", "1.2.3.4.5:80", "localhost:port", "host.example:80"}) {
+    const std::string log = std::string("bad_") + std::to_string(std::hash<std::string>{}(bad)) + ".log";
+    const pid_t p = StartCoordinator(WriteExperiment(kWaiting), 0, {"--http", bad}, log);
+    EXPECT_NE(Wait(p, 20000), 0) << bad;
+    EXPECT_NE(ReadFile(dir_ / log).find(std::string("--http '") + bad + "'"), std::string::npos)
+        << bad << ": " << ReadFile(dir_ / log);
+  }
+}
+
+}  // namespace
+}  // namespace fedrt::net::testing
