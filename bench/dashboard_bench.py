@@ -6,18 +6,31 @@ devices on their own shards, FedAvg vs Scaffold, SecAgg+; --rounds per
 algorithm) with scripts/fleet.sh, in turn:
   off      without --http;
   polled   with --http, and a client fetching what the page fetches
-           (api/run, api/rounds?since=K, api/devices) once a second: the
-           coordinator's own cost of serving a dashboard;
+           (api/live?since=K) as often as the page does: the coordinator's
+           own cost of serving a dashboard;
   browser  with --http and the dashboard open in headless Chromium on the
            same 2 cores as the fleet: the server's cost plus the browser's.
+           The browser is started once, before the first run, as a user's
+           browser is already running; each run's page is opened as soon as
+           the coordinator names its address.
+The modes' order rotates from one repeat to the next.
 Prints per run the mean and median round latency (the coordinator's log:
 latency_ms, open to commit), the run's wall time and the browser's CPU,
 then per setting the mean over its runs and the difference to "off".
 
+Then one long run with --http whose time is cut into windows (5 s; the first second of each left out) in turn:
+nothing polls, the page is open, a client polls. Separate runs differ by
++-10% on a shared machine from one minute to the next; neighbouring windows
+of one run share those drifts, so each window is compared with the idle
+windows on either side of it.
+
 usage: dashboard_bench.py [--repeats N] [--devices N] [--rounds T]
+                          [--alternate-rounds T] [--window S]
 """
 import argparse
+import calendar
 import json
+import math
 import os
 import re
 import shutil
@@ -33,7 +46,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, "examples", "digits", "experiment-demo.toml")
 
 
-def open_browser(url):
+def open_browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
@@ -42,8 +55,14 @@ def open_browser(url):
                 "--window-size=1400,1700"]:
         opts.add_argument(arg)
     d = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=opts)
-    d.get(url)
+    d.get("about:blank")
     return d
+
+
+def poll_seconds():
+    """The page's poll interval, read from its script so that the polled mode keeps pace with it."""
+    js = open(os.path.join(ROOT, "runtime", "web", "dashboard", "dashboard.js")).read()
+    return int(re.search(r"POLL_MS = (\d+)", js).group(1)) / 1000.0
 
 
 def browser_cpu_seconds():
@@ -64,87 +83,166 @@ def browser_cpu_seconds():
 
 
 def poller(url, stop):
-    since = 0
+    since, period = 0, poll_seconds()
     while not stop.is_set():
         try:
-            for path in ("api/run", "api/rounds?since=%d" % since, "api/devices"):
-                body = json.load(urllib.request.urlopen(url + path, timeout=5))
-                if path.startswith("api/rounds"):
-                    since = body["total"]
+            since = json.load(urllib.request.urlopen(url + "api/live?since=%d" % since, timeout=5))["rounds"]["total"]
         except OSError:
             pass
-        stop.wait(1.0)
+        stop.wait(period)
 
 
-def run(out, devices, rounds, mode):
+def start_fleet(out, devices, rounds, http):
+    """scripts/fleet.sh in OUT; returns (process, log path, dashboard url or None)."""
     cmd = [os.path.join(ROOT, "scripts", "fleet.sh"), "--config", CONFIG, "--native", str(devices), "--out", out]
-    if mode != "off":
+    if http:
         cmd += ["--http", "127.0.0.1:0"]
     cmd += ["--", "--rounds", str(rounds)]
     log = os.path.join(out, "coordinator.log")
     os.makedirs(out, exist_ok=True)
     if os.path.exists(log):
         os.remove(log)
-    t0 = time.time()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    browser, stop, thread, cpu0 = None, threading.Event(), None, 0.0
+    url, end = None, time.time() + 60
+    while http and url is None and time.time() < end and p.poll() is None:
+        m = re.search(r"dashboard url=(http://\S+/)", open(log).read()) if os.path.exists(log) else None
+        url = m.group(1) if m else None
+        time.sleep(0.05)
+    if http and url is None:
+        p.kill()
+        sys.exit("dashboard_bench: no dashboard address in " + log)
+    return p, log, url
+
+
+def rounds_of(log):
+    """(opened, closed, latency_ms) per round, in Unix seconds, from the coordinator's log."""
+    out = []
+    for stamp, ms in re.findall(r"^(\S+)Z coordinator round alg=\S+ run=\d+ round=\d+ .*? latency_ms=([0-9.]+)",
+                                open(log).read(), re.M):
+        closed = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + stamp[19:])
+        out.append((closed - float(ms) / 1000, closed, float(ms)))
+    if not out:
+        sys.exit("dashboard_bench: no rounds in " + log)
+    return out
+
+
+def run(out, devices, rounds, mode, browser):
+    t0 = time.time()
+    stop, thread, cpu0 = threading.Event(), None, browser_cpu_seconds()
+    p, log, url = start_fleet(out, devices, rounds, mode != "off")
     try:
-        if mode != "off":
-            end = time.time() + 60
-            url = None
-            while url is None and time.time() < end and p.poll() is None:
-                m = re.search(r"dashboard url=(http://\S+/)", open(log).read()) if os.path.exists(log) else None
-                url = m.group(1) if m else None
-                time.sleep(0.05)
-            if url is None:
-                sys.exit("dashboard_bench: no dashboard address in " + log)
-            if mode == "browser":
-                browser = open_browser(url)
-                cpu0 = browser_cpu_seconds()
-            else:
-                thread = threading.Thread(target=poller, args=(url, stop))
-                thread.start()
+        if mode == "browser":
+            browser.get(url)
+        elif mode == "polled":
+            thread = threading.Thread(target=poller, args=(url, stop))
+            thread.start()
         if p.wait(timeout=900) != 0:
             sys.exit("dashboard_bench: the fleet failed (see %s)" % log)
     finally:
-        cpu = browser_cpu_seconds() - cpu0 if browser is not None else 0.0
+        cpu = browser_cpu_seconds() - cpu0
         stop.set()
         if thread is not None:
             thread.join()
-        if browser is not None:
-            browser.quit()
-    wall = time.time() - t0
-    lat = [float(x) for x in re.findall(r" round alg=\S+ run=\d+ round=\d+ .*? latency_ms=([0-9.]+)", open(log).read())]
-    if not lat:
-        sys.exit("dashboard_bench: no rounds in " + log)
-    return lat, wall, cpu
+        if mode == "browser":
+            browser.get("about:blank")
+    return [r[2] for r in rounds_of(log)], time.time() - t0, cpu
+
+
+def alternate(out, devices, rounds, browser, window, settle):
+    """One run with --http whose time is cut into windows of WINDOW seconds, cycling through: nothing
+    polls, the page is open, a client polls. Returns {phase: {cycle: mean latency of the rounds that
+    opened after the window's first SETTLE seconds (the page's load, or the browser leaving it) and
+    closed inside it}}: neighbouring windows share the machine's slow drifts."""
+    p, log, url = start_fleet(out, devices, rounds, True)
+    windows, cycle = [], 0
+    while p.poll() is None:
+        for phase in ("idle", "browser", "polled"):
+            stop, thread = threading.Event(), None
+            t0 = time.time()
+            if phase == "browser":
+                browser.get(url)
+            elif phase == "polled":
+                thread = threading.Thread(target=poller, args=(url, stop))
+                thread.start()
+            while time.time() < t0 + window and p.poll() is None:
+                time.sleep(0.05)
+            if phase == "browser":
+                browser.get("about:blank")
+            stop.set()
+            if thread is not None:
+                thread.join()
+            windows.append((phase, cycle, t0, time.time()))
+            if p.poll() is not None:
+                break
+        cycle += 1
+    if p.returncode != 0:
+        sys.exit("dashboard_bench: the fleet failed (see %s)" % log)
+    rounds = rounds_of(log)
+    res = {"idle": {}, "browser": {}, "polled": {}}
+    for phase, c, a, b in windows:
+        lat = [ms for o, cl, ms in rounds if o >= a + settle and cl <= b]
+        if len(lat) >= 5:
+            res[phase][c] = statistics.mean(lat)
+    return res
+
+
+def paired(res, phase):
+    """Per cycle: (PHASE's window mean) / (mean of the idle windows before and after it) - 1."""
+    d = []
+    for c, v in sorted(res[phase].items()):
+        base = [res["idle"][k] for k in (c, c + 1) if k in res["idle"]]
+        if base:
+            d.append(v / statistics.mean(base) - 1)
+    return d
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="separate runs per mode")
     ap.add_argument("--devices", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=60, help="rounds per algorithm of a separate run")
+    ap.add_argument("--alternate-rounds", type=int, default=1000,
+                    help="rounds per algorithm of the alternating run (0: skip it)")
+    ap.add_argument("--window", type=float, default=5.0, help="seconds per window of the alternating run")
+    ap.add_argument("--settle", type=float, default=1.0, help="seconds left out at the start of each window")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="fedrt-dashboard-bench-")
     modes = ["off", "polled", "browser"]
     means = {m: [] for m in modes}
-    print("Dashboard overhead: %s with %d rounds per algorithm, %d native devices; round latency from the "
-          "coordinator's log" % (os.path.relpath(CONFIG, ROOT), a.rounds, a.devices))
+    browser = open_browser()
+    print("Dashboard overhead: %s, %d native devices; round latency (open to commit) from the coordinator's log"
+          % (os.path.relpath(CONFIG, ROOT), a.devices))
+    print("\nSeparate runs, %d rounds per algorithm:\n" % a.rounds)
     print("| run | dashboard | rounds | mean ms | median ms | wall s | browser CPU s |")
     print("|---|---|---|---|---|---|---|")
     for i in range(a.repeats):
-        for mode in modes:
-            lat, wall, cpu = run(os.path.join(tmp, mode), a.devices, a.rounds, mode)
+        for mode in modes[i % 3:] + modes[:i % 3]:
+            lat, wall, cpu = run(os.path.join(tmp, mode), a.devices, a.rounds, mode, browser)
             means[mode].append(statistics.mean(lat))
-            print("| %d | %s | %d | %.1f | %.1f | %.1f | %s |" % (
-                i + 1, mode, len(lat), statistics.mean(lat), statistics.median(lat), wall,
-                "%.1f" % cpu if mode == "browser" else ""))
+            print("| %d | %s | %d | %.1f | %.1f | %.1f | %.1f |" % (
+                i + 1, mode, len(lat), statistics.mean(lat), statistics.median(lat), wall, cpu))
             sys.stdout.flush()
-    off = statistics.mean(means["off"])
-    for mode in modes[1:]:
+    for mode in modes[1:] if a.repeats > 0 else []:
+        off = statistics.mean(means["off"])
         m = statistics.mean(means[mode])
         print("mean round latency %s: %.1f ms against %.1f ms without --http: %+.1f%%" % (mode, m, off, 100 * (m - off) / off))
+    if a.alternate_rounds > 0:
+        print("\nOne run with --http, %d rounds per algorithm, cut into %.0f s windows: nothing polls (idle), the "
+              "page is open (browser), a client polls api/live (polled), in turn. Each window's mean round latency "
+              "(its first %.0f s left out: the page loads all rounds so far) against the idle windows before and "
+              "after it:\n" % (a.alternate_rounds, a.window, a.settle))
+        sys.stdout.flush()
+        res = alternate(os.path.join(tmp, "alternate"), a.devices, a.alternate_rounds, browser, a.window, a.settle)
+        print("| phase | windows | mean of window means ms | change against idle | 95% interval |")
+        print("|---|---|---|---|---|")
+        print("| idle | %d | %.1f | | |" % (len(res["idle"]), statistics.mean(res["idle"].values())))
+        for phase in ("browser", "polled"):
+            d = paired(res, phase)
+            half = 1.96 * statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
+            print("| %s | %d | %.1f | %+.1f%% | %+.1f%% .. %+.1f%% |" % (
+                phase, len(res[phase]), statistics.mean(res[phase].values()), 100 * statistics.mean(d),
+                100 * (statistics.mean(d) - half), 100 * (statistics.mean(d) + half)))
+    browser.quit()
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -32,7 +32,7 @@ agents = 4
 names = ["fedlsa", "scafflsa"]
 local_steps = 20
 [run]
-rounds = 15
+rounds = 20
 seed = 5
 [network]
 start_timeout_ms = 60000
@@ -149,7 +149,7 @@ def main():
             return int(t) if t.isdigit() else -1
 
         # The counter follows the coordinator: never ahead of it, moving from 0 through
-        # at least one value to 3 or more (the page polls once a second, a round lasts ~0.25 s).
+        # at least one value to 3 or more (the page polls every 2 s, a round lasts ~0.25 s).
         seen = []
         end = time.time() + 90
         while time.time() < end:
@@ -179,7 +179,7 @@ def main():
         if any(d["rounds"] == 0 for d in api_devices.values()):
             fail("a device took part in no round by round 3: %s" % api_devices)
         shot = os.path.join(a.out, "dashboard.png")
-        time.sleep(1.2)  # one more poll: the charts hold the latest rounds
+        time.sleep(2.2)  # one more poll: the charts hold the latest rounds
         driver.save_screenshot(shot)
         with urllib.request.urlopen(url + "metrics", timeout=5) as r:
             completed = check_metrics(r.read().decode(), dom_rounds())

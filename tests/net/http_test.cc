@@ -119,6 +119,14 @@ TEST_F(HttpTest, LoopbackEndpointIsOpenAndServesTheDashboard) {
   EXPECT_EQ(devices["devices"][1]["id"], Id(1));
   EXPECT_EQ(devices["devices"][1]["state"], "offline");
   EXPECT_EQ(Get(http_, "/api/rounds?since=x").status, 400);
+  // api/live: the three answers in one, as the page polls them.
+  const auto live = nlohmann::json::parse(Get(http_, "/api/live?since=0").body);
+  EXPECT_EQ(live["run"]["status"], "waiting");
+  EXPECT_EQ(live["run"]["agents"], 2);
+  EXPECT_EQ(live["rounds"]["total"], 0);
+  EXPECT_TRUE(live["rounds"]["rounds"].empty());
+  EXPECT_EQ(live["devices"]["devices"], devices["devices"]);
+  EXPECT_EQ(Get(http_, "/api/live?since=-1").status, 400);
   EXPECT_EQ(Get(http_, "/metrics").status, 200);
 }
 
@@ -128,7 +136,7 @@ TEST_F(HttpTest, RemoteEndpointAnswers401WithoutTheToken) {
   struct stat st {};
   ASSERT_EQ(::stat((dir_ / "keys" / "http.token").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  for (const char* target : {"/", "/index.html", "/dashboard.js", "/api/run", "/api/devices", "/api/rounds", "/metrics",
+  for (const char* target : {"/", "/index.html", "/dashboard.js", "/api/run", "/api/devices", "/api/rounds", "/api/live", "/metrics",
                              "/nonexistent"}) {
     const Reply r = Get(http_, target);
     EXPECT_EQ(r.status, 401) << target;

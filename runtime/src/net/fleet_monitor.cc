@@ -221,6 +221,25 @@ nlohmann::json FleetMonitor::round_json(size_t seq) const {
 
 std::string FleetMonitor::run_json() const {
   std::lock_guard<std::mutex> l(mu_);
+  return run_locked().dump();
+}
+
+std::string FleetMonitor::rounds_json(size_t since) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return rounds_locked(since).dump();
+}
+
+std::string FleetMonitor::devices_json() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return devices_locked().dump();
+}
+
+std::string FleetMonitor::live_json(size_t since) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return nlohmann::json{{"run", run_locked()}, {"rounds", rounds_locked(since)}, {"devices", devices_locked()}}.dump();
+}
+
+nlohmann::json FleetMonitor::run_locked() const {
   nlohmann::json j = run_;
   j["status"] = status_;
   j["address"] = address_;
@@ -237,18 +256,16 @@ std::string FleetMonitor::run_json() const {
                     {"submitted", submitted_}};
     if (phase_ > 0) j["secagg"] = {{"phase", PhaseName(phase_)}, {"answered", phase_answered_}, {"n", phase_n_}};
   }
-  return j.dump();
+  return j;
 }
 
-std::string FleetMonitor::rounds_json(size_t since) const {
-  std::lock_guard<std::mutex> l(mu_);
+nlohmann::json FleetMonitor::rounds_locked(size_t since) const {
   nlohmann::json list = nlohmann::json::array();
   for (size_t s = since; s < rounds_.size(); ++s) list.push_back(round_json(s));
-  return nlohmann::json{{"total", rounds_.size()}, {"rounds", std::move(list)}}.dump();
+  return nlohmann::json{{"total", rounds_.size()}, {"rounds", std::move(list)}};
 }
 
-std::string FleetMonitor::devices_json() const {
-  std::lock_guard<std::mutex> l(mu_);
+nlohmann::json FleetMonitor::devices_locked() const {
   nlohmann::json list = nlohmann::json::array();
   std::map<std::string, uint64_t> counts = {{"offline", 0},  {"registering", 0}, {"connected", 0},
                                             {"sampled", 0},  {"submitted", 0},   {"dropped", 0},
@@ -263,7 +280,7 @@ std::string FleetMonitor::devices_json() const {
                     {"bytes_up", d.bytes_up}, {"bytes_down", d.bytes_down}, {"last_work_ms", Optional(d.last_work_ms)},
                     {"connections", d.connections}});
   }
-  return nlohmann::json{{"devices", std::move(list)}, {"counts", counts}}.dump();
+  return nlohmann::json{{"devices", std::move(list)}, {"counts", counts}};
 }
 
 std::string FleetMonitor::metrics_text() const {

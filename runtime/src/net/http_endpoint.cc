@@ -58,6 +58,21 @@ const char* MimeOf(const std::string& path) {
   return "application/octet-stream";
 }
 
+// ?since=K of api/rounds and api/live: a non-negative integer, 0 when absent; false after a 400 answer.
+bool SinceParam(const httplib::Request& req, httplib::Response& res, size_t* since) {
+  if (!req.has_param("since")) return true;
+  const std::string v = req.get_param_value("since");
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || v[0] == '-') {
+    res.status = 400;
+    res.set_content("since must be a non-negative integer\n", "text/plain");
+    return false;
+  }
+  *since = static_cast<size_t>(n);
+  return true;
+}
+
 }  // namespace
 
 Status ParseHttpAddress(const std::string& spec, std::string* host, uint16_t* port) {
@@ -172,18 +187,11 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& o, 
   });
   s.Get("/api/rounds", [m](const httplib::Request& req, httplib::Response& res) {
     size_t since = 0;
-    if (req.has_param("since")) {
-      const std::string v = req.get_param_value("since");
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || v[0] == '-') {
-        res.status = 400;
-        res.set_content("since must be a non-negative integer\n", "text/plain");
-        return;
-      }
-      since = static_cast<size_t>(n);
-    }
-    res.set_content(m->rounds_json(since), "application/json");
+    if (SinceParam(req, res, &since)) res.set_content(m->rounds_json(since), "application/json");
+  });
+  s.Get("/api/live", [m](const httplib::Request& req, httplib::Response& res) {
+    size_t since = 0;
+    if (SinceParam(req, res, &since)) res.set_content(m->live_json(since), "application/json");
   });
   s.Get("/api/devices", [m](const httplib::Request&, httplib::Response& res) {
     res.set_content(m->devices_json(), "application/json");

@@ -1,8 +1,8 @@
-// fedrt dashboard: polls the coordinator's JSON endpoints (api/run, api/rounds, api/devices)
+// fedrt dashboard: polls the coordinator's api/live (api/run, api/rounds and api/devices in one)
 // and draws the run, its curves and the devices table; docs/dashboard.md.
 'use strict';
 (() => {
-  const POLL_MS = 1000, RETRY_MS = 2000, TIMEOUT_MS = 5000, ROW_LIMIT = 500;
+  const POLL_MS = 2000, RETRY_MS = 2000, TIMEOUT_MS = 5000, ROW_LIMIT = 500;
   // Charts are redrawn at most this often: rounds may close many times a second, and a redraw
   // (SVG, layout, paint) is the page's largest cost, taken from the machine that runs the fleet.
   const CHART_MS = 5000;
@@ -83,8 +83,8 @@
   async function poll() {
     let up = true;
     try {
-      const [run, devs, rounds] = await Promise.all([
-        getJSON('api/run'), getJSON('api/devices'), getJSON(`api/rounds?since=${S.rounds.length}`)]);
+      // One request per poll: the run, the rounds not yet held and the devices, taken at one instant.
+      const { run, devices: devs, rounds } = await getJSON(`api/live?since=${S.rounds.length}`);
       S.run = run;
       S.devices = Array.isArray(devs.devices) ? devs.devices : [];
       S.counts = devs.counts || {};

@@ -57,6 +57,9 @@ class FleetMonitor : public FleetEvents {
   std::string run_json() const;
   std::string rounds_json(size_t since) const;
   std::string devices_json() const;
+  // {"run": run_json, "rounds": rounds_json(since), "devices": devices_json}, taken at one instant:
+  // what the dashboard fetches once per poll.
+  std::string live_json(size_t since) const;
   std::string metrics_text() const;  // Prometheus text exposition format 0.0.4
 
   static constexpr std::array<double, 14> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -81,6 +84,9 @@ class FleetMonitor : public FleetEvents {
   };
   static const char* StateName(const Device& d);
   nlohmann::json round_json(size_t seq) const;
+  nlohmann::json run_locked() const;  // the renderings' bodies; the caller holds mu_
+  nlohmann::json rounds_locked(size_t since) const;
+  nlohmann::json devices_locked() const;
   std::string label(uint32_t round) const;
   std::string name(uint32_t algorithm) const;
 
