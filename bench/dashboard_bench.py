@@ -29,6 +29,7 @@ usage: dashboard_bench.py [--repeats N] [--devices N] [--rounds T]
 """
 import argparse
 import calendar
+import contextlib
 import json
 import math
 import os
@@ -126,25 +127,33 @@ def rounds_of(log):
     return out
 
 
-def run(out, devices, rounds, mode, browser):
-    t0 = time.time()
-    stop, thread, cpu0 = threading.Event(), None, browser_cpu_seconds()
-    p, log, url = start_fleet(out, devices, rounds, mode != "off")
+@contextlib.contextmanager
+def shown(mode, url, browser):
+    """While inside: the dashboard at URL is open in BROWSER (mode browser), polled by a client
+    (mode polled), or left alone (off, idle)."""
+    stop, thread = threading.Event(), None
+    if mode == "browser":
+        browser.get(url)
+    elif mode == "polled":
+        thread = threading.Thread(target=poller, args=(url, stop))
+        thread.start()
     try:
-        if mode == "browser":
-            browser.get(url)
-        elif mode == "polled":
-            thread = threading.Thread(target=poller, args=(url, stop))
-            thread.start()
-        if p.wait(timeout=900) != 0:
-            sys.exit("dashboard_bench: the fleet failed (see %s)" % log)
+        yield
     finally:
-        cpu = browser_cpu_seconds() - cpu0
         stop.set()
         if thread is not None:
             thread.join()
         if mode == "browser":
             browser.get("about:blank")
+
+
+def run(out, devices, rounds, mode, browser):
+    t0, cpu0 = time.time(), browser_cpu_seconds()
+    p, log, url = start_fleet(out, devices, rounds, mode != "off")
+    with shown(mode, url, browser):
+        if p.wait(timeout=900) != 0:
+            sys.exit("dashboard_bench: the fleet failed (see %s)" % log)
+        cpu = browser_cpu_seconds() - cpu0
     return [r[2] for r in rounds_of(log)], time.time() - t0, cpu
 
 
@@ -157,20 +166,10 @@ def alternate(out, devices, rounds, browser, window, settle):
     windows, cycle = [], 0
     while p.poll() is None:
         for phase in ("idle", "browser", "polled"):
-            stop, thread = threading.Event(), None
             t0 = time.time()
-            if phase == "browser":
-                browser.get(url)
-            elif phase == "polled":
-                thread = threading.Thread(target=poller, args=(url, stop))
-                thread.start()
-            while time.time() < t0 + window and p.poll() is None:
-                time.sleep(0.05)
-            if phase == "browser":
-                browser.get("about:blank")
-            stop.set()
-            if thread is not None:
-                thread.join()
+            with shown(phase, url, browser):
+                while time.time() < t0 + window and p.poll() is None:
+                    time.sleep(0.05)
             windows.append((phase, cycle, t0, time.time()))
             if p.poll() is not None:
                 break
@@ -229,7 +228,7 @@ def main():
     if a.alternate_rounds > 0:
         print("\nOne run with --http, %d rounds per algorithm, cut into %.0f s windows: nothing polls (idle), the "
               "page is open (browser), a client polls api/live (polled), in turn. Each window's mean round latency "
-              "(its first %.0f s left out: the page loads all rounds so far) against the idle windows before and "
+              "(its first %g s left out: the page loads all rounds so far) against the idle windows before and "
               "after it:\n" % (a.alternate_rounds, a.window, a.settle))
         sys.stdout.flush()
         res = alternate(os.path.join(tmp, "alternate"), a.devices, a.alternate_rounds, browser, a.window, a.settle)

@@ -219,24 +219,34 @@ nlohmann::json FleetMonitor::round_json(size_t seq) const {
           {"closed_at", r.closed_at}};
 }
 
+// Each rendering copies the state under mu_ and serializes after releasing it: the event loop's
+// round events take mu_ too, and must not wait for a long history to be written out.
 std::string FleetMonitor::run_json() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return run_locked().dump();
+  std::unique_lock<std::mutex> l(mu_);
+  const nlohmann::json j = run_locked();
+  l.unlock();
+  return j.dump();
 }
 
 std::string FleetMonitor::rounds_json(size_t since) const {
-  std::lock_guard<std::mutex> l(mu_);
-  return rounds_locked(since).dump();
+  std::unique_lock<std::mutex> l(mu_);
+  const nlohmann::json j = rounds_locked(since);
+  l.unlock();
+  return j.dump();
 }
 
 std::string FleetMonitor::devices_json() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return devices_locked().dump();
+  std::unique_lock<std::mutex> l(mu_);
+  const nlohmann::json j = devices_locked();
+  l.unlock();
+  return j.dump();
 }
 
 std::string FleetMonitor::live_json(size_t since) const {
-  std::lock_guard<std::mutex> l(mu_);
-  return nlohmann::json{{"run", run_locked()}, {"rounds", rounds_locked(since)}, {"devices", devices_locked()}}.dump();
+  std::unique_lock<std::mutex> l(mu_);
+  const nlohmann::json j = {{"run", run_locked()}, {"rounds", rounds_locked(since)}, {"devices", devices_locked()}};
+  l.unlock();
+  return j.dump();
 }
 
 nlohmann::json FleetMonitor::run_locked() const {
