@@ -18,11 +18,12 @@ Prints per run the mean and median round latency (the coordinator's log:
 latency_ms, open to commit), the run's wall time and the browser's CPU,
 then per setting the mean over its runs and the difference to "off".
 
-Then one long run with --http whose time is cut into windows (5 s; the first second of each left out) in turn:
-nothing polls, the page is open, a client polls. Separate runs differ by
-+-10% on a shared machine from one minute to the next; neighbouring windows
-of one run share those drifts, so each window is compared with the idle
-windows on either side of it.
+Then one long run with --http whose time is cut into windows (--window
+seconds, the first --settle of each left out) in the order idle, browser,
+idle, polled, repeated: nothing polls, the page is open, a client polls.
+Separate runs differ by +-10% on a shared machine from one minute to the
+next; neighbouring windows of one run share those drifts, so each measured
+window is compared with the idle windows on either side of it.
 
 usage: dashboard_bench.py [--repeats N] [--devices N] [--rounds T]
                           [--alternate-rounds T] [--window S]
@@ -157,41 +158,39 @@ def run(out, devices, rounds, mode, browser):
     return [r[2] for r in rounds_of(log)], time.time() - t0, cpu
 
 
+PATTERN = ("idle", "browser", "idle", "polled")  # every measured window has an idle one on each side
+
+
 def alternate(out, devices, rounds, browser, window, settle):
-    """One run with --http whose time is cut into windows of WINDOW seconds, cycling through: nothing
-    polls, the page is open, a client polls. Returns {phase: {cycle: mean latency of the rounds that
-    opened after the window's first SETTLE seconds (the page's load, or the browser leaving it) and
-    closed inside it}}: neighbouring windows share the machine's slow drifts."""
+    """One run with --http whose time is cut into windows of WINDOW seconds in the order of PATTERN,
+    repeated. Returns [(phase, mean latency)] in time order, of the rounds that opened after the
+    window's first SETTLE seconds (the page's load, or the browser leaving it) and closed inside it."""
     p, log, url = start_fleet(out, devices, rounds, True)
-    windows, cycle = [], 0
+    windows = []
     while p.poll() is None:
-        for phase in ("idle", "browser", "polled"):
-            t0 = time.time()
-            with shown(phase, url, browser):
-                while time.time() < t0 + window and p.poll() is None:
-                    time.sleep(0.05)
-            windows.append((phase, cycle, t0, time.time()))
-            if p.poll() is not None:
-                break
-        cycle += 1
+        phase = PATTERN[len(windows) % len(PATTERN)]
+        t0 = time.time()
+        with shown(phase, url, browser):
+            while time.time() < t0 + window and p.poll() is None:
+                time.sleep(0.05)
+        windows.append((phase, t0, time.time()))
     if p.returncode != 0:
         sys.exit("dashboard_bench: the fleet failed (see %s)" % log)
     rounds = rounds_of(log)
-    res = {"idle": {}, "browser": {}, "polled": {}}
-    for phase, c, a, b in windows:
+    res = []
+    for phase, a, b in windows:
         lat = [ms for o, cl, ms in rounds if o >= a + settle and cl <= b]
         if len(lat) >= 5:
-            res[phase][c] = statistics.mean(lat)
+            res.append((phase, statistics.mean(lat)))
     return res
 
 
 def paired(res, phase):
-    """Per cycle: (PHASE's window mean) / (mean of the idle windows before and after it) - 1."""
+    """Per PHASE window: its mean / (mean of the idle windows just before and after it) - 1."""
     d = []
-    for c, v in sorted(res[phase].items()):
-        base = [res["idle"][k] for k in (c, c + 1) if k in res["idle"]]
-        if base:
-            d.append(v / statistics.mean(base) - 1)
+    for i, (ph, v) in enumerate(res):
+        if ph == phase and 0 < i < len(res) - 1 and res[i - 1][0] == res[i + 1][0] == "idle":
+            d.append(v / statistics.mean([res[i - 1][1], res[i + 1][1]]) - 1)
     return d
 
 
@@ -224,22 +223,29 @@ def main():
     for mode in modes[1:] if a.repeats > 0 else []:
         off = statistics.mean(means["off"])
         m = statistics.mean(means[mode])
-        print("mean round latency %s: %.1f ms against %.1f ms without --http: %+.1f%%" % (mode, m, off, 100 * (m - off) / off))
+        # Each repeat's runs are neighbours in time: their ratio cancels the machine's slow drifts.
+        d = [x / o - 1 for x, o in zip(means[mode], means["off"])]
+        half = 1.96 * statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
+        print("mean round latency %s: %.1f ms against %.1f ms without --http: %+.1f%%; paired by repeat %+.1f%% "
+              "(95%% interval %+.1f%% .. %+.1f%%)" % (mode, m, off, 100 * (m - off) / off, 100 * statistics.mean(d),
+                                                     100 * (statistics.mean(d) - half), 100 * (statistics.mean(d) + half)))
     if a.alternate_rounds > 0:
         print("\nOne run with --http, %d rounds per algorithm, cut into %.0f s windows: nothing polls (idle), the "
-              "page is open (browser), a client polls api/live (polled), in turn. Each window's mean round latency "
-              "(its first %g s left out: the page loads all rounds so far) against the idle windows before and "
-              "after it:\n" % (a.alternate_rounds, a.window, a.settle))
+              "page is open (browser), a client polls api/live (polled), in the order idle, browser, idle, polled. "
+              "Each window's mean round latency (its first %g s left out: the page loads all rounds so far) against "
+              "the idle windows just before and after it:\n" % (a.alternate_rounds, a.window, a.settle))
         sys.stdout.flush()
         res = alternate(os.path.join(tmp, "alternate"), a.devices, a.alternate_rounds, browser, a.window, a.settle)
-        print("| phase | windows | mean of window means ms | change against idle | 95% interval |")
+        print("Window means in time order (ms): " + ", ".join("%s %.1f" % (ph[0], v) for ph, v in res) + "\n")
+        idle = [v for ph, v in res if ph == "idle"]
+        print("| phase | windows | mean of window means ms | change against the idle windows beside it | 95% interval |")
         print("|---|---|---|---|---|")
-        print("| idle | %d | %.1f | | |" % (len(res["idle"]), statistics.mean(res["idle"].values())))
+        print("| idle | %d | %.1f | | |" % (len(idle), statistics.mean(idle)))
         for phase in ("browser", "polled"):
             d = paired(res, phase)
             half = 1.96 * statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
             print("| %s | %d | %.1f | %+.1f%% | %+.1f%% .. %+.1f%% |" % (
-                phase, len(res[phase]), statistics.mean(res[phase].values()), 100 * statistics.mean(d),
+                phase, len(d), statistics.mean(v for ph, v in res if ph == phase), 100 * statistics.mean(d),
                 100 * (statistics.mean(d) - half), 100 * (statistics.mean(d) + half)))
     browser.quit()
     shutil.rmtree(tmp, ignore_errors=True)

@@ -55,7 +55,7 @@ endif()
 
 # The dashboard's static files, compiled into the coordinator (net/dashboard_assets.h).
 set(FEDRT_DASHBOARD_DIR ${CMAKE_CURRENT_SOURCE_DIR}/runtime/web/dashboard)
-set(FEDRT_DASHBOARD_FILES index.html dashboard.js dashboard.css)
+set(FEDRT_DASHBOARD_FILES index.html format.js charts.js dashboard.js dashboard.css)
 set(FEDRT_DASHBOARD_CC ${CMAKE_BINARY_DIR}/generated/dashboard_assets.cc)
 list(TRANSFORM FEDRT_DASHBOARD_FILES PREPEND ${FEDRT_DASHBOARD_DIR}/ OUTPUT_VARIABLE FEDRT_DASHBOARD_PATHS)
 string(REPLACE ";" "," FEDRT_DASHBOARD_LIST "${FEDRT_DASHBOARD_FILES}")

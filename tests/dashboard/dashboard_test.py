@@ -88,6 +88,33 @@ def check_metrics(text, rounds_done):
     return completed
 
 
+def check_charts(driver):
+    """The charts are drawn (an error curve per algorithm begun), and a long series is thinned to the
+    plot's width without losing its first, last, lowest or highest point (charts.js screenPoints)."""
+    from selenium.webdriver.common.by import By
+    curves = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#chart-error path.series"), 10,
+                      "the error chart's first curve")
+    if not 1 <= len(curves) <= 2:  # one per algorithm that has closed a round: fedlsa, then scafflsa
+        fail("the error chart has %d curves" % len(curves))
+    got = driver.execute_script("""
+        const n = arguments[0], width = 600, pts = [];
+        for (let i = 0; i < n; i++) pts.push([i, Math.sin(i / 97) + ((i * 7919) % 1009) / 1009]);
+        const X = Object.assign((x) => x * width / (n - 1), { width }), Y = (y) => 200 - 50 * y;
+        const few = pts.slice(0, 300), all = pts.map((p) => [X(p[0]), Y(p[1])]);
+        return { out: Charts.screenPoints(pts, X, Y), all, few: Charts.screenPoints(few, X, Y).length };
+    """, 20000)
+    out, full = got["out"], got["all"]
+    if got["few"] != 300:
+        fail("a 300-point series on a 600 px plot was thinned to %d points" % got["few"])
+    if not 600 <= len(out) <= 4 * 601:
+        fail("a 20000-point series on a 600 px plot kept %d points (expected at most 4 per column)" % len(out))
+    if out[0] != full[0] or out[-1] != full[-1] or [p[0] for p in out] != sorted(p[0] for p in out):
+        fail("the thinned series lost its ends or its order")
+    if min(p[1] for p in out) != min(p[1] for p in full) or max(p[1] for p in out) != max(p[1] for p in full):
+        fail("the thinned series lost its extremes")
+    print("dashboard: %d error curves; a 20000-point series drawn with %d points" % (len(curves), len(out)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -185,6 +212,7 @@ def main():
             completed = check_metrics(r.read().decode(), dom_rounds())
         print("dashboard: the page showed rounds %s; /metrics rounds_completed=%d; screenshot %s"
               % (sorted(set(seen)), completed, shot))
+        check_charts(driver)
 
         # The run ends and the coordinator exits: the page keeps what it showed and says so.
         if procs[0].wait(timeout=120) != 0:

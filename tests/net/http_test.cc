@@ -6,6 +6,8 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include <regex>
+
 #include <nlohmann/json.hpp>
 
 #include "net_harness.h"
@@ -92,7 +94,9 @@ class HttpTest : public NetTest {
     const std::string psk = registry.substr(registry.rfind('\t') + 1, 64);
     EXPECT_EQ(r.body.find(psk), std::string::npos) << what;
     EXPECT_EQ(r.body.find("PRIVATE KEY"), std::string::npos) << what;
-    if (!token().empty()) EXPECT_EQ(r.body.find(token()), std::string::npos) << what;
+    if (!token().empty()) {
+      EXPECT_EQ(r.body.find(token()), std::string::npos) << what;
+    }
     EXPECT_EQ(r.body.find("root:"), std::string::npos) << what;
   }
   pid_t co_ = -1;
@@ -106,8 +110,12 @@ TEST_F(HttpTest, LoopbackEndpointIsOpenAndServesTheDashboard) {
   ASSERT_EQ(page.status, 200) << page.head;
   EXPECT_NE(page.head.find("text/html"), std::string::npos);
   EXPECT_EQ(Get(http_, "/index.html").body, page.body);
-  EXPECT_EQ(Get(http_, "/dashboard.js").status, 200);
-  EXPECT_EQ(Get(http_, "/dashboard.css").status, 200);
+  // Every script and style the page names is served (the embedded list and index.html agree).
+  const std::regex linked(R"re((?:src|href)="([a-z.]+\.(?:js|css))")re");
+  int files = 0;
+  for (std::sregex_iterator m(page.body.begin(), page.body.end(), linked), end; m != end; ++m, ++files)
+    EXPECT_EQ(Get(http_, "/" + (*m)[1].str()).status, 200) << (*m)[1].str();
+  EXPECT_GE(files, 4);  // format.js, charts.js, dashboard.js, dashboard.css
   const Reply run = Get(http_, "/api/run");
   ASSERT_EQ(run.status, 200);
   const auto j = nlohmann::json::parse(run.body);
