@@ -2,7 +2,7 @@
 # fedrt-coordinator / fedrt-device processes (and the tests' own variants of
 # them with fault hooks, which the product's binaries do not have).
 add_executable(fedrt_net_unit_tests net/network_config_test.cc net/device_state_test.cc net/state_store_test.cc
-  net/revocations_test.cc net/fleet_monitor_test.cc)
+  net/revocations_test.cc net/fleet_monitor_test.cc net/refusal_log_test.cc)
 target_link_libraries(fedrt_net_unit_tests PRIVATE fedrt_net GTest::gtest_main)
 gtest_discover_tests(fedrt_net_unit_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 
@@ -26,7 +26,7 @@ set_target_properties(fedrt-test-device fedrt-test-coordinator PROPERTIES
 add_executable(fedrt_net_integration_tests net/fleet_test.cc net/family_fleet_test.cc net/refusal_test.cc net/security_test.cc net/bad_input_test.cc
   net/compressed_fleet_test.cc net/secagg_fleet_test.cc net/own_data_test.cc net/own_transitions_test.cc
   net/softmax_fleet_test.cc net/digits_example_test.cc net/own_gmm_test.cc net/chunked_fleet_test.cc
-  net/generated_blind_test.cc net/http_test.cc net/keys_live_test.cc)
+  net/generated_blind_test.cc net/http_test.cc net/keys_live_test.cc net/refusal_flood_test.cc)
 target_link_libraries(fedrt_net_integration_tests PRIVATE fedrt_net fedrt_sim GTest::gtest_main)
 target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
@@ -37,7 +37,7 @@ target_compile_definitions(fedrt_net_integration_tests PRIVATE
 add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim
   fedrt-test-device fedrt-test-coordinator)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
-set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
+set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.FloodOf*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 # Fleets of processes over several seconds (equivalence, faults, bad input):

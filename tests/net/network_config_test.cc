@@ -20,6 +20,13 @@ TEST(NetworkConfig, HexAndValidation) {
   n.quorum = 1;
   n.auth = "none";
   EXPECT_NE(std::string(ValidateNetwork(n).message()).find("network.auth"), std::string::npos);
+  n.auth = "any";
+  n.refusal_log_lines = -1;
+  EXPECT_NE(std::string(ValidateNetwork(n).message()).find("network.refusal_log_lines"), std::string::npos);
+  n.refusal_log_lines = 0;  // summaries only
+  EXPECT_TRUE(ValidateNetwork(n).ok());
+  n.refusal_log_interval_ms = 0;
+  EXPECT_NE(std::string(ValidateNetwork(n).message()).find("network.refusal_log_interval_ms"), std::string::npos);
 }
 
 }  // namespace

@@ -33,8 +33,10 @@ Status Connection::start(const mbedtls_ssl_config* conf) {
   hs_timer_.expires_after(std::chrono::milliseconds(kHandshakeTimeoutMs));
   hs_timer_.async_wait([self](const std::error_code& e) {
     if (!e && self->state_ != State::kRegistered && self->state_ != State::kClosed) {
-      CoordinatorWarn("refused peer={} stage={} reason=timeout: no completed handshake/registration within {} ms",
-                     self->peer_, self->state_ == State::kHandshake ? "handshake" : "registration", kHandshakeTimeoutMs);
+      const char* stage = self->state_ == State::kHandshake ? "handshake" : "registration";
+      if (self->owner_->log_refusal(std::string("timeout/") + stage))
+        CoordinatorWarn("refused peer={} stage={} reason=timeout: no completed handshake/registration within {} ms",
+                        self->peer_, stage, kHandshakeTimeoutMs);
       self->close("handshake timeout");
     }
   });

@@ -178,7 +178,7 @@ void Coordinator::accept() {
         conns_.insert(c);
         c->pump();
       } else {
-        CoordinatorWarn("refused peer={} stage=setup reason={}", c->peer(), st.message());
+        refused("setup", "refused peer={} stage=setup reason={}", c->peer(), st.message());
       }
     } else if (ec != asio::error::operation_aborted) {
       CoordinatorWarn("accept error={}", ec.message());
@@ -190,6 +190,9 @@ void Coordinator::accept() {
 void Coordinator::on_handshake_failed(Connection& c, int rc) {
   // Reason as mbedTLS reports it, plus the unknown PSK identity if that was it.
   const std::string rejected = tls_.take_rejected_identity(c.ssl());
+  const std::string label = HandshakeFailureLabel(rc);
+  monitor_->handshake_failed(label);
+  if (!log_refusal("handshake/" + label)) return;
   std::string why = TlsErrorString(rc);
   if (!rejected.empty()) why += fmt::format(" [PSK identity '{}' is not provisioned]", rejected);
   if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD || rc == MBEDTLS_ERR_SSL_BAD_HS_CLIENT_HELLO)
@@ -199,18 +202,18 @@ void Coordinator::on_handshake_failed(Connection& c, int rc) {
   if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
   if (rc == MBEDTLS_ERR_SSL_BAD_HS_FINISHED) why += " [wrong pre-shared key]";
   CoordinatorWarn("refused peer={} stage=handshake reason={}", c.peer(), why);
-  monitor_->handshake_failed(HandshakeFailureLabel(rc));
 }
 
 void Coordinator::on_handshake_done(Connection& c) {
   if (c.identity().empty()) {
-    CoordinatorWarn("refused peer={} stage=handshake reason=no authenticated identity", c.peer());
+    refused("handshake/no_identity", "refused peer={} stage=handshake reason=no authenticated identity", c.peer());
     monitor_->handshake_failed("no_identity");
     c.close("no identity");
     return;
   }
   if (const std::string* why = registry_.revoked(c.identity())) {
-    CoordinatorWarn("refused device={} peer={} stage=handshake reason=revoked: {}", c.identity(), c.peer(), *why);
+    refused("handshake/revoked", "refused device={} peer={} stage=handshake reason=revoked: {}", c.identity(), c.peer(),
+            *why);
     monitor_->handshake_failed("revoked");
     c.send_error(wire::ERROR_IDENTITY, fmt::format("device '{}' is revoked: {}", c.identity(), *why), true);
     return;
@@ -248,16 +251,18 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
   wire::WireError err;
   if (c.agent() >= 0) monitor_->seen(static_cast<uint32_t>(c.agent()));
   if (!wire::ParseEnvelope(body, env, err)) {
-    CoordinatorWarn("rejected device={} peer={} reason={}: {} (connection closed)", c.identity(), c.peer(),
-                   wire::ErrorReasonName(err.reason), err.message);
+    refused(std::string("rejected/") + wire::ErrorReasonName(err.reason),
+            "rejected device={} peer={} reason={}: {} (connection closed)", c.identity(), c.peer(),
+            wire::ErrorReasonName(err.reason), err.message);
     monitor_->frame_rejected(wire::ErrorReasonName(err.reason));
     c.send_error(err.reason, err.message, true);
     return;
   }
   if (c.state() == Connection::State::kAwaitHello) {
     if (env.body_case() != wire::Envelope::kHello) {
-      CoordinatorWarn("rejected device={} peer={} reason=not_registered: first message must be hello (connection closed)",
-                     c.identity(), c.peer());
+      refused("rejected/not_registered",
+              "rejected device={} peer={} reason=not_registered: first message must be hello (connection closed)",
+              c.identity(), c.peer());
       monitor_->frame_rejected("not_registered");
       c.send_error(wire::ERROR_NOT_REGISTERED, "first message must be hello", true);
       return;
@@ -274,15 +279,16 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
 void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   wire::WireError err;
   if (!wire::ValidateHello(h, err)) {
-    CoordinatorWarn("refused device={} peer={} stage=registration reason={}: {}", c.identity(), c.peer(),
-                   wire::ErrorReasonName(err.reason), err.message);
+    refused(std::string("registration/") + wire::ErrorReasonName(err.reason),
+            "refused device={} peer={} stage=registration reason={}: {}", c.identity(), c.peer(),
+            wire::ErrorReasonName(err.reason), err.message);
     monitor_->handshake_failed(wire::ErrorReasonName(err.reason));
     c.send_error(err.reason, err.message, true);
     return;
   }
   if (h.device_id() != c.identity()) {
     const std::string m = fmt::format("device id '{}' does not match the TLS identity '{}'", h.device_id(), c.identity());
-    CoordinatorWarn("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    refused("registration/identity", "refused peer={} stage=registration reason=identity: {}", c.peer(), m);
     monitor_->handshake_failed("identity");
     c.send_error(wire::ERROR_IDENTITY, m, true);
     return;
@@ -290,7 +296,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   const auto idx = registry_.index_of(h.device_id());
   if (!idx) {
     const std::string m = fmt::format("device '{}' is not in the registry of this experiment", h.device_id());
-    CoordinatorWarn("refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    refused("registration/identity", "refused peer={} stage=registration reason=identity: {}", c.peer(), m);
     monitor_->handshake_failed("identity");
     c.send_error(wire::ERROR_IDENTITY, m, true);
     return;
@@ -299,7 +305,8 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   if (h.provisioned_problem() != 0 && h.provisioned_problem() != want) {
     const std::string m = fmt::format("the device holds data of problem {:016x}, this experiment's is {:016x}",
                                       h.provisioned_problem(), want);
-    CoordinatorWarn("refused device={} stage=registration reason=config_mismatch: {}", h.device_id(), m);
+    refused("registration/config_mismatch", "refused device={} stage=registration reason=config_mismatch: {}",
+            h.device_id(), m);
     monitor_->handshake_failed("config_mismatch");
     c.send_error(wire::ERROR_CONFIG_MISMATCH, m, true);
     return;
@@ -473,6 +480,7 @@ void Coordinator::arm_deadline() {
 
 Status Coordinator::finish() {
   finished_ = true;
+  refusals_.flush(std::chrono::steady_clock::now(), true);
   monitor_->set_status("finished");
   keys_timer_.cancel();
   deadline_.cancel();

@@ -14,11 +14,13 @@
 #include <asio.hpp>
 
 #include "fedrt/net/connection.h"
+#include "fedrt/net/coordinator_log.h"
 #include "fedrt/net/coordinator.h"
 #include "fedrt/net/fleet_monitor.h"
 #include "fedrt/net/fleet_rounds.h"
 #include "fedrt/net/http_endpoint.h"
 #include "fedrt/net/keys_watch.h"
+#include "fedrt/net/refusal_log.h"
 #include "fedrt/net/registry.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/problems/instance.h"
@@ -30,7 +32,11 @@ using Registry = DeviceRegistry;
 
 class Coordinator : public ConnectionOwner {
  public:
-  explicit Coordinator(const CoordinatorOptions& opt) : opt_(opt), acceptor_(io_) {}
+  explicit Coordinator(const CoordinatorOptions& opt)
+      : opt_(opt),
+        acceptor_(io_),
+        refusals_(static_cast<uint32_t>(opt.network.refusal_log_lines), opt.network.refusal_log_interval_ms,
+                  [](const std::string& line) { CoordinatorWarn("{}", line); }) {}
   Status init();
   Status run();
 
@@ -40,6 +46,7 @@ class Coordinator : public ConnectionOwner {
   void on_closed(Connection& c, const std::string& why) override;
   TlsServerConfig& tls() override { return tls_; }
   asio::io_context& io() override { return io_; }
+  bool log_refusal(std::string_view key) override { return refusals_.admit(key, std::chrono::steady_clock::now()); }
 
  private:
   Status prepare_task();
@@ -49,6 +56,11 @@ class Coordinator : public ConnectionOwner {
   void apply_keys(const KeysWatch::Changes& changes);
   void revoke(const Revocation& r);
   void accept();
+  // A refusal's warning, written only while its key's quota lasts (refusals_).
+  template <class... Args>
+  void refused(std::string_view key, fmt::format_string<Args...> f, Args&&... args) {
+    if (log_refusal(key)) CoordinatorWarn(f, std::forward<Args>(args)...);
+  }
   void on_hello(Connection& c, const wire::Hello& h);
   void on_task_reply(Connection& c, const wire::TaskReply& r);
   void on_round_message(Connection& c, const wire::Envelope& env);
@@ -64,6 +76,7 @@ class Coordinator : public ConnectionOwner {
   CoordinatorOptions opt_;
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;
+  RefusalLog refusals_;  // refusals and rejections logged at a bounded rate
   asio::steady_timer deadline_{io_};
   asio::steady_timer start_timer_{io_};
   uint64_t armed_for_ = protocol::ServerSession::kNoDeadline;

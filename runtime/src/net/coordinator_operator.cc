@@ -13,6 +13,7 @@ void Coordinator::watch_keys() {
   keys_timer_.expires_after(std::chrono::seconds(1));
   keys_timer_.async_wait([this](const std::error_code& ec) {
     if (ec || finished_) return;
+    refusals_.flush(std::chrono::steady_clock::now());  // this second's ended intervals: their summaries
     auto changes = keys_->poll();
     if (changes.ok()) apply_keys(*changes);
     else CoordinatorWarn("keys error={} (the fleet keeps the keys it has)", changes.status().message());

@@ -20,7 +20,8 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   if (t == nullptr) return Status::Ok();
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth",
-                                              "deadline_ms", "quorum", "start_timeout_ms", "http"};
+                                              "deadline_ms", "quorum", "start_timeout_ms", "http",
+                                              "refusal_log_lines", "refusal_log_interval_ms"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str())))
       return Status(StatusCode::kInvalidArgument,
@@ -52,6 +53,8 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(integer("port", net.port));
   FEDRT_TRY(integer("deadline_ms", net.deadline_ms));
   FEDRT_TRY(integer("start_timeout_ms", net.start_timeout_ms));
+  FEDRT_TRY(integer("refusal_log_lines", net.refusal_log_lines));
+  FEDRT_TRY(integer("refusal_log_interval_ms", net.refusal_log_interval_ms));
   if (t->contains("quorum")) {
     auto v = (*t)["quorum"].value<double>();
     if (!v) return wrong("quorum", "a number");
@@ -66,6 +69,10 @@ Status ValidateNetwork(const NetworkConfig& n) {
   if (n.deadline_ms <= 0) return bad(fmt::format("network.deadline_ms must be positive, got {}", n.deadline_ms));
   if (n.start_timeout_ms < 0)
     return bad(fmt::format("network.start_timeout_ms must be >= 0, got {}", n.start_timeout_ms));
+  if (n.refusal_log_lines < 0 || n.refusal_log_lines > 1000000)
+    return bad(fmt::format("network.refusal_log_lines must be in 0..1000000, got {}", n.refusal_log_lines));
+  if (n.refusal_log_interval_ms <= 0)
+    return bad(fmt::format("network.refusal_log_interval_ms must be positive, got {}", n.refusal_log_interval_ms));
   if (!(n.quorum > 0.0 && n.quorum <= 1.0)) return bad(fmt::format("network.quorum must be in (0, 1], got {}", n.quorum));
   if (n.auth != "any" && n.auth != "psk" && n.auth != "cert")
     return bad(fmt::format("network.auth must be any, psk or cert, got '{}'", n.auth));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <asio.hpp>
 #include <mbedtls/ssl.h>
@@ -30,6 +31,8 @@ class ConnectionOwner {
   virtual void on_closed(Connection& c, const std::string& why) = 0;
   virtual TlsServerConfig& tls() = 0;
   virtual asio::io_context& io() = 0;
+  // Counts a refusal of `key` ("timeout/handshake", ...); true when its line is to be logged (net/refusal_log.h).
+  virtual bool log_refusal(std::string_view key) = 0;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {

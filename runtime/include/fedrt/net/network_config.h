@@ -11,6 +11,8 @@
 //   quorum = 0.5           # fraction of the sampled devices needed at the deadline
 //   start_timeout_ms = 60000  # wait this long for every device before round 0
 //   http = ""              # dashboard, JSON and /metrics on PORT or ADDRESS:PORT ("": off; docs/dashboard.md)
+//   refusal_log_lines = 10           # refusals logged in full per reason and interval, the rest
+//   refusal_log_interval_ms = 10000  # counted into one summary line per interval (net/refusal_log.h)
 
 #include <cstdint>
 #include <string>
@@ -30,6 +32,8 @@ struct NetworkConfig {
   double quorum = 0.5;
   long start_timeout_ms = 60000;
   std::string http;  // "" (off), "PORT" (127.0.0.1) or "ADDRESS:PORT"
+  long refusal_log_lines = 10;
+  long refusal_log_interval_ms = 10000;
 };
 
 // Reads [network] of `path` (absent keys keep their value; unknown keys are

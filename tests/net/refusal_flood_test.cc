@@ -1,0 +1,76 @@
+// A flood of bad connections is logged at a bounded rate (net/refusal_log.h):
+// a few full lines per reason and interval plus one summary line, every
+// refusal accounted for, and the honest devices' round still completes.
+#include <arpa/inet.h>
+
+#include <regex>
+
+#include "fedrt/wire/frame.h"
+#include "net_harness.h"
+
+namespace fedrt::net::testing {
+namespace {
+
+constexpr const char* kFlooded = R"(
+[problem]
+kind = "garnet"
+heterogeneity = "high"
+agents = 2
+[algorithm]
+names = ["scafflsa"]
+local_steps = 10
+[run]
+rounds = 1
+seed = 3
+[network]
+deadline_ms = 20000
+start_timeout_ms = 600000
+refusal_log_lines = 3
+refusal_log_interval_ms = 500
+)";
+
+// Opens a TCP connection, sends a plaintext fedrt frame (no TLS) and closes it.
+void PlaintextConnection(int port, const std::string& frame) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0)
+    (void)::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+  ::close(fd);
+}
+
+TEST_F(NetTest, FloodOfPlaintextConnectionsIsLoggedAtABoundedRate) {
+  constexpr int kFlood = 400;
+  const fs::path cfg = WriteExperiment(kFlooded);
+  Provision(dir_ / "keys", 2);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0);
+  wire::Envelope h;
+  h.mutable_hello()->set_protocol_version(wire::kProtocolVersion);
+  h.mutable_hello()->set_device_id(Id(0));
+  const std::string frame = wire::EncodeFrame(h);
+  for (int i = 0; i < kFlood; ++i) PlaintextConnection(port, frame);
+  StartDevice(0, port);
+  StartDevice(1, port);
+  ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("round alg=scafflsa run=0 round=1 agents=2/2"), std::string::npos) << log;
+
+  // Every refusal is either a full line or counted in a summary (whose count includes its logged lines).
+  const std::regex full(R"(refused peer=\S+ stage=handshake reason=)");
+  const std::regex summary(R"(refusals key=handshake/\S+ count=(\d+) logged=(\d+))");
+  const auto lines = std::distance(std::sregex_iterator(log.begin(), log.end(), full), std::sregex_iterator());
+  long accounted = lines, summaries = 0;
+  for (std::sregex_iterator m(log.begin(), log.end(), summary), end; m != end; ++m, ++summaries)
+    accounted += std::stol((*m)[1].str()) - std::stol((*m)[2].str());
+  EXPECT_EQ(accounted, kFlood) << log;
+  EXPECT_GE(summaries, 1) << log;
+  EXPECT_LT(lines, kFlood / 4) << log;  // 3 per reason and 0.5 s: the flood lasts a few intervals
+  EXPECT_LT(log.size(), 40000u);        // one full line per connection would be about 60 kB
+}
+
+}  // namespace
+}  // namespace fedrt::net::testing
