@@ -82,6 +82,7 @@ add_library(fedrt_net STATIC
   runtime/src/net/fleet_result.cc
   runtime/src/net/coordinator.cc
   runtime/src/net/coordinator_operator.cc
+  runtime/src/net/coordinator_admission.cc
   runtime/src/net/coordinator_cli.cc
   runtime/src/net/fleet_monitor.cc
   runtime/src/net/keys_watch.cc

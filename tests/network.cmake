@@ -37,7 +37,7 @@ target_compile_definitions(fedrt_net_integration_tests PRIVATE
 add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim
   fedrt-test-device fedrt-test-coordinator)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
-set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.FloodOf*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
+set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.FloodOf*:NetTest.IdleHalfOpen*:NetTest.ConnectionsBeyond*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 # Fleets of processes over several seconds (equivalence, faults, bad input):

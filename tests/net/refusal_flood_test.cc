@@ -1,9 +1,15 @@
-// A flood of bad connections is logged at a bounded rate (net/refusal_log.h):
-// a few full lines per reason and interval plus one summary line, every
-// refusal accounted for, and the honest devices' round still completes.
+// Abuse limits (issue 19): a flood of bad connections is logged at a bounded
+// rate (net/refusal_log.h), every refusal accounted for; connections beyond
+// network.max_connections are closed at once; at network.max_handshakes the
+// oldest handshake in progress makes room, so idle half-open connections do
+// not keep honest devices out. The honest devices' round completes.
 #include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
+#include <cerrno>
 #include <regex>
+#include <vector>
 
 #include "fedrt/wire/frame.h"
 #include "net_harness.h"
@@ -29,16 +35,36 @@ refusal_log_lines = 3
 refusal_log_interval_ms = 500
 )";
 
-// Opens a TCP connection, sends a plaintext fedrt frame (no TLS) and closes it.
-void PlaintextConnection(int port, const std::string& frame) {
+// A TCP connection to the coordinator that says nothing (-1 if connect failed).
+int IdleConnection(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0)
-    (void)::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
   ::close(fd);
+  return -1;
+}
+
+// Opens a TCP connection, sends a plaintext fedrt frame (no TLS) and closes it.
+void PlaintextConnection(int port, const std::string& frame) {
+  const int fd = IdleConnection(port);
+  if (fd >= 0) (void)::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+  ::close(fd);
+}
+
+// True when the coordinator closed `fd` (EOF or reset) within timeout_ms.
+bool ClosedByPeer(int fd, int timeout_ms) {
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char b[64];
+  return ::recv(fd, b, sizeof b, 0) <= 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+}
+
+std::string Limited(const char* network_lines) {
+  std::string cfg = kFlooded;
+  return cfg.substr(0, cfg.find("refusal_log_lines")) + network_lines;
 }
 
 TEST_F(NetTest, FloodOfPlaintextConnectionsIsLoggedAtABoundedRate) {
@@ -70,6 +96,46 @@ TEST_F(NetTest, FloodOfPlaintextConnectionsIsLoggedAtABoundedRate) {
   EXPECT_GE(summaries, 1) << log;
   EXPECT_LT(lines, kFlood / 4) << log;  // 3 per reason and 0.5 s: the flood lasts a few intervals
   EXPECT_LT(log.size(), 40000u);        // one full line per connection would be about 60 kB
+}
+
+TEST_F(NetTest, IdleHalfOpenConnectionsMakeRoomForHonestDevices) {
+  const fs::path cfg = WriteExperiment(Limited("max_handshakes = 4\n"));
+  Provision(dir_ / "keys", 2);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0);
+  std::vector<int> idle;
+  for (int i = 0; i < 10; ++i) idle.push_back(IdleConnection(port));
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "reason=limit: 4 handshakes in progress", 5000))
+      << ReadFile(dir_ / "coordinator.log");
+  EXPECT_TRUE(ClosedByPeer(idle.front(), 5000));  // the oldest went first
+  StartDevice(0, port);
+  StartDevice(1, port);
+  ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(dir_ / "coordinator.log");
+  for (int fd : idle) ::close(fd);
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("round alg=scafflsa run=0 round=1 agents=2/2"), std::string::npos) << log;
+  // The devices got in by pushing out idle connections, not by waiting for their 10 s timeout.
+  EXPECT_EQ(log.find("reason=timeout"), std::string::npos) << log;
+}
+
+TEST_F(NetTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
+  const fs::path cfg = WriteExperiment(Limited("max_connections = 3\n"));
+  Provision(dir_ / "keys", 2);
+  StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0);
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) held.push_back(IdleConnection(port));
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "limits open_files=", 5000));
+  const int extra = IdleConnection(port);
+  ASSERT_GE(extra, 0);
+  EXPECT_TRUE(ClosedByPeer(extra, 5000));
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "stage=accept reason=limit: 3 connections open", 5000))
+      << ReadFile(dir_ / "coordinator.log");
+  for (int fd : held) EXPECT_FALSE(ClosedByPeer(fd, 200));  // the first three are still being served
+  for (int fd : held) ::close(fd);
+  ::close(extra);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include <asio.hpp>
@@ -168,25 +167,6 @@ Status Coordinator::listen() {
   return Status::Ok();
 }
 
-void Coordinator::accept() {
-  acceptor_.async_accept([this](const std::error_code& ec, asio::ip::tcp::socket sock) {
-    if (finished_) return;
-    if (!ec) {
-      auto c = std::make_shared<Connection>(this, std::move(sock), next_serial_++);
-      Status st = c->start(tls_.conf());
-      if (st.ok()) {
-        conns_.insert(c);
-        c->pump();
-      } else {
-        refused("setup", "refused peer={} stage=setup reason={}", c->peer(), st.message());
-      }
-    } else if (ec != asio::error::operation_aborted) {
-      CoordinatorWarn("accept error={}", ec.message());
-    }
-    if (acceptor_.is_open()) accept();
-  });
-}
-
 void Coordinator::on_handshake_failed(Connection& c, int rc) {
   // Reason as mbedTLS reports it, plus the unknown PSK identity if that was it.
   const std::string rejected = tls_.take_rejected_identity(c.ssl());
@@ -235,13 +215,11 @@ void Coordinator::on_closed(Connection& c, const std::string& why) {
       if (was_ready) rounds_.set_connected(agent, false, now_ms());
     }
   }
-  for (auto it = conns_.begin(); it != conns_.end(); ++it) {
-    if (it->get() == &c) {
-      auto keep = *it;  // alive until the current handler returns
-      conns_.erase(it);
-      asio::post(io_, [keep] {});
-      break;
-    }
+  handshaking_.erase(c.serial());
+  if (auto it = conns_.find(&c); it != conns_.end()) {
+    auto keep = it->second;  // alive until the current handler returns
+    conns_.erase(it);
+    asio::post(io_, [keep] {});
   }
   after_event();
 }
@@ -318,6 +296,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
     old->close("superseded by a new connection");  // no longer the agent's: on_closed leaves the agent alone
   }
   c.set_registered(static_cast<int>(agent));
+  handshaking_.erase(c.serial());
   rounds_.set_chunk_limit(agent, std::min(h.max_chunk_bytes() == 0 ? config::kChunkBytes : h.max_chunk_bytes(),
                                           config::kChunkBytes));
   registry_.set_state(agent, Registry::State::kAwaitingReply);
@@ -507,10 +486,11 @@ Status Coordinator::finish() {
   }
   wire::Envelope env;
   env.mutable_shutdown()->set_reason("experiment complete");
-  for (const auto& c : conns_)
+  for (const auto& [p, c] : conns_)
     if (c->state() == Connection::State::kRegistered) c->send(env);
   std::error_code ec;
   acceptor_.close(ec);
+  accept_retry_.cancel();
   // Let the shutdown messages drain, then stop.
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));
   t->async_wait([this, t](const std::error_code&) { io_.stop(); });
@@ -518,6 +498,7 @@ Status Coordinator::finish() {
 }
 
 Status Coordinator::run() {
+  set_limits();
   accept();
   watch_keys();
   if (rounds_.complete()) {  // a finished experiment's state: write the outputs again

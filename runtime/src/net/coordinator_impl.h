@@ -7,7 +7,8 @@
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <set>
+#include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,9 @@ class Coordinator : public ConnectionOwner {
   void watch_keys();
   void apply_keys(const KeysWatch::Changes& changes);
   void revoke(const Revocation& r);
+  void set_limits();
   void accept();
+  void admit(asio::ip::tcp::socket sock);
   // A refusal's warning, written only while its key's quota lasts (refusals_).
   template <class... Args>
   void refused(std::string_view key, fmt::format_string<Args...> f, Args&&... args) {
@@ -84,7 +87,11 @@ class Coordinator : public ConnectionOwner {
   TlsServerConfig tls_;
   std::unique_ptr<StateStore> store_;
   Registry registry_;
-  std::set<std::shared_ptr<Connection>> conns_;
+  std::unordered_map<const Connection*, std::shared_ptr<Connection>> conns_;
+  std::map<uint64_t, Connection*> handshaking_;  // not yet registered, by serial (accept order)
+  size_t max_connections_ = 0;                   // set_limits: network.max_connections or the open-file limit
+  size_t max_handshakes_ = 0;
+  asio::steady_timer accept_retry_{io_};
   uint64_t next_serial_ = 0;
   bool finished_ = false;
   Status fatal_ = Status::Ok();

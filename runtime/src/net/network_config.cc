@@ -21,7 +21,8 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth",
                                               "deadline_ms", "quorum", "start_timeout_ms", "http",
-                                              "refusal_log_lines", "refusal_log_interval_ms"};
+                                              "refusal_log_lines", "refusal_log_interval_ms",
+                                              "max_connections", "max_handshakes"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str())))
       return Status(StatusCode::kInvalidArgument,
@@ -55,6 +56,8 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(integer("start_timeout_ms", net.start_timeout_ms));
   FEDRT_TRY(integer("refusal_log_lines", net.refusal_log_lines));
   FEDRT_TRY(integer("refusal_log_interval_ms", net.refusal_log_interval_ms));
+  FEDRT_TRY(integer("max_connections", net.max_connections));
+  FEDRT_TRY(integer("max_handshakes", net.max_handshakes));
   if (t->contains("quorum")) {
     auto v = (*t)["quorum"].value<double>();
     if (!v) return wrong("quorum", "a number");
@@ -73,6 +76,10 @@ Status ValidateNetwork(const NetworkConfig& n) {
     return bad(fmt::format("network.refusal_log_lines must be in 0..1000000, got {}", n.refusal_log_lines));
   if (n.refusal_log_interval_ms <= 0)
     return bad(fmt::format("network.refusal_log_interval_ms must be positive, got {}", n.refusal_log_interval_ms));
+  if (n.max_connections < 0)
+    return bad(fmt::format("network.max_connections must be >= 0 (0: the open-file limit), got {}", n.max_connections));
+  if (n.max_handshakes <= 0)
+    return bad(fmt::format("network.max_handshakes must be positive, got {}", n.max_handshakes));
   if (!(n.quorum > 0.0 && n.quorum <= 1.0)) return bad(fmt::format("network.quorum must be in (0, 1], got {}", n.quorum));
   if (n.auth != "any" && n.auth != "psk" && n.auth != "cert")
     return bad(fmt::format("network.auth must be any, psk or cert, got '{}'", n.auth));

@@ -13,6 +13,8 @@
 //   http = ""              # dashboard, JSON and /metrics on PORT or ADDRESS:PORT ("": off; docs/dashboard.md)
 //   refusal_log_lines = 10           # refusals logged in full per reason and interval, the rest
 //   refusal_log_interval_ms = 10000  # counted into one summary line per interval (net/refusal_log.h)
+//   max_connections = 0    # open connections at most (0: the open-file limit less 64)
+//   max_handshakes = 1024  # handshakes in progress at most; at the cap the oldest is dropped
 
 #include <cstdint>
 #include <string>
@@ -34,6 +36,8 @@ struct NetworkConfig {
   std::string http;  // "" (off), "PORT" (127.0.0.1) or "ADDRESS:PORT"
   long refusal_log_lines = 10;
   long refusal_log_interval_ms = 10000;
+  long max_connections = 0;
+  long max_handshakes = 1024;
 };
 
 // Reads [network] of `path` (absent keys keep their value; unknown keys are
