@@ -77,6 +77,14 @@ target_include_directories(fedrt_user_model_c99_check PRIVATE ${PROJECT_SOURCE_D
 set_target_properties(fedrt_user_model_c99_check PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
 target_compile_options(fedrt_user_model_c99_check PRIVATE -Wall -Wextra -pedantic -Werror)
 
+# Abuse limits (issue 19; docs/dashboard.md, "Connection limits"): 50 devices
+# train through a handshake flood and 300 slow connections with results equal
+# to a quiet run's, refusals logged at a bounded rate, memory within the cap.
+add_test(NAME abuse_honest_devices_train_through_a_flood
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/net/abuse_test.py
+          --bin $<TARGET_FILE_DIR:fedrt-coordinator> --out ${CMAKE_CURRENT_BINARY_DIR}/abuse)
+set_tests_properties(abuse_honest_devices_train_through_a_flood PROPERTIES LABELS statistical TIMEOUT 300)
+
 # The dashboard in a real browser (docs/dashboard.md): headless Chromium
 # through WebDriver follows a live fleet's round counter and devices table,
 # saves a screenshot, and /metrics is parsed by the Prometheus client's parser.
