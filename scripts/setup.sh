@@ -67,6 +67,8 @@ PACKAGES=(
   python3-selenium
   # /metrics parsed by the Prometheus client library's own parser in that test
   python3-prometheus-client
+  # the coordinator's TLS as a standard client sees it (tests/net/tls_openssl_test.py, bench/tls_bench.py)
+  openssl
 )
 
 die() {

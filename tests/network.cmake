@@ -85,6 +85,13 @@ add_test(NAME abuse_honest_devices_train_through_a_flood
           --bin $<TARGET_FILE_DIR:fedrt-coordinator> --out ${CMAKE_CURRENT_BINARY_DIR}/abuse)
 set_tests_properties(abuse_honest_devices_train_through_a_flood PROPERTIES LABELS statistical TIMEOUT 300)
 
+# TLS as `openssl s_client` sees it (docs/architecture.md, "TLS"): TLS 1.2
+# only, X25519 then P-256 for ECDHE, PSK and certificate handshakes.
+add_test(NAME tls_as_openssl_sees_it
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/net/tls_openssl_test.py
+          --bin $<TARGET_FILE_DIR:fedrt-coordinator> --out ${CMAKE_CURRENT_BINARY_DIR}/tls_openssl)
+set_tests_properties(tls_as_openssl_sees_it PROPERTIES LABELS integration TIMEOUT 120)
+
 # The dashboard in a real browser (docs/dashboard.md): headless Chromium
 # through WebDriver follows a live fleet's round counter and devices table,
 # saves a screenshot, and /metrics is parsed by the Prometheus client's parser.

@@ -22,6 +22,13 @@ const int kPskSuites[] = {MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256, MBEDTLS_TLS_P
 const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                            MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256};
 
+// ECDHE groups in order of preference (a TLS 1.2 server picks the first the client offers too):
+// X25519, then P-256. mbedTLS's default order starts with P-521, which costs the coordinator
+// about 30% more CPU per certificate handshake (docs/architecture.md, "TLS"). The certificates
+// are P-256 (net/keys_provision.cc), so a peer must offer P-256.
+const mbedtls_ecp_group_id kCurves[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1,
+                                        MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_NONE};
+
 constexpr uint32_t kHandshakeTimeoutMs = 15000;
 
 // mbedtls_net_recv_timeout uses select(), which fails for descriptors >=
@@ -39,9 +46,11 @@ Status TlsFail(const std::string& what, int rc) {
   return Status(StatusCode::kUnavailable, fmt::format("{}: {}", what, TlsErrorString(rc)));
 }
 
+// TLS 1.2 only (Debian's mbedTLS 2.28 has no TLS 1.3 server), with kCurves for ECDHE.
 void TlsOnly12(mbedtls_ssl_config* conf) {
   mbedtls_ssl_conf_min_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
   mbedtls_ssl_conf_max_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+  mbedtls_ssl_conf_curves(conf, kCurves);
 }
 
 }  // namespace
