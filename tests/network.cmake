@@ -85,6 +85,16 @@ add_test(NAME abuse_honest_devices_train_through_a_flood
           --bin $<TARGET_FILE_DIR:fedrt-coordinator> --out ${CMAKE_CURRENT_BINARY_DIR}/abuse)
 set_tests_properties(abuse_honest_devices_train_through_a_flood PROPERTIES LABELS statistical TIMEOUT 300)
 
+# Crash torture (issue 19; README, "Crashes and power cuts"): the coordinator
+# SIGKILLed 10 times at random moments, inside and right after round commits,
+# and devices killed 10 times, end with the undisturbed run's rounds, iterates,
+# metrics and device states. `./fedrt bench` runs it with 100 kills of each.
+add_test(NAME crash_torture_same_results_as_undisturbed
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/net/crash_torture.py
+          --bin $<TARGET_FILE_DIR:fedrt-coordinator> --test-bin $<TARGET_FILE_DIR:fedrt-test-coordinator>
+          --out ${CMAKE_CURRENT_BINARY_DIR}/crash_torture --kills 10 --device-kills 10)
+set_tests_properties(crash_torture_same_results_as_undisturbed PROPERTIES LABELS integration TIMEOUT 300)
+
 # TLS as `openssl s_client` sees it (docs/architecture.md, "TLS"): TLS 1.2
 # only, X25519 then P-256 for ECDHE, PSK and certificate handshakes.
 add_test(NAME tls_as_openssl_sees_it

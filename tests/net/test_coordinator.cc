@@ -1,6 +1,7 @@
-// fedrt-test-coordinator: fedrt-coordinator plus the test hooks (a crash
-// between rounds, a dump of the SecAgg+ messages it receives). Built with the
-// tests only; the product's fedrt-coordinator has none of these flags.
+// fedrt-test-coordinator: fedrt-coordinator plus the test hooks (a stop
+// between rounds, a SIGKILL in or after a commit, a dump of the SecAgg+
+// messages it receives). Built with the tests only; the product's
+// fedrt-coordinator has none of these flags.
 
 #include <cstdio>
 
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
   net::CoordinatorHooks hooks;
   app.add_option("--stop-after-rounds", hooks.stop_after_rounds, "exit after closing this many rounds (a crash)");
   app.add_option("--secagg-dump", hooks.secagg_dump, "append every SecAgg+ message received to FILE");
+  app.add_option("--crash-in-commit", hooks.crash_in_commit,
+                 "SIGKILL itself inside its N-th round commit, before SQLite's COMMIT");
+  app.add_option("--crash-after-commit", hooks.crash_after_commit,
+                 "SIGKILL itself after its N-th round commit, before the devices hear of it");
   CLI11_PARSE(app, argc, argv);
   net::CoordinatorOptions opt;
   Status st = net::CoordinatorOptionsFromFlags(app, flags, opt);

@@ -104,6 +104,8 @@ Status Coordinator::init() {
   fo.quorum = opt_.network.quorum;
   fo.stop_after_rounds = opt_.hooks.stop_after_rounds;
   fo.secagg_dump = opt_.hooks.secagg_dump;
+  fo.crash_in_commit = opt_.hooks.crash_in_commit;
+  fo.crash_after_commit = opt_.hooks.crash_after_commit;
   fo.events = monitor_.get();
   auto send = [this](uint32_t agent, const wire::Envelope& env) {
     if (Connection* c = registry_.connection(agent)) c->send(env);

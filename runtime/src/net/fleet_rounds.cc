@@ -1,6 +1,7 @@
 #include "fedrt/net/fleet_rounds.h"
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <memory>
 
@@ -261,7 +262,10 @@ Status FleetRounds::persist() {
     m.bytes_up = bytes_up_[m.device];
     rec.reports.push_back(m);
   }
+  const long n = closed_here_ + 1;  // this commit's number in this process
+  if (opt_.crash_in_commit == n) store_->set_before_commit([] { raise(SIGKILL); });
   FEDRT_TRY(store_->save_round(rec, c.members, vectors));
+  if (opt_.crash_after_commit == n) raise(SIGKILL);
   events_->round_closed(rec, MsSince(t_open_));
   const size_t slot = c.id.round == protocol::kInitRound ? 0 : static_cast<size_t>(c.id.round) + 1;
   done_[c.id.algorithm * opt_.task.runs + c.id.run][slot] = 1;

@@ -230,6 +230,7 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
     (void)exec("ROLLBACK");
     return st;
   }
+  if (before_commit_) before_commit_();
   Status committed = exec("COMMIT");
   (void)exec("PRAGMA synchronous=NORMAL");
   return committed;

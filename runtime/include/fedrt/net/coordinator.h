@@ -20,6 +20,8 @@ namespace fedrt::net {
 struct CoordinatorHooks {
   long stop_after_rounds = 0;  // exit after closing this many rounds (0 = never): a crash between rounds
   std::string secagg_dump;     // append every SecAgg+ message received: "alg run round u body_case hex(Envelope)"
+  long crash_in_commit = 0;     // SIGKILL itself in its N-th round commit, before SQLite's COMMIT (0 = never)
+  long crash_after_commit = 0;  // SIGKILL itself after its N-th round commit, before devices hear of it
 };
 
 struct CoordinatorOptions {

@@ -34,6 +34,8 @@ struct FleetRoundsOptions {
   double quorum = 0.5;
   long stop_after_rounds = 0;      // test hook: stop after this many rounds closed here (0 = never)
   std::string secagg_dump;         // test hook: append every SecAgg+ message received to this file
+  long crash_in_commit = 0;        // test hook: SIGKILL in the N-th commit here, before COMMIT (0 = never)
+  long crash_after_commit = 0;     // test hook: SIGKILL after the N-th commit here, before publishing it
   FleetEvents* events = nullptr;   // the operator's view (net/fleet_monitor.h); may be null
 };
 

@@ -111,6 +111,9 @@ class StateStore {
   Result<std::vector<MemberTotals>> member_totals();
   // One transaction: the round row, its vectors and its members.
   Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members, const RoundVectors& vectors);
+  // Test hook (crash torture): called inside save_round's transaction, every
+  // row written, just before its COMMIT.
+  void set_before_commit(std::function<void()> f) { before_commit_ = std::move(f); }
   Result<std::vector<RoundRecord>> load_rounds(unsigned vectors = kBothVectors);
   // The rounds of (`algorithm`, `run`), FedEM's initial exchange first, handed
   // to `fn` one at a time (a run's records hold several d-vectors each).
@@ -134,6 +137,7 @@ class StateStore {
                      const std::vector<protocol::StateTarget>* into, size_t values = 0);
   Status load_vectors(RoundRecord& r, unsigned vectors);
   sqlite3* db_ = nullptr;
+  std::function<void()> before_commit_;
 };
 
 }  // namespace fedrt::net
