@@ -75,6 +75,7 @@ add_library(fedrt_net STATIC
   runtime/src/net/private_file.cc
   runtime/src/net/revocations.cc
   runtime/src/net/refusal_log.cc
+  runtime/src/net/peer_rate_limit.cc
   runtime/src/net/keys_provision.cc
   runtime/src/net/connection.cc
   runtime/src/net/registry.cc

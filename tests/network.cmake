@@ -2,7 +2,7 @@
 # fedrt-coordinator / fedrt-device processes (and the tests' own variants of
 # them with fault hooks, which the product's binaries do not have).
 add_executable(fedrt_net_unit_tests net/network_config_test.cc net/device_state_test.cc net/state_store_test.cc
-  net/revocations_test.cc net/fleet_monitor_test.cc net/refusal_log_test.cc)
+  net/revocations_test.cc net/fleet_monitor_test.cc net/refusal_log_test.cc net/peer_rate_limit_test.cc)
 target_link_libraries(fedrt_net_unit_tests PRIVATE fedrt_net GTest::gtest_main)
 gtest_discover_tests(fedrt_net_unit_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 
@@ -37,7 +37,7 @@ target_compile_definitions(fedrt_net_integration_tests PRIVATE
 add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim
   fedrt-test-device fedrt-test-coordinator)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
-set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.FloodOf*:NetTest.IdleHalfOpen*:NetTest.ConnectionsBeyond*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
+set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.FloodOf*:NetTest.FloodFrom*:NetTest.IdleHalfOpen*:NetTest.ConnectionsBeyond*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 # Fleets of processes over several seconds (equivalence, faults, bad input):

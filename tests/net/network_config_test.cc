@@ -1,4 +1,6 @@
 // The [network] table's checks and the key files' hex decoding.
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "fedrt/net/network_config.h"
@@ -27,6 +29,35 @@ TEST(NetworkConfig, HexAndValidation) {
   EXPECT_TRUE(ValidateNetwork(n).ok());
   n.refusal_log_interval_ms = 0;
   EXPECT_NE(std::string(ValidateNetwork(n).message()).find("network.refusal_log_interval_ms"), std::string::npos);
+}
+
+// The per-peer limits and keepalive: defaults exempt loopback; bad values name their key.
+TEST(NetworkConfig, PeerLimitsFromToml) {
+  NetworkConfig n;
+  EXPECT_EQ(n.rate_limit_exempt, (std::vector<std::string>{"127.0.0.0/8", "::1"}));
+  const std::string path = ::testing::TempDir() + "/peer_limits.toml";
+  auto load = [&](const std::string& body) {
+    std::ofstream(path) << "[network]\n" << body;
+    NetworkConfig c;
+    Status st = LoadNetworkToml(path, c);
+    return std::make_pair(st.ok() ? std::string() : std::string(st.message()), c);
+  };
+  auto [err, c] = load("peer_connections_per_s = 5\npeer_connection_burst = 9\n"
+                       "rate_limit_exempt = [\"10.0.0.0/8\"]\ntcp_keepalive_s = 0\n");
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.peer_connections_per_s, 5);
+  EXPECT_EQ(c.peer_connection_burst, 9);
+  EXPECT_EQ(c.rate_limit_exempt, (std::vector<std::string>{"10.0.0.0/8"}));
+  EXPECT_EQ(c.tcp_keepalive_s, 0);
+  EXPECT_EQ(load("rate_limit_exempt = []\n").second.rate_limit_exempt.size(), 0u);  // nothing exempt
+  EXPECT_NE(load("rate_limit_exempt = \"10.0.0.0/8\"\n").first.find("'network.rate_limit_exempt' must be an array"),
+            std::string::npos);
+  EXPECT_NE(load("rate_limit_exempt = [1]\n").first.find("an array of strings"), std::string::npos);
+  EXPECT_NE(load("rate_limit_exempt = [\"10.0.0.0/40\"]\n").first.find("network.rate_limit_exempt: '10.0.0.0/40'"),
+            std::string::npos);
+  EXPECT_NE(load("peer_connections_per_s = -1\n").first.find("network.peer_connections_per_s"), std::string::npos);
+  EXPECT_NE(load("peer_connection_burst = 0\n").first.find("network.peer_connection_burst"), std::string::npos);
+  EXPECT_NE(load("tcp_keepalive_s = -5\n").first.find("network.tcp_keepalive_s"), std::string::npos);
 }
 
 }  // namespace

@@ -7,9 +7,14 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <regex>
+#include <sstream>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "fedrt/wire/frame.h"
 #include "net_harness.h"
@@ -35,9 +40,19 @@ refusal_log_lines = 3
 refusal_log_interval_ms = 500
 )";
 
-// A TCP connection to the coordinator that says nothing (-1 if connect failed).
-int IdleConnection(int port) {
+// A TCP connection to the coordinator that says nothing (-1 if connect failed),
+// from the loopback address `from` (any of 127.0.0.0/8 is this machine).
+int IdleConnection(int port, const char* from = nullptr) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (from != nullptr) {
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    inet_pton(AF_INET, from, &src.sin_addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
@@ -48,8 +63,8 @@ int IdleConnection(int port) {
 }
 
 // Opens a TCP connection, sends a plaintext fedrt frame (no TLS) and closes it.
-void PlaintextConnection(int port, const std::string& frame) {
-  const int fd = IdleConnection(port);
+void PlaintextConnection(int port, const std::string& frame, const char* from = nullptr) {
+  const int fd = IdleConnection(port, from);
   if (fd >= 0) (void)::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
   ::close(fd);
 }
@@ -60,6 +75,25 @@ bool ClosedByPeer(int fd, int timeout_ms) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   char b[64];
   return ::recv(fd, b, sizeof b, 0) <= 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+}
+
+// The kernel's keepalive timer of the coordinator's end of our connection `fd`
+// (/proc/net/tcp: timer kind 2 and its expiry in clock ticks), in seconds; -1 if none.
+double KeepaliveSeconds(int port, int fd) {
+  sockaddr_in me{};
+  socklen_t n = sizeof me;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&me), &n);
+  const std::string local = fmt::format(":{:04X} ", port), remote = fmt::format(":{:04X} ", ntohs(me.sin_port));
+  std::istringstream in(ReadFile("/proc/net/tcp"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string sl, loc, rem, st, queues, timer;
+    f >> sl >> loc >> rem >> st >> queues >> timer;
+    if ((loc + " ").find(local) == std::string::npos || (rem + " ").find(remote) == std::string::npos) continue;
+    if (timer.size() < 4 || timer.substr(0, 3) != "02:") return -1;
+    return static_cast<double>(std::stoul(timer.substr(3), nullptr, 16)) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return -1;
 }
 
 std::string Limited(const char* network_lines) {
@@ -136,6 +170,53 @@ TEST_F(NetTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
   for (int fd : held) EXPECT_FALSE(ClosedByPeer(fd, 200));  // the first three are still being served
   for (int fd : held) ::close(fd);
   ::close(extra);
+}
+
+}  // namespace
+}  // namespace fedrt::net::testing
+
+namespace fedrt::net::testing {
+namespace {
+
+// network.peer_connections_per_s: a flood from one address (127.0.0.2) is cut
+// to its burst and rate before any TLS work, every refusal accounted for, while
+// devices on an exempt address (127.0.0.1) train; accepted connections carry
+// TCP keepalive at network.tcp_keepalive_s.
+TEST_F(NetTest, FloodFromOneAddressIsCutToItsRateAndExemptDevicesTrain) {
+  constexpr int kFlood = 60;
+  const fs::path cfg = WriteExperiment(Limited(
+      "peer_connections_per_s = 2\npeer_connection_burst = 5\nrate_limit_exempt = [\"127.0.0.1\"]\n"
+      "tcp_keepalive_s = 30\n"));
+  Provision(dir_ / "keys", 2);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "limits open_files=", 5000));
+  const int held = IdleConnection(port);  // exempt: not limited, but its end has keepalive
+  ASSERT_GE(held, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const double keepalive = KeepaliveSeconds(port, held);
+  EXPECT_GT(keepalive, 25.0);
+  EXPECT_LE(keepalive, 30.0);
+  ::close(held);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kFlood; ++i) PlaintextConnection(port, "not TLS", "127.0.0.2");
+  const double flood_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  StartDevice(0, port);
+  StartDevice(1, port);
+  ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("round alg=scafflsa run=0 round=1 agents=2/2"), std::string::npos) << log;
+  const std::regex full(R"(refused peer=127\.0\.0\.2:\d+ stage=accept reason=limit: more than 2 new connections)");
+  const std::regex summary(R"(refusals key=limit/peer_rate count=(\d+) logged=(\d+))");
+  long limited = std::distance(std::sregex_iterator(log.begin(), log.end(), full), std::sregex_iterator());
+  for (std::sregex_iterator m(log.begin(), log.end(), summary), end; m != end; ++m)
+    limited += std::stol((*m)[1].str()) - std::stol((*m)[2].str());
+  // The burst of 5 plus 2 per second of the flood got through (to be refused as not TLS).
+  const long passed = kFlood - limited;
+  EXPECT_GE(passed, 5) << log;
+  EXPECT_LE(passed, 5 + static_cast<long>(2 * flood_s) + 1) << "flood took " << flood_s << " s\n" << log;
+  EXPECT_FALSE(std::regex_search(log, std::regex(R"(refused peer=127\.0\.0\.1:\d+ stage=accept)"))) << log;  // exempt
 }
 
 }  // namespace

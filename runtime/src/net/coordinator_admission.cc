@@ -1,11 +1,16 @@
-// Who gets a connection (net/coordinator.h): the open-file limit, network.max_connections and
-// network.max_handshakes. Refusals go through the bounded refusal log (net/refusal_log.h).
+// Who gets a connection (net/coordinator.h): the open-file limit, network.max_connections,
+// network.max_handshakes and the per-peer rate (net/peer_rate_limit.h); TCP keepalive on what
+// is admitted. Refusals go through the bounded refusal log (net/refusal_log.h).
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "coordinator_impl.h"
 
@@ -33,6 +38,22 @@ std::string PeerOf(const asio::ip::tcp::socket& sock) {
   return ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
+// Keepalive probes after `idle_s` without traffic, then every 10 s (at most idle_s), 3 unanswered
+// ones close the connection: a peer whose host vanished without a FIN is dropped.
+void SetKeepalive(asio::ip::tcp::socket& sock, long idle_s) {
+  if (idle_s <= 0) return;
+  const int fd = sock.native_handle(), on = 1, idle = static_cast<int>(idle_s);
+  const int interval = static_cast<int>(std::min(10L, idle_s)), count = 3;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+double Seconds(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
 }  // namespace
 
 // max_connections = network.max_connections, at most (open files - reserve); 0: the latter.
@@ -45,7 +66,14 @@ void Coordinator::set_limits() {
                     files, kReservedFiles, room);
   max_connections_ = static_cast<size_t>(want > 0 ? std::min(want, room) : room);
   max_handshakes_ = static_cast<size_t>(opt_.network.max_handshakes);
-  CoordinatorLog("limits open_files={} max_connections={} max_handshakes={}", files, max_connections_, max_handshakes_);
+  const auto& n = opt_.network;
+  auto rate = PeerRateLimit::Make(static_cast<double>(n.peer_connections_per_s),
+                                  static_cast<double>(n.peer_connection_burst), n.rate_limit_exempt);
+  if (rate.ok()) peer_rate_ = std::move(*rate);  // (validated with the config: cannot fail here)
+  CoordinatorLog("limits open_files={} max_connections={} max_handshakes={} peer_connections_per_s={} "
+                 "peer_connection_burst={} rate_limit_exempt={} tcp_keepalive_s={}",
+                 files, max_connections_, max_handshakes_, n.peer_connections_per_s, n.peer_connection_burst,
+                 fmt::join(n.rate_limit_exempt, ","), n.tcp_keepalive_s);
 }
 
 void Coordinator::accept() {
@@ -65,9 +93,22 @@ void Coordinator::accept() {
   });
 }
 
-// At max_connections a new connection is closed at once; at max_handshakes the oldest handshake in
-// progress is dropped for it, so idle half-open connections cannot keep honest devices out.
+// Over its address's rate, or at max_connections, a new connection is closed at once; at
+// max_handshakes the oldest handshake in progress is dropped for it, so idle half-open
+// connections cannot keep honest devices out.
 void Coordinator::admit(asio::ip::tcp::socket sock) {
+  std::error_code pec;
+  const auto peer = sock.remote_endpoint(pec);
+  if (!pec && !peer_rate_.admit(peer.address(), Seconds(std::chrono::steady_clock::now()))) {
+    monitor_->handshake_failed("limit_peer_rate");
+    refused("limit/peer_rate",
+            "refused peer={} stage=accept reason=limit: more than {} new connections per second from this address "
+            "(network.peer_connections_per_s, burst {})",
+            PeerOf(sock), opt_.network.peer_connections_per_s, opt_.network.peer_connection_burst);
+    std::error_code ec;
+    sock.close(ec);
+    return;
+  }
   if (conns_.size() >= max_connections_) {
     monitor_->handshake_failed("limit_connections");
     refused("limit/connections", "refused peer={} stage=accept reason=limit: {} connections open (network.max_connections)",
@@ -85,6 +126,7 @@ void Coordinator::admit(asio::ip::tcp::socket sock) {
             oldest->peer(), handshaking_.size());
     oldest->close("handshakes at the cap");  // on_closed forgets it
   }
+  SetKeepalive(sock, opt_.network.tcp_keepalive_s);
   auto c = std::make_shared<Connection>(this, std::move(sock), next_serial_++);
   Status st = c->start(tls_.conf());
   if (!st.ok()) {

@@ -21,6 +21,7 @@
 #include "fedrt/net/fleet_rounds.h"
 #include "fedrt/net/http_endpoint.h"
 #include "fedrt/net/keys_watch.h"
+#include "fedrt/net/peer_rate_limit.h"
 #include "fedrt/net/refusal_log.h"
 #include "fedrt/net/registry.h"
 #include "fedrt/net/state_store.h"
@@ -91,6 +92,7 @@ class Coordinator : public ConnectionOwner {
   std::map<uint64_t, Connection*> handshaking_;  // not yet registered, by serial (accept order)
   size_t max_connections_ = 0;                   // set_limits: network.max_connections or the open-file limit
   size_t max_handshakes_ = 0;
+  PeerRateLimit peer_rate_;                      // set_limits: network.peer_connections_per_s
   asio::steady_timer accept_retry_{io_};
   uint64_t next_serial_ = 0;
   bool finished_ = false;

@@ -1,5 +1,7 @@
 #include "fedrt/net/network_config.h"
 
+#include <arpa/inet.h>
+
 #include <filesystem>
 #include <set>
 
@@ -22,7 +24,8 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth",
                                               "deadline_ms", "quorum", "start_timeout_ms", "http",
                                               "refusal_log_lines", "refusal_log_interval_ms",
-                                              "max_connections", "max_handshakes"};
+                                              "max_connections", "max_handshakes", "peer_connections_per_s",
+                                              "peer_connection_burst", "rate_limit_exempt", "tcp_keepalive_s"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str())))
       return Status(StatusCode::kInvalidArgument,
@@ -58,6 +61,19 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(integer("refusal_log_interval_ms", net.refusal_log_interval_ms));
   FEDRT_TRY(integer("max_connections", net.max_connections));
   FEDRT_TRY(integer("max_handshakes", net.max_handshakes));
+  FEDRT_TRY(integer("peer_connections_per_s", net.peer_connections_per_s));
+  FEDRT_TRY(integer("peer_connection_burst", net.peer_connection_burst));
+  FEDRT_TRY(integer("tcp_keepalive_s", net.tcp_keepalive_s));
+  if (t->contains("rate_limit_exempt")) {
+    const toml::array* a = (*t)["rate_limit_exempt"].as_array();
+    if (a == nullptr) return wrong("rate_limit_exempt", "an array of addresses or ADDRESS/PREFIX networks");
+    net.rate_limit_exempt.clear();
+    for (const auto& e : *a) {
+      auto v = e.value<std::string>();
+      if (!v || !e.is_string()) return wrong("rate_limit_exempt", "an array of strings");
+      net.rate_limit_exempt.push_back(*v);
+    }
+  }
   if (t->contains("quorum")) {
     auto v = (*t)["quorum"].value<double>();
     if (!v) return wrong("quorum", "a number");
@@ -80,10 +96,44 @@ Status ValidateNetwork(const NetworkConfig& n) {
     return bad(fmt::format("network.max_connections must be >= 0 (0: the open-file limit), got {}", n.max_connections));
   if (n.max_handshakes <= 0)
     return bad(fmt::format("network.max_handshakes must be positive, got {}", n.max_handshakes));
+  if (n.peer_connections_per_s < 0)
+    return bad(fmt::format("network.peer_connections_per_s must be >= 0 (0: no limit), got {}", n.peer_connections_per_s));
+  if (n.peer_connection_burst < 1)
+    return bad(fmt::format("network.peer_connection_burst must be at least 1, got {}", n.peer_connection_burst));
+  for (const auto& e : n.rate_limit_exempt) {
+    auto net = ParseExemptNetwork(e);
+    if (!net.ok()) return bad(fmt::format("network.rate_limit_exempt: {}", net.status().message()));
+  }
+  if (n.tcp_keepalive_s < 0 || n.tcp_keepalive_s > 86400)
+    return bad(fmt::format("network.tcp_keepalive_s must be in 0..86400 (0: off), got {}", n.tcp_keepalive_s));
   if (!(n.quorum > 0.0 && n.quorum <= 1.0)) return bad(fmt::format("network.quorum must be in (0, 1], got {}", n.quorum));
   if (n.auth != "any" && n.auth != "psk" && n.auth != "cert")
     return bad(fmt::format("network.auth must be any, psk or cert, got '{}'", n.auth));
   return Status::Ok();
+}
+
+Result<ExemptNetwork> ParseExemptNetwork(const std::string& entry) {
+  const auto slash = entry.find('/');
+  const std::string addr = entry.substr(0, slash);
+  ExemptNetwork n;
+  if (inet_pton(AF_INET, addr.c_str(), n.bytes.data()) == 1) {
+    n.size = 4;
+  } else if (inet_pton(AF_INET6, addr.c_str(), n.bytes.data()) == 1) {
+    n.size = 16;
+  } else {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("'{}' is not an IP address or ADDRESS/PREFIX network", entry));
+  }
+  const unsigned max = static_cast<unsigned>(n.size * 8);
+  n.prefix = max;
+  if (slash != std::string::npos) {
+    const std::string p = entry.substr(slash + 1);
+    const bool digits = !p.empty() && p.size() <= 3 && p.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoul(p) > max)
+      return Status(StatusCode::kInvalidArgument, fmt::format("'{}': the prefix length must be 0..{}", entry, max));
+    n.prefix = static_cast<unsigned>(std::stoul(p));
+  }
+  return n;
 }
 
 uint64_t ProblemFingerprint(const config::ExperimentConfig& c) {

@@ -15,9 +15,16 @@
 //   refusal_log_interval_ms = 10000  # counted into one summary line per interval (net/refusal_log.h)
 //   max_connections = 0    # open connections at most (0: the open-file limit less 64)
 //   max_handshakes = 1024  # handshakes in progress at most; at the cap the oldest is dropped
+//   peer_connections_per_s = 20  # new connections per second per peer address (IPv6: per /64; 0: no limit)
+//   peer_connection_burst = 200  # ... of which this many at once (net/peer_rate_limit.h)
+//   rate_limit_exempt = ["127.0.0.0/8", "::1"]  # addresses or networks never rate-limited
+//   tcp_keepalive_s = 60   # TCP keepalive probes after this long without traffic (0: off): a device
+//                          # whose host vanished is dropped about 30 s later
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fedrt/core/status.h"
 #include "fedrt/config/experiment.h"
@@ -38,12 +45,25 @@ struct NetworkConfig {
   long refusal_log_interval_ms = 10000;
   long max_connections = 0;
   long max_handshakes = 1024;
+  long peer_connections_per_s = 20;
+  long peer_connection_burst = 200;
+  std::vector<std::string> rate_limit_exempt = {"127.0.0.0/8", "::1"};
+  long tcp_keepalive_s = 60;
 };
 
 // Reads [network] of `path` (absent keys keep their value; unknown keys are
 // errors naming the key; relative paths are resolved against the file's directory).
 Status LoadNetworkToml(const std::string& path, NetworkConfig& net);
 Status ValidateNetwork(const NetworkConfig& net);
+
+// One rate_limit_exempt entry, "ADDRESS" or "ADDRESS/PREFIX" (IPv4 or IPv6):
+// its address bytes (4 or 16 of them) and prefix length; errors name the entry.
+struct ExemptNetwork {
+  std::array<uint8_t, 16> bytes{};
+  size_t size = 4;
+  unsigned prefix = 32;
+};
+Result<ExemptNetwork> ParseExemptNetwork(const std::string& entry);
 
 // Hash of everything that determines the agents' local problems (kind,
 // Garnet settings, problem seed, file, noise-free): devices and coordinator
