@@ -31,6 +31,25 @@ namespace fedrt::net::testing {
 
 namespace fs = std::filesystem;
 
+// The smallest loopback experiment (2 devices, 1 round of SCAFFLSA on Garnet)
+// with `network_lines` appended to its [network] table.
+inline std::string TinyExperiment(const std::string& network_lines = "") {
+  return R"([problem]
+kind = "garnet"
+heterogeneity = "high"
+agents = 2
+[algorithm]
+names = ["scafflsa"]
+local_steps = 10
+[run]
+rounds = 1
+seed = 3
+[network]
+deadline_ms = 20000
+start_timeout_ms = 600000
+)" + network_lines;
+}
+
 inline std::string Bin(const std::string& name) { return std::string(FEDRT_BIN_DIR) + "/" + name; }
 // The tests' own programs (fedrt-test-device, fedrt-test-coordinator).
 inline std::string TestBin(const std::string& name) { return std::string(FEDRT_TEST_BIN_DIR) + "/" + name; }

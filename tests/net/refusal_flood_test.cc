@@ -22,24 +22,6 @@
 namespace fedrt::net::testing {
 namespace {
 
-constexpr const char* kFlooded = R"(
-[problem]
-kind = "garnet"
-heterogeneity = "high"
-agents = 2
-[algorithm]
-names = ["scafflsa"]
-local_steps = 10
-[run]
-rounds = 1
-seed = 3
-[network]
-deadline_ms = 20000
-start_timeout_ms = 600000
-refusal_log_lines = 3
-refusal_log_interval_ms = 500
-)";
-
 // A TCP connection to the coordinator that says nothing (-1 if connect failed),
 // from the loopback address `from` (any of 127.0.0.0/8 is this machine).
 int IdleConnection(int port, const char* from = nullptr) {
@@ -96,14 +78,9 @@ double KeepaliveSeconds(int port, int fd) {
   return -1;
 }
 
-std::string Limited(const char* network_lines) {
-  std::string cfg = kFlooded;
-  return cfg.substr(0, cfg.find("refusal_log_lines")) + network_lines;
-}
-
 TEST_F(NetTest, FloodOfPlaintextConnectionsIsLoggedAtABoundedRate) {
   constexpr int kFlood = 400;
-  const fs::path cfg = WriteExperiment(kFlooded);
+  const fs::path cfg = WriteExperiment(TinyExperiment("refusal_log_lines = 3\nrefusal_log_interval_ms = 500\n"));
   Provision(dir_ / "keys", 2);
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
@@ -133,7 +110,7 @@ TEST_F(NetTest, FloodOfPlaintextConnectionsIsLoggedAtABoundedRate) {
 }
 
 TEST_F(NetTest, IdleHalfOpenConnectionsMakeRoomForHonestDevices) {
-  const fs::path cfg = WriteExperiment(Limited("max_handshakes = 4\n"));
+  const fs::path cfg = WriteExperiment(TinyExperiment("max_handshakes = 4\n"));
   Provision(dir_ / "keys", 2);
   const pid_t co = StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
@@ -154,7 +131,7 @@ TEST_F(NetTest, IdleHalfOpenConnectionsMakeRoomForHonestDevices) {
 }
 
 TEST_F(NetTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
-  const fs::path cfg = WriteExperiment(Limited("max_connections = 3\n"));
+  const fs::path cfg = WriteExperiment(TinyExperiment("max_connections = 3\n"));
   Provision(dir_ / "keys", 2);
   StartCoordinator(cfg, 0, {});
   const int port = WaitPort();
@@ -184,7 +161,7 @@ namespace {
 // TCP keepalive at network.tcp_keepalive_s.
 TEST_F(NetTest, FloodFromOneAddressIsCutToItsRateAndExemptDevicesTrain) {
   constexpr int kFlood = 60;
-  const fs::path cfg = WriteExperiment(Limited(
+  const fs::path cfg = WriteExperiment(TinyExperiment(
       "peer_connections_per_s = 2\npeer_connection_burst = 5\nrate_limit_exempt = [\"127.0.0.1\"]\n"
       "tcp_keepalive_s = 30\n"));
   Provision(dir_ / "keys", 2);

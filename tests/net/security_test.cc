@@ -12,27 +12,11 @@
 namespace fedrt::net::testing {
 namespace {
 
-constexpr const char* kTiny = R"(
-[problem]
-kind = "garnet"
-heterogeneity = "high"
-agents = 2
-[algorithm]
-names = ["scafflsa"]
-local_steps = 10
-[run]
-rounds = 1
-seed = 3
-[network]
-deadline_ms = 20000
-start_timeout_ms = 600000
-)";
-
 class SecurityTest : public NetTest {
  protected:
   void SetUp() override {
     NetTest::SetUp();
-    cfg_ = WriteExperiment(kTiny);
+    cfg_ = WriteExperiment(TinyExperiment());
     Provision(dir_ / "keys", 2);
     Provision(dir_ / "other", 2);  // another fleet: another CA
     co_ = StartCoordinator(cfg_, 0, {});
