@@ -36,6 +36,7 @@ fedrt_cx_fails(sim_gmm_bad_inner "--inner-iters must be positive, got 0" --probl
 # g++), so it is built by a custom command with clang++ on the header-only
 # decoder, and run for a bounded time on the committed seed corpus. New
 # inputs go to a scratch corpus in the build tree, never into the sources.
+# (The same target is fuzz_replay_codec and codec_fuzzer of tests/fuzz.cmake: docs/fuzzing.md.)
 find_program(FEDRT_CLANGXX NAMES clang++-14 clang++)
 set(_fuzz_src ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/codec_decode_fuzz.cc)
 set(_fuzz_bin ${CMAKE_CURRENT_BINARY_DIR}/codec_decode_fuzzer)
@@ -68,7 +69,7 @@ if(FEDRT_CLANGXX)
   file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus)
   add_test(NAME codec_decode_fuzz
            COMMAND ${_fuzz_bin} -max_total_time=5 -seed=1 -max_len=512 -print_final_stats=1
-                   ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/codec_corpus)
+                   ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/codec)
   set_tests_properties(codec_decode_fuzz PROPERTIES LABELS fuzz TIMEOUT 120
                        ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
 else()

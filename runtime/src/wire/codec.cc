@@ -393,6 +393,11 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       announcement_.delta_base = a.delta_base();
       for (int k = 0; k < a.delta_size(); ++k) {
         const std::string& p = a.delta(k);
+        // Every chain's delta is codec bytes, never empty; Encode stops at the
+        // first empty segment, so one here would re-encode as another message
+        // (the round-trip property of tests/fuzz/wire_messages_fuzz.cc, seed
+        // tests/fuzz/corpus/wire_messages/announce_empty_delta; docs/fuzzing.md).
+        if (p.empty()) return fail(ERROR_MALFORMED, fmt::format("model delta segment {} is empty", k));
         if (p.size() > config::kMaxLinuxSegmentBytes)
           return fail(ERROR_DIMENSION, fmt::format("model delta segment of {} bytes (at most {})", p.size(),
                                                    config::kMaxLinuxSegmentBytes));
