@@ -13,18 +13,12 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fuzz_util.h"
-#include "fedrt/data/shard.h"
+#include "shard_properties.h"
 
 using namespace fedrt;
 using fedrt::fuzz::Require;
 using fedrt::fuzz::RequireMessage;
-
-namespace {
-bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
-}
-}  // namespace
+using fedrt::fuzz::SameBits;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static fuzz::ScratchFile file(".rec"), again(".rec");
@@ -37,13 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const data::Shard& s = *shard;
-  Require(s.x.size() == s.count() * s.dim, "shard size is not count x dim");
-  for (double v : s.x) Require(std::isfinite(v), "a non-finite feature was accepted");
-  for (double v : s.y) {
-    double stored = 0;
-    Require(kind == data::LabelKind::kNone || (data::StoredLabel(kind, classes, v, stored) && stored == v),
-            "an accepted label is not of the model's kind");
-  }
+  fuzz::RequireValidShard(s, kind, classes);
   Require(data::WriteRecordShard(again.path(), s).ok(), "WriteRecordShard");
   auto back = data::ReadRecordShard(again.path(), kind, classes);
   Require(back.ok(), "a written shard reads back", back.ok() ? "" : back.status().message());
