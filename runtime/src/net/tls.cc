@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <mbedtls/error.h>
 #include <mbedtls/oid.h>
+#include <mbedtls/platform_util.h>
 
 namespace fedrt::net {
 
@@ -61,20 +62,39 @@ std::string TlsErrorString(int code) {
   return fmt::format("{} (-0x{:04x})", buf, static_cast<unsigned>(-code));
 }
 
+namespace {
+
+int Nibble(char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+// Appends the bytes `hex` spells to `out` (false on an odd length or a non-hex digit).
+template <class Bytes>
+bool DecodeHex(const std::string& hex, Bytes& out) {
+  if (hex.size() % 2 != 0) return false;
+  out.reserve(hex.size() / 2);  // one allocation: no copy left behind by growth
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    const int hi = Nibble(hex[i]), lo = Nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<uint8_t>(hi * 16 + lo));
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<uint8_t> HexToBytes(const std::string& hex, bool* ok) {
   std::vector<uint8_t> out;
-  *ok = hex.size() % 2 == 0;
-  for (size_t i = 0; *ok && i + 1 < hex.size(); i += 2) {
-    auto v = [&](char ch) -> int {
-      if (ch >= '0' && ch <= '9') return ch - '0';
-      if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-      if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-      return -1;
-    };
-    const int hi = v(hex[i]), lo = v(hex[i + 1]);
-    if (hi < 0 || lo < 0) *ok = false;
-    else out.push_back(static_cast<uint8_t>(hi * 16 + lo));
-  }
+  *ok = DecodeHex(hex, out);
+  return out;
+}
+
+SecretBytes HexToSecret(const std::string& hex, bool* ok) {
+  SecretBytes out;
+  *ok = DecodeHex(hex, out);
   return out;
 }
 
@@ -84,13 +104,14 @@ std::string BytesToHex(const uint8_t* data, size_t n) {
   return s;
 }
 
-Result<std::vector<uint8_t>> LoadPskFile(const std::string& path) {
+Result<SecretBytes> LoadPskFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status(StatusCode::kNotFound, fmt::format("cannot read PSK file '{}'", path));
   std::string hex;
   in >> hex;
   bool ok = false;
-  auto bytes = HexToBytes(hex, &ok);
+  SecretBytes bytes = HexToSecret(hex, &ok);
+  mbedtls_platform_zeroize(hex.data(), hex.size());
   if (!ok || bytes.size() < 16 || bytes.size() > 64)
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("PSK file '{}' must hold 16..64 bytes as hex on one line", path));
@@ -115,7 +136,8 @@ Result<std::vector<RegistryEntry>> LoadRegistry(const std::string& path) {
                     fmt::format("{}:{}: expected 'id index psk_hex'", path, lineno));
     }
     bool ok = false;
-    e.psk = HexToBytes(hex, &ok);
+    e.psk = HexToSecret(hex, &ok);
+    mbedtls_platform_zeroize(hex.data(), hex.size());
     if (!ok || e.psk.size() < 16)
       return Status(StatusCode::kInvalidArgument, fmt::format("{}:{}: bad PSK hex", path, lineno));
     e.index = static_cast<uint32_t>(index);
@@ -252,10 +274,9 @@ Status TlsClient::init(const TlsClientCredentials& creds) {
   TlsOnly12(&conf_);
   mbedtls_ssl_conf_rng(&conf_, mbedtls_ctr_drbg_random, rng_.drbg());
   if (!creds.psk_file.empty()) {
-    auto psk = LoadPskFile(creds.psk_file);
+    auto psk = LoadPskFile(creds.psk_file);  // mbedTLS keeps (and zeroizes) its own copy; ours goes with `psk`
     if (!psk.ok()) return psk.status();
-    psk_ = *psk;
-    rc = mbedtls_ssl_conf_psk(&conf_, psk_.data(), psk_.size(),
+    rc = mbedtls_ssl_conf_psk(&conf_, psk->data(), psk->size(),
                               reinterpret_cast<const unsigned char*>(creds.identity.data()), creds.identity.size());
     if (rc != 0) return TlsFail("PSK", rc);
     for (int s : kPskSuites) suites_.push_back(s);

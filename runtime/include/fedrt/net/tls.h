@@ -18,22 +18,25 @@
 #include <mbedtls/x509_crt.h>
 
 #include "fedrt/core/status.h"
+#include "fedrt/net/secret_bytes.h"
 
 namespace fedrt::net {
 
 // mbedTLS error code as text ("SSL - ...").
 std::string TlsErrorString(int code);
 
-// Reads a PSK file (hex, one line) into bytes; 16..64 bytes.
-Result<std::vector<uint8_t>> LoadPskFile(const std::string& path);
+// Reads a PSK file (hex, one line) into bytes; 16..64 bytes. The file's text
+// is zeroized once decoded.
+Result<SecretBytes> LoadPskFile(const std::string& path);
 std::vector<uint8_t> HexToBytes(const std::string& hex, bool* ok);
+SecretBytes HexToSecret(const std::string& hex, bool* ok);  // the same, into zeroized storage
 std::string BytesToHex(const uint8_t* data, size_t n);
 
 // One device of the fleet registry (keys/registry.tsv): id, agent index, PSK.
 struct RegistryEntry {
   std::string id;
   uint32_t index = 0;
-  std::vector<uint8_t> psk;
+  SecretBytes psk;
 };
 // Reads "id<TAB>index<TAB>psk_hex" lines; errors name the line.
 Result<std::vector<RegistryEntry>> LoadRegistry(const std::string& path);
@@ -68,7 +71,7 @@ class TlsServerConfig {
   const mbedtls_ssl_config* conf() const { return &conf_; }
   // A device provisioned while running (`keys add`): its PSK is accepted from
   // the next handshake on (certificates need nothing: the CA signed them).
-  void add_psk(const std::string& id, const std::vector<uint8_t>& psk) { psks_[id] = psk; }
+  void add_psk(const std::string& id, const SecretBytes& psk) { psks_[id] = psk; }
 
   // The PSK identity the handshake of `ssl` used ("" for certificate suites);
   // forgets it. Unknown identities are recorded in last_unknown_identity.
@@ -82,7 +85,7 @@ class TlsServerConfig {
   mbedtls_x509_crt ca_;
   mbedtls_x509_crt cert_;
   mbedtls_pk_context key_;
-  std::map<std::string, std::vector<uint8_t>> psks_;
+  std::map<std::string, SecretBytes> psks_;
   std::map<const mbedtls_ssl_context*, std::string> identities_;
   std::map<const mbedtls_ssl_context*, std::string> rejected_;
   std::vector<int> suites_;
@@ -128,7 +131,6 @@ class TlsClient {
   mbedtls_x509_crt ca_;
   mbedtls_x509_crt cert_;
   mbedtls_pk_context key_;
-  std::vector<uint8_t> psk_;
   std::vector<int> suites_;
   bool ssl_ready_ = false;
   bool connected_ = false;
