@@ -4,6 +4,7 @@
 //   fedrt-keys --out DIR --devices N [--prefix P]         a new fleet: CA, coordinator, N devices
 //   fedrt-keys add --keys DIR [--count N] [--prefix P]    N more devices, signed by DIR's CA
 //   fedrt-keys revoke --keys DIR ID [ID...] [--reason T]  list devices in DIR/revoked.tsv
+//   fedrt-keys rotate --keys DIR [ID...] [--coordinator]  new keys, certificates and PSKs (same ids)
 //
 // Exit codes: 0 done, 1 the work failed (nothing or, for a new fleet, part of
 // it written), 2 bad command line.
@@ -37,7 +38,7 @@ int Usage(const std::string& what) {
 
 int main(int argc, char** argv) {
   CLI::App app{"fedrt-keys: provision a fleet (CA, coordinator certificate, per-device certificates and PSKs), "
-               "add devices to it, revoke devices"};
+               "add devices to it, revoke devices, rotate keys"};
   std::string log_level = "info";
   std::string out, prefix = "dev";
   int devices = 0;
@@ -63,6 +64,18 @@ int main(int argc, char** argv) {
   revoke->add_option("--reason", reason, "why (one line, at most 200 bytes kept)");
   fedrt::log::AddLevelFlag(*revoke, log_level);
 
+  std::string rotate_keys;
+  std::vector<std::string> rotate_ids;
+  bool rotate_coordinator = false;
+  CLI::App* rotate = app.add_subcommand(
+      "rotate", "new key, certificate and PSK for devices (same id and agent index: their state is kept), or for "
+                "the coordinator; a running coordinator refuses the old PSKs within a second");
+  rotate->add_option("--keys", rotate_keys, "keys folder written by fedrt-keys --out")->required();
+  rotate->add_option("ids", rotate_ids, "device ids, as in KEYS/registry.tsv");
+  rotate->add_flag("--coordinator", rotate_coordinator,
+                   "the coordinator's key and certificate (signed by the same CA: devices accept it unchanged)");
+  fedrt::log::AddLevelFlag(*rotate, log_level);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,10 +85,28 @@ int main(int argc, char** argv) {
   (void)fedrt::log::SetLevel(log_level);  // checked by the flag
   auto& log = fedrt::log::Get("fedrt-keys");
 
-  if (add->parsed() || revoke->parsed()) {
+  if (add->parsed() || revoke->parsed() || rotate->parsed()) {
     if (out_opt->count() + devices_opt->count() + prefix_opt->count() > 0)
       return Usage(fmt::format("--out/--devices/--prefix before the subcommand make a new fleet; '{}' works on --keys DIR",
-                               add->parsed() ? "add" : "revoke"));
+                               add->parsed() ? "add" : revoke->parsed() ? "revoke" : "rotate"));
+  }
+  if (rotate->parsed()) {
+    if (rotate_ids.empty() && !rotate_coordinator)
+      return Usage("rotate: name device ids, or --coordinator, or both");
+    if (!rotate_ids.empty()) {
+      auto done = fedrt::net::RotateDevices(rotate_keys, rotate_ids);
+      if (!done.ok()) return Fail(done.status());
+      for (const auto& d : *done) fmt::print("rotated {} index={} dir={}\n", d.id, d.index, d.dir);
+      log.info("rotated {} device{} in {}: copy each folder to its device; registry.tsv rewritten", done->size(),
+               done->size() == 1 ? "" : "s", rotate_keys);
+    }
+    if (rotate_coordinator) {
+      fedrt::Status st = fedrt::net::RotateCoordinator(rotate_keys);
+      if (!st.ok()) return Fail(st);
+      fmt::print("rotated coordinator dir={}\n", rotate_keys);
+      log.info("new coordinator key and certificate in {}: restart the coordinator to use them", rotate_keys);
+    }
+    return 0;
   }
   if (add->parsed()) {
     if (count <= 0 || count > kMaxDevices)
@@ -99,7 +130,7 @@ int main(int argc, char** argv) {
   }
 
   if (out_opt->count() == 0 && devices_opt->count() == 0)
-    return Usage("nothing to do: give --out DIR --devices N (a new fleet) or a subcommand: add, revoke (see --help)");
+    return Usage("nothing to do: give --out DIR --devices N (a new fleet) or a subcommand: add, revoke, rotate (see --help)");
   if (out_opt->count() == 0 || devices_opt->count() == 0)
     return Usage(fmt::format("a new fleet needs --out DIR and --devices N: {} is missing",
                              out_opt->count() == 0 ? "--out" : "--devices"));

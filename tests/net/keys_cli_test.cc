@@ -1,6 +1,7 @@
 // fedrt-keys end to end (runtime/apps/fedrt_keys.cc): a fleet provisioned,
 // then grown with `add` (next indices, certificates of the same CA, the
-// registry replaced whole) and trimmed with `revoke` (revoked.tsv).
+// registry replaced whole), trimmed with `revoke` (revoked.tsv) and given
+// new keys with `rotate`.
 
 #include <sys/stat.h>
 
@@ -22,23 +23,28 @@ unsigned Mode(const fs::path& p) {
   return st.st_mode & 0777;
 }
 
-// Whether `device`'s certificate chains to `ca`, names `cn`, has `serial`,
-// and belongs to the key beside it.
-void ExpectSignedBy(const fs::path& ca, const fs::path& device_dir, const std::string& cn, int serial) {
+// Whether `device`'s certificate chains to `ca`, names `cn`, has `serial`
+// (-1: any, returned in *serial_hex), and belongs to the key beside it.
+void ExpectSignedBy(const fs::path& ca, const fs::path& device_dir, const std::string& cn, int serial,
+                    std::string* serial_hex = nullptr, const char* crt_name = "device.crt",
+                    const char* key_name = "device.key") {
   mbedtls_x509_crt trust, crt;
   mbedtls_pk_context key;
   mbedtls_x509_crt_init(&trust);
   mbedtls_x509_crt_init(&crt);
   mbedtls_pk_init(&key);
   ASSERT_EQ(mbedtls_x509_crt_parse_file(&trust, ca.c_str()), 0);
-  ASSERT_EQ(mbedtls_x509_crt_parse_file(&crt, (device_dir / "device.crt").c_str()), 0);
-  ASSERT_EQ(mbedtls_pk_parse_keyfile(&key, (device_dir / "device.key").c_str(), nullptr), 0);
+  ASSERT_EQ(mbedtls_x509_crt_parse_file(&crt, (device_dir / crt_name).c_str()), 0);
+  ASSERT_EQ(mbedtls_pk_parse_keyfile(&key, (device_dir / key_name).c_str(), nullptr), 0);
   uint32_t flags = 0;
   EXPECT_EQ(mbedtls_x509_crt_verify(&crt, &trust, nullptr, cn.c_str(), &flags, nullptr, nullptr), 0)
       << device_dir << ": verification flags " << flags;
   EXPECT_EQ(mbedtls_pk_check_pair(&crt.pk, &key), 0) << device_dir << ": device.key is not device.crt's key";
-  ASSERT_EQ(crt.serial.len, 1u);
-  EXPECT_EQ(crt.serial.p[0], serial);
+  if (serial_hex != nullptr) *serial_hex = BytesToHex(crt.serial.p, crt.serial.len);
+  if (serial >= 0) {
+    ASSERT_EQ(crt.serial.len, 1u);
+    EXPECT_EQ(crt.serial.p[0], serial);
+  }
   mbedtls_pk_free(&key);
   mbedtls_x509_crt_free(&crt);
   mbedtls_x509_crt_free(&trust);
@@ -141,6 +147,57 @@ TEST(KeysCliTest, RevokeListsKnownIdsOnceAndRefusesUnknownOnes) {
   // A new fleet in the same folder starts with no revocation.
   ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "4"}, dir).rc, 0);
   EXPECT_FALSE(fs::exists(list));
+}
+
+TEST(KeysCliTest, RotateGivesNewKeysUnderTheSameIdsAndKeepsTheRest) {
+  const fs::path dir = TestDir();
+  ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "3"}, dir).rc, 0);
+  auto before = LoadRegistry((dir / "keys/registry.tsv").string());
+  ASSERT_TRUE(before.ok());
+  const std::string old_key = Slurp(dir / "keys/devices/dev0001/device.key");
+  const std::string old_coordinator = Slurp(dir / "keys/coordinator.crt");
+
+  CliResult r = RunCli("fedrt-keys", {"rotate", "--keys", "keys", "dev0001"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_EQ(r.out, "rotated dev0001 index=1 dir=keys/devices/dev0001\n");
+  auto after = LoadRegistry((dir / "keys/registry.tsv").string());
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*after)[i].id, (*before)[i].id);
+    EXPECT_EQ((*after)[i].index, i);
+    EXPECT_EQ((*after)[i].psk == (*before)[i].psk, i != 1) << "only dev0001's PSK changes";
+  }
+  EXPECT_EQ(Slurp(dir / "keys/registry.tsv").rfind("# id", 0), 0u) << "the comment line is kept";
+  const fs::path d = dir / "keys/devices/dev0001";
+  EXPECT_EQ(Slurp(d / "device.psk"), BytesToHex((*after)[1].psk.data(), (*after)[1].psk.size()) + "\n");
+  EXPECT_NE(Slurp(d / "device.key"), old_key);
+  for (const char* f : {"ca.crt", "device.crt", "device.key", "device.psk"}) EXPECT_EQ(Mode(d / f), 0600u) << d / f;
+  std::string serial;
+  ExpectSignedBy(dir / "keys/ca.crt", d, "dev0001", -1, &serial);
+  EXPECT_NE(serial, "65") << "a reissued certificate has a serial of its own (the first had 100 + 1)";
+  EXPECT_EQ(Slurp(dir / "keys/coordinator.crt"), old_coordinator);
+
+  // An unknown id: nothing rotated, not even the known one.
+  const std::string reg = Slurp(dir / "keys/registry.tsv");
+  const std::string psk2 = Slurp(dir / "keys/devices/dev0002/device.psk");
+  r = RunCli("fedrt-keys", {"rotate", "--keys", "keys", "dev0002", "dev0042"}, dir);
+  EXPECT_EQ(r.rc, 1) << Show(r);
+  EXPECT_NE(r.err.find("unknown device id 'dev0042'"), std::string::npos) << Show(r);
+  EXPECT_EQ(Slurp(dir / "keys/registry.tsv"), reg);
+  EXPECT_EQ(Slurp(dir / "keys/devices/dev0002/device.psk"), psk2);
+
+  // The coordinator: a new key and certificate of the same CA and name.
+  r = RunCli("fedrt-keys", {"rotate", "--keys", "keys", "--coordinator"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_NE(Slurp(dir / "keys/coordinator.crt"), old_coordinator);
+  ExpectSignedBy(dir / "keys/ca.crt", dir / "keys", "fedrt-coordinator", -1, nullptr, "coordinator.crt",
+                 "coordinator.key");
+  EXPECT_EQ(Mode(dir / "keys/coordinator.key"), 0600u);
+
+  r = RunCli("fedrt-keys", {"rotate", "--keys", "keys"}, dir);
+  EXPECT_EQ(r.rc, 2) << Show(r);
+  EXPECT_NE(r.err.find("name device ids, or --coordinator"), std::string::npos) << Show(r);
 }
 
 TEST(KeysCliTest, BadCommandLinesExitWith2AndSayWhy) {

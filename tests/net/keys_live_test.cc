@@ -2,8 +2,12 @@
 // `fedrt-keys add` during a run joins it and takes part in later rounds; a
 // device revoked with `fedrt-keys revoke` is dropped at once, recorded in the
 // state db, refused at its next handshake with the reason logged, and
-// included in no round after its revocation.
+// included in no round after its revocation. A device whose keys are rotated
+// with `fedrt-keys rotate` is dropped, its old PSK refused, and it comes back
+// with the new one (read from its files) and its training state.
 #include <regex>
+
+#include "fedrt/net/tls.h"
 
 #include "fedrt/net/revocations.h"
 #include "net_harness.h"
@@ -101,6 +105,49 @@ TEST_F(KeysLiveTest, AddedDeviceJoinsAndRevokedDeviceIsRefused) {
   ASSERT_EQ(revs->size(), 1u);
   EXPECT_EQ((*revs)[0].id, Id(1));
   EXPECT_EQ((*revs)[0].reason, "lost in the field");
+}
+
+TEST_F(KeysLiveTest, RotatedDeviceComesBackWithItsNewKeyAndItsState) {
+  std::string cfg = kLive;
+  cfg = std::regex_replace(cfg, std::regex("agents = 4"), "agents = 3");
+  cfg = std::regex_replace(cfg, std::regex("start_timeout_ms = 1500"), "start_timeout_ms = 60000");
+  Provision(dir_ / "keys", 3);
+  const pid_t co = StartCoordinator(WriteExperiment(cfg), 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const fs::path log = dir_ / "coordinator.log";
+  for (int i = 0; i < 3; ++i) StartDevice(i, port, {"--delay-ms", "60"});
+  ASSERT_TRUE(WaitForLog(log, " round alg=fedlsa run=0 round=5 ", 60000)) << ReadFile(log);
+
+  // dev0002 (PSK) gets new keys; it reads them from its folder (the test's devices use the keys folder's copy).
+  const fs::path psk = dir_ / "keys" / "devices" / Id(2) / "device.psk";
+  const std::string old_psk = ReadFile(psk);
+  ASSERT_EQ(Keys({"rotate", "--keys", (dir_ / "keys").string(), Id(2)}), 0) << ReadFile(dir_ / "keys_live.log");
+  EXPECT_NE(ReadFile(psk), old_psk);
+  ASSERT_TRUE(WaitForLog(log, "rotated device=dev0002 index=2", 10000)) << ReadFile(log);
+  ASSERT_TRUE(WaitForLog(log, "dropped device=dev0002", 10000)) << ReadFile(log);
+  const int rotated = RoundBefore("rotated device=dev0002");
+  ASSERT_TRUE(WaitForLog(dir_ / (Id(2) + ".log"), "credentials reloaded", 20000)) << ReadFile(dir_ / (Id(2) + ".log"));
+
+  // The old PSK no longer opens a session.
+  const fs::path old_file = dir_ / "old.psk";
+  std::ofstream(old_file) << old_psk;
+  TlsClient c;
+  ASSERT_TRUE(c.init({Id(2), old_file.string(), "", "", ""}).ok());
+  EXPECT_FALSE(c.connect("127.0.0.1", static_cast<uint16_t>(port), 3000).ok());
+  ASSERT_TRUE(WaitForLog(log, "wrong pre-shared key", 5000)) << ReadFile(log);
+
+  ASSERT_EQ(Wait(co, 180000), 0) << ReadFile(log);
+  auto store = StateStore::Open((dir_ / "coordinator.db").string());
+  ASSERT_TRUE(store.ok());
+  auto rows = (*store)->load_reports();
+  ASSERT_TRUE(rows.ok());
+  int after = 0;
+  for (const MemberRow& r : *rows) after += (r.report.device == 2 && static_cast<int>(r.round) > rotated + 1) ? 1 : 0;
+  EXPECT_GE(after, 20) << "dev0002 took part in the rounds after its rotation";
+  // It kept its session state: the state it restored on coming back is the one it saved last.
+  const std::string dl = ReadFile(dir_ / (Id(2) + ".log"));
+  EXPECT_EQ(dl.find("restored alg="), std::string::npos) << "the process never restarted: nothing to restore";
 }
 
 }  // namespace

@@ -25,12 +25,23 @@ void Coordinator::watch_keys() {
 void Coordinator::apply_keys(const KeysWatch::Changes& changes) {
   if (changes.registry) {
     std::vector<std::string> conflicts;
-    for (const RegistryEntry& e : registry_.merge(changes.entries, &conflicts)) {
+    std::vector<RegistryEntry> rotated;
+    for (const RegistryEntry& e : registry_.merge(changes.entries, &conflicts, &rotated)) {
       tls_.add_psk(e.id, e.psk);
       monitor_->provisioned(e.index, e.id);
       CoordinatorLog("provisioned device={} index={} (keys add: it may join now)", e.id, e.index);
     }
     for (const std::string& c : conflicts) CoordinatorWarn("keys ignored: {}", c);
+    // keys rotate: the old PSK is refused from now on; a device connected with it is dropped
+    // (a certificate device too: its new certificate is another key) and comes back with the new one.
+    for (const RegistryEntry& e : rotated) {
+      tls_.add_psk(e.id, e.psk);
+      CoordinatorWarn("rotated device={} index={} (keys rotate: its old PSK is refused from now on)", e.id, e.index);
+      if (Connection* c = registry_.connection(e.index)) {
+        CoordinatorWarn("dropped device={} index={} peer={} reason=keys rotated", e.id, e.index, c->peer());
+        c->close("keys rotated");
+      }
+    }
   }
   if (changes.revoked)
     for (const Revocation& r : changes.revocations) revoke(r);

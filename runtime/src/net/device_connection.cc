@@ -1,5 +1,7 @@
 #include "fedrt/net/device_connection.h"
 
+#include <sys/stat.h>
+
 #include "fedrt/config/platform.h"
 
 #include <algorithm>
@@ -23,18 +25,46 @@ DeviceConnection::DeviceConnection(const DeviceOptions& options, const DeviceLog
 
 Status DeviceConnection::init() {
   last_ok_ = std::chrono::steady_clock::now();
-  return tls_.init(opt_.credentials);
+  creds_stamp_ = credentials_stamp();
+  return tls_->init(opt_.credentials);
+}
+
+std::string DeviceConnection::credentials_stamp() const {
+  std::string stamp;
+  const auto& c = opt_.credentials;
+  for (const std::string* f : {&c.psk_file, &c.cert_file, &c.key_file, &c.ca_file}) {
+    struct stat st {};
+    if (!f->empty() && ::stat(f->c_str(), &st) == 0)
+      stamp += fmt::format("{}.{}:{};", st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
+    else
+      stamp += "-;";
+  }
+  return stamp;
+}
+
+void DeviceConnection::reload_credentials() {
+  const std::string now = credentials_stamp();
+  if (now == creds_stamp_) return;
+  auto fresh = std::make_unique<TlsClient>();
+  Status st = fresh->init(opt_.credentials);
+  if (!st.ok()) {  // e.g. caught halfway through a copy: the old ones stay, the files are read again next time
+    log_("credentials changed but not usable yet: {}", st.message());
+    return;
+  }
+  creds_stamp_ = now;
+  tls_ = std::move(fresh);
+  log_("credentials reloaded (changed on disk)");
 }
 
 Status DeviceConnection::send(const wire::Envelope& env) {
   if (opt_.hooks != nullptr && opt_.hooks->before_send) {
-    const bool go = opt_.hooks->before_send(env, [this](const std::string& bytes) { return tls_.write_all(bytes); });
-    if (!tls_.connected()) return Status(StatusCode::kUnavailable, std::string("connection lost in a test hook"));
+    const bool go = opt_.hooks->before_send(env, [this](const std::string& bytes) { return tls_->write_all(bytes); });
+    if (!tls_->connected()) return Status(StatusCode::kUnavailable, std::string("connection lost in a test hook"));
     if (!go) return Status::Ok();
   }
-  FEDRT_TRY(tls_.write_all(wire::EncodeFrame(env)));
+  FEDRT_TRY(tls_->write_all(wire::EncodeFrame(env)));
   if (opt_.hooks != nullptr && opt_.hooks->after_send && !opt_.hooks->after_send(env)) {
-    tls_.close();
+    tls_->close();
     return Status(StatusCode::kUnavailable, std::string("connection dropped by a test hook"));
   }
   return Status::Ok();
@@ -55,7 +85,8 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
       *cancelled = true;
       return Status::Ok();
     }
-    Status st = tls_.connect(opt_.host, opt_.port, kReadTimeoutMs);
+    reload_credentials();
+    Status st = tls_->connect(opt_.host, opt_.port, kReadTimeoutMs);
     if (!st.ok()) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - last_ok_).count();
@@ -75,9 +106,9 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
     h->set_device_id(opt_.id);
     h->set_platform(config::kPlatformName);
     session_.fill_hello(h);
-    st = tls_.write_all(wire::EncodeFrame(hello));
+    st = tls_->write_all(wire::EncodeFrame(hello));
     if (st.ok()) return Status::Ok();
-    tls_.close();
+    tls_->close();
     log_("disconnected: {}; reconnect in {} ms", st.message(), backoff_);
     wait(backoff_, cancel);
     backoff_ = std::min<long>(backoff_ * 2, 3000);
@@ -107,14 +138,14 @@ Status DeviceConnection::drain(bool until_round, DeviceStop& stop, bool* round) 
 Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel, PumpEnd* end) {
   RoundReport stale;
   (void)session_.take_settled(&stale);  // a round settled before this call is not the next one
-  if (!tls_.connected()) last_ok_ = std::chrono::steady_clock::now();
+  if (!tls_->connected()) last_ok_ = std::chrono::steady_clock::now();
   for (;;) {
     if (cancel.load()) {
-      tls_.close();
+      tls_->close();
       *end = PumpEnd::kCancelled;
       return Status::Ok();
     }
-    if (!tls_.connected()) {
+    if (!tls_->connected()) {
       bool cancelled = false;
       FEDRT_TRY(connect(cancel, &cancelled));
       if (cancelled) continue;
@@ -123,7 +154,7 @@ Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel,
     bool round = false;
     Status st = drain(until_round, stop, &round);
     if (st.ok() && !stop.stop && !round) {
-      auto n = tls_.read_some(buf_.data(), buf_.size());
+      auto n = tls_->read_some(buf_.data(), buf_.size());
       if (!n.ok()) {
         st = n.status();
       } else if (*n > 0) {
@@ -133,7 +164,7 @@ Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel,
       }
     }
     if (stop.stop) {
-      tls_.close();
+      tls_->close();
       *end = PumpEnd::kShutdown;
       return stop.status;
     }
@@ -142,7 +173,7 @@ Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel,
       return Status::Ok();
     }
     if (!st.ok()) {
-      tls_.close();
+      tls_->close();
       log_("disconnected: {}; reconnect in {} ms", st.message(), backoff_);
       wait(backoff_, cancel);
       backoff_ = std::min<long>(backoff_ * 2, 3000);

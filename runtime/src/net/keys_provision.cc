@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <mbedtls/bignum.h>
 #include <mbedtls/ecp.h>
 #include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/platform_util.h>
 #include <mbedtls/x509_crt.h>
 
 #include "private_file.h"
@@ -56,6 +59,7 @@ Status GenKey(Key& key, TlsRandom& rng, std::string& pem) {
   if (rc == 0) rc = mbedtls_pk_write_key_pem(&key.pk, buf.data(), buf.size());
   if (rc != 0) return Status(StatusCode::kInternal, "key generation: " + TlsErrorString(rc));
   pem = reinterpret_cast<const char*>(buf.data());
+  mbedtls_platform_zeroize(buf.data(), buf.size());  // the private key's only other copy
   return Status::Ok();
 }
 
@@ -97,6 +101,16 @@ Status MakeDir(const fs::path& dir) {
 
 std::string DeviceId(const std::string& prefix, uint32_t index) { return fmt::format("{}{:04d}", prefix, index); }
 
+// A serial for a reissued certificate: random in [2^30, 2^31), above every
+// first-issue serial (100 + index), so old and new certificates differ.
+Status RandomSerial(TlsRandom& rng, int& serial) {
+  uint32_t r = 0;
+  if (mbedtls_ctr_drbg_random(rng.drbg(), reinterpret_cast<unsigned char*>(&r), sizeof r) != 0)
+    return Status(StatusCode::kInternal, std::string("serial generation failed"));
+  serial = static_cast<int>((1u << 30) | (r & ((1u << 30) - 1)));
+  return Status::Ok();
+}
+
 Status CheckPrefix(const std::string& prefix) {
   for (char c : prefix)
     if (c == '/' || c == '\\' || static_cast<unsigned char>(c) <= ' ' || c == ',' || c == '=')
@@ -106,24 +120,28 @@ Status CheckPrefix(const std::string& prefix) {
 }
 
 // Device `id`'s folder (key, certificate, CA certificate, PSK); returns its
-// registry line.
+// registry line. `rotate`: the folder exists and each file is replaced
+// atomically, the certificate with a random serial (keys rotate).
 Result<std::string> WriteDevice(const fs::path& keys, const std::string& id, uint32_t index, Issuer& ca,
-                                TlsRandom& rng) {
+                                TlsRandom& rng, bool rotate = false) {
   const fs::path dir = keys / "devices" / id;
-  FEDRT_TRY(MakeDir(dir));
+  if (!rotate) FEDRT_TRY(MakeDir(dir));
   Key k;
   std::string key_pem, crt_pem;
   FEDRT_TRY(GenKey(k, rng, key_pem));
-  FEDRT_TRY(MakeCert(k, ca.key, fmt::format("CN={},O=fedrt", id), ca.name, 100 + static_cast<int>(index), false, rng,
-                     crt_pem));
+  int serial = 100 + static_cast<int>(index);
+  if (rotate) FEDRT_TRY(RandomSerial(rng, serial));
+  FEDRT_TRY(MakeCert(k, ca.key, fmt::format("CN={},O=fedrt", id), ca.name, serial, false, rng, crt_pem));
   unsigned char psk[32];
   if (mbedtls_ctr_drbg_random(rng.drbg(), psk, sizeof psk) != 0)
     return Status(StatusCode::kInternal, std::string("PSK generation failed"));
   const std::string hex = BytesToHex(psk, sizeof psk);
-  FEDRT_TRY(WritePrivateFile((dir / "device.key").string(), key_pem));
-  FEDRT_TRY(WritePrivateFile((dir / "device.crt").string(), crt_pem));
-  FEDRT_TRY(WritePrivateFile((dir / "ca.crt").string(), ca.pem));
-  FEDRT_TRY(WritePrivateFile((dir / "device.psk").string(), hex + "\n"));
+  mbedtls_platform_zeroize(psk, sizeof psk);
+  auto write = rotate ? ReplacePrivateFile : WritePrivateFile;
+  FEDRT_TRY(write((dir / "device.key").string(), key_pem));
+  FEDRT_TRY(write((dir / "device.crt").string(), crt_pem));
+  FEDRT_TRY(write((dir / "ca.crt").string(), ca.pem));
+  FEDRT_TRY(write((dir / "device.psk").string(), hex + "\n"));
   return fmt::format("{}\t{}\t{}\n", id, index, hex);
 }
 
@@ -295,6 +313,73 @@ Result<RevokeOutcome> RevokeDevices(const std::string& keys_dir, const std::vect
   }
   if (!out.revoked.empty()) FEDRT_TRY(WriteRevocations(path, *list));
   return out;
+}
+
+Result<std::vector<NewDevice>> RotateDevices(const std::string& keys_dir, const std::vector<std::string>& ids) {
+  const fs::path keys(keys_dir);
+  const std::string registry_path = (keys / "registry.tsv").string();
+  if (ids.empty()) return Status(StatusCode::kInvalidArgument, std::string("no device id to rotate"));
+  auto registry = LoadRegistry(registry_path);
+  if (!registry.ok()) return registry.status();
+  auto text = ReadWholeFile(registry_path);
+  if (!text.ok()) return text.status();
+  std::vector<NewDevice> out;
+  std::string unknown;
+  std::error_code ec;
+  for (const std::string& id : ids) {
+    auto it = std::find_if(registry->begin(), registry->end(), [&](const RegistryEntry& e) { return e.id == id; });
+    if (it == registry->end()) {
+      unknown += fmt::format("{}'{}'", unknown.empty() ? "" : ", ", id);
+      continue;
+    }
+    if (std::any_of(out.begin(), out.end(), [&](const NewDevice& d) { return d.id == id; })) continue;
+    NewDevice d{id, it->index, (keys / "devices" / id).string()};
+    if (!fs::is_directory(d.dir, ec))
+      return Status(StatusCode::kNotFound, fmt::format("'{}' is in '{}' but its folder '{}' is missing: nothing rotated",
+                                                       id, registry_path, d.dir));
+    out.push_back(std::move(d));
+  }
+  if (!unknown.empty())
+    return Status(StatusCode::kNotFound,
+                  fmt::format("unknown device id {} (not in '{}'): nothing rotated", unknown, registry_path));
+  Issuer ca;
+  FEDRT_TRY(LoadIssuer(keys, ca));
+  TlsRandom rng;
+  FEDRT_TRY(rng.init("fedrt-keys rotate"));
+  std::map<std::string, std::string> lines;  // id -> its new registry line
+  for (const NewDevice& d : out) {
+    auto line = WriteDevice(keys, d.id, d.index, ca, rng, /*rotate=*/true);
+    if (!line.ok()) return line.status();
+    lines[d.id] = *line;
+  }
+  // The registry with the rotated devices' lines replaced, comments and order kept.
+  std::string updated, line;
+  std::istringstream in(*text);
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id;
+    ls >> id;
+    auto it = line.empty() || line[0] == '#' ? lines.end() : lines.find(id);
+    updated += it != lines.end() ? it->second : line + "\n";
+  }
+  FEDRT_TRY(ReplacePrivateFile(registry_path, updated));
+  return out;
+}
+
+Status RotateCoordinator(const std::string& keys_dir) {
+  const fs::path keys(keys_dir);
+  Issuer ca;
+  FEDRT_TRY(LoadIssuer(keys, ca));
+  TlsRandom rng;
+  FEDRT_TRY(rng.init("fedrt-keys rotate coordinator"));
+  Key k;
+  std::string key_pem, crt_pem;
+  int serial = 0;
+  FEDRT_TRY(GenKey(k, rng, key_pem));
+  FEDRT_TRY(RandomSerial(rng, serial));
+  FEDRT_TRY(MakeCert(k, ca.key, "CN=fedrt-coordinator,O=fedrt", ca.name, serial, false, rng, crt_pem));
+  FEDRT_TRY(ReplacePrivateFile((keys / "coordinator.key").string(), key_pem));
+  return ReplacePrivateFile((keys / "coordinator.crt").string(), crt_pem);
 }
 
 }  // namespace fedrt::net

@@ -19,10 +19,19 @@ Status DeviceRegistry::load(const std::string& path, uint32_t agents) {
 }
 
 std::vector<RegistryEntry> DeviceRegistry::merge(const std::vector<RegistryEntry>& fresh,
-                                                 std::vector<std::string>* conflicts) {
+                                                 std::vector<std::string>* conflicts,
+                                                 std::vector<RegistryEntry>* rotated) {
   std::vector<RegistryEntry> added;
   for (const RegistryEntry& e : fresh) {
-    if (e.index >= agents_.size() || index_.count(e.id) > 0) continue;  // beyond this experiment, or known
+    if (e.index >= agents_.size()) continue;  // beyond this experiment
+    if (index_.count(e.id) > 0) {             // known: rotated if its PSK changed
+      for (RegistryEntry& k : entries_) {
+        if (k.id != e.id || k.psk == e.psk) continue;
+        k.psk = e.psk;
+        if (rotated != nullptr) rotated->push_back(e);
+      }
+      continue;
+    }
     if (!agents_[e.index].id.empty()) {
       conflicts->push_back(fmt::format("device '{}' is provisioned for agent {}, which device '{}' already holds", e.id,
                                        e.index, agents_[e.index].id));

@@ -5,11 +5,15 @@
 // give_up_ms without one. Each frame goes to the DeviceSession; the test
 // hooks (DeviceHooks) see each message before and after it is sent. The
 // connection and any buffered frames survive between pump() calls, so a
-// caller can take part one round at a time. Host code.
+// caller can take part one round at a time. Before each new connection the
+// credential files are looked at again: changed ones (`keys rotate`, the new
+// files copied over the old) are read and used from then on. Host code.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "fedrt/core/status.h"
@@ -33,7 +37,7 @@ class DeviceConnection {
   // between messages and at least every 200 ms). An error: a refusal, or
   // give_up_ms without a connection.
   Status pump(bool until_round, const std::atomic<bool>& cancel, PumpEnd* end);
-  void close() { tls_.close(); }
+  void close() { tls_->close(); }
 
  private:
   Status send(const wire::Envelope& env);
@@ -41,11 +45,16 @@ class DeviceConnection {
   // Handles the buffered complete frames; stops early on a settled round (until_round) or a stop.
   Status drain(bool until_round, DeviceStop& stop, bool* round);
   void wait(long ms, const std::atomic<bool>& cancel);
+  // The credential files' modification times and sizes, as one string.
+  std::string credentials_stamp() const;
+  // A new TLS client from the credential files if they changed since they were read.
+  void reload_credentials();
 
   const DeviceOptions& opt_;
   const DeviceLog& log_;
   DeviceSession& session_;
-  TlsClient tls_;
+  std::unique_ptr<TlsClient> tls_ = std::make_unique<TlsClient>();
+  std::string creds_stamp_;
   wire::FrameDecoder dec_;
   DeviceSession::Sender sender_;
   long backoff_ = 100;

@@ -56,4 +56,17 @@ struct RevokeOutcome {
 Result<RevokeOutcome> RevokeDevices(const std::string& keys, const std::vector<std::string>& ids,
                                     const std::string& reason, double now);
 
+// keys rotate: every device of `ids` gets a new key, certificate (same CN,
+// signed by the folder's CA, a random serial) and PSK, its files replaced
+// atomically, then its registry.tsv line (same id and agent index: the
+// device's state is kept). An id not in the registry is refused before
+// anything is written. A running coordinator picks the new PSKs up within a
+// second, refuses the old ones and drops the devices' current connections.
+Result<std::vector<NewDevice>> RotateDevices(const std::string& keys, const std::vector<std::string>& ids);
+
+// keys rotate --coordinator: a new key and certificate for the coordinator,
+// signed by the folder's CA, so devices that verify it against the CA
+// (certificate mode) accept it unchanged. Read at the coordinator's start.
+Status RotateCoordinator(const std::string& keys);
+
 }  // namespace fedrt::net

@@ -27,8 +27,11 @@ class DeviceRegistry {
   const std::vector<RegistryEntry>& entries() const { return entries_; }
   // Adds the entries of a re-read registry that are new (`keys add` while
   // running): an unknown id for an agent no device holds yet. Returns them;
-  // an entry that conflicts with a known one is described in `conflicts`.
-  std::vector<RegistryEntry> merge(const std::vector<RegistryEntry>& fresh, std::vector<std::string>* conflicts);
+  // an entry that conflicts with a known one is described in `conflicts`;
+  // a known id whose PSK changed (`keys rotate`) takes the new one and is
+  // listed in `rotated` (may be null).
+  std::vector<RegistryEntry> merge(const std::vector<RegistryEntry>& fresh, std::vector<std::string>* conflicts,
+                                   std::vector<RegistryEntry>* rotated = nullptr);
   // `keys revoke`: the device is refused at every later handshake.
   void revoke(const std::string& id, const std::string& reason) { revoked_[id] = reason; }
   // The revocation's reason, or null when `id` is not revoked.
