@@ -59,6 +59,19 @@ bool ClosedByPeer(int fd, int timeout_ms) {
   return ::recv(fd, b, sizeof b, 0) <= 0 && errno != EAGAIN && errno != EWOULDBLOCK;
 }
 
+// Refusals the log accounts for: lines matching `full`, plus each `summary`
+// line's count=(1) less its logged=(2) (those were full lines already).
+long Refusals(const std::string& log, const std::regex& full, const std::regex& summary, long* lines = nullptr,
+              long* summaries = nullptr) {
+  long n = std::distance(std::sregex_iterator(log.begin(), log.end(), full), std::sregex_iterator());
+  if (lines != nullptr) *lines = n;
+  long s = 0;
+  for (std::sregex_iterator m(log.begin(), log.end(), summary), end; m != end; ++m, ++s)
+    n += std::stol((*m)[1].str()) - std::stol((*m)[2].str());
+  if (summaries != nullptr) *summaries = s;
+  return n;
+}
+
 // The kernel's keepalive timer of the coordinator's end of our connection `fd`
 // (/proc/net/tcp: timer kind 2 and its expiry in clock ticks), in seconds; -1 if none.
 double KeepaliveSeconds(int port, int fd) {
@@ -99,10 +112,8 @@ TEST_F(NetTest, FloodOfPlaintextConnectionsIsLoggedAtABoundedRate) {
   // Every refusal is either a full line or counted in a summary (whose count includes its logged lines).
   const std::regex full(R"(refused peer=\S+ stage=handshake reason=)");
   const std::regex summary(R"(refusals key=handshake/\S+ count=(\d+) logged=(\d+))");
-  const auto lines = std::distance(std::sregex_iterator(log.begin(), log.end(), full), std::sregex_iterator());
-  long accounted = lines, summaries = 0;
-  for (std::sregex_iterator m(log.begin(), log.end(), summary), end; m != end; ++m, ++summaries)
-    accounted += std::stol((*m)[1].str()) - std::stol((*m)[2].str());
+  long lines = 0, summaries = 0;
+  const long accounted = Refusals(log, full, summary, &lines, &summaries);
   EXPECT_EQ(accounted, kFlood) << log;
   EXPECT_GE(summaries, 1) << log;
   EXPECT_LT(lines, kFlood / 4) << log;  // 3 per reason and 0.5 s: the flood lasts a few intervals
@@ -186,9 +197,7 @@ TEST_F(NetTest, FloodFromOneAddressIsCutToItsRateAndExemptDevicesTrain) {
   EXPECT_NE(log.find("round alg=scafflsa run=0 round=1 agents=2/2"), std::string::npos) << log;
   const std::regex full(R"(refused peer=127\.0\.0\.2:\d+ stage=accept reason=limit: more than 2 new connections)");
   const std::regex summary(R"(refusals key=limit/peer_rate count=(\d+) logged=(\d+))");
-  long limited = std::distance(std::sregex_iterator(log.begin(), log.end(), full), std::sregex_iterator());
-  for (std::sregex_iterator m(log.begin(), log.end(), summary), end; m != end; ++m)
-    limited += std::stol((*m)[1].str()) - std::stol((*m)[2].str());
+  const long limited = Refusals(log, full, summary);
   // The burst of 5 plus 2 per second of the flood got through (to be refused as not TLS).
   const long passed = kFlood - limited;
   EXPECT_GE(passed, 5) << log;

@@ -32,8 +32,9 @@ void Coordinator::apply_keys(const KeysWatch::Changes& changes) {
       CoordinatorLog("provisioned device={} index={} (keys add: it may join now)", e.id, e.index);
     }
     for (const std::string& c : conflicts) CoordinatorWarn("keys ignored: {}", c);
-    // keys rotate: the old PSK is refused from now on; a device connected with it is dropped
-    // (a certificate device too: its new certificate is another key) and comes back with the new one.
+    // keys rotate: the old PSK is refused from now on and the device's connection is dropped, so it
+    // comes back with the new one. (A certificate device's old certificate still chains to the CA:
+    // dropping it only makes it reconnect; `keys revoke` is what shuts it out.)
     for (const RegistryEntry& e : rotated) {
       tls_.add_psk(e.id, e.psk);
       CoordinatorWarn("rotated device={} index={} (keys rotate: its old PSK is refused from now on)", e.id, e.index);

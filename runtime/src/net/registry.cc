@@ -1,5 +1,7 @@
 #include "fedrt/net/registry.h"
 
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 namespace fedrt::net {
@@ -22,12 +24,15 @@ std::vector<RegistryEntry> DeviceRegistry::merge(const std::vector<RegistryEntry
                                                  std::vector<std::string>* conflicts,
                                                  std::vector<RegistryEntry>* rotated) {
   std::vector<RegistryEntry> added;
+  std::unordered_map<std::string, size_t> at;  // id -> its place in entries_: one pass, not one per fresh entry
+  at.reserve(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) at.emplace(entries_[i].id, i);
   for (const RegistryEntry& e : fresh) {
     if (e.index >= agents_.size()) continue;  // beyond this experiment
     if (index_.count(e.id) > 0) {             // known: rotated if its PSK changed
-      for (RegistryEntry& k : entries_) {
-        if (k.id != e.id || k.psk == e.psk) continue;
-        k.psk = e.psk;
+      auto k = at.find(e.id);
+      if (k != at.end() && entries_[k->second].psk != e.psk) {
+        entries_[k->second].psk = e.psk;
         if (rotated != nullptr) rotated->push_back(e);
       }
       continue;

@@ -18,8 +18,8 @@
 //   peer_connections_per_s = 20  # new connections per second per peer address (IPv6: per /64; 0: no limit)
 //   peer_connection_burst = 200  # ... of which this many at once (net/peer_rate_limit.h)
 //   rate_limit_exempt = ["127.0.0.0/8", "::1"]  # addresses or networks never rate-limited
-//   tcp_keepalive_s = 60   # TCP keepalive probes after this long without traffic (0: off): a device
-//                          # whose host vanished is dropped about 30 s later
+//   tcp_keepalive_s = 60   # TCP keepalive probes after this long without traffic (0: off), every 10 s;
+//                          # 3 unanswered: a device whose host vanished is dropped after about 90 s
 
 #include <array>
 #include <cstdint>
