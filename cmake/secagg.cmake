@@ -20,6 +20,7 @@ target_sources(fedrt_secagg_device PRIVATE
 # Host part: the server state machine and the in-process round driver.
 add_library(fedrt_secagg STATIC
   runtime/src/secagg/server.cc
+  runtime/src/secagg/shamir_decode.cc
   runtime/src/secagg/simulated_round.cc)
 target_link_libraries(fedrt_secagg PUBLIC fedrt_secagg_device fmt::fmt)
 target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)

@@ -204,6 +204,67 @@ TEST_F(SecAggFleetTest, DevicesDroppedAfterMaskingAreUnmaskedExactly) {
   EXPECT_GE(Count(ReadFile(dir_ / (Id(0) + ".log")), "dropped the connection after the masked input"), 1u);
 }
 
+// A cheating device on the fleet: dev0003 (fedrt-test-device
+// --wrong-unmask-shares 1) reveals every unmasking share of round 1 with its
+// bytes flipped. The coordinator locates the 10 wrong shares (one per sharing,
+// 2 locatable with 10 holders and t = 6), drops them and names dev0003; the round
+// is bit-identical to the plain simulator with all 10 inputs (its masked input
+// was honest). It is then revoked (told so and dropped, recorded in the state
+// db) and round 2 completes with the 9 others. The coordinator stops and
+// restarts on its state db: an honest dev0003 is refused at its handshake, and
+// round 3 completes with the 9.
+TEST_F(SecAggFleetTest, CheatingDeviceIsNamedItsSharesDroppedAndItIsShutOut) {
+  const int T = 4;
+  std::string toml = Config("\"fedlsa\"", T);
+  toml.replace(toml.find("deadline_ms = 10000"), 19, "deadline_ms = 4000");
+  toml.replace(toml.find("quorum = 1.0"), 12, "quorum = 0.5");
+  const auto cfg = WriteExperiment(toml);
+  Provision(dir_ / "keys", kAgents);
+  const int port = FreePort();
+  pid_t co = StartCoordinator(cfg, port, {"--stop-after-rounds", "3"});
+  ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < kAgents; ++i)
+    StartDevice(i, port, i == 3 ? std::vector<std::string>{"--wrong-unmask-shares", "1"} : std::vector<std::string>{});
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), 3u);
+  int identical = 0, compared = 0;
+  MaxRelDiff({rounds[0], rounds[1]}, PlainSim(cfg, 0), 0, &identical, &compared);
+  EXPECT_EQ(identical, 2) << "rounds 0 and 1 equal the plain simulator with every device";
+  EXPECT_EQ(rounds[0].agents, static_cast<uint32_t>(kAgents));
+  EXPECT_EQ(rounds[1].agents, static_cast<uint32_t>(kAgents));
+  EXPECT_EQ(rounds[2].agents, static_cast<uint32_t>(kAgents - 1)) << "round 2 runs without the cheater";
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  // (The log counts rounds from 1.)
+  EXPECT_EQ(Count(log, "secagg_cheater alg=fedlsa run=0 round=2 index=3 dropped_shares=10"), 1u) << log;
+  EXPECT_EQ(Count(log, "secagg_cheater"), 1u) << log;
+  EXPECT_EQ(Count(log, "revoked device=dev0003 index=3 reason=secagg: Shamir shares off their polynomial"), 1u) << log;
+  EXPECT_EQ(Count(log, "dropped device=dev0003 index=3"), 1u) << log;
+  const std::string dev3 = ReadFile(dir_ / (Id(3) + ".log"));
+  EXPECT_EQ(Count(dev3, "sent wrong unmasking shares in round 1"), 1u) << dev3;
+  EXPECT_EQ(Count(dev3, "refused by the coordinator: identity: device 'dev0003' is revoked: secagg: "), 1u) << dev3;
+  {
+    auto store = StateStore::Open((dir_ / "coordinator.db").string());
+    ASSERT_TRUE(store.ok());
+    auto revs = (*store)->load_revocations();
+    ASSERT_TRUE(revs.ok());
+    ASSERT_EQ(revs->size(), 1u);
+    EXPECT_EQ((*revs)[0].id, Id(3));
+    EXPECT_EQ((*revs)[0].reason.rfind("secagg: ", 0), 0u) << (*revs)[0].reason;
+  }
+
+  // Second life: the revocation comes back from the state db; an honest dev0003 is refused.
+  StartDevice(3, port);
+  co = StartCoordinator(cfg, port, {}, "coordinator.restart.log");
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.restart.log");
+  const std::string again = ReadFile(dir_ / "coordinator.restart.log");
+  EXPECT_GE(Count(again, "refused device=dev0003"), 1u) << again;
+  rounds = Rounds();
+  ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
+  EXPECT_EQ(rounds[3].agents, static_cast<uint32_t>(kAgents - 1)) << again;
+  for (const auto& r : rounds) EXPECT_TRUE(r.failure.empty()) << r.failure;
+}
+
 // Compression control variates under SecAgg+ (partial participation, and two
 // of round 2's sampled devices vanishing after their masked input): the
 // server keeps only W = sum_c V_c and moves it by alpha times the secure sum

@@ -1,6 +1,6 @@
 // fedrt-test-device: fedrt-device plus the faults the integration tests play
 // (a slow board, a device that vanishes after its masked input, a board with
-// little memory). Built with
+// little memory, a device that reveals wrong SecAgg+ shares). Built with
 // the tests only; the product's fedrt-device has none of these flags.
 
 #include <chrono>
@@ -10,6 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include "fedrt/net/device_cli.h"
+#include "fedrt/wire/frame.h"
+#include "fedrt.pb.h"
 
 using namespace fedrt;
 
@@ -21,17 +23,29 @@ int main(int argc, char** argv) {
   app.add_option("--delay-ms", delay_ms, "sleep before sending each update or SecAgg+ message (a slow board)");
   app.add_option("--drop-after-masked", drop_after_masked,
                  "drop the connection right after sending the masked input of secure round ROUND (0-based): a dropout");
+  long wrong_shares = -1;
+  app.add_option("--wrong-unmask-shares", wrong_shares,
+                 "in secure round ROUND (0-based), reveal every unmasking share with its bytes flipped: a cheater");
   size_t capacity = 0;
   app.add_option("--capacity", capacity, "workspace bytes this device offers a task (a small board)");
   CLI11_PARSE(app, argc, argv);
   net::DeviceOptions opt;
   Status st = net::DeviceOptionsFromFlags(flags, opt);
   net::DeviceHooks hooks;
-  hooks.before_send = [&](const wire::Envelope& m, const net::RawWriter&) {
+  hooks.before_send = [&](const wire::Envelope& m, const net::RawWriter& raw) {
     const bool round_message = m.body_case() == wire::Envelope::kUpdate || m.body_case() == wire::Envelope::kSecaggAdvertise ||
                                m.body_case() == wire::Envelope::kSecaggShares ||
                                m.body_case() == wire::Envelope::kSecaggMasked || m.body_case() == wire::Envelope::kSecaggUnmask;
     if (round_message && delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    if (m.body_case() == wire::Envelope::kSecaggUnmask && wrong_shares >= 0 &&
+        m.secagg_unmask().round() == static_cast<uint32_t>(wrong_shares)) {
+      wire::Envelope bad = m;
+      for (auto& sh : *bad.mutable_secagg_unmask()->mutable_shares())
+        for (char& c : *sh.mutable_share()) c = static_cast<char>(c ^ 0x5A);
+      std::fprintf(stderr, "fedrt-test-device: sent wrong unmasking shares in round %ld\n", wrong_shares);
+      (void)raw(wire::EncodeFrame(bad));
+      return false;  // instead of the honest message
+    }
     return true;
   };
   hooks.after_send = [&](const wire::Envelope& m) {

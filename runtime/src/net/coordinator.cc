@@ -107,6 +107,12 @@ Status Coordinator::init() {
   fo.crash_in_commit = opt_.hooks.crash_in_commit;
   fo.crash_after_commit = opt_.hooks.crash_after_commit;
   fo.events = monitor_.get();
+  // A device convicted of wrong SecAgg+ shares is revoked like `keys revoke` (refused from its
+  // next handshake on, recorded in the state db), after the round that named it is published.
+  fo.on_cheater = [this](uint32_t agent, const std::string& why) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    asio::post(io_, [this, r = Revocation{registry_.id_of(agent), now, why}] { revoke(r); });
+  };
   auto send = [this](uint32_t agent, const wire::Envelope& env) {
     if (Connection* c = registry_.connection(agent)) c->send(env);
   };
@@ -126,6 +132,12 @@ Status Coordinator::init() {
   auto first = keys_->poll();
   if (!first.ok()) return first.status();
   apply_keys(*first);
+  // Devices this run convicted of wrong SecAgg+ shares stay out after a restart (they are
+  // in the state db only; the operator's revoked.tsv is the keys folder's).
+  auto earlier = store_->load_revocations();
+  if (!earlier.ok()) return earlier.status();
+  for (const Revocation& r : *earlier)
+    if (r.reason.rfind("secagg:", 0) == 0) revoke(r);
   FEDRT_TRY(listen());
   return serve_http();
 }

@@ -302,6 +302,17 @@ void FleetRounds::pump(uint64_t now_ms) {
         CoordinatorWarn("{} alg={} run={} round={} reason={}: the model stays where it was",
                        opt_.task.secagg.enabled ? "secagg_failed" : "round_failed", name, c.id.run,
                        round_name(c.id.round), c.failure);
+      for (uint32_t a : c.cheaters) {
+        const std::string why = fmt::format("secagg: Shamir shares off their polynomial in alg={} run={} round={}", name,
+                                            c.id.run, round_name(c.id.round));
+        CoordinatorWarn("secagg_cheater alg={} run={} round={} index={} dropped_shares={} (the sum is exact without them)",
+                        name, c.id.run, round_name(c.id.round), a, c.off_shares);
+        if (opt_.on_cheater) opt_.on_cheater(a, why);
+      }
+      if (c.cheaters.empty() && c.off_shares > 0)
+        CoordinatorWarn("secagg alg={} run={} round={} dropped_shares={}: off their polynomial, nobody convicted "
+                        "(one wrong share could be its holder's or its dealer's)",
+                        name, c.id.run, round_name(c.id.round), c.off_shares);
       session_->publish();
       deliver(now_ms);
       CoordinatorLog("round alg={} run={} round={} agents={}/{} closed_by={} error={:.6e} bits_up={} latency_ms={:.3f} "

@@ -166,4 +166,10 @@ std::vector<uint32_t> ServerSecAgg::contributors() const {
   return out;
 }
 
+std::vector<uint32_t> ServerSecAgg::cheaters() const {
+  std::vector<uint32_t> out;
+  for (uint32_t u : server_.cheaters()) out.push_back(agent_of_[u]);
+  return out;
+}
+
 }  // namespace fedrt::protocol

@@ -307,6 +307,8 @@ void ServerSession::advance_secagg() {
     if (!st.ok()) return fail(st.message());
     if (secagg_.finished()) {
       commit_.members = secagg_.contributors();
+      commit_.cheaters = secagg_.cheaters();
+      commit_.off_shares = secagg_.off_shares();
       uplink_.close(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), announced_model().data, core_);
       return close("secagg");
     }

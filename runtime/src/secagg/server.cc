@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/secagg/shamir.h"
+#include "fedrt/secagg/shamir_decode.h"
 
 namespace fedrt::secagg {
 
@@ -31,6 +32,7 @@ Status SecAggServer::begin(const RoundParams& p) {
   }
   inbox_.assign(p.n, {});
   held_.assign(p.n, {});
+  off_.clear();
   sum_.assign(p.dim, 0u);
   phase_ = Phase::kAdvertise;
   return Status::Ok();
@@ -155,6 +157,7 @@ Status SecAggServer::on_unmask(uint32_t from, const UnmaskShare* shares, size_t 
   }
   for (size_t i = 0; i < count; ++i) {
     Held h;
+    h.from = from;
     h.x = shares[i].x;
     std::memcpy(h.share, shares[i].share, kKeyBytes);
     held_[shares[i].about].push_back(h);
@@ -183,7 +186,14 @@ Status SecAggServer::finish(std::vector<uint32_t>& sum) {
       xs.push_back(s.x);
       ys.insert(ys.end(), s.share, s.share + kKeyBytes);
     }
-    const Status st = ShamirCombine(xs.data(), ys.data(), h.size(), kKeyBytes, p_.t, secret);
+    Status st = ShamirCombine(xs.data(), ys.data(), h.size(), kKeyBytes, p_.t, secret);
+    if (st.code() == StatusCode::kDataLoss) {
+      // Some shares are off the polynomial: locate them (up to (m - t) / 2), drop them, name their senders.
+      std::vector<size_t> off;
+      st = ShamirDecode(xs.data(), ys.data(), h.size(), kKeyBytes, p_.t, secret, off);
+      if (st.ok())
+        for (size_t i : off) off_.push_back(OffShare{h[i].from, u, u3_[u] ? ShareKind::kSelfSeed : ShareKind::kMaskKey});
+    }
     if (!st.ok())
       return Status(st.code(), fmt::format("secure aggregation round {}: shares of device {}: {}", p_.round_id, u, st.message()));
     return Status::Ok();
@@ -216,6 +226,19 @@ Status SecAggServer::finish(std::vector<uint32_t>& sum) {
   sum = sum_;
   phase_ = Phase::kDone;
   return Status::Ok();
+}
+
+std::vector<uint32_t> SecAggServer::cheaters() const {
+  // A holder off the polynomial in two or more sharings lied in round 3; a dealer
+  // with two or more wrong shares from holders not so named lied in round 1.
+  std::vector<uint32_t> by_holder(p_.n, 0), by_dealer(p_.n, 0);
+  for (const OffShare& o : off_) ++by_holder[o.holder];
+  for (const OffShare& o : off_)
+    if (by_holder[o.holder] < 2 && o.holder != o.about) ++by_dealer[o.about];
+  std::vector<uint32_t> out;
+  for (uint32_t u = 0; u < p_.n; ++u)
+    if (by_holder[u] >= 2 || by_dealer[u] >= 2) out.push_back(u);
+  return out;
 }
 
 std::vector<uint32_t> SecAggServer::contributors() const {

@@ -35,14 +35,16 @@ DeviceEntropy SimulatedEntropy(uint64_t entropy_seed, uint64_t round_id, uint32_
 }
 
 SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,
-                                 const std::vector<DropPoint>& drops, uint64_t entropy_seed, Transcript* transcript) {
+                                 const std::vector<DropPoint>& drops, uint64_t entropy_seed, Transcript* transcript,
+                                 const std::vector<Cheat>& cheats) {
   SimulatedRound r;
   r.status = ValidateParams(p);
   if (!r.status.ok()) return r;
-  if (inputs.size() != p.n || (!drops.empty() && drops.size() != p.n)) {
-    r.status = Status::InvalidArgument("secagg round: need one input (and one drop point) per device");
+  if (inputs.size() != p.n || (!drops.empty() && drops.size() != p.n) || (!cheats.empty() && cheats.size() != p.n)) {
+    r.status = Status::InvalidArgument("secagg round: need one input (and one drop point, one cheat) per device");
     return r;
   }
+  auto cheats_by = [&](uint32_t u, Cheat c) { return !cheats.empty() && cheats[u] == c; };
   auto drops_at = [&](uint32_t u, DropPoint at) { return !drops.empty() && drops[u] != DropPoint::kNone && drops[u] <= at; };
   std::vector<std::unique_ptr<SecAggDevice>> dev(p.n);
   std::vector<double> dev_time(p.n, 0.0);
@@ -113,6 +115,18 @@ SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const u
     }
     size_t written = 0;
     if (!timed(u, [&] { return dev[u]->share_keys(ads.data(), ads.size(), out.data(), out.size(), written); }).ok()) continue;
+    if (cheats_by(u, Cheat::kInconsistentDealing)) {
+      // A twin with the same keys and seeds but other Shamir coefficients: its
+      // ciphertexts open fine at the neighbours, on another polynomial.
+      DeviceEntropy e = SimulatedEntropy(entropy_seed, p.round_id, u);
+      e.shamir[0] ^= 0xA5;
+      SecAggDevice twin;
+      Advertise a;
+      std::vector<ShareCiphertext> other(kMaxNeighbours);
+      size_t w2 = 0;
+      if (twin.advertise(p, u, e, a).ok() && twin.share_keys(ads.data(), ads.size(), other.data(), other.size(), w2).ok())
+        for (size_t i = 0; i < 2 && i < written && i < w2; ++i) out[i] = other[i];
+    }
     dev_up[u] += written * kShareCiphertextBytes;
     if (transcript) transcript->shares.insert(transcript->shares.end(), out.begin(), out.begin() + written);
     (void)serve([&] { return server.on_shares(u, out.data(), written); });
@@ -155,11 +169,16 @@ SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const u
     if (!timed(u, [&] { return dev[u]->unmask(surv.data(), surv.size(), shares.data(), shares.size(), written); }).ok())
       continue;
     dev_up[u] += written * kUnmaskShareBytes;
+    if (cheats_by(u, Cheat::kWrongUnmaskShares))
+      for (size_t i = 0; i < written; ++i)
+        for (uint8_t& b : shares[i].share) b ^= 0x5A;
     if (transcript) transcript->unmask.insert(transcript->unmask.end(), shares.begin(), shares.begin() + written);
     (void)serve([&] { return server.on_unmask(u, shares.data(), written); });
   }
   st = serve([&] { return server.finish(r.sum); });
   if (st.ok()) r.contributors = server.contributors();
+  r.off_shares = server.off_shares();
+  r.cheaters = server.cheaters();
   return finish(st);
 }
 

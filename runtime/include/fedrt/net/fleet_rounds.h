@@ -37,6 +37,9 @@ struct FleetRoundsOptions {
   long crash_in_commit = 0;        // test hook: SIGKILL in the N-th commit here, before COMMIT (0 = never)
   long crash_after_commit = 0;     // test hook: SIGKILL after the N-th commit here, before publishing it
   FleetEvents* events = nullptr;   // the operator's view (net/fleet_monitor.h); may be null
+  // Called after a secure round closed, for each agent convicted of wrong SecAgg+
+  // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
+  std::function<void(uint32_t agent, const std::string& why)> on_cheater;
 };
 
 class FleetRounds {

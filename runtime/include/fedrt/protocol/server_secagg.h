@@ -50,6 +50,11 @@ class ServerSecAgg {
   // After unmasking: sum_{u in U3} x_u and the contributing agents.
   const std::vector<uint32_t>& sum() const { return sum_; }
   std::vector<uint32_t> contributors() const;
+  // After unmasking: the agents whose round-3 shares (or round-1 dealing) were
+  // off their polynomial, convicted and dropped (secagg/server.h cheaters()),
+  // and how many shares were dropped in all.
+  std::vector<uint32_t> cheaters() const;
+  size_t off_shares() const { return server_.off_shares().size(); }
 
   uint64_t bytes_up() const { return up_; }
   uint64_t bytes_down() const { return down_; }

@@ -79,6 +79,10 @@ struct Commit {
   double local_loss = std::nan("");
   const char* closed_by = "";  // all | deadline | empty | secagg | failed
   std::string failure;         // why a round aggregated nothing (a secure round that could not be unmasked)
+  // A secure round: agents convicted of wrong SecAgg+ shares (dropped from the
+  // unmasking; the driver shuts them out) and the number of shares dropped.
+  std::vector<uint32_t> cheaters;
+  size_t off_shares = 0;
 };
 
 // A SecAgg+ phase that closed (for the driver's log).

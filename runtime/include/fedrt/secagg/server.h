@@ -5,7 +5,10 @@
 // and at the end removes the self masks of the survivors and the pairwise
 // masks of the devices that dropped after sharing keys. It never sees a
 // device's input in the clear. A round that cannot be unmasked fails with a
-// reason naming the device and the shares that are missing.
+// reason naming the device and the shares that are missing. A share that
+// lies off the polynomial the others agree on is located and dropped (up to
+// (m - t) / 2 per secret, shamir_decode.h), and its sender named
+// (docs/secure-aggregation.md "Cheating participants").
 
 #include <cstdint>
 #include <string>
@@ -15,6 +18,15 @@
 #include "fedrt/secagg/protocol.h"
 
 namespace fedrt::secagg {
+
+// A round-3 share off the polynomial of `about`'s secret: `holder` revealed
+// a wrong share, or `about` dealt it a wrong one in round 1 (shares travel
+// under pairwise keys, so the server cannot tell which from one share).
+struct OffShare {
+  uint32_t holder = 0;
+  uint32_t about = 0;
+  ShareKind kind = ShareKind::kSelfSeed;
+};
 
 class SecAggServer {
  public:
@@ -42,10 +54,16 @@ class SecAggServer {
   // Devices whose inputs are in the sum (U3), ascending.
   std::vector<uint32_t> contributors() const;
   uint32_t count(int set) const;  // |U1|, |U2|, |U3| for set = 1, 2, 3
+  // After finish(): the shares dropped as off their polynomial.
+  const std::vector<OffShare>& off_shares() const { return off_; }
+  // The devices those shares convict, ascending: a holder off in >= 2 sharings,
+  // or a dealer with >= 2 wrong shares from holders not convicted.
+  std::vector<uint32_t> cheaters() const;
 
  private:
   enum class Phase { kIdle, kAdvertise, kShares, kMasked, kUnmask, kDone, kFailed };
   struct Held {
+    uint32_t from;
     uint8_t x;
     uint8_t share[kKeyBytes];
   };
@@ -58,6 +76,7 @@ class SecAggServer {
   std::vector<std::vector<uint32_t>> nbrs_;
   std::vector<std::vector<ShareCiphertext>> inbox_;
   std::vector<std::vector<Held>> held_;  // shares revealed about device u (b if u in U3, s_sk otherwise)
+  std::vector<OffShare> off_;
   std::vector<uint32_t> sum_;
 };
 

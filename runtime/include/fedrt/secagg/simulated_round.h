@@ -11,6 +11,7 @@
 
 #include "fedrt/core/status.h"
 #include "fedrt/secagg/protocol.h"
+#include "fedrt/secagg/server.h"
 
 namespace fedrt::secagg {
 
@@ -21,6 +22,13 @@ enum class DropPoint : uint8_t {
   kBeforeShares,     // advertised keys only
   kBeforeMasked,     // shared keys, sends no masked input (its pairwise masks must be removed)
   kBeforeUnmask,     // sent y_u, then vanished (its self mask is removed from neighbours' shares)
+};
+
+// How a device cheats (tests of the server's unmasking, server.h OffShare).
+enum class Cheat : uint8_t {
+  kNone = 0,
+  kWrongUnmaskShares,    // round 3: every revealed share has its bytes flipped (well-formed otherwise)
+  kInconsistentDealing,  // round 1: two neighbours get shares of b and s_sk on another polynomial
 };
 
 // Everything the server receives in a round (the privacy test inspects it).
@@ -48,13 +56,16 @@ struct SimulatedRound {
   RoundTraffic traffic;
   uint32_t device_failures = 0;  // devices that refused a message (they drop out)
   Status first_device_error;
+  std::vector<OffShare> off_shares;  // shares the server dropped as off their polynomial
+  std::vector<uint32_t> cheaters;    // the devices they convict
 };
 
 // Runs round p with inputs[u] (p.dim entries, each < 2^bits) for u < p.n;
-// drops[u] (empty = nobody drops) says when device u vanishes.
+// drops[u] (empty = nobody drops) says when device u vanishes; cheats[u]
+// (empty = nobody cheats) how it lies.
 SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,
                                  const std::vector<DropPoint>& drops, uint64_t entropy_seed,
-                                 Transcript* transcript = nullptr);
+                                 Transcript* transcript = nullptr, const std::vector<Cheat>& cheats = {});
 
 // CPU time of the calling thread (the cost figures are CPU, not wall, time).
 double ThreadCpuSeconds();
