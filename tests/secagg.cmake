@@ -4,6 +4,7 @@ add_executable(fedrt_secagg_tests
   secagg/shamir_test.cc
   secagg/shamir_decode_test.cc
   secagg/cheater_test.cc
+  secagg/consistency_test.cc
   secagg/protocol_test.cc
   secagg/privacy_test.cc)
 target_link_libraries(fedrt_secagg_tests PRIVATE fedrt_secagg GTest::gtest_main)

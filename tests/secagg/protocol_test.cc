@@ -180,9 +180,19 @@ TEST(SecAggProtocol, MoreThanNMinusTDropoutsFailSafelyAndTheNextRoundWorks) {
   ASSERT_FALSE(r.status.ok());
   EXPECT_EQ(r.status.code(), StatusCode::kFailedPrecondition);
   const std::string msg = r.status.message();
-  EXPECT_NE(msg.find("cannot remove the self mask of device"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("t = 6"), std::string::npos) << msg;
+  // The consistency check stops it before anyone reveals a share.
+  EXPECT_NE(msg.find("only 5 survivors sent consistency tags, fewer than t = 6"), std::string::npos) << msg;
   EXPECT_TRUE(r.sum.empty());  // nothing (masked or not) is released
+  // Vanishing after the check: the unmasking lacks shares.
+  for (uint32_t u = 0; u < 5; ++u) drops[u] = DropPoint::kAfterCheck;
+  const SimulatedRound late = RunSimulatedRound(p, in.ptrs, drops, 6);
+  ASSERT_FALSE(late.status.ok());
+  EXPECT_EQ(late.status.code(), StatusCode::kFailedPrecondition);
+  const std::string why = late.status.message();
+  EXPECT_NE(why.find("cannot remove the self mask of device"), std::string::npos) << why;
+  EXPECT_NE(why.find("t = 6"), std::string::npos) << why;
+  EXPECT_TRUE(late.sum.empty());
+  for (uint32_t u = 0; u < 5; ++u) drops[u] = DropPoint::kBeforeUnmask;
   // Exactly n - t vanishing still works.
   drops[4] = DropPoint::kNone;
   const SimulatedRound ok5 = RunSimulatedRound(p, in.ptrs, drops, 6);

@@ -160,10 +160,9 @@ Status SecAggDevice::masked_input(const ShareCiphertext* in, size_t count, const
   return Status::Ok();
 }
 
-Status SecAggDevice::unmask(const uint32_t* survivors, size_t count, UnmaskShare* out, size_t cap, size_t& written) {
-  written = 0;
-  if (phase_ != Phase::kMasked) return fail(Status::FailedPrecondition("secagg device: unmask out of order or repeated"));
+Status SecAggDevice::take_survivors(const uint32_t* survivors, size_t count) {
   bool self = false;
+  for (uint32_t j = 0; j < nbr_count_; ++j) peers_[j].listed = false;
   for (size_t i = 0; i < count; ++i) {
     if (survivors[i] == id_) {
       self = true;
@@ -171,9 +170,92 @@ Status SecAggDevice::unmask(const uint32_t* survivors, size_t count, UnmaskShare
     }
     const int j = index_of(survivors[i]);
     if (j < 0 || !peers_[j].shared)
-      return fail(Status::InvalidArgument("secagg device: survivor list names a device that did not share with us"));
+      return Status::InvalidArgument("secagg device: survivor list names a device that did not share with us");
+    peers_[j].listed = true;
   }
-  if (!self) return fail(Status::FailedPrecondition("secagg device: the server does not list this device as a survivor"));
+  if (!self) return Status::FailedPrecondition("secagg device: the server does not list this device as a survivor");
+  return Status::Ok();
+}
+
+size_t SecAggDevice::listed_ids(uint32_t* out) const {
+  size_t n = 0;
+  bool self_done = false;
+  for (uint32_t j = 0; j <= nbr_count_; ++j) {
+    if (!self_done && (j == nbr_count_ || id_ < nbr_[j])) {
+      out[n++] = id_;
+      self_done = true;
+    }
+    if (j < nbr_count_ && peers_[j].listed) out[n++] = nbr_[j];
+  }
+  return n;
+}
+
+Status SecAggDevice::check_survivors(const uint32_t* survivors, size_t count, ConsistencyTag* out, size_t cap,
+                                     size_t& written) {
+  written = 0;
+  if (phase_ != Phase::kMasked) return fail(Status::FailedPrecondition("secagg device: consistency check out of order"));
+  Status st = take_survivors(survivors, count);
+  if (!st.ok()) return fail(st);
+  uint32_t listed[kMaxNeighbours + 1];
+  const size_t n = listed_ids(listed);
+  uint8_t aad[kConsistencyAadBytes], nonce[kNonceBytes], none[1] = {0};
+  for (uint32_t j = 0; j < nbr_count_ && st.ok(); ++j) {
+    // Every neighbour that shared with us, listed or not: one told we think it
+    // dropped while it is alive sees that the server lied about it.
+    if (!peers_[j].shared) continue;
+    if (written >= cap) return fail(Status::ResourceExhausted("secagg device: consistency output buffer too small"));
+    ConsistencyTag& t = out[written++];
+    t.from = id_;
+    t.to = nbr_[j];
+    const size_t len = ConsistencyAad(p_, id_, nbr_[j], listed, n, aad);
+    ConsistencyNonce(id_, nbr_[j], nonce);
+    st = AeadSeal(peers_[j].channel, nonce, aad, len, none, 0, none, t.tag);
+  }
+  if (!st.ok()) return fail(st);
+  phase_ = Phase::kChecked;
+  return Status::Ok();
+}
+
+Status SecAggDevice::unmask_checked(const ConsistencyTag* tags, size_t count, UnmaskShare* out, size_t cap,
+                                    size_t& written) {
+  written = 0;
+  if (phase_ != Phase::kChecked) return fail(Status::FailedPrecondition("secagg device: unmask before the consistency check"));
+  uint32_t listed[kMaxNeighbours + 1];
+  const size_t n = listed_ids(listed);
+  uint8_t aad[kConsistencyAadBytes], nonce[kNonceBytes], none[1] = {0};
+  uint32_t confirmed = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const ConsistencyTag& t = tags[i];
+    const int j = t.to == id_ ? index_of(t.from) : -1;
+    if (j < 0 || !peers_[j].shared)
+      return fail(Status::InvalidArgument("secagg device: consistency tag from a device that did not share with us"));
+    if (peers_[j].confirmed) return fail(Status::InvalidArgument("secagg device: duplicate consistency tag"));
+    // Our own view of what the sender should have listed: a different list gives a different AAD.
+    const size_t len = ConsistencyAad(p_, t.from, id_, listed, n, aad);
+    ConsistencyNonce(t.from, id_, nonce);
+    if (!AeadOpen(peers_[j].channel, nonce, aad, len, none, 0, t.tag, none).ok())
+      return fail(Status(StatusCode::kAborted,
+                         "secagg device: a neighbour's survivor list differs from ours (the server told us different "
+                         "things): revealing nothing"));
+    peers_[j].confirmed = true;
+    confirmed += peers_[j].listed ? 1u : 0u;
+  }
+  if (confirmed + 1 < p_.t)
+    return fail(Status(StatusCode::kAborted,
+                       "secagg device: fewer than t - 1 neighbours confirmed our survivor list: revealing nothing"));
+  return reveal(out, cap, written);
+}
+
+Status SecAggDevice::unmask(const uint32_t* survivors, size_t count, UnmaskShare* out, size_t cap, size_t& written) {
+  written = 0;
+  if (phase_ != Phase::kMasked) return fail(Status::FailedPrecondition("secagg device: unmask out of order or repeated"));
+  const Status st = take_survivors(survivors, count);
+  if (!st.ok()) return fail(st);
+  return reveal(out, cap, written);
+}
+
+Status SecAggDevice::reveal(UnmaskShare* out, size_t cap, size_t& written) {
+  written = 0;
   if (cap < 1) return fail(Status::ResourceExhausted("secagg device: unmask output buffer too small"));
   UnmaskShare& own = out[written++];
   own.from = own.about = id_;
@@ -184,14 +266,12 @@ Status SecAggDevice::unmask(const uint32_t* survivors, size_t count, UnmaskShare
     const Peer& peer = peers_[j];
     if (!peer.shared) continue;
     if (written >= cap) return fail(Status::ResourceExhausted("secagg device: unmask output buffer too small"));
-    bool alive = false;
-    for (size_t i = 0; i < count; ++i) alive = alive || survivors[i] == nbr_[j];
     UnmaskShare& s = out[written++];
     s.from = id_;
     s.about = nbr_[j];
     s.x = peer.x;
-    s.kind = alive ? ShareKind::kSelfSeed : ShareKind::kMaskKey;  // never both for one neighbour
-    std::memcpy(s.share, alive ? peer.b_share : peer.s_share, kKeyBytes);
+    s.kind = peer.listed ? ShareKind::kSelfSeed : ShareKind::kMaskKey;  // never both for one neighbour
+    std::memcpy(s.share, peer.listed ? peer.b_share : peer.s_share, kKeyBytes);
   }
   wipe();
   phase_ = Phase::kDone;

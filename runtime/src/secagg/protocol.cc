@@ -185,4 +185,45 @@ void ShareAad(const RoundParams& p, uint32_t from, uint32_t to, uint8_t aad[16])
   PutLe32(aad + 12, to);
 }
 
+void ConsistencyNonce(uint32_t from, uint32_t to, uint8_t nonce[kNonceBytes]) {
+  PutLe32(nonce, from);
+  PutLe32(nonce + 4, to);
+  nonce[8] = 'C';  // never ShareNonce's: the same channel key seals both
+  nonce[9] = 'O';
+  nonce[10] = 'N';
+  nonce[11] = 1;
+}
+
+size_t ConsistencyAad(const RoundParams& p, uint32_t from, uint32_t to, const uint32_t* listed, size_t count,
+                      uint8_t aad[kConsistencyAadBytes]) {
+  std::memset(aad, 0, kConsistencyAadBytes);
+  PutLe64(aad, p.round_id);
+  PutLe32(aad + 8, from);
+  PutLe32(aad + 12, to);
+  uint32_t nf[kMaxNeighbours], nt[kMaxNeighbours];
+  const uint32_t cf = Neighbours(p, from, nf), ct = Neighbours(p, to, nt);
+  auto in = [](const uint32_t* a, uint32_t n, uint32_t id) {
+    for (uint32_t i = 0; i < n; ++i)
+      if (a[i] == id) return true;
+    return false;
+  };
+  // D in ascending order: walk from's closed neighbourhood (sorted neighbours plus from itself).
+  size_t bit = 0;
+  uint32_t i = 0;
+  bool self_done = false;
+  while (i < cf || !self_done) {
+    uint32_t d;
+    if (!self_done && (i == cf || from < nf[i])) {
+      d = from;
+      self_done = true;
+    } else {
+      d = nf[i++];
+    }
+    if (d != to && !in(nt, ct, d)) continue;  // not in to's closed neighbourhood
+    if (in(listed, static_cast<uint32_t>(count), d)) aad[16 + bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
+    ++bit;
+  }
+  return 16 + (bit + 7) / 8;
+}
+
 }  // namespace fedrt::secagg

@@ -23,6 +23,9 @@ Status SecAggServer::begin(const RoundParams& p) {
   u1_.assign(p.n, 0);
   u2_.assign(p.n, 0);
   u3_.assign(p.n, 0);
+  u4_.assign(p.n, 0);
+  checked_ = false;
+  tags_in_.assign(p.n, {});
   unmasked_.assign(p.n, 0);
   nbrs_.assign(p.n, {});
   uint32_t buf[kMaxNeighbours];
@@ -39,7 +42,7 @@ Status SecAggServer::begin(const RoundParams& p) {
 }
 
 uint32_t SecAggServer::count(int set) const {
-  const std::vector<uint8_t>& s = set == 1 ? u1_ : set == 2 ? u2_ : u3_;
+  const std::vector<uint8_t>& s = set == 1 ? u1_ : set == 2 ? u2_ : set == 3 ? u3_ : u4_;
   return static_cast<uint32_t>(std::count(s.begin(), s.end(), uint8_t{1}));
 }
 
@@ -139,9 +142,49 @@ std::vector<uint32_t> SecAggServer::survivors_for(uint32_t id) const {
   return out;
 }
 
+Status SecAggServer::on_check(uint32_t from, const ConsistencyTag* tags, size_t count) {
+  if (phase_ != Phase::kUnmask || checked_)
+    return Status::FailedPrecondition("secagg server: consistency tags outside the check");
+  if (from >= p_.n || !u3_[from]) return Status::InvalidArgument("secagg server: consistency tags from a device that is not a survivor");
+  if (u4_[from]) return Status::InvalidArgument("secagg server: duplicate consistency tags");
+  // One tag to each neighbour whose shares it received (inbox_: the U2 neighbours).
+  std::vector<uint8_t> want(p_.n, 0), seen(p_.n, 0);
+  for (const ShareCiphertext& c : inbox_[from]) want[c.from] = 1;
+  if (count != inbox_[from].size())
+    return Status::InvalidArgument("secagg server: a survivor must send one consistency tag to each neighbour that shared with it");
+  for (size_t i = 0; i < count; ++i) {
+    const ConsistencyTag& t = tags[i];
+    if (t.from != from || t.to >= p_.n || !want[t.to] || seen[t.to])
+      return Status::InvalidArgument("secagg server: consistency tag addressed to a device that did not share with the sender");
+    seen[t.to] = 1;
+  }
+  for (size_t i = 0; i < count; ++i) tags_in_[tags[i].to].push_back(tags[i]);
+  u4_[from] = 1;
+  return Status::Ok();
+}
+
+Status SecAggServer::close_check() {
+  if (phase_ != Phase::kUnmask || checked_) return Status::FailedPrecondition("secagg server: no consistency check open");
+  if (count(4) < p_.t)
+    return fail(Status(StatusCode::kFailedPrecondition,
+                       fmt::format("secure aggregation round {}: only {} survivors sent consistency tags, fewer than t = {}",
+                                   p_.round_id, count(4), p_.t)));
+  for (auto& in : tags_in_)
+    std::sort(in.begin(), in.end(), [](const ConsistencyTag& a, const ConsistencyTag& b) { return a.from < b.from; });
+  checked_ = true;
+  return Status::Ok();
+}
+
+std::vector<ConsistencyTag> SecAggServer::checks_for(uint32_t id) const {
+  if (id >= p_.n || !u4_[id] || !checked_) return {};
+  return tags_in_[id];  // all from U4 (on_check accepts only survivors' tags)
+}
+
 Status SecAggServer::on_unmask(uint32_t from, const UnmaskShare* shares, size_t count) {
   if (phase_ != Phase::kUnmask) return Status::FailedPrecondition("secagg server: unmask shares outside round 3");
   if (from >= p_.n || !u3_[from]) return Status::InvalidArgument("secagg server: unmask shares from a device that is not a survivor");
+  if (checked_ && !u4_[from])
+    return Status::InvalidArgument("secagg server: unmask shares from a device that sent no consistency tags");
   if (unmasked_[from]) return Status::InvalidArgument("secagg server: duplicate unmask message");
   std::vector<uint8_t> seen(p_.n, 0);
   for (size_t i = 0; i < count; ++i) {

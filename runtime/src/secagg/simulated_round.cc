@@ -36,7 +36,7 @@ DeviceEntropy SimulatedEntropy(uint64_t entropy_seed, uint64_t round_id, uint32_
 
 SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,
                                  const std::vector<DropPoint>& drops, uint64_t entropy_seed, Transcript* transcript,
-                                 const std::vector<Cheat>& cheats) {
+                                 const std::vector<Cheat>& cheats, const SurvivorLie* lie) {
   SimulatedRound r;
   r.status = ValidateParams(p);
   if (!r.status.ok()) return r;
@@ -155,19 +155,54 @@ SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const u
   st = serve([&] { return server.close_masked(); });
   if (!st.ok()) return finish(st);
 
-  // Round 3: unmask.
-  std::vector<UnmaskShare> shares(kMaxNeighbours + 1);
+  // Consistency check: each survivor tags its list for its listed neighbours.
+  auto told_dropped = [&](uint32_t u) {
+    return lie != nullptr && std::find(lie->told_dropped.begin(), lie->told_dropped.end(), u) != lie->told_dropped.end();
+  };
+  std::vector<ConsistencyTag> tags(kMaxNeighbours);
+  std::vector<std::vector<ConsistencyTag>> routed(p.n);  // a lying server routes the tags itself
   for (uint32_t u = 0; u < p.n; ++u) {
     if (!alive[u]) continue;
-    const std::vector<uint32_t> surv = server.survivors_for(u);
+    std::vector<uint32_t> surv = server.survivors_for(u);
+    if (told_dropped(u)) surv.erase(std::remove(surv.begin(), surv.end(), lie->victim), surv.end());
     r.traffic.down_bytes += 4ull * surv.size();
     if (drops_at(u, DropPoint::kBeforeUnmask)) {
       alive[u] = 0;
       continue;
     }
     size_t written = 0;
-    if (!timed(u, [&] { return dev[u]->unmask(surv.data(), surv.size(), shares.data(), shares.size(), written); }).ok())
+    if (!timed(u, [&] { return dev[u]->check_survivors(surv.data(), surv.size(), tags.data(), tags.size(), written); }).ok())
       continue;
+    dev_up[u] += written * kConsistencyTagBytes;
+    if (lie != nullptr) {
+      for (size_t i = 0; i < written; ++i)
+        if (!lie->suppress || told_dropped(tags[i].from) == told_dropped(tags[i].to)) routed[tags[i].to].push_back(tags[i]);
+    } else {
+      (void)serve([&] { return server.on_check(u, tags.data(), written); });
+    }
+  }
+  if (lie == nullptr) {
+    st = serve([&] { return server.close_check(); });
+    if (!st.ok()) return finish(st);
+  }
+
+  // Round 3: unmask.
+  std::vector<UnmaskShare> shares(kMaxNeighbours + 1);
+  for (uint32_t u = 0; u < p.n; ++u) {
+    if (!alive[u]) continue;
+    const std::vector<ConsistencyTag> in = lie != nullptr ? routed[u] : server.checks_for(u);
+    r.traffic.down_bytes += in.size() * kConsistencyTagBytes;
+    if (drops_at(u, DropPoint::kAfterCheck)) {
+      alive[u] = 0;
+      continue;
+    }
+    size_t written = 0;
+    const Status dst =
+        timed(u, [&] { return dev[u]->unmask_checked(in.data(), in.size(), shares.data(), shares.size(), written); });
+    if (!dst.ok()) {
+      if (dst.code() == StatusCode::kAborted) r.detected_lie.push_back(u);
+      continue;
+    }
     dev_up[u] += written * kUnmaskShareBytes;
     if (cheats_by(u, Cheat::kWrongUnmaskShares))
       for (size_t i = 0; i < written; ++i)

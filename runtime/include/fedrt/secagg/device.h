@@ -17,7 +17,7 @@ namespace fedrt::secagg {
 
 class SecAggDevice {
  public:
-  enum class Phase : uint8_t { kIdle, kAdvertised, kShared, kMasked, kDone, kFailed };
+  enum class Phase : uint8_t { kIdle, kAdvertised, kShared, kMasked, kChecked, kDone, kFailed };
 
   // Round 0: takes this round's secrets from `e` and returns (c_pk, s_pk).
   Status advertise(const RoundParams& p, uint32_t id, const DeviceEntropy& e, Advertise& out);
@@ -28,10 +28,21 @@ class SecAggDevice {
   // Round 2: the ciphertexts addressed to this device and the quantized input
   // x[0..d) (each < 2^bits). y = x + PRG(b_u) + sum_{v shared} (v > u ? + : -) PRG(s_uv) mod 2^32.
   Status masked_input(const ShareCiphertext* in, size_t count, const uint32_t* x, uint32_t* y);
-  // Round 3: `survivors` are the neighbours whose masked input the server holds
-  // (must include this device). Our own share of b_u, and for every neighbour u
-  // that shared with us the share of b_u if u survived, else the share of
-  // s_sk_u (never both). Answers once; out needs k + 1 entries.
+  // Consistency check: `survivors` are the neighbours whose masked input the
+  // server holds (must include this device). Writes, for each neighbour v that
+  // shared with us (listed or not), tag = Poly1305_{k_uv}(ConsistencyAad(u, v,
+  // survivors)) to out[0..cap).
+  Status check_survivors(const uint32_t* survivors, size_t count, ConsistencyTag* out, size_t cap, size_t& written);
+  // Round 3 after the check: `tags` are the neighbours' tags addressed to this
+  // device. Every tag must verify against our own list (else ABORTED: the
+  // server told us different survivor lists) and at least t - 1 listed
+  // neighbours must have confirmed (else ABORTED: too few to trust the list);
+  // then, as unmask(), our own share of b_u and for every neighbour u that
+  // shared with us the share of b_u if listed, else of s_sk_u. Answers once.
+  Status unmask_checked(const ConsistencyTag* tags, size_t count, UnmaskShare* out, size_t cap, size_t& written);
+  // Round 3 without the check: the path of the fleet and the firmware until
+  // their protocol carries the check (docs/secure-aggregation.md). Same
+  // output as unmask_checked with `survivors` as the list; out needs k + 1 entries.
   Status unmask(const uint32_t* survivors, size_t count, UnmaskShare* out, size_t cap, size_t& written);
 
   Phase phase() const { return phase_; }
@@ -49,9 +60,14 @@ class SecAggDevice {
     uint8_t x;                   // our x-coordinate in the peer's sharing
     bool advertised;
     bool shared;
+    bool listed;     // the server lists it as a survivor (round 3)
+    bool confirmed;  // its consistency tag verified
   };
   Status fail(Status st);
   int index_of(uint32_t id) const;
+  Status take_survivors(const uint32_t* survivors, size_t count);
+  size_t listed_ids(uint32_t* out) const;  // the survivor list as taken, ascending, with this device
+  Status reveal(UnmaskShare* out, size_t cap, size_t& written);
   void wipe();
 
   RoundParams p_{};

@@ -4,7 +4,8 @@
 // Rounds: 0 advertise keys (c_pk, s_pk) -> 1 share keys (Shamir shares of the
 // self-mask seed b_u and of s_sk_u, encrypted to each neighbour, routed by the
 // server) -> 2 masked input y_u = x_u + PRG(b_u) + sum_{v in N(u)} +-PRG(s_uv)
-// in Z_(2^32) -> 3 unmasking (for each neighbour u a survivor reveals the share
+// in Z_(2^32) -> consistency check (survivors confirm their survivor lists to
+// each other) -> 3 unmasking (for each neighbour u a survivor reveals the share
 // of b_u if u sent y_u, else the share of s_sk_u). The server learns sum_u x_u.
 // Device code: fixed sizes, no heap, Status results.
 
@@ -101,6 +102,25 @@ inline bool UnpackShareCiphertext(const void* bytes, size_t len, uint32_t from, 
   std::memcpy(c.tag, static_cast<const uint8_t*>(bytes) + kSharePlainBytes, kTagBytes);
   return true;
 }
+
+// Consistency check (between rounds 2 and 3; Bonawitz et al. 2017's
+// ConsistencyCheck with pairwise MACs instead of signatures): survivor u tells
+// each neighbour v that shared keys with it what it was told, tag = Poly1305 under the pair's
+// channel key over ConsistencyAad (u, v and which devices of their common
+// domain D_uv = ({u} + N(u)) n ({v} + N(v)) u's list names). v verifies it
+// against its own list: a server that told them different things is caught.
+struct ConsistencyTag {  // survivor `from` -> server -> neighbour `to`
+  uint32_t from = 0, to = 0;
+  uint8_t tag[kTagBytes] = {};
+};
+constexpr size_t kConsistencyTagBytes = 8 + kTagBytes;
+constexpr size_t kConsistencyAadBytes = 16 + (kMaxNeighbours + 2 + 7) / 8;
+// AAD of the tag from -> to: round id, from, to, then a bitmap over D_uv in
+// ascending id order, bit set when `listed` (the survivor list from holds,
+// ascending) names the device. Returns its length.
+size_t ConsistencyAad(const RoundParams& p, uint32_t from, uint32_t to, const uint32_t* listed, size_t count,
+                      uint8_t aad[kConsistencyAadBytes]);
+void ConsistencyNonce(uint32_t from, uint32_t to, uint8_t nonce[kNonceBytes]);
 
 enum class ShareKind : uint8_t { kSelfSeed = 1, kMaskKey = 2 };
 struct UnmaskShare {  // round 3, survivor -> server

@@ -45,6 +45,14 @@ class SecAggServer {
   Status close_masked();  // U3 = who sent a masked input
   // What the server sends device `id` (in U3): its neighbours in U3 (and itself).
   std::vector<uint32_t> survivors_for(uint32_t id) const;
+  // Consistency check (protocol.h ConsistencyTag): survivor `from` sends one
+  // tag to each neighbour in its survivor list. Optional for a driver whose
+  // devices answer unmask() directly; once close_check() ran, only devices
+  // that sent their tags (U4) may unmask, and U4 needs t members.
+  Status on_check(uint32_t from, const ConsistencyTag* tags, size_t count);
+  Status close_check();
+  // What the server forwards device `id` (in U4): the tags addressed to it.
+  std::vector<ConsistencyTag> checks_for(uint32_t id) const;
   // Round 3.
   Status on_unmask(uint32_t from, const UnmaskShare* shares, size_t count);
   // Removes the masks: sum_{u in U3} x_u mod 2^32 into `sum` (d entries).
@@ -53,7 +61,7 @@ class SecAggServer {
   const RoundParams& params() const { return p_; }
   // Devices whose inputs are in the sum (U3), ascending.
   std::vector<uint32_t> contributors() const;
-  uint32_t count(int set) const;  // |U1|, |U2|, |U3| for set = 1, 2, 3
+  uint32_t count(int set) const;  // |U1|, |U2|, |U3|, |U4| for set = 1, 2, 3, 4
   // After finish(): the shares dropped as off their polynomial.
   const std::vector<OffShare>& off_shares() const { return off_; }
   // The devices those shares convict, ascending: a holder off in >= 2 sharings,
@@ -72,7 +80,9 @@ class SecAggServer {
   RoundParams p_{};
   Phase phase_ = Phase::kIdle;
   std::vector<Advertise> ads_;
-  std::vector<uint8_t> u1_, u2_, u3_, unmasked_;
+  std::vector<uint8_t> u1_, u2_, u3_, u4_, unmasked_;
+  bool checked_ = false;  // close_check() ran: unmasking needs U4
+  std::vector<std::vector<ConsistencyTag>> tags_in_;
   std::vector<std::vector<uint32_t>> nbrs_;
   std::vector<std::vector<ShareCiphertext>> inbox_;
   std::vector<std::vector<Held>> held_;  // shares revealed about device u (b if u in U3, s_sk otherwise)

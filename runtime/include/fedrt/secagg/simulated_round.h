@@ -21,7 +21,8 @@ enum class DropPoint : uint8_t {
   kBeforeAdvertise,  // never shows up
   kBeforeShares,     // advertised keys only
   kBeforeMasked,     // shared keys, sends no masked input (its pairwise masks must be removed)
-  kBeforeUnmask,     // sent y_u, then vanished (its self mask is removed from neighbours' shares)
+  kBeforeUnmask,     // sent y_u, then vanished before the consistency check (its self mask is removed from neighbours' shares)
+  kAfterCheck,       // sent its consistency tags, then vanished before revealing shares
 };
 
 // How a device cheats (tests of the server's unmasking, server.h OffShare).
@@ -29,6 +30,15 @@ enum class Cheat : uint8_t {
   kNone = 0,
   kWrongUnmaskShares,    // round 3: every revealed share has its bytes flipped (well-formed otherwise)
   kInconsistentDealing,  // round 1: two neighbours get shares of b and s_sk on another polynomial
+};
+
+// A lying server (tests of the consistency check): it tells the devices in
+// `told_dropped` that `victim` dropped although its masked input arrived. With
+// `suppress`, it forwards consistency tags only between devices told the same.
+struct SurvivorLie {
+  uint32_t victim = 0;
+  std::vector<uint32_t> told_dropped;
+  bool suppress = false;
 };
 
 // Everything the server receives in a round (the privacy test inspects it).
@@ -58,14 +68,17 @@ struct SimulatedRound {
   Status first_device_error;
   std::vector<OffShare> off_shares;  // shares the server dropped as off their polynomial
   std::vector<uint32_t> cheaters;    // the devices they convict
+  std::vector<uint32_t> detected_lie;  // devices whose consistency check failed (ABORTED): they revealed nothing
 };
 
 // Runs round p with inputs[u] (p.dim entries, each < 2^bits) for u < p.n;
 // drops[u] (empty = nobody drops) says when device u vanishes; cheats[u]
-// (empty = nobody cheats) how it lies.
+// (empty = nobody cheats) how it lies; `lie` makes the server lie. Every round
+// runs the consistency check before unmasking.
 SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,
                                  const std::vector<DropPoint>& drops, uint64_t entropy_seed,
-                                 Transcript* transcript = nullptr, const std::vector<Cheat>& cheats = {});
+                                 Transcript* transcript = nullptr, const std::vector<Cheat>& cheats = {},
+                                 const SurvivorLie* lie = nullptr);
 
 // CPU time of the calling thread (the cost figures are CPU, not wall, time).
 double ThreadCpuSeconds();
