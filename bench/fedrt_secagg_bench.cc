@@ -38,7 +38,7 @@ struct DeviceCost {
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 double CpuSince(double t0) { return ThreadCpuSeconds() - t0; }
 
-// One device (id 0) through all four rounds with k real neighbour keys; the
+// One device (id 0) through all five steps (the consistency check too) with k real neighbour keys; the
 // neighbours' encrypted shares are sealed here under the real channel keys.
 bool MeasureDevice(const RoundParams& p, DeviceCost& cost) {
   uint32_t nbr[kMaxNeighbours];
@@ -63,9 +63,17 @@ bool MeasureDevice(const RoundParams& p, DeviceCost& cost) {
   cost.seconds = CpuSince(t0);
   // What the neighbours would have sent us (not timed: their work, not ours).
   std::vector<ShareCiphertext> in(k);
+  std::vector<ConsistencyTag> tags(k);
+  std::vector<uint32_t> everyone(p.n);  // nobody drops: every list names all of D
+  for (uint32_t i = 0; i < p.n; ++i) everyone[i] = i;
   for (uint32_t j = 0; j < k; ++j) {
     uint8_t key[kKeyBytes], plain[kSharePlainBytes] = {}, nonce[kNonceBytes], aad[16];
     if (!DeriveKey(p, ent[j].c_sk, mine.c_pk, kShareChannelLabel, key).ok()) return false;
+    uint8_t caad[kConsistencyAadBytes], none[1] = {0};
+    tags[j].from = nbr[j];
+    ConsistencyNonce(nbr[j], 0, nonce);
+    const size_t clen = ConsistencyAad(p, nbr[j], 0, everyone.data(), everyone.size(), caad);
+    if (!AeadSeal(key, nonce, caad, clen, none, 0, none, tags[j].tag).ok()) return false;
     for (int i = 0; i < 4; ++i) plain[i] = static_cast<uint8_t>(nbr[j] >> (8 * i));
     plain[8] = HolderX(p, nbr[j], 0);
     for (size_t i = 9; i < kSharePlainBytes; ++i) plain[i] = static_cast<uint8_t>(rng.next_u64());
@@ -78,12 +86,15 @@ bool MeasureDevice(const RoundParams& p, DeviceCost& cost) {
   std::vector<uint32_t> surv(nbr, nbr + k);
   surv.insert(std::upper_bound(surv.begin(), surv.end(), 0u), 0u);
   std::vector<UnmaskShare> shares(kMaxNeighbours + 1);
+  std::vector<ConsistencyTag> mine_tags(kMaxNeighbours);
   t0 = ThreadCpuSeconds();
   if (!dev.masked_input(in.data(), k, x.data(), y.data()).ok()) return false;
-  if (!dev.unmask(surv.data(), surv.size(), shares.data(), shares.size(), written).ok()) return false;
+  if (!dev.check_survivors(surv.data(), surv.size(), mine_tags.data(), mine_tags.size(), written).ok()) return false;
+  if (!dev.unmask_checked(tags.data(), k, shares.data(), shares.size(), written).ok()) return false;
   cost.seconds += CpuSince(t0);
-  cost.up = kAdvertiseBytes + k * kShareCiphertextBytes + 4ull * p.dim + (k + 1) * kUnmaskShareBytes;
-  cost.down = k * kAdvertiseBytes + k * kShareCiphertextBytes + 4ull * (k + 1);
+  cost.up = kAdvertiseBytes + k * kShareCiphertextBytes + 4ull * p.dim + k * kConsistencyTagBytes +
+            (k + 1) * kUnmaskShareBytes;
+  cost.down = k * kAdvertiseBytes + k * kShareCiphertextBytes + 4ull * (k + 1) + k * kConsistencyTagBytes;
   return true;
 }
 
@@ -149,18 +160,19 @@ int main(int argc, char** argv) {
                UnmaskFailureBound(n, p.k, p.t, 0.2), best.up, static_cast<double>(best.up) / plain, best.down,
                1e3 * best.seconds, round_s, server_ms);
   }
-  fmt::print("expansion = device uplink bytes of all four protocol rounds / d b / 8; it tends to 32 / b as d grows:\n");
+  fmt::print("expansion = device uplink bytes of all five protocol steps / d b / 8; it tends to 32 / b as d grows:\n");
   for (uint32_t d : {100u, 10000u, 1000000u}) {
     std::string line = fmt::format("  d = {:>7}:", d);
     for (uint32_t n : {10u, 100u, 1000u}) {
       uint32_t k, t;
       DefaultGraph(n, k, t);
-      const double up = kAdvertiseBytes + k * kShareCiphertextBytes + 4.0 * d + (k + 1) * kUnmaskShareBytes;
+      const double up = kAdvertiseBytes + k * kShareCiphertextBytes + 4.0 * d + k * kConsistencyTagBytes +
+                        (k + 1) * kUnmaskShareBytes;
       line += fmt::format("  N = {} {:.2f}x", n, up / ((static_cast<double>(d) * bits + 7) / 8));
     }
     fmt::print("{}\n", line);
   }
-  fmt::print("device ms: one device's CPU time in the four rounds (2k + 2 X25519, k AEAD seal/open, k + 1 ChaCha20 masks of d words)\n");
+  fmt::print("device ms: one device's CPU time in the five steps (2k + 2 X25519, 2k AEAD seal/open, k + 1 ChaCha20 masks of d words)\n");
   fmt::print("Cortex-M4F instructions per round: not measured (the firmware does not run the protocol yet)\n");
   return 0;
 }
