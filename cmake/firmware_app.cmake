@@ -195,7 +195,7 @@ if(COMMAND fedrt_add_firmware)
       NO_STANDALONE_RUN
       FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/digits-secagg/logs/dev0018.log")  # fleet_qemu_digits_secagg
     target_include_directories(fedrt-fw-digits PRIVATE "${_own}")
-    target_compile_definitions(fedrt-fw-digits PRIVATE FEDRT_OWN_SHARD_BLOB FEDRT_OWN_WORKSPACE_BYTES=189952
+    target_compile_definitions(fedrt-fw-digits PRIVATE FEDRT_OWN_SHARD_BLOB FEDRT_OWN_WORKSPACE_BYTES=190976
                                FEDRT_OWN_MAX_DIM=650 FEDRT_OWN_SECAGG=1
                                "FEDRT_OWN_MODELS=(FEDRT_MODEL_LOGISTIC|FEDRT_MODEL_SOFTMAX)")
     set_target_properties(fedrt-fw-digits PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF LINKER_LANGUAGE CXX)

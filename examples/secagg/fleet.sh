@@ -24,7 +24,9 @@ import csv, json, re, sys
 out = sys.argv[1]
 fleet = list(csv.DictReader(open(f"{out}/fleet/metrics.csv")))
 plain = list(csv.DictReader(open(f"{out}/plain/metrics.csv")))
-summ = json.load(open(f"{out}/fleet/summary.json"))["settings"]
+summary = json.load(open(f"{out}/fleet/summary.json"))
+summ = summary["settings"]
+failed = sum(a.get("secagg_failed_rounds", 0) for a in summary["algorithms"].values())
 log = open(f"{out}/fleet/coordinator.log").read()
 lat = [float(x) for x in re.findall(r"closed_by=secagg \S+ \S+ latency_ms=([0-9.]+)", log)]
 print(f"{'run':6} {'algorithm':9} {'final error':>12} {'agents/round':>12} {'uplink bits/round':>18}")
@@ -34,7 +36,7 @@ for name, rows in (("fleet", fleet), ("plain", plain)):
         print(f"{name:6} {alg:9} {float(last['error']):12.6e} {last['agents']:>12} {int(last['bits_up']):18d}")
 sa = summ["secure_aggregation"]
 print(f"fleet: k = {sa['neighbours_at_full_participation']}, t = {sa['threshold_at_full_participation']}, "
-      f"failed rounds = {summ['secagg_failed_rounds']}, rounds = {len(lat)}, "
+      f"failed rounds = {failed}, rounds = {len(lat)}, "
       f"median round latency = {sorted(lat)[len(lat) // 2]:.0f} ms")
 key = lambda rows: [(x["algorithm"], x["round"], x["error"]) for x in rows]
 same = key(fleet) == key(plain)

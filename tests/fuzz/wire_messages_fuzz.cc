@@ -36,6 +36,8 @@ wire::Envelope Reencode(const wire::Inbound& in) {
     case MessageKind::kSecAggSharesIn: wire::Encode(in.shares(), /*incoming=*/true, env); break;
     case MessageKind::kSecAggMasked: wire::Encode(in.masked(), env); break;
     case MessageKind::kSecAggUnmaskRequest: wire::Encode(in.unmask_request(), env); break;
+    case MessageKind::kSecAggCheck: wire::Encode(in.check(), /*incoming=*/false, env); break;
+    case MessageKind::kSecAggChecks: wire::Encode(in.check(), /*incoming=*/true, env); break;
     case MessageKind::kSecAggUnmask: wire::Encode(in.unmask(), env); break;
     default: fuzz::Fail("Inbound::decode accepted a message of no known kind");
   }

@@ -167,7 +167,8 @@ class NetTest : public ::testing::Test {
   pid_t StartCoordinator(const fs::path& config, int port, const std::vector<std::string>& extra,
                          const std::string& log_name = "coordinator.log") {
     bool hooks = false;
-    for (const auto& a : extra) hooks = hooks || a == "--stop-after-rounds" || a == "--secagg-dump";
+    for (const auto& a : extra)
+      hooks = hooks || a == "--stop-after-rounds" || a == "--secagg-dump" || a == "--secagg-lie";
     std::vector<std::string> args = {hooks ? TestBin("fedrt-test-coordinator") : Bin("fedrt-coordinator"), "--config", config.string(), "--out",
                                      (dir_ / "out").string(), "--keys", (dir_ / "keys").string(), "--state",
                                      (dir_ / "coordinator.db").string(), "--listen", "127.0.0.1", "--port",

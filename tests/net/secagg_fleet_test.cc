@@ -111,13 +111,15 @@ TEST_F(SecAggFleetTest, SecureFleetIsBitIdenticalToPlainRoundingAndCoordinatorSe
     if (env.has_secagg_unmask())
       for (const auto& s : env.secagg_unmask().shares()) (s.kind() == 1 ? share_b : share_s)++;
   }
-  // Per round and algorithm: one advertisement, one share set, one masked input, one unmask answer per device.
+  // Per round and algorithm: one advertisement, one share set, one masked input, one set of
+  // consistency tags, one unmask answer per device.
   const int per = 2 * T * kAgents;
   EXPECT_EQ(kinds[wire::Envelope::kSecaggAdvertise], per);
   EXPECT_EQ(kinds[wire::Envelope::kSecaggShares], per);
   EXPECT_EQ(kinds[wire::Envelope::kSecaggMasked], per);
+  EXPECT_EQ(kinds[wire::Envelope::kSecaggCheck], per);
   EXPECT_EQ(kinds[wire::Envelope::kSecaggUnmask], per);
-  EXPECT_EQ(kinds.size(), 4u) << "the coordinator received something other than SecAgg+ messages";
+  EXPECT_EQ(kinds.size(), 5u) << "the coordinator received something other than SecAgg+ messages";
   // Inputs are 16-bit integers: every one lies in [0, 2^16). Masked words do
   // with probability 2^-16 each (expected 0.02 of these 1280 words); the
   // plain inputs would put all of them there.
@@ -263,6 +265,37 @@ TEST_F(SecAggFleetTest, CheatingDeviceIsNamedItsSharesDroppedAndItIsShutOut) {
   ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
   EXPECT_EQ(rounds[3].agents, static_cast<uint32_t>(kAgents - 1)) << again;
   for (const auto& r : rounds) EXPECT_TRUE(r.failure.empty()) << r.failure;
+}
+
+// A coordinator that lies about who survived (fedrt-test-coordinator
+// --secagg-lie 1): in round 1 it tells devices 0-4 that device 9 dropped and
+// devices 5-9 that it survived, and forwards every consistency tag. Every
+// device finds a tag that does not match its own list and reveals nothing;
+// the round fails without a sum, and the next round, told the truth, has all
+// ten devices again.
+TEST_F(SecAggFleetTest, ALyingCoordinatorIsDetectedByEveryDevice) {
+  const int T = 3;
+  std::string toml = Config("\"fedlsa\"", T);
+  toml.replace(toml.find("deadline_ms = 10000"), 19, "deadline_ms = 4000");
+  const auto cfg = WriteExperiment(toml);
+  RunFleet(cfg, {"--secagg-lie", "1"});
+  const auto rounds = Rounds();
+  ASSERT_EQ(rounds.size(), static_cast<size_t>(T));
+  int identical = 0, compared = 0;
+  MaxRelDiff({rounds[0]}, PlainSim(cfg, 0), 0, &identical, &compared);
+  EXPECT_EQ(identical, 1);
+  EXPECT_TRUE(rounds[0].failure.empty());
+  EXPECT_FALSE(rounds[1].failure.empty()) << "the lied-about round aggregates nothing";
+  EXPECT_EQ(rounds[1].agents, 0u);
+  EXPECT_TRUE(rounds[2].failure.empty()) << rounds[2].failure;
+  EXPECT_EQ(rounds[2].agents, static_cast<uint32_t>(kAgents));
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(log, "round=2 phase=check answered=10/10"), 1u) << log;
+  EXPECT_EQ(Count(log, "round=2 phase=unmask answered=0/10"), 1u) << log;
+  EXPECT_EQ(Count(log, "secagg_failed"), 1u) << log;
+  for (int i = 0; i < kAgents; ++i)
+    EXPECT_EQ(Count(ReadFile(dir_ / (Id(i) + ".log")), "survivor list differs from ours"), 1u)
+        << Id(i) << ":\n" << ReadFile(dir_ / (Id(i) + ".log"));
 }
 
 // Compression control variates under SecAgg+ (partial participation, and two

@@ -1,6 +1,6 @@
 // fedrt-test-coordinator: fedrt-coordinator plus the test hooks (a stop
 // between rounds, a SIGKILL in or after a commit, a dump of the SecAgg+
-// messages it receives). Built with the tests only; the product's
+// messages it receives, a lie about who survived a secure round). Built with the tests only; the product's
 // fedrt-coordinator has none of these flags.
 
 #include <cstdio>
@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
                  "SIGKILL itself inside its N-th round commit, before SQLite's COMMIT");
   app.add_option("--crash-after-commit", hooks.crash_after_commit,
                  "SIGKILL itself after its N-th round commit, before the devices hear of it");
+  app.add_option("--secagg-lie", hooks.secagg_lie_round,
+                 "in secure round ROUND (0-based), tell the first half of the devices that the last one dropped");
   CLI11_PARSE(app, argc, argv);
   net::CoordinatorOptions opt;
   Status st = net::CoordinatorOptionsFromFlags(app, flags, opt);

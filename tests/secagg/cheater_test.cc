@@ -11,42 +11,15 @@
 #include "fedrt/core/rng.h"
 #include "fedrt/secagg/server.h"
 #include "fedrt/secagg/simulated_round.h"
+#include "round_fixture.h"
 
 namespace fedrt::secagg {
 namespace {
 
-RoundParams Params(uint32_t n, uint32_t k = 0) {
-  RoundParams p;
-  p.n = n;
-  p.dim = 40;
-  p.bits = 16;
-  p.round_id = 11;
-  p.graph_seed = 0xC4EA7;
-  DefaultGraph(n, p.k, p.t);
-  if (k > 0) {
-    p.k = k;
-    p.t = (k + 1) / 2 + 1;
-  }
-  return p;
-}
+RoundParams Params(uint32_t n, uint32_t k = 0) { return testing::TestParams(n, 40, 16, 11, k, 0xC4EA7); }
 
-struct Inputs {
-  std::vector<std::vector<uint32_t>> x;
-  std::vector<const uint32_t*> ptrs;
-  explicit Inputs(const RoundParams& p) : x(p.n) {
-    CounterRng rng(p.n);
-    for (auto& v : x) {
-      v.resize(p.dim);
-      for (auto& e : v) e = static_cast<uint32_t>(rng.next_u64() >> (64 - p.bits));
-      ptrs.push_back(v.data());
-    }
-  }
-  std::vector<uint32_t> sum(const std::vector<uint32_t>& who) const {
-    std::vector<uint32_t> s(x[0].size(), 0);
-    for (uint32_t u : who)
-      for (size_t i = 0; i < s.size(); ++i) s[i] += x[u][i];
-    return s;
-  }
+struct Inputs : testing::TestInputs {
+  explicit Inputs(const RoundParams& p) : TestInputs(p, p.n) {}
 };
 
 std::vector<uint32_t> AllBut(uint32_t n, std::set<uint32_t> out) {

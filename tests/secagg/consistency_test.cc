@@ -13,42 +13,16 @@
 #include "fedrt/secagg/device.h"
 #include "fedrt/secagg/server.h"
 #include "fedrt/secagg/simulated_round.h"
+#include "round_fixture.h"
 
 namespace fedrt::secagg {
 namespace {
 
-RoundParams Params(uint32_t n, uint32_t k = 0) {
-  RoundParams p;
-  p.n = n;
-  p.dim = 24;
-  p.bits = 16;
-  p.round_id = 21;
-  p.graph_seed = 0xC0C0A;
-  DefaultGraph(n, p.k, p.t);
-  if (k > 0) {
-    p.k = k;
-    p.t = (k + 1) / 2 + 1;
-  }
-  return p;
-}
+RoundParams Params(uint32_t n, uint32_t k = 0) { return testing::TestParams(n, 24, 16, 21, k, 0xC0C0A); }
 
-struct Inputs {
-  std::vector<std::vector<uint32_t>> x;
-  std::vector<const uint32_t*> ptrs;
-  explicit Inputs(const RoundParams& p) : x(p.n) {
-    CounterRng rng(p.n + 5);
-    for (auto& v : x) {
-      v.resize(p.dim);
-      for (auto& e : v) e = static_cast<uint32_t>(rng.next_u64() >> (64 - p.bits));
-      ptrs.push_back(v.data());
-    }
-  }
-  std::vector<uint32_t> sum() const {
-    std::vector<uint32_t> s(x[0].size(), 0);
-    for (const auto& v : x)
-      for (size_t i = 0; i < s.size(); ++i) s[i] += v[i];
-    return s;
-  }
+struct Inputs : testing::TestInputs {
+  explicit Inputs(const RoundParams& p) : TestInputs(p, p.n + 5) {}
+  std::vector<uint32_t> sum() const { return TestInputs::sum(testing::AllIds(static_cast<uint32_t>(x.size()))); }
 };
 
 std::vector<uint32_t> Range(uint32_t a, uint32_t b) {

@@ -11,51 +11,18 @@
 #include "fedrt/secagg/device.h"
 #include "fedrt/secagg/server.h"
 #include "fedrt/secagg/simulated_round.h"
+#include "round_fixture.h"
 
 namespace fedrt::secagg {
 namespace {
 
-// Default graph, or a sparse k-regular one (t = (k + 1) / 2 + 1) when k > 0: the
-// tests use small k so that sparse rounds stay fast (X25519 costs ~0.75 ms of CPU).
+// Default graph, or a sparse k-regular one when k > 0 (round_fixture.h).
 RoundParams Params(uint32_t n, uint32_t dim, uint32_t bits, uint64_t round_id = 7, uint32_t k = 0) {
-  RoundParams p;
-  p.n = n;
-  p.dim = dim;
-  p.bits = bits;
-  p.round_id = round_id;
-  p.graph_seed = 0x5eed0000 + round_id;
-  DefaultGraph(n, p.k, p.t);
-  if (k > 0) {
-    p.k = k;
-    p.t = (k + 1) / 2 + 1;
-  }
-  return p;
+  return testing::TestParams(n, dim, bits, round_id, k, 0x5eed0000 + round_id);
 }
+using Inputs = testing::TestInputs;
 
-struct Inputs {
-  std::vector<std::vector<uint32_t>> x;
-  std::vector<const uint32_t*> ptrs;
-  Inputs(const RoundParams& p, uint64_t seed) : x(p.n) {
-    CounterRng rng(seed);
-    for (auto& v : x) {
-      v.resize(p.dim);
-      for (auto& e : v) e = static_cast<uint32_t>(rng.next_u64() >> (64 - p.bits));
-      ptrs.push_back(v.data());
-    }
-  }
-  std::vector<uint32_t> sum(const std::vector<uint32_t>& who) const {
-    std::vector<uint32_t> s(x[0].size(), 0);
-    for (uint32_t u : who)
-      for (size_t i = 0; i < s.size(); ++i) s[i] += x[u][i];
-    return s;
-  }
-};
-
-std::vector<uint32_t> All(uint32_t n) {
-  std::vector<uint32_t> v(n);
-  for (uint32_t i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
+std::vector<uint32_t> All(uint32_t n) { return testing::AllIds(n); }
 
 TEST(SecAggProtocol, DefaultGraphAndFailureBound) {
   uint32_t k, t;

@@ -167,6 +167,7 @@ Status FwClient::Impl::send_output(const protocol::ClientOutput& out) {
     case protocol::MessageKind::kSecAggAdvertise: FEDRT_TRY(Encode(out.advertise, env)); break;
     case protocol::MessageKind::kSecAggShares: FEDRT_TRY(Encode(out.shares, env)); break;
     case protocol::MessageKind::kSecAggMasked: FEDRT_TRY(Encode(out.masked, env)); break;
+    case protocol::MessageKind::kSecAggCheck: FEDRT_TRY(Encode(out.check, env)); break;
     case protocol::MessageKind::kSecAggUnmask: FEDRT_TRY(Encode(out.unmask, env)); break;
     default: return Status::Internal("unexpected session output");
   }
@@ -240,6 +241,10 @@ Status FwClient::Impl::on_round_message() {
     case protocol::MessageKind::kSecAggUnmaskRequest:
       if (session == nullptr) return Status::Ok();
       FEDRT_TRY(session->on_secagg_unmask_request(inbound.unmask_request(), out));
+      return send_output(out);
+    case protocol::MessageKind::kSecAggChecks:
+      if (session == nullptr) return Status::Ok();
+      FEDRT_TRY(session->on_secagg_checks(inbound.checks(), out));
       return send_output(out);
     default: return Status::InvalidArgument("a message a device does not take");
   }

@@ -262,6 +262,21 @@ Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env) {
   return Status::Ok();
 }
 
+Status Encode(const protocol::SecAggCheckMsg& m, fedrt_wire_Envelope& env) {
+  Clear(env, fedrt_wire_Envelope_secagg_check_tag);
+  fedrt_wire_SecAggCheck& s = env.body.secagg_check;
+  Head(m.id, s);
+  if (m.tags.size > Cap(s.tags)) return Status::ResourceExhausted("SecAggCheck: too many tags");
+  s.tags_count = static_cast<pb_size_t>(m.tags.size);
+  for (uint32_t i = 0; i < m.tags.size; ++i) {
+    static_assert(sizeof(s.tags[i].tag.bytes) >= secagg::kTagBytes, "tag field too small");
+    s.tags[i].peer = m.tags[i].to;
+    s.tags[i].tag.size = static_cast<pb_size_t>(secagg::kTagBytes);
+    std::memcpy(s.tags[i].tag.bytes, m.tags[i].tag, secagg::kTagBytes);
+  }
+  return Status::Ok();
+}
+
 Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env) {
   Clear(env, fedrt_wire_Envelope_secagg_unmask_tag);
   fedrt_wire_SecAggUnmask& s = env.body.secagg_unmask;
@@ -287,6 +302,7 @@ protocol::RoundId Inbound::id() const {
     case MessageKind::kSecAggKeys: return keys_.id;
     case MessageKind::kSecAggSharesIn: return shares_.id;
     case MessageKind::kSecAggUnmaskRequest: return unmask_request_.id;
+    case MessageKind::kSecAggChecks: return checks_.id;
     default: return protocol::RoundId{};
   }
 }
@@ -381,6 +397,21 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
         return Status::InvalidArgument("SecAggUnmaskRequest: more survivors than neighbours + 1");
       unmask_request_ = protocol::SecAggUnmaskRequestMsg{IdOf(r), View<uint32_t>{r.survivors, r.survivors_count}};
       kind_ = MessageKind::kSecAggUnmaskRequest;
+      return Status::Ok();
+    }
+    case fedrt_wire_Envelope_secagg_checks_tag: {
+      const fedrt_wire_SecAggChecks& c = env.body.secagg_checks;
+      if (c.tags_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggChecks: too many tags");
+      if (!room) return Status::Internal("SecAggChecks: no scratch");
+      auto* tags = static_cast<secagg::ConsistencyTag*>(scratch);
+      for (pb_size_t i = 0; i < c.tags_count; ++i) {
+        new (&tags[i]) secagg::ConsistencyTag();
+        if (c.tags[i].tag.size != secagg::kTagBytes) return Status::InvalidArgument("SecAggChecks: tag not 16 B");
+        tags[i].from = c.tags[i].peer;  // the session fills in this device as the recipient
+        std::memcpy(tags[i].tag, c.tags[i].tag.bytes, secagg::kTagBytes);
+      }
+      checks_ = protocol::SecAggCheckMsg{IdOf(c), View<secagg::ConsistencyTag>{tags, c.tags_count}};
+      kind_ = MessageKind::kSecAggChecks;
       return Status::Ok();
     }
     default: return Status::InvalidArgument("not a round message a device takes");

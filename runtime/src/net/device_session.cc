@@ -248,6 +248,7 @@ Status DeviceSession::send_output(const protocol::ClientOutput& out) {
     case protocol::MessageKind::kSecAggAdvertise: wire::Encode(out.advertise, env); break;
     case protocol::MessageKind::kSecAggShares: wire::Encode(out.shares, /*incoming=*/false, env); break;
     case protocol::MessageKind::kSecAggMasked: wire::Encode(out.masked, env); break;
+    case protocol::MessageKind::kSecAggCheck: wire::Encode(out.check, /*incoming=*/false, env); break;
     case protocol::MessageKind::kSecAggUnmask: wire::Encode(out.unmask, env); break;
     default: return Status::Internal("device: unexpected session output");
   }
@@ -347,6 +348,10 @@ Status DeviceSession::on_round_message(const wire::Envelope& env) {
     case protocol::MessageKind::kSecAggUnmaskRequest:
       if (session_ == nullptr) return Status::Ok();
       FEDRT_TRY(session_->on_secagg_unmask_request(inbound_.unmask_request(), out));
+      return send_output(out);
+    case protocol::MessageKind::kSecAggChecks:
+      if (session_ == nullptr) return Status::Ok();
+      FEDRT_TRY(session_->on_secagg_checks(inbound_.check(), out));
       return send_output(out);
     default: return Status::InvalidArgument("from coordinator: a message a device does not take");
   }

@@ -16,8 +16,8 @@ double Now() {
 }
 
 const char* PhaseName(int phase) {
-  static const char* const kNames[] = {"", "advertise", "shares", "masked", "unmask"};
-  return phase >= 1 && phase <= 4 ? kNames[phase] : "";
+  static const char* const kNames[] = {"", "advertise", "shares", "masked", "check", "unmask"};
+  return phase >= 1 && phase <= 5 ? kNames[phase] : "";
 }
 
 // A label value of the text exposition format: \ " and newline escaped.

@@ -22,8 +22,8 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 }
 
 const char* PhaseName(int phase) {
-  static const char* const kNames[] = {"?", "advertise", "shares", "masked", "unmask"};
-  return phase >= 1 && phase <= 4 ? kNames[phase] : "?";
+  static const char* const kNames[] = {"?", "advertise", "shares", "masked", "check", "unmask"};
+  return phase >= 1 && phase <= 5 ? kNames[phase] : "?";
 }
 
 }  // namespace
@@ -157,7 +157,20 @@ void FleetRounds::deliver(uint64_t now_ms) {
       case MessageKind::kRoundResult: wire::Encode(session_->result(out.agent), env); break;
       case MessageKind::kSecAggKeys: wire::Encode(session_->secagg_keys(out.agent), env); break;
       case MessageKind::kSecAggSharesIn: wire::Encode(session_->secagg_shares_in(out.agent), true, env); break;
-      case MessageKind::kSecAggUnmaskRequest: wire::Encode(session_->secagg_unmask_request(out.agent), env); break;
+      case MessageKind::kSecAggUnmaskRequest: {
+        protocol::SecAggUnmaskRequestMsg m = session_->secagg_unmask_request(out.agent);
+        std::vector<uint32_t> lie;  // test hook: a coordinator that lies about who survived
+        const auto& sa = session_->secagg();
+        if (opt_.secagg_lie_round >= 0 && m.id.round == static_cast<uint32_t>(opt_.secagg_lie_round) &&
+            sa.params_for(out.agent).id < sa.n() / 2) {
+          for (uint32_t i = 0; i < m.survivors.size; ++i)
+            if (m.survivors[i] != sa.n() - 1) lie.push_back(m.survivors[i]);
+          m.survivors = protocol::View<uint32_t>{lie.data(), static_cast<uint32_t>(lie.size())};
+        }
+        wire::Encode(m, env);
+        break;
+      }
+      case MessageKind::kSecAggChecks: wire::Encode(session_->secagg_checks(out.agent), true, env); break;
       default: continue;
     }
     if (out.agent < agents_) {
@@ -222,7 +235,7 @@ void FleetRounds::log_phases(uint64_t) {
                    opt_.names[id.algorithm], id.run, round_name(id.round), PhaseName(p.phase), p.answered, p.n, p.by,
                    MsSince(t_phase_));
     t_phase_ = std::chrono::steady_clock::now();
-    if (p.phase < 4 && session_->round_open()) events_->secagg_phase(p.phase + 1, p.answered);
+    if (p.phase < 5 && session_->round_open()) events_->secagg_phase(p.phase + 1, p.answered);
   }
   session_->clear_phases_closed();
 }
@@ -389,6 +402,10 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
       dump(agent, env);
       v = session_->on_secagg_masked(agent, in.masked(), now_ms);
       break;
+    case MessageKind::kSecAggCheck:
+      dump(agent, env);
+      v = session_->on_secagg_check(agent, in.check(), now_ms);
+      break;
     case MessageKind::kSecAggUnmask:
       dump(agent, env);
       v = session_->on_secagg_unmask(agent, in.unmask(), now_ms);
@@ -398,7 +415,7 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
   if (v.ok()) {
     const MessageKind k = in.kind();
     if (k == MessageKind::kSecAggAdvertise || k == MessageKind::kSecAggShares || k == MessageKind::kSecAggMasked ||
-        k == MessageKind::kSecAggUnmask)
+        k == MessageKind::kSecAggCheck || k == MessageKind::kSecAggUnmask)
       events_->secagg_answer(agent);
     if (((k == MessageKind::kUpdate || k == MessageKind::kChunk) && v.whole) || k == MessageKind::kSecAggMasked)
       events_->submitted(agent);

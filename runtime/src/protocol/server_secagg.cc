@@ -49,7 +49,8 @@ SecAggRound ServerSecAgg::params_for(uint32_t agent) const {
 }
 
 Status ServerSecAgg::on_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
-                                const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggUnmaskMsg* un) {
+                                const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggCheckMsg* ch,
+                                const SecAggUnmaskMsg* un) {
   if (phase_ == 0 || id != id_) return Status(StatusCode::kAborted, "secure aggregation message for another round");
   if (!member(agent)) return Status::FailedPrecondition("not sampled in this round");
   const uint32_t u = static_cast<uint32_t>(id_of_[agent]);
@@ -77,6 +78,12 @@ Status ServerSecAgg::on_message(uint32_t agent, int phase, const RoundId& id, co
                     fmt::format("masked input has {} values, expected {}", ma->masked.size, p_.dim));
     st = server_.on_masked(u, ma->masked.data);
     bytes = 4ull * p_.dim;
+  } else if (phase == 4) {
+    if (ch->tags.size > secagg::kMaxNeighbours) return Status::InvalidArgument("more consistency tags than neighbours");
+    tags_.assign(ch->tags.data, ch->tags.data + ch->tags.size);
+    for (auto& t : tags_) t.from = u;
+    st = server_.on_check(u, tags_.data(), tags_.size());
+    bytes = tags_.size() * secagg::kConsistencyTagBytes;
   } else {
     if (un->shares.size > secagg::kMaxNeighbours + 1) return Status::InvalidArgument("more unmask shares than neighbours + 1");
     std::vector<secagg::UnmaskShare> shares(un->shares.data, un->shares.data + un->shares.size);
@@ -94,7 +101,7 @@ Status ServerSecAgg::on_message(uint32_t agent, int phase, const RoundId& id, co
 }
 
 void ServerSecAgg::on_disconnect(uint32_t agent) {
-  if (phase_ == 0 || phase_ == 5 || !member(agent)) return;
+  if (phase_ == 0 || phase_ == 6 || !member(agent)) return;
   const uint32_t u = static_cast<uint32_t>(id_of_[agent]);
   if (phase_ >= 2 || answered_[u]) {  // after the keys are advertised a lost connection is a dropout
     left_[u] = 1;
@@ -103,7 +110,7 @@ void ServerSecAgg::on_disconnect(uint32_t agent) {
 }
 
 bool ServerSecAgg::phase_complete() const {
-  if (phase_ < 1 || phase_ > 4) return false;
+  if (phase_ < 1 || phase_ > 5) return false;
   for (uint32_t u = 0; u < p_.n; ++u)
     if (expected_[u] && !answered_[u]) return false;
   return true;
@@ -122,15 +129,16 @@ Status ServerSecAgg::advance(std::vector<uint32_t>& notify) {
     case 1: st = server_.close_advertise(); break;
     case 2: st = server_.close_shares(); break;
     case 3: st = server_.close_masked(); break;
-    case 4: st = server_.finish(sum_); break;
+    case 4: st = server_.close_check(); break;
+    case 5: st = server_.finish(sum_); break;
     default: return Status::FailedPrecondition("secure aggregation: no phase open");
   }
   if (!st.ok()) {
     phase_ = 0;
     return st;
   }
-  if (phase_ == 4) {
-    phase_ = 5;
+  if (phase_ == 5) {
+    phase_ = 6;
     return Status::Ok();
   }
   for (uint32_t u = 0; u < p_.n; ++u) {
@@ -158,6 +166,12 @@ SecAggUnmaskRequestMsg ServerSecAgg::survivors_for(uint32_t agent) {
   surv_ = server_.survivors_for(static_cast<uint32_t>(id_of_[agent]));
   down_ += 4ull * surv_.size();
   return SecAggUnmaskRequestMsg{id_, View<uint32_t>{surv_.data(), static_cast<uint32_t>(surv_.size())}};
+}
+
+SecAggCheckMsg ServerSecAgg::checks_for(uint32_t agent) {
+  tags_ = server_.checks_for(static_cast<uint32_t>(id_of_[agent]));
+  down_ += tags_.size() * secagg::kConsistencyTagBytes;
+  return SecAggCheckMsg{id_, View<secagg::ConsistencyTag>{tags_.data(), static_cast<uint32_t>(tags_.size())}};
 }
 
 std::vector<uint32_t> ServerSecAgg::contributors() const {

@@ -261,13 +261,13 @@ void ServerSession::record(uint32_t agent, const Update& u, uint64_t bits) {
 }
 
 Verdict ServerSession::secagg_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
-                                      const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggUnmaskMsg* un,
-                                      uint64_t now_ms) {
+                                      const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggCheckMsg* ch,
+                                      const SecAggUnmaskMsg* un, uint64_t now_ms) {
   now_ = now_ms;
   if (agent >= agents_) return Verdict{Refusal::kMalformed, "unknown agent"};
   if (!secure_) return Verdict{Refusal::kMalformed, "this experiment does not use secure aggregation"};
   if (state_ != State::kOpen || id != id_) return Verdict{Refusal::kStaleRound, "secure aggregation message for another round"};
-  Status st = secagg_.on_message(agent, phase, id, ad, sh, ma, un);
+  Status st = secagg_.on_message(agent, phase, id, ad, sh, ma, ch, un);
   if (!st.ok()) {
     Refusal r = Refusal::kMalformed;
     if (st.code() == StatusCode::kFailedPrecondition) r = Refusal::kNotSampled;
@@ -283,20 +283,23 @@ Verdict ServerSession::secagg_message(uint32_t agent, int phase, const RoundId& 
 }
 
 Verdict ServerSession::on_secagg_advertise(uint32_t agent, const SecAggAdvertiseMsg& m, uint64_t now_ms) {
-  return secagg_message(agent, 1, m.id, &m, nullptr, nullptr, nullptr, now_ms);
+  return secagg_message(agent, 1, m.id, &m, nullptr, nullptr, nullptr, nullptr, now_ms);
 }
 Verdict ServerSession::on_secagg_shares(uint32_t agent, const SecAggSharesMsg& m, uint64_t now_ms) {
-  return secagg_message(agent, 2, m.id, nullptr, &m, nullptr, nullptr, now_ms);
+  return secagg_message(agent, 2, m.id, nullptr, &m, nullptr, nullptr, nullptr, now_ms);
 }
 Verdict ServerSession::on_secagg_masked(uint32_t agent, const SecAggMaskedMsg& m, uint64_t now_ms) {
   if (agent < agents_ && state_ == State::kOpen && m.id == id_) {
     reports_[agent] = m.report;
     list_report(agent);
   }
-  return secagg_message(agent, 3, m.id, nullptr, nullptr, &m, nullptr, now_ms);
+  return secagg_message(agent, 3, m.id, nullptr, nullptr, &m, nullptr, nullptr, now_ms);
+}
+Verdict ServerSession::on_secagg_check(uint32_t agent, const SecAggCheckMsg& m, uint64_t now_ms) {
+  return secagg_message(agent, 4, m.id, nullptr, nullptr, nullptr, &m, nullptr, now_ms);
 }
 Verdict ServerSession::on_secagg_unmask(uint32_t agent, const SecAggUnmaskMsg& m, uint64_t now_ms) {
-  return secagg_message(agent, 4, m.id, nullptr, nullptr, nullptr, &m, now_ms);
+  return secagg_message(agent, 5, m.id, nullptr, nullptr, nullptr, nullptr, &m, now_ms);
 }
 
 void ServerSession::advance_secagg() {
@@ -314,7 +317,8 @@ void ServerSession::advance_secagg() {
     }
     const MessageKind kind = secagg_.phase() == 2   ? MessageKind::kSecAggKeys
                              : secagg_.phase() == 3 ? MessageKind::kSecAggSharesIn
-                                                    : MessageKind::kSecAggUnmaskRequest;
+                             : secagg_.phase() == 4 ? MessageKind::kSecAggUnmaskRequest
+                                                    : MessageKind::kSecAggChecks;
     for (uint32_t a : notify_)
       if (connected_[a]) queue(a, kind);
     if (deadline_ms_ > 0) deadline_ = now_ + deadline_ms_;  // each phase has its own deadline

@@ -46,7 +46,7 @@ Status SecAggDevice::advertise(const RoundParams& p, uint32_t id, const DeviceEn
   wipe();
   phase_ = Phase::kIdle;
   FEDRT_TRY(ValidateParams(p));
-  if (id >= p.n) return fail(Status::InvalidArgument("secagg device: id outside the round's devices"));
+  if (id >= p.n) return fail(Status::InvalidArgument("secagg: id outside the round's devices"));
   p_ = p;
   id_ = id;
   nbr_count_ = Neighbours(p, id, nbr_);
@@ -64,20 +64,20 @@ Status SecAggDevice::advertise(const RoundParams& p, uint32_t id, const DeviceEn
 
 Status SecAggDevice::share_keys(const Advertise* ads, size_t count, ShareCiphertext* out, size_t cap, size_t& written) {
   written = 0;
-  if (phase_ != Phase::kAdvertised) return fail(Status::FailedPrecondition("secagg device: share_keys out of order"));
+  if (phase_ != Phase::kAdvertised) return fail(Status::FailedPrecondition("secagg: share_keys out of order"));
   for (size_t i = 0; i < count; ++i) {
     const int j = index_of(ads[i].id);
-    if (j < 0) return fail(Status::InvalidArgument("secagg device: advertisement from a device that is not a neighbour"));
+    if (j < 0) return fail(Status::InvalidArgument("secagg: advertisement from a non-neighbour"));
     Peer& peer = peers_[j];
-    if (peer.advertised) return fail(Status::InvalidArgument("secagg device: duplicate advertisement"));
+    if (peer.advertised) return fail(Status::InvalidArgument("secagg: duplicate advertisement"));
     if (std::memcmp(ads[i].c_pk, ads[i].s_pk, kKeyBytes) == 0)
-      return fail(Status::InvalidArgument("secagg device: neighbour advertised the same key twice"));
+      return fail(Status::InvalidArgument("secagg: neighbour advertised the same key twice"));
     std::memcpy(peer.c_pk, ads[i].c_pk, kKeyBytes);
     std::memcpy(peer.s_pk, ads[i].s_pk, kKeyBytes);
     peer.advertised = true;
   }
-  if (count < p_.t) return fail(Status::FailedPrecondition("secagg device: fewer than t neighbours advertised keys"));
-  if (count > cap) return fail(Status::ResourceExhausted("secagg device: share output buffer too small"));
+  if (count < p_.t) return fail(Status::FailedPrecondition("secagg: fewer than t neighbours advertised keys"));
+  if (count > cap) return fail(Status::ResourceExhausted("secagg: share output buffer too small"));
   const size_t coeff_bytes = static_cast<size_t>(p_.t - 1) * kKeyBytes;
   uint8_t plain[kSharePlainBytes];
   uint8_t coeff_s[kMaxNeighbours * kKeyBytes];
@@ -116,16 +116,16 @@ Status SecAggDevice::share_keys(const Advertise* ads, size_t count, ShareCiphert
 }
 
 Status SecAggDevice::masked_input(const ShareCiphertext* in, size_t count, const uint32_t* x, uint32_t* y) {
-  if (phase_ != Phase::kShared) return fail(Status::FailedPrecondition("secagg device: masked_input out of order"));
+  if (phase_ != Phase::kShared) return fail(Status::FailedPrecondition("secagg: masked_input out of order"));
   uint8_t plain[kSharePlainBytes];
   for (size_t i = 0; i < count; ++i) {
     const ShareCiphertext& c = in[i];
-    if (c.to != id_) return fail(Status::InvalidArgument("secagg device: share addressed to another device"));
+    if (c.to != id_) return fail(Status::InvalidArgument("secagg: share addressed to another device"));
     const int j = index_of(c.from);
     if (j < 0 || !peers_[j].advertised)
-      return fail(Status::InvalidArgument("secagg device: share from a device that is not an advertised neighbour"));
+      return fail(Status::InvalidArgument("secagg: share from a non-neighbour"));
     Peer& peer = peers_[j];
-    if (peer.shared) return fail(Status::InvalidArgument("secagg device: duplicate share"));
+    if (peer.shared) return fail(Status::InvalidArgument("secagg: duplicate share"));
     uint8_t nonce[kNonceBytes], aad[16];
     ShareNonce(c.from, c.to, nonce);
     ShareAad(p_, c.from, c.to, aad);
@@ -134,7 +134,7 @@ Status SecAggDevice::masked_input(const ShareCiphertext* in, size_t count, const
     // Our x in the sender's sharing is public (our position in its neighbour list + 1).
     if (GetLe32(plain) != c.from || GetLe32(plain + 4) != id_ || plain[8] != HolderX(p_, c.from, id_)) {
       Wipe(plain, sizeof plain);
-      return fail(Status::DataLoss("secagg device: share header does not match its envelope"));
+      return fail(Status::DataLoss("secagg: share header does not match its envelope"));
     }
     peer.x = plain[8];
     std::memcpy(peer.b_share, plain + 9, kKeyBytes);
@@ -142,10 +142,10 @@ Status SecAggDevice::masked_input(const ShareCiphertext* in, size_t count, const
     peer.shared = true;
   }
   Wipe(plain, sizeof plain);
-  if (count < p_.t) return fail(Status::FailedPrecondition("secagg device: fewer than t neighbours completed key sharing"));
+  if (count < p_.t) return fail(Status::FailedPrecondition("secagg: fewer than t neighbours completed key sharing"));
   const uint64_t top = (uint64_t{1} << p_.bits) - 1;
   for (uint32_t i = 0; i < p_.dim; ++i) {
-    if (x[i] > top) return fail(Status::OutOfRange("secagg device: input entry exceeds the round's bits"));
+    if (x[i] > top) return fail(Status::OutOfRange("secagg: input entry exceeds the round's bits"));
     y[i] = x[i];
   }
   Status st = AddSelfMask(p_, b_, +1, y);
@@ -170,46 +170,45 @@ Status SecAggDevice::take_survivors(const uint32_t* survivors, size_t count) {
     }
     const int j = index_of(survivors[i]);
     if (j < 0 || !peers_[j].shared)
-      return Status::InvalidArgument("secagg device: survivor list names a device that did not share with us");
+      return Status::InvalidArgument("secagg: survivor is no sharing neighbour");
     peers_[j].listed = true;
   }
-  if (!self) return Status::FailedPrecondition("secagg device: the server does not list this device as a survivor");
+  if (!self) return Status::FailedPrecondition("secagg: not listed as a survivor");
   return Status::Ok();
 }
 
 size_t SecAggDevice::listed_ids(uint32_t* out) const {
   size_t n = 0;
-  bool self_done = false;
-  for (uint32_t j = 0; j <= nbr_count_; ++j) {
-    if (!self_done && (j == nbr_count_ || id_ < nbr_[j])) {
-      out[n++] = id_;
-      self_done = true;
-    }
-    if (j < nbr_count_ && peers_[j].listed) out[n++] = nbr_[j];
-  }
+  out[n++] = id_;
+  for (uint32_t j = 0; j < nbr_count_; ++j)
+    if (peers_[j].listed) out[n++] = nbr_[j];
   return n;
+}
+
+Status SecAggDevice::consistency_tag(uint32_t j, uint32_t from, uint32_t to, bool open, uint8_t tag[kTagBytes]) const {
+  uint32_t listed[kMaxNeighbours + 1];
+  const size_t n = listed_ids(listed);
+  uint8_t aad[kConsistencyAadBytes], nonce[kNonceBytes], none[1] = {0};
+  const size_t len = ConsistencyAad(p_, from, to, listed, n, aad);
+  ConsistencyNonce(from, to, nonce);
+  return open ? AeadOpen(peers_[j].channel, nonce, aad, len, none, 0, tag, none)
+              : AeadSeal(peers_[j].channel, nonce, aad, len, none, 0, none, tag);
 }
 
 Status SecAggDevice::check_survivors(const uint32_t* survivors, size_t count, ConsistencyTag* out, size_t cap,
                                      size_t& written) {
   written = 0;
-  if (phase_ != Phase::kMasked) return fail(Status::FailedPrecondition("secagg device: consistency check out of order"));
+  if (phase_ != Phase::kMasked) return fail(Status::FailedPrecondition("secagg: check out of order"));
   Status st = take_survivors(survivors, count);
-  if (!st.ok()) return fail(st);
-  uint32_t listed[kMaxNeighbours + 1];
-  const size_t n = listed_ids(listed);
-  uint8_t aad[kConsistencyAadBytes], nonce[kNonceBytes], none[1] = {0};
   for (uint32_t j = 0; j < nbr_count_ && st.ok(); ++j) {
     // Every neighbour that shared with us, listed or not: one told we think it
     // dropped while it is alive sees that the server lied about it.
     if (!peers_[j].shared) continue;
-    if (written >= cap) return fail(Status::ResourceExhausted("secagg device: consistency output buffer too small"));
+    if (written >= cap) return fail(Status::ResourceExhausted("secagg: tag buffer too small"));
     ConsistencyTag& t = out[written++];
     t.from = id_;
     t.to = nbr_[j];
-    const size_t len = ConsistencyAad(p_, id_, nbr_[j], listed, n, aad);
-    ConsistencyNonce(id_, nbr_[j], nonce);
-    st = AeadSeal(peers_[j].channel, nonce, aad, len, none, 0, none, t.tag);
+    st = consistency_tag(j, id_, nbr_[j], false, t.tag);
   }
   if (!st.ok()) return fail(st);
   phase_ = Phase::kChecked;
@@ -219,36 +218,27 @@ Status SecAggDevice::check_survivors(const uint32_t* survivors, size_t count, Co
 Status SecAggDevice::unmask_checked(const ConsistencyTag* tags, size_t count, UnmaskShare* out, size_t cap,
                                     size_t& written) {
   written = 0;
-  if (phase_ != Phase::kChecked) return fail(Status::FailedPrecondition("secagg device: unmask before the consistency check"));
-  uint32_t listed[kMaxNeighbours + 1];
-  const size_t n = listed_ids(listed);
-  uint8_t aad[kConsistencyAadBytes], nonce[kNonceBytes], none[1] = {0};
+  if (phase_ != Phase::kChecked) return fail(Status::FailedPrecondition("secagg: unmask before the check"));
   uint32_t confirmed = 0;
   for (size_t i = 0; i < count; ++i) {
-    const ConsistencyTag& t = tags[i];
-    const int j = t.to == id_ ? index_of(t.from) : -1;
-    if (j < 0 || !peers_[j].shared)
-      return fail(Status::InvalidArgument("secagg device: consistency tag from a device that did not share with us"));
-    if (peers_[j].confirmed) return fail(Status::InvalidArgument("secagg device: duplicate consistency tag"));
-    // Our own view of what the sender should have listed: a different list gives a different AAD.
-    const size_t len = ConsistencyAad(p_, t.from, id_, listed, n, aad);
-    ConsistencyNonce(t.from, id_, nonce);
-    if (!AeadOpen(peers_[j].channel, nonce, aad, len, none, 0, t.tag, none).ok())
-      return fail(Status(StatusCode::kAborted,
-                         "secagg device: a neighbour's survivor list differs from ours (the server told us different "
-                         "things): revealing nothing"));
+    ConsistencyTag t = tags[i];  // addressed to us (the AAD names us: a tag for another device fails)
+    const int j = index_of(t.from);
+    if (j < 0 || !peers_[j].shared) return fail(Status::InvalidArgument("secagg: tag from a non-neighbour"));
+    if (peers_[j].confirmed) return fail(Status::InvalidArgument("secagg: duplicate tag"));
+    // Checked against our own list: a sender told something else has a different AAD.
+    if (!consistency_tag(static_cast<uint32_t>(j), t.from, id_, true, t.tag).ok())
+      return fail(Status(StatusCode::kAborted, "secagg: survivor list differs from ours: server lied"));
     peers_[j].confirmed = true;
     confirmed += peers_[j].listed ? 1u : 0u;
   }
   if (confirmed + 1 < p_.t)
-    return fail(Status(StatusCode::kAborted,
-                       "secagg device: fewer than t - 1 neighbours confirmed our survivor list: revealing nothing"));
+    return fail(Status(StatusCode::kAborted, "secagg: survivor list confirmed by < t - 1"));
   return reveal(out, cap, written);
 }
 
 Status SecAggDevice::unmask(const uint32_t* survivors, size_t count, UnmaskShare* out, size_t cap, size_t& written) {
   written = 0;
-  if (phase_ != Phase::kMasked) return fail(Status::FailedPrecondition("secagg device: unmask out of order or repeated"));
+  if (phase_ != Phase::kMasked) return fail(Status::FailedPrecondition("secagg: unmask out of order or repeated"));
   const Status st = take_survivors(survivors, count);
   if (!st.ok()) return fail(st);
   return reveal(out, cap, written);
@@ -256,7 +246,7 @@ Status SecAggDevice::unmask(const uint32_t* survivors, size_t count, UnmaskShare
 
 Status SecAggDevice::reveal(UnmaskShare* out, size_t cap, size_t& written) {
   written = 0;
-  if (cap < 1) return fail(Status::ResourceExhausted("secagg device: unmask output buffer too small"));
+  if (cap < 1) return fail(Status::ResourceExhausted("secagg: unmask output buffer too small"));
   UnmaskShare& own = out[written++];
   own.from = own.about = id_;
   own.kind = ShareKind::kSelfSeed;
@@ -265,7 +255,7 @@ Status SecAggDevice::reveal(UnmaskShare* out, size_t cap, size_t& written) {
   for (uint32_t j = 0; j < nbr_count_; ++j) {
     const Peer& peer = peers_[j];
     if (!peer.shared) continue;
-    if (written >= cap) return fail(Status::ResourceExhausted("secagg device: unmask output buffer too small"));
+    if (written >= cap) return fail(Status::ResourceExhausted("secagg: unmask output buffer too small"));
     UnmaskShare& s = out[written++];
     s.from = id_;
     s.about = nbr_[j];

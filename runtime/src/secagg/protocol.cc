@@ -207,18 +207,10 @@ size_t ConsistencyAad(const RoundParams& p, uint32_t from, uint32_t to, const ui
       if (a[i] == id) return true;
     return false;
   };
-  // D in ascending order: walk from's closed neighbourhood (sorted neighbours plus from itself).
+  // D in a fixed order both ends compute from (from, to): from's neighbours, then from itself.
   size_t bit = 0;
-  uint32_t i = 0;
-  bool self_done = false;
-  while (i < cf || !self_done) {
-    uint32_t d;
-    if (!self_done && (i == cf || from < nf[i])) {
-      d = from;
-      self_done = true;
-    } else {
-      d = nf[i++];
-    }
+  for (uint32_t i = 0; i <= cf; ++i) {
+    const uint32_t d = i < cf ? nf[i] : from;
     if (d != to && !in(nt, ct, d)) continue;  // not in to's closed neighbourhood
     if (in(listed, static_cast<uint32_t>(count), d)) aad[16 + bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
     ++bit;

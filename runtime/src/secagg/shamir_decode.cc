@@ -163,14 +163,7 @@ class Agreement {
 Status ShamirDecode(const uint8_t* xs, const uint8_t* ys, size_t m, size_t len, uint32_t t, uint8_t* secret,
                     std::vector<size_t>& off) {
   off.clear();
-  if (t < 1 || t > kMaxShamirHolders) return Status::InvalidArgument("shamir: threshold must be in [1, 255]");
-  if (len == 0) return Status::InvalidArgument("shamir: empty secret");
-  if (m < t) return Status::FailedPrecondition("shamir: fewer shares than the threshold");
-  for (size_t i = 0; i < m; ++i) {
-    if (xs[i] == 0) return Status::InvalidArgument("shamir: share with x-coordinate 0");
-    for (size_t k = 0; k < i; ++k)
-      if (xs[k] == xs[i]) return Status::InvalidArgument("shamir: two shares with the same x-coordinate");
-  }
+  FEDRT_TRY(ShamirCheckShares(xs, m, len, t));
   const size_t e = (m - t) / 2;
   std::vector<uint8_t> bad(m, 0), y(m), p;
   Agreement fast;

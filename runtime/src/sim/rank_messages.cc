@@ -13,7 +13,8 @@ using protocol::MessageKind;
 namespace {
 
 static_assert(std::is_trivially_copyable_v<secagg::Advertise> && std::is_trivially_copyable_v<secagg::ShareCiphertext> &&
-                  std::is_trivially_copyable_v<secagg::UnmaskShare> && std::is_trivially_copyable_v<protocol::WorkReport>,
+                  std::is_trivially_copyable_v<secagg::UnmaskShare> &&
+                  std::is_trivially_copyable_v<secagg::ConsistencyTag> && std::is_trivially_copyable_v<protocol::WorkReport>,
               "messages are packed as their bytes");
 
 // Record: agent u32 | kind u8 | round id (3 x u32) | the kind's fields.
@@ -119,6 +120,10 @@ Status RankMessages::put(uint32_t agent, const ClientOutput& m) {
       w.array(m.masked.masked);
       w.put(m.masked.report);
       break;
+    case MessageKind::kSecAggCheck:
+      w.id(m.check.id);
+      w.array(m.check.tags);
+      break;
     case MessageKind::kSecAggUnmask:
       w.id(m.unmask.id);
       w.array(m.unmask.shares);
@@ -180,6 +185,10 @@ Status RankMessages::exchange(RankChannel& channel, uint32_t agents, uint64_t sa
         m.masked.id = in.id();
         m.masked.masked = in.array(words_);
         m.masked.report = in.get<protocol::WorkReport>();
+        break;
+      case MessageKind::kSecAggCheck:
+        m.check.id = in.id();
+        m.check.tags = in.array(tags_);
         break;
       case MessageKind::kSecAggUnmask:
         m.unmask.id = in.id();

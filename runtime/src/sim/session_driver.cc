@@ -177,6 +177,11 @@ Status SessionDriver::play_round(uint32_t round) {
           if (mine) st = client->on_secagg_unmask_request(m, *reply);
           break;
         }
+        case MessageKind::kSecAggChecks: {
+          const protocol::SecAggCheckMsg m = server_.secagg_checks(out.agent);
+          if (mine) st = client->on_secagg_checks(m, *reply);
+          break;
+        }
         default: continue;
       }
       if (!st.ok()) return AgentError(out.agent, st);
@@ -315,6 +320,7 @@ Status SessionDriver::send(uint32_t agent, const ClientOutput& out) {
     case MessageKind::kSecAggAdvertise: v = server_.on_secagg_advertise(agent, out.advertise, 0); break;
     case MessageKind::kSecAggShares: v = server_.on_secagg_shares(agent, out.shares, 0); break;
     case MessageKind::kSecAggMasked: v = server_.on_secagg_masked(agent, out.masked, 0); break;
+    case MessageKind::kSecAggCheck: v = server_.on_secagg_check(agent, out.check, 0); break;
     case MessageKind::kSecAggUnmask: v = server_.on_secagg_unmask(agent, out.unmask, 0); break;
     default: return Status::Internal("simulator: unexpected message from an agent");
   }

@@ -335,6 +335,19 @@ void Encode(const protocol::SecAggUnmaskRequestMsg& m, Envelope& env) {
   s->mutable_survivors()->Add(m.survivors.data, m.survivors.data + m.survivors.size);
 }
 
+void Encode(const protocol::SecAggCheckMsg& m, bool incoming, Envelope& env) {
+  auto fill = [&](auto* s) {
+    Head(m.id, s);
+    for (uint32_t i = 0; i < m.tags.size; ++i) {
+      SecAggTag* w = s->add_tags();
+      w->set_peer(incoming ? m.tags[i].from : m.tags[i].to);
+      w->set_tag(Bytes(m.tags[i].tag, secagg::kTagBytes));
+    }
+  };
+  if (incoming) fill(env.mutable_secagg_checks());
+  else fill(env.mutable_secagg_check());
+}
+
 void Encode(const protocol::SecAggUnmaskMsg& m, Envelope& env) {
   SecAggUnmask* s = env.mutable_secagg_unmask();
   Head(m.id, s);
@@ -522,6 +535,26 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       unmask_request_ = protocol::SecAggUnmaskRequestMsg{
           IdOf(r), View<uint32_t>{r.survivors().data(), static_cast<uint32_t>(r.survivors_size())}};
       kind_ = MessageKind::kSecAggUnmaskRequest;
+      return true;
+    }
+    case Envelope::kSecaggCheck:
+    case Envelope::kSecaggChecks: {
+      const bool incoming = env.body_case() == Envelope::kSecaggChecks;
+      const auto& list = incoming ? env.secagg_checks().tags() : env.secagg_check().tags();
+      if (list.size() > static_cast<int>(secagg::kMaxNeighbours))
+        return fail(ERROR_MALFORMED, fmt::format("{} consistency tags (at most {})", list.size(), secagg::kMaxNeighbours));
+      tags_.assign(static_cast<size_t>(list.size()), secagg::ConsistencyTag{});
+      for (int i = 0; i < list.size(); ++i) {
+        const SecAggTag& w = list.Get(i);
+        if (w.tag().size() != secagg::kTagBytes)
+          return fail(ERROR_MALFORMED, fmt::format("consistency tag of {} bytes, expected {}", w.tag().size(), secagg::kTagBytes));
+        // The peer is the sender (incoming) or the recipient; the session fills in the other end.
+        (incoming ? tags_[i].from : tags_[i].to) = w.peer();
+        std::memcpy(tags_[i].tag, w.tag().data(), secagg::kTagBytes);
+      }
+      check_ = protocol::SecAggCheckMsg{incoming ? IdOf(env.secagg_checks()) : IdOf(env.secagg_check()),
+                                        View<secagg::ConsistencyTag>{tags_.data(), static_cast<uint32_t>(tags_.size())}};
+      kind_ = incoming ? MessageKind::kSecAggChecks : MessageKind::kSecAggCheck;
       return true;
     }
     case Envelope::kSecaggUnmask: {

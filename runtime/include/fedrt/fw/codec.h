@@ -32,6 +32,7 @@ Status Encode(const protocol::Chunk& m, fedrt_wire_Envelope& env);
 Status Encode(const protocol::SecAggAdvertiseMsg& m, fedrt_wire_Envelope& env);
 Status Encode(const protocol::SecAggSharesMsg& m, fedrt_wire_Envelope& env);  // each ciphertext names its recipient
 Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env);
+Status Encode(const protocol::SecAggCheckMsg& m, fedrt_wire_Envelope& env);  // each tag names its recipient
 Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env);
 
 // Largest Envelope payloads this image's nanopb code holds (for the task checks).
@@ -73,6 +74,7 @@ class Inbound {
   const protocol::SecAggKeysMsg& keys() const { return keys_; }
   const protocol::SecAggSharesMsg& shares() const { return shares_; }  // kSecAggSharesIn
   const protocol::SecAggUnmaskRequestMsg& unmask_request() const { return unmask_request_; }
+  const protocol::SecAggCheckMsg& checks() const { return checks_; }  // kSecAggChecks
   // The (algorithm, run, round) the message names.
   protocol::RoundId id() const;
 
@@ -84,6 +86,9 @@ class Inbound {
   protocol::SecAggKeysMsg keys_;
   protocol::SecAggSharesMsg shares_;
   protocol::SecAggUnmaskRequestMsg unmask_request_;
+  protocol::SecAggCheckMsg checks_;
 };
+static_assert(sizeof(secagg::ConsistencyTag) * secagg::kMaxNeighbours <= Inbound::kScratchBytes,
+              "the consistency tags fit the scratch of the keys and ciphertexts");
 
 }  // namespace fedrt::fw

@@ -22,6 +22,7 @@ struct CoordinatorHooks {
   std::string secagg_dump;     // append every SecAgg+ message received: "alg run round u body_case hex(Envelope)"
   long crash_in_commit = 0;     // SIGKILL itself in its N-th round commit, before SQLite's COMMIT (0 = never)
   long crash_after_commit = 0;  // SIGKILL itself after its N-th round commit, before devices hear of it
+  long secagg_lie_round = -1;   // in this secure round (0-based), tell the first half of the devices that the last dropped
 };
 
 struct CoordinatorOptions {

@@ -22,7 +22,7 @@ class FleetEvents {
   virtual void announced(uint32_t agent) {}
   // An agent's update (or its masked input under SecAgg+) arrived whole and was accepted.
   virtual void submitted(uint32_t agent) {}
-  // A SecAgg+ phase is open: 1 advertise, 2 shares, 3 masked, 4 unmask; `n` agents are asked.
+  // A SecAgg+ phase is open: 1 advertise, 2 shares, 3 masked, 4 check, 5 unmask; `n` agents are asked.
   virtual void secagg_phase(int phase, uint32_t n) {}
   // An accepted SecAgg+ message of the open phase.
   virtual void secagg_answer(uint32_t agent) {}

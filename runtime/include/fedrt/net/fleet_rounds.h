@@ -36,6 +36,7 @@ struct FleetRoundsOptions {
   std::string secagg_dump;         // test hook: append every SecAgg+ message received to this file
   long crash_in_commit = 0;        // test hook: SIGKILL in the N-th commit here, before COMMIT (0 = never)
   long crash_after_commit = 0;     // test hook: SIGKILL after the N-th commit here, before publishing it
+  long secagg_lie_round = -1;      // test hook: in this secure round, tell devices 0..n/2-1 that device n-1 dropped
   FleetEvents* events = nullptr;   // the operator's view (net/fleet_monitor.h); may be null
   // Called after a secure round closed, for each agent convicted of wrong SecAgg+
   // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.

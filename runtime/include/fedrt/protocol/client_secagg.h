@@ -1,8 +1,8 @@
 #pragma once
 // ClientSecAgg: a device's part in one SecAgg+ round (secagg/device.h) as the
 // client session drives it: advertise fresh keys, share them with the
-// neighbours, send the masked input y_u = x_u + masks, reveal the unmasking
-// shares. Its input x_u is the b-bit integers of the device's rounding
+// neighbours, send the masked input y_u = x_u + masks, confirm the survivor
+// list to the neighbours (consistency check), reveal the unmasking shares. Its input x_u is the b-bit integers of the device's rounding
 // payload. Buffers for kMaxNeighbours neighbours come from an Arena once.
 // Device code.
 
@@ -25,20 +25,23 @@ class ClientSecAgg {
  public:
   static constexpr size_t ArenaBytes(uint32_t max_inputs) {
     return sizeof(secagg::SecAggDevice) + sizeof(secagg::ShareCiphertext) * secagg::kMaxNeighbours +
-           sizeof(secagg::UnmaskShare) * (secagg::kMaxNeighbours + 1) + 2 * sizeof(uint32_t) * max_inputs +
-           4 * Arena::kAlignment;
+           sizeof(secagg::UnmaskShare) * (secagg::kMaxNeighbours + 1) +
+           sizeof(secagg::ConsistencyTag) * secagg::kMaxNeighbours + 2 * sizeof(uint32_t) * max_inputs +
+           5 * Arena::kAlignment;
   }
 
   Status create(Arena& arena, uint32_t max_inputs) {
     auto dev = arena.allocate<uint8_t>(sizeof(secagg::SecAggDevice));
     auto cts = arena.allocate<secagg::ShareCiphertext>(secagg::kMaxNeighbours);
     auto sh = arena.allocate<secagg::UnmaskShare>(secagg::kMaxNeighbours + 1);
+    auto tags = arena.allocate<secagg::ConsistencyTag>(secagg::kMaxNeighbours);
     auto xy = arena.allocate<uint32_t>(2 * static_cast<size_t>(max_inputs));
-    if (!dev.ok() || !cts.ok() || !sh.ok() || !xy.ok())
+    if (!dev.ok() || !cts.ok() || !sh.ok() || !tags.ok() || !xy.ok())
       return Status::ResourceExhausted("secure aggregation: not enough memory for the device's SecAgg+ tables");
     device_ = new (dev->data) secagg::SecAggDevice();
     cts_ = cts->data;
     shares_ = sh->data;
+    tags_ = tags->data;
     x_ = xy->data;
     y_ = xy->data + max_inputs;
     max_inputs_ = max_inputs;
@@ -108,10 +111,22 @@ class ClientSecAgg {
     return Status::Ok();
   }
 
-  // Round 3: the shares that let the server remove the masks (answered once).
-  Status on_unmask_request(const SecAggUnmaskRequestMsg& m, SecAggUnmaskMsg& out) {
+  // Consistency check: a tag of the survivor list for each neighbour that shared with us.
+  Status on_unmask_request(const SecAggUnmaskRequestMsg& m, SecAggCheckMsg& out) {
     size_t written = 0;
-    Status st = device_->unmask(m.survivors.data, m.survivors.size, shares_, secagg::kMaxNeighbours + 1, written);
+    Status st = device_->check_survivors(m.survivors.data, m.survivors.size, tags_, secagg::kMaxNeighbours, written);
+    if (!st.ok()) return fail(st);
+    out.id = id_;
+    out.tags = View<secagg::ConsistencyTag>{tags_, static_cast<uint32_t>(written)};
+    return Status::Ok();
+  }
+
+  // Round 3: the neighbours' tags verified against our list (ABORTED when one
+  // differs: the server lied), then the shares that let the server remove the
+  // masks (answered once).
+  Status on_checks(const SecAggCheckMsg& m, SecAggUnmaskMsg& out) {
+    size_t written = 0;
+    Status st = device_->unmask_checked(m.tags.data, m.tags.size, shares_, secagg::kMaxNeighbours + 1, written);
     open_ = false;
     FEDRT_TRY(st);
     out.id = id_;
@@ -130,6 +145,7 @@ class ClientSecAgg {
   secagg::SecAggDevice* device_ = nullptr;
   secagg::ShareCiphertext* cts_ = nullptr;
   secagg::UnmaskShare* shares_ = nullptr;
+  secagg::ConsistencyTag* tags_ = nullptr;
   uint32_t* x_ = nullptr;
   uint32_t* y_ = nullptr;
   uint32_t max_inputs_ = 0, count_ = 0;

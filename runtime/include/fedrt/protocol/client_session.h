@@ -36,6 +36,7 @@ struct ClientOutput {
   SecAggAdvertiseMsg advertise;
   SecAggSharesMsg shares;
   SecAggMaskedMsg masked;
+  SecAggCheckMsg check;
   SecAggUnmaskMsg unmask;
 };
 
@@ -254,7 +255,14 @@ class ClientSession {
   Status on_secagg_unmask_request(const SecAggUnmaskRequestMsg& m, ClientOutput& out) {
     out.kind = MessageKind::kNone;
     if (!secagg_.open_for(m.id)) return Status::Ok();
-    FEDRT_TRY(secagg_.on_unmask_request(m, out.unmask));
+    FEDRT_TRY(secagg_.on_unmask_request(m, out.check));
+    out.kind = MessageKind::kSecAggCheck;
+    return Status::Ok();
+  }
+  Status on_secagg_checks(const SecAggCheckMsg& m, ClientOutput& out) {
+    out.kind = MessageKind::kNone;
+    if (!secagg_.open_for(m.id)) return Status::Ok();
+    FEDRT_TRY(secagg_.on_checks(m, out.unmask));
     out.kind = MessageKind::kSecAggUnmask;
     return Status::Ok();
   }

@@ -147,6 +147,10 @@ struct SecAggUnmaskRequestMsg {
   RoundId id;
   View<uint32_t> survivors;
 };
+struct SecAggCheckMsg {  // device -> server (to = recipient) and server -> device (from = sender)
+  RoundId id;
+  View<secagg::ConsistencyTag> tags;
+};
 struct SecAggUnmaskMsg {
   RoundId id;
   View<secagg::UnmaskShare> shares;
@@ -164,6 +168,8 @@ enum class MessageKind : uint8_t {
   kSecAggSharesIn,  // server -> device
   kSecAggMasked,
   kSecAggUnmaskRequest,
+  kSecAggCheck,     // device -> server: consistency tags
+  kSecAggChecks,    // server -> device: the tags addressed to it
   kSecAggUnmask,
   kChunk,
 };

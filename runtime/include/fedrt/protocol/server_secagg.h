@@ -1,7 +1,8 @@
 #pragma once
 // ServerSecAgg: the server's part in one SecAgg+ round per model round
 // (secagg/server.h; fedrt.proto "Secure aggregation"), phase by phase:
-// 1 advertise keys -> 2 share keys -> 3 masked inputs -> 4 unmasking. Device
+// 1 advertise keys -> 2 share keys -> 3 masked inputs -> 4 consistency check
+// (survivor lists confirmed between neighbours) -> 5 unmasking. Device
 // ids u are the sampled agents in ascending order. A phase closes when every
 // device still expected in it answered or at its deadline; a device that
 // disconnects after advertising is a dropout. Host code.
@@ -23,14 +24,15 @@ class ServerSecAgg {
   // b-bit integers; round id (algorithm << 48 | run << 32 | round).
   Status begin(const config::Task& task, const RoundId& id, const std::vector<uint32_t>& sampled, uint32_t dim,
                uint32_t bits);
-  int phase() const { return phase_; }  // 0: no secure round; 1..4 as above; 5: unmasked
+  int phase() const { return phase_; }  // 0: no secure round; 1..5 as above; 6: unmasked
   bool member(uint32_t agent) const { return agent < id_of_.size() && id_of_[agent] >= 0; }
   SecAggRound params_for(uint32_t agent) const;
 
-  // A device message of `phase` (1..4); an error says why it was refused
+  // A device message of `phase` (1..5); an error says why it was refused
   // (the device then leaves the round when the server's state machine refused it).
   Status on_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
-                    const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggUnmaskMsg* un);
+                    const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggCheckMsg* ch,
+                    const SecAggUnmaskMsg* un);
   // A device's connection was lost: after advertising it is a dropout.
   void on_disconnect(uint32_t agent);
   // True when every device still expected in the phase answered.
@@ -38,7 +40,7 @@ class ServerSecAgg {
   // Closes the phase. On success `notify` lists the agents to send the next
   // phase's message to (empty after unmasking: finished() is set).
   Status advance(std::vector<uint32_t>& notify);
-  bool finished() const { return phase_ == 5; }
+  bool finished() const { return phase_ == 6; }
   uint32_t answered() const;
   uint32_t n() const { return p_.n; }
 
@@ -46,6 +48,7 @@ class ServerSecAgg {
   SecAggKeysMsg keys_for(uint32_t agent);
   SecAggSharesMsg shares_for(uint32_t agent);
   SecAggUnmaskRequestMsg survivors_for(uint32_t agent);
+  SecAggCheckMsg checks_for(uint32_t agent);
 
   // After unmasking: sum_{u in U3} x_u and the contributing agents.
   const std::vector<uint32_t>& sum() const { return sum_; }
@@ -72,6 +75,7 @@ class ServerSecAgg {
   std::vector<secagg::Advertise> ads_;
   std::vector<secagg::ShareCiphertext> cts_;
   std::vector<uint32_t> surv_;
+  std::vector<secagg::ConsistencyTag> tags_;
   uint64_t up_ = 0, down_ = 0;
 };
 

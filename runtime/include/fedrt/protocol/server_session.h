@@ -87,7 +87,7 @@ struct Commit {
 
 // A SecAgg+ phase that closed (for the driver's log).
 struct PhaseClosed {
-  int phase = 0;  // 1 advertise, 2 shares, 3 masked, 4 unmask
+  int phase = 0;  // 1 advertise, 2 shares, 3 masked, 4 check, 5 unmask
   uint32_t answered = 0, n = 0;
   const char* by = "";  // all | deadline
 };
@@ -124,6 +124,7 @@ class ServerSession {
   SecAggKeysMsg secagg_keys(uint32_t agent) { return secagg_.keys_for(agent); }
   SecAggSharesMsg secagg_shares_in(uint32_t agent) { return secagg_.shares_for(agent); }
   SecAggUnmaskRequestMsg secagg_unmask_request(uint32_t agent) { return secagg_.survivors_for(agent); }
+  SecAggCheckMsg secagg_checks(uint32_t agent) { return secagg_.checks_for(agent); }
   RoundResult result(uint32_t agent) const;
 
   // Device messages.
@@ -137,6 +138,7 @@ class ServerSession {
   Verdict on_secagg_advertise(uint32_t agent, const SecAggAdvertiseMsg& m, uint64_t now_ms);
   Verdict on_secagg_shares(uint32_t agent, const SecAggSharesMsg& m, uint64_t now_ms);
   Verdict on_secagg_masked(uint32_t agent, const SecAggMaskedMsg& m, uint64_t now_ms);
+  Verdict on_secagg_check(uint32_t agent, const SecAggCheckMsg& m, uint64_t now_ms);
   Verdict on_secagg_unmask(uint32_t agent, const SecAggUnmaskMsg& m, uint64_t now_ms);
 
   // Deadlines: closes the round (or the SecAgg+ phase) when one has passed.
@@ -171,8 +173,8 @@ class ServerSession {
   void queue(uint32_t agent, MessageKind kind) { outbox_.push_back(Outgoing{agent, kind}); }
   void announce(uint32_t agent);
   Verdict secagg_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
-                         const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggUnmaskMsg* un,
-                         uint64_t now_ms);
+                         const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggCheckMsg* ch,
+                         const SecAggUnmaskMsg* un, uint64_t now_ms);
   void advance_secagg();
   void close(const char* by);
   void summarize_reports();

@@ -34,15 +34,15 @@ class SecAggDevice {
   // survivors)) to out[0..cap).
   Status check_survivors(const uint32_t* survivors, size_t count, ConsistencyTag* out, size_t cap, size_t& written);
   // Round 3 after the check: `tags` are the neighbours' tags addressed to this
-  // device. Every tag must verify against our own list (else ABORTED: the
+  // device (their `to` is not read: the AAD names this device). Every tag must verify against our own list (else ABORTED: the
   // server told us different survivor lists) and at least t - 1 listed
   // neighbours must have confirmed (else ABORTED: too few to trust the list);
   // then, as unmask(), our own share of b_u and for every neighbour u that
   // shared with us the share of b_u if listed, else of s_sk_u. Answers once.
   Status unmask_checked(const ConsistencyTag* tags, size_t count, UnmaskShare* out, size_t cap, size_t& written);
-  // Round 3 without the check: the path of the fleet and the firmware until
-  // their protocol carries the check (docs/secure-aggregation.md). Same
-  // output as unmask_checked with `survivors` as the list; out needs k + 1 entries.
+  // Round 3 without the check, for tests of the unmasking alone: the same
+  // output as unmask_checked with `survivors` as the list (out needs k + 1
+  // entries). ClientSecAgg, which every driver runs, never calls it.
   Status unmask(const uint32_t* survivors, size_t count, UnmaskShare* out, size_t cap, size_t& written);
 
   Phase phase() const { return phase_; }
@@ -66,7 +66,9 @@ class SecAggDevice {
   Status fail(Status st);
   int index_of(uint32_t id) const;
   Status take_survivors(const uint32_t* survivors, size_t count);
-  size_t listed_ids(uint32_t* out) const;  // the survivor list as taken, ascending, with this device
+  size_t listed_ids(uint32_t* out) const;  // the survivor list as taken, with this device
+  // Seals (or, with `open`, verifies) the consistency tag from -> to under peer j's channel key.
+  Status consistency_tag(uint32_t j, uint32_t from, uint32_t to, bool open, uint8_t tag[kTagBytes]) const;
   Status reveal(UnmaskShare* out, size_t cap, size_t& written);
   void wipe();
 

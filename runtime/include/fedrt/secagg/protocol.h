@@ -115,9 +115,9 @@ struct ConsistencyTag {  // survivor `from` -> server -> neighbour `to`
 };
 constexpr size_t kConsistencyTagBytes = 8 + kTagBytes;
 constexpr size_t kConsistencyAadBytes = 16 + (kMaxNeighbours + 2 + 7) / 8;
-// AAD of the tag from -> to: round id, from, to, then a bitmap over D_uv in
-// ascending id order, bit set when `listed` (the survivor list from holds,
-// ascending) names the device. Returns its length.
+// AAD of the tag from -> to: round id, from, to, then a bitmap over D_uv (from's
+// neighbours in order, then from), bit set when `listed` (a survivor list, any
+// order) names the device. Returns its length.
 size_t ConsistencyAad(const RoundParams& p, uint32_t from, uint32_t to, const uint32_t* listed, size_t count,
                       uint8_t aad[kConsistencyAadBytes]);
 void ConsistencyNonce(uint32_t from, uint32_t to, uint8_t nonce[kNonceBytes]);

@@ -77,10 +77,9 @@ inline void ShamirInterpolate(const uint8_t* xs, const uint8_t* ys, size_t len, 
   }
 }
 
-// Recovers secret[0..len) from m >= t shares (xs[i], ys[i * len ..]): interpolates
-// at 0 through the first t and checks that every further share lies on the same
-// polynomial (DATA_LOSS otherwise: a corrupted or foreign share).
-inline Status ShamirCombine(const uint8_t* xs, const uint8_t* ys, size_t m, size_t len, uint32_t t, uint8_t* secret) {
+// The arguments of a reconstruction from m shares: t in [1, 255], len > 0,
+// m >= t, distinct nonzero x-coordinates.
+inline Status ShamirCheckShares(const uint8_t* xs, size_t m, size_t len, uint32_t t) {
   if (t < 1 || t > kMaxShamirHolders) return Status::InvalidArgument("shamir: threshold must be in [1, 255]");
   if (len == 0) return Status::InvalidArgument("shamir: empty secret");
   if (m < t) return Status::FailedPrecondition("shamir: fewer shares than the threshold");
@@ -89,6 +88,14 @@ inline Status ShamirCombine(const uint8_t* xs, const uint8_t* ys, size_t m, size
     for (size_t k = 0; k < i; ++k)
       if (xs[k] == xs[i]) return Status::InvalidArgument("shamir: two shares with the same x-coordinate");
   }
+  return Status::Ok();
+}
+
+// Recovers secret[0..len) from m >= t shares (xs[i], ys[i * len ..]): interpolates
+// at 0 through the first t and checks that every further share lies on the same
+// polynomial (DATA_LOSS otherwise: a corrupted or foreign share).
+inline Status ShamirCombine(const uint8_t* xs, const uint8_t* ys, size_t m, size_t len, uint32_t t, uint8_t* secret) {
+  FEDRT_TRY(ShamirCheckShares(xs, m, len, t));
   ShamirInterpolate(xs, ys, len, t, 0, secret);
   for (size_t i = t; i < m; ++i) {
     // p(x_i) = sum_a L_a(x_i) y_a from the first t shares; L_a(x_i) once per share.

@@ -37,6 +37,7 @@ class RankMessages {
   std::vector<secagg::ShareCiphertext> cts_;
   std::vector<uint32_t> words_;
   std::vector<secagg::UnmaskShare> unmask_;
+  std::vector<secagg::ConsistencyTag> tags_;
 };
 
 }  // namespace fedrt::sim

@@ -32,6 +32,9 @@ void Encode(const protocol::SecAggKeysMsg& m, Envelope& env);
 void Encode(const protocol::SecAggSharesMsg& m, bool incoming, Envelope& env);
 void Encode(const protocol::SecAggMaskedMsg& m, Envelope& env);
 void Encode(const protocol::SecAggUnmaskRequestMsg& m, Envelope& env);
+// Consistency tags device -> server (SecAggCheck, each names its recipient) or
+// server -> device (`incoming`: SecAggChecks, each names its sender).
+void Encode(const protocol::SecAggCheckMsg& m, bool incoming, Envelope& env);
 void Encode(const protocol::SecAggUnmaskMsg& m, Envelope& env);
 
 // One decoded protocol message. Its views point into the Envelope given to
@@ -52,6 +55,7 @@ class Inbound {
   const protocol::SecAggSharesMsg& shares() const { return shares_; }  // kSecAggShares or kSecAggSharesIn
   const protocol::SecAggMaskedMsg& masked() const { return masked_; }
   const protocol::SecAggUnmaskRequestMsg& unmask_request() const { return unmask_request_; }
+  const protocol::SecAggCheckMsg& check() const { return check_; }  // kSecAggCheck or kSecAggChecks
   const protocol::SecAggUnmaskMsg& unmask() const { return unmask_; }
 
  private:
@@ -65,12 +69,14 @@ class Inbound {
   protocol::SecAggSharesMsg shares_;
   protocol::SecAggMaskedMsg masked_;
   protocol::SecAggUnmaskRequestMsg unmask_request_;
+  protocol::SecAggCheckMsg check_;
   protocol::SecAggUnmaskMsg unmask_;
   std::vector<double> model_;
   std::vector<secagg::Advertise> ads_;
   std::vector<secagg::ShareCiphertext> cts_;
   std::vector<uint32_t> words_;
   std::vector<secagg::UnmaskShare> unmask_shares_;
+  std::vector<secagg::ConsistencyTag> tags_;
 };
 
 }  // namespace fedrt::wire
