@@ -147,16 +147,18 @@ Status SecAggServer::on_check(uint32_t from, const ConsistencyTag* tags, size_t 
     return Status::FailedPrecondition("secagg server: consistency tags outside the check");
   if (from >= p_.n || !u3_[from]) return Status::InvalidArgument("secagg server: consistency tags from a device that is not a survivor");
   if (u4_[from]) return Status::InvalidArgument("secagg server: duplicate consistency tags");
-  // One tag to each neighbour whose shares it received (inbox_: the U2 neighbours).
-  std::vector<uint8_t> want(p_.n, 0), seen(p_.n, 0);
-  for (const ShareCiphertext& c : inbox_[from]) want[c.from] = 1;
-  if (count != inbox_[from].size())
+  // One tag to each neighbour whose shares it received (inbox_: at most k, so
+  // the checks cost O(k^2) per device, not O(n) as a table over all devices would).
+  const std::vector<ShareCiphertext>& in = inbox_[from];
+  if (count != in.size())
     return Status::InvalidArgument("secagg server: a survivor must send one consistency tag to each neighbour that shared with it");
   for (size_t i = 0; i < count; ++i) {
     const ConsistencyTag& t = tags[i];
-    if (t.from != from || t.to >= p_.n || !want[t.to] || seen[t.to])
+    bool shared = false, twice = false;
+    for (const ShareCiphertext& c : in) shared = shared || c.from == t.to;
+    for (size_t j = 0; j < i; ++j) twice = twice || tags[j].to == t.to;
+    if (t.from != from || !shared || twice)
       return Status::InvalidArgument("secagg server: consistency tag addressed to a device that did not share with the sender");
-    seen[t.to] = 1;
   }
   for (size_t i = 0; i < count; ++i) tags_in_[tags[i].to].push_back(tags[i]);
   u4_[from] = 1;
