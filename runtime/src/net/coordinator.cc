@@ -1,5 +1,7 @@
 #include "coordinator_impl.h"
 
+#include <malloc.h>  // malloc_trim (glibc)
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -63,6 +65,12 @@ Status Coordinator::prepare_task() {
   auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg, /*at_coordinator=*/true), *instance_, nullptr);
   if (!eval.ok()) return eval.status();
   eval_ = std::move(*eval);
+  // The evaluation holds what it needs of the agents' systems; the rest would
+  // make the coordinator's memory grow with the fleet (docs/scale.md).
+  instance_->drop_agents();
+#ifdef __GLIBC__
+  malloc_trim(0);  // hand the freed pages back before the first connection
+#endif
   for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(config::AlgorithmName(task_.algorithms[a]));
   return Status::Ok();
 }

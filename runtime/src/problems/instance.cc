@@ -57,6 +57,23 @@ Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, cons
 
 protocol::LocalProblem<double> Instance::local(uint32_t agent) const { return locals_.at(agent); }
 
+void Instance::drop_agents() {
+  if (!td_) return;
+  // swap with empty containers: clear() would keep the capacity.
+  std::vector<Eigen::VectorXd>().swap(td_->reward);
+  std::vector<Eigen::VectorXd>().swap(td_->mu);
+  std::vector<std::vector<double>>().swap(td_->kernel);
+  std::vector<MatrixRM>().swap(td_->lsa.abar);
+  std::vector<Eigen::VectorXd>().swap(td_->lsa.bbar);
+  std::vector<Eigen::VectorXd>().swap(td_->lsa.theta_c);
+  std::vector<double>().swap(td_->sigma_a);
+  std::vector<double>().swap(td_->sigma_b);
+  std::vector<protocol::LocalProblem<double>>().swap(locals_);
+  std::vector<TdOracle<double>>().swap(td_oracles_);
+  std::vector<ExpectedLsaOracle<double>>().swap(expected_oracles_);
+  std::vector<uint8_t>().swap(oracle_memory_);
+}
+
 Status Instance::build_td(const config::Task& task, const DataFiles& files) {
   const config::ProblemSpec& spec = task.problem;
   if (spec.own_data) return build_td_transitions(task, files);

@@ -14,16 +14,18 @@ namespace {
 class LsaEvaluation : public Evaluation {
  public:
   LsaEvaluation(const config::Task& t, const problems::DataFiles& f, const problems::Instance& i)
-      : task_(t), files_(f), inst_(i), lsa_(i.td()->lsa),
-        bias_(analysis::PredictFedLsaBias(lsa_, t.hyper.step, t.hyper.local_steps, t.rounds)) {}
+      : task_(t), files_(f), inst_(i), agents_(i.td()->lsa.agents()), dim_(i.td()->lsa.dim),
+        linear_system_(i.td()->linear_system()), theta_star_(i.td()->lsa.theta_star),
+        delta_het_(analysis::DeltaHet(i.td()->lsa)),
+        bias_(analysis::PredictFedLsaBias(i.td()->lsa, t.hyper.step, t.hyper.local_steps, t.rounds)) {}
 
   void describe(SimResult& out) const override {
     const config::ProblemSpec& p = inst_.problem();
     const config::GarnetSpec& g = p.garnet;
-    out.problem.agents = lsa_.agents();
-    out.problem.dim = lsa_.dim;
-    out.problem.theta_star = lsa_.theta_star;
-    out.problem.delta_het = analysis::DeltaHet(lsa_);
+    out.problem.agents = agents_;
+    out.problem.dim = dim_;
+    out.problem.theta_star = theta_star_;
+    out.problem.delta_het = delta_het_;
     out.problem.oracle_atoms_max = inst_.max_alias_atoms();
     out.settings = {{"comm_prob", task_.hyper.comm_prob},
                     {"noise_free", g.noise_free},
@@ -33,7 +35,7 @@ class LsaEvaluation : public Evaluation {
     if (task_.compression.enabled()) {
       out.settings["payload"] =
           "encoded bytes of the compressed update difference theta_{t,H}^c - theta_t (bits = 8 * bytes)";
-      out.settings["compression"] = CompressionJson(task_.compression, lsa_.dim);
+      out.settings["compression"] = CompressionJson(task_.compression, dim_);
     }
     if (task_.secagg.enabled)
       out.settings["secure_aggregation"] = SecAggJson(task_.secagg, p.agents, task_.compression.quantizer.bits);
@@ -45,7 +47,7 @@ class LsaEvaluation : public Evaluation {
                       g.gamma);
     } else if (p.kind == config::ProblemKind::kBundle) {
       out.settings["problem_file"] = files_.bundle;
-      if (inst_.td()->linear_system()) {
+      if (linear_system_) {
         out.settings["oracle"] = "A_c(Z) = Abar_c + sigma_a[c] G, b_c(Z) = bbar_c + sigma_b[c] g, G and g standard Gaussian";
         out.problem.description = fmt::format("federated linear system from '{}', d={}", files_.bundle, p.dim);
       } else {
@@ -64,8 +66,8 @@ class LsaEvaluation : public Evaluation {
     }
   }
 
-  double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), lsa_.theta_star); }
-  double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), lsa_.theta_star); }
+  double initial_error() const override { return SquaredDistance(inst_.initial_iterate().data(), theta_star_); }
+  double error(const protocol::ServerCore& core) const override { return SquaredDistance(core.model(), theta_star_); }
   bool concurrent_runs() const override { return true; }  // no per-run state
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
@@ -84,7 +86,12 @@ class LsaEvaluation : public Evaluation {
   const config::Task& task_;
   problems::DataFiles files_;
   const problems::Instance& inst_;
-  const problems::LsaSystem& lsa_;
+  // What the evaluation needs of the agents' systems, taken once: a
+  // coordinator then frees them (problems::Instance::drop_agents).
+  int agents_, dim_;
+  bool linear_system_;
+  Eigen::VectorXd theta_star_;
+  double delta_het_;
   analysis::FedLsaBias bias_;
 };
 

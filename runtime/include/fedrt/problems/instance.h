@@ -89,6 +89,15 @@ class Instance {
   const GmmData* gmm() const { return gmm_ ? &*gmm_ : nullptr; }
   int max_alias_atoms() const { return max_atoms_; }  // largest TD(0) sampling table
 
+  // For a coordinator of the LSA family, once its evaluation is made (it
+  // keeps theta*, Delta_het and the FedLSA bias, docs/algorithms.md 6):
+  // frees every agent's Abar_c, bbar_c, rewards, stationary law and oracle,
+  // which only devices and the simulator sample. The coordinator's memory
+  // after startup then does not grow with the fleet (docs/scale.md).
+  // td() keeps phi, the policy and theta*; locals() is empty afterwards.
+  // No-op for the other families, whose evaluations read their data.
+  void drop_agents();
+
  private:
   Status build_td(const config::Task& task, const DataFiles& files);
   // TD(0) on the agents' own transitions (td_transitions.cc).

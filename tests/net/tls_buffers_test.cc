@@ -1,0 +1,130 @@
+// A coordinator session's TLS record buffers after the handshake
+// (docs/scale.md, "Memory per connection"): the Linux device asks for
+// 2048-byte records (max_fragment_length), the coordinator agrees, and with
+// the host's mbedTLS (cmake/host_mbedtls.cmake, variable buffer length) it
+// shrinks that session's 16 KiB buffers to the negotiated size.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/ssl.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "fedrt/net/tls.h"
+
+namespace fedrt::net {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ServerSide {
+  int handshake_rc = -1;
+  size_t out_frag = 0, in_buf = 0, out_buf = 0;
+  std::string identity, echoed;
+};
+
+TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorShrinksItsBuffers) {
+  const fs::path dir = fs::temp_directory_path() / ("fedrt_tls_buffers_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string hex(64, 'a');
+  std::ofstream(dir / "dev0.psk") << hex << "\n";
+  bool ok = false;
+  const std::vector<uint8_t> key = HexToBytes(hex, &ok);
+  ASSERT_TRUE(ok);
+  std::vector<RegistryEntry> reg(1);
+  reg[0].id = "dev0";
+  reg[0].psk.assign(key.begin(), key.end());
+  TlsServerConfig server;
+  ASSERT_TRUE(server.init("", "", "", reg, "psk").ok());
+
+  mbedtls_net_context listener, peer;
+  mbedtls_net_init(&listener);
+  mbedtls_net_init(&peer);
+  ASSERT_EQ(mbedtls_net_bind(&listener, "127.0.0.1", "0", MBEDTLS_NET_PROTO_TCP), 0);
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const uint16_t port = ntohs(addr.sin_port);
+
+  ServerSide side;
+  std::thread t([&] {
+    if (mbedtls_net_accept(&listener, &peer, nullptr, 0, nullptr) != 0) return;
+    mbedtls_ssl_context ssl;
+    mbedtls_ssl_init(&ssl);
+    if (mbedtls_ssl_setup(&ssl, server.conf()) == 0) {
+      mbedtls_ssl_set_bio(&ssl, &peer, mbedtls_net_send, mbedtls_net_recv, nullptr);
+      while ((side.handshake_rc = mbedtls_ssl_handshake(&ssl)) == MBEDTLS_ERR_SSL_WANT_READ) {}
+      if (side.handshake_rc == 0) {
+        bool used_psk = false;
+        side.identity = PeerIdentity(server, &ssl, &used_psk);
+        side.out_frag = mbedtls_ssl_get_output_max_frag_len(&ssl);
+#if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
+        side.in_buf = ssl.in_buf_len;
+        side.out_buf = ssl.out_buf_len;
+#endif
+        // A 6000-byte message crosses three records each way.
+        unsigned char buf[8192];
+        while (side.echoed.size() < 6000) {
+          const int n = mbedtls_ssl_read(&ssl, buf, sizeof buf);
+          if (n <= 0) break;
+          side.echoed.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+        }
+        size_t off = 0;
+        while (off < side.echoed.size()) {
+          const int n = mbedtls_ssl_write(&ssl, reinterpret_cast<const unsigned char*>(side.echoed.data()) + off,
+                                          side.echoed.size() - off);
+          if (n <= 0) break;
+          off += static_cast<size_t>(n);
+        }
+      }
+    }
+    mbedtls_ssl_free(&ssl);
+  });
+
+  TlsClient client;
+  TlsClientCredentials creds;
+  creds.identity = "dev0";
+  creds.psk_file = (dir / "dev0.psk").string();
+  ASSERT_TRUE(client.init(creds).ok());
+  const Status st = client.connect("127.0.0.1", port, 5000);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::string msg(6000, '\0');
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<char>('a' + i % 26);
+  ASSERT_TRUE(client.write_all(msg).ok());
+  std::string back;
+  uint8_t buf[8192];
+  while (back.size() < msg.size()) {
+    auto n = client.read_some(buf, sizeof buf);
+    ASSERT_TRUE(n.ok() && *n > 0);
+    back.append(reinterpret_cast<char*>(buf), *n);
+  }
+  client.close();
+  t.join();
+  mbedtls_net_free(&peer);
+  mbedtls_net_free(&listener);
+  fs::remove_all(dir);
+
+  ASSERT_EQ(side.handshake_rc, 0);
+  EXPECT_EQ(side.identity, "dev0");
+  EXPECT_EQ(side.out_frag, 2048u);  // the coordinator's records to this device
+  EXPECT_EQ(back, msg);             // whole messages cross 2048-byte records both ways
+#if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
+  // 2048 bytes of plaintext plus header, IV, MAC and padding room: far from 16 KiB each way.
+  EXPECT_GE(side.in_buf, 2048u);
+  EXPECT_LE(side.in_buf, 2048u + 512u);
+  EXPECT_GE(side.out_buf, 2048u);
+  EXPECT_LE(side.out_buf, 2048u + 512u);
+#else
+  GTEST_SKIP() << "Debian's libmbedtls (fixed 16 KiB buffers): scripts/fetch_sources.sh provides the source build";
+#endif
+}
+
+}  // namespace
+}  // namespace fedrt::net
