@@ -3,8 +3,9 @@
 // 1.2) driven by the real device code (net/device.h RunDevice, one thread
 // per device, many devices per process), runs a few rounds, and prints
 // handshakes per second, round latency and the coordinator's memory:
-// baseline (problem + code), per connection (TLS session buffers: grows with
-// N) and the aggregation state (LsaServer: 2 d doubles, independent of N).
+// baseline (code, and each provisioned device's registry entry), per
+// connection (TLS session and its record buffers, docs/scale.md) and the
+// aggregation state (LsaServer: 2 d doubles, independent of N).
 //
 //   fedrt-net-bench [--devices 1000,5000] [--rounds 3]
 
@@ -247,9 +248,10 @@ int main(int argc, char** argv) {
                 r.handshakes_per_s, r.round_ms_mean, r.round_ms_max, r.base_kb / 1024.0, r.connected_kb / 1024.0,
                 r.peak_kb / 1024.0, per_conn, 2 * d * 8, r.failed);
   }
-  std::printf("base = after startup (code + the N-agent problem the coordinator evaluates errors on); connected - base\n"
-              "= TLS sessions and connection state (grows with N); aggr. state = LsaServer theta + running sum (2 d\n"
-              "doubles), the same for every N; peak - connected = per-connection outgoing frames during a round.\n");
+  std::printf("base = after startup (code, and per provisioned device its registry entry, PSK and dashboard row);\n"
+              "connected - base = TLS sessions (2048-byte records once the handshake ends) and connection state;\n"
+              "aggr. state = LsaServer theta + running sum (2 d doubles), the same for every N; peak - connected =\n"
+              "per-connection outgoing frames during a round. docs/scale.md explains each part.\n");
   fs::remove_all(work);
   return 0;
 }

@@ -348,7 +348,7 @@ TEST(FwCodec, DeviceMessagesDecodeOnTheHost) {
   EXPECT_EQ(std::memcmp(host.shares().shares[0].ct, ct.ct, sizeof ct.ct), 0);
 
   const uint32_t masked[] = {0xFFFFFFFFu, 0, 12345};
-  ASSERT_TRUE(Encode(protocol::SecAggMaskedMsg{a.id, View<uint32_t>{masked, 3}}, f.env).ok());
+  ASSERT_TRUE(Encode(protocol::SecAggMaskedMsg{a.id, View<uint32_t>{masked, 3}, {}}, f.env).ok());
   ASSERT_TRUE(ToHost(f.env, env));
   ASSERT_TRUE(host.decode(env, err)) << err.message;
   ASSERT_EQ(host.kind(), MessageKind::kSecAggMasked);
