@@ -7,7 +7,11 @@
 // connection (TLS session and its record buffers, docs/scale.md) and the
 // aggregation state (LsaServer: 2 d doubles, independent of N).
 //
-//   fedrt-net-bench [--devices 1000,5000] [--rounds 3]
+//   fedrt-net-bench [--devices 1000,5000] [--rounds 3] [--no-forward-secrecy]
+//
+// Devices offer ECDHE-PSK, which the coordinator picks unless
+// --no-forward-secrecy sets network.psk_forward_secrecy = false (plain PSK:
+// no X25519 on either side, docs/architecture.md "TLS").
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -77,7 +81,7 @@ struct Row {
   int failed = 0;
 };
 
-int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, Row& row) {
+int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, bool forward_secrecy, Row& row) {
   fs::remove_all(work);
   fs::create_directories(work / "keys");
   // Registry of N PSK devices (the microcontroller path; no certificates needed).
@@ -98,8 +102,8 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
   const std::string cfg = fmt::format(
       "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = {}\nnoise_free = true\n"
       "[algorithm]\nnames = [\"scafflsa\"]\nlocal_steps = 10\n[run]\nrounds = {}\nseed = 1\n"
-      "[network]\nauth = \"psk\"\ndeadline_ms = 120000\nstart_timeout_ms = 300000\n",
-      n, rounds);
+      "[network]\nauth = \"psk\"\ndeadline_ms = 120000\nstart_timeout_ms = 300000\npsk_forward_secrecy = {}\n",
+      n, rounds, forward_secrecy);
   std::ofstream(work / "experiment.toml") << cfg;
 
   const pid_t co = fork();
@@ -161,6 +165,16 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   row.handshake_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {  // Every device registered, or the start timeout with fewer: count those as failed.
+    const std::string text = Slurp(log);
+    const auto p = text.find("coordinator start devices=");
+    if (p != std::string::npos) {
+      const int started = std::atoi(text.c_str() + p + std::strlen("coordinator start devices="));
+      if (started < n)
+        std::fprintf(stderr, "[net-bench] N=%d: only %d devices registered before the start timeout\n", n, started);
+      row.failed = std::max(0, n - started);
+    }
+  }
   row.handshakes_per_s = n / row.handshake_s;
   row.connected_kb = ProcKb(co, "VmRSS:");
   long hwm = 0;
@@ -172,10 +186,12 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   row.peak_kb = hwm;
+  int errors = 0;  // devices that ended with an error (those never registered among them)
   for (auto& d : devs) {
     pthread_join(d.tid, nullptr);
-    if (!d.status.ok()) ++row.failed;
+    if (!d.status.ok()) ++errors;
   }
+  row.failed = std::max(row.failed, errors);
   pthread_attr_destroy(&attr);
   // Round latency from the coordinator's per-round log lines.
   std::istringstream in(Slurp(log));
@@ -199,6 +215,7 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
 int main(int argc, char** argv) {
   std::vector<int> sizes = {1000, 5000};
   int rounds = 3;
+  bool forward_secrecy = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--devices" && i + 1 < argc) {
@@ -208,8 +225,10 @@ int main(int argc, char** argv) {
       while (std::getline(ss, x, ',')) sizes.push_back(std::atoi(x.c_str()));
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::atoi(argv[++i]);
+    } else if (a == "--no-forward-secrecy") {
+      forward_secrecy = false;
     } else {
-      std::fprintf(stderr, "usage: fedrt-net-bench [--devices 1000,5000] [--rounds 3]\n");
+      std::fprintf(stderr, "usage: fedrt-net-bench [--devices 1000,5000] [--rounds 3] [--no-forward-secrecy]\n");
       return 2;
     }
   }
@@ -219,7 +238,14 @@ int main(int argc, char** argv) {
   setrlimit(RLIMIT_NOFILE, &nofile);  // inherited by the coordinator
   const std::string bin_dir = fs::canonical("/proc/self/exe").parent_path().string();
   const fs::path work = fs::temp_directory_path() / fmt::format("fedrt-net-bench-{}", getpid());
-  std::vector<Row> rows;
+  const int d = 8;
+  std::printf("\nnetwork load: real coordinator process, N %s TLS 1.2 device sessions (real device code, one thread each),\n"
+              "Garnet d=%d, SCAFFLSA, H=10, %d rounds, loopback. Memory is the coordinator's resident set.\n",
+              forward_secrecy ? "ECDHE-PSK (X25519)" : "PSK", d, rounds);
+  std::printf("%7s %10s %12s %14s %13s %12s %14s %12s %16s %14s %7s\n", "N", "connect s", "handshakes/s",
+              "round ms mean", "round ms max", "base MiB", "connected MiB", "peak MiB", "per-conn KiB", "aggr. state B",
+              "failed");
+  std::fflush(stdout);
   for (int n : sizes) {
     if (n <= 0 || static_cast<rlim_t>(n) + 64 > nofile.rlim_cur) {
       std::fprintf(stderr, "fedrt-net-bench: %d devices need more file descriptors (limit %lu)\n", n,
@@ -228,25 +254,16 @@ int main(int argc, char** argv) {
     }
     Row r;
     std::fprintf(stderr, "[net-bench] N=%d: coordinator process + %d device sessions (threads) on 127.0.0.1 ...\n", n, n);
-    if (RunOne(bin_dir, work / std::to_string(n), n, rounds, r) != 0) {
+    if (RunOne(bin_dir, work / std::to_string(n), n, rounds, forward_secrecy, r) != 0) {
       std::fprintf(stderr, "fedrt-net-bench: run with N=%d failed (logs in %s)\n", n,
                    (work / std::to_string(n)).c_str());
       return 1;
     }
-    rows.push_back(r);
-  }
-  const int d = 8;
-  std::printf("\nnetwork load: real coordinator process, N PSK TLS 1.2 device sessions (real device code, one thread each),\n"
-              "Garnet d=%d, SCAFFLSA, H=10, %d rounds, loopback. Memory is the coordinator's resident set.\n",
-              d, rounds);
-  std::printf("%7s %10s %12s %14s %13s %12s %14s %12s %16s %14s %7s\n", "N", "connect s", "handshakes/s",
-              "round ms mean", "round ms max", "base MiB", "connected MiB", "peak MiB", "per-conn KiB", "aggr. state B",
-              "failed");
-  for (const Row& r : rows) {
     const double per_conn = static_cast<double>(r.connected_kb - r.base_kb) / r.n;
     std::printf("%7d %10.2f %12.0f %14.1f %13.1f %12.1f %14.1f %12.1f %16.1f %14d %7d\n", r.n, r.handshake_s,
                 r.handshakes_per_s, r.round_ms_mean, r.round_ms_max, r.base_kb / 1024.0, r.connected_kb / 1024.0,
                 r.peak_kb / 1024.0, per_conn, 2 * d * 8, r.failed);
+    std::fflush(stdout);
   }
   std::printf("base = after startup (code, and per provisioned device its registry entry, PSK and dashboard row);\n"
               "connected - base = TLS sessions (2048-byte records once the handshake ends) and connection state;\n"

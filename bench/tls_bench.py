@@ -7,8 +7,9 @@ and makes full handshakes against it with OpenSSL's own clients:
     --seconds, offering OpenSSL's default groups (X25519, P-256, X448, P-521,
     P-384), then only X25519 and P-256, only P-256, only P-384 and P-256
     (through an OpenSSL config file: s_time has no option for it);
-  - PSK: `openssl s_client -psk` repeated --psk-count times (one process per
-    handshake: the rate is the client's, the coordinator's CPU is its own).
+  - PSK and ECDHE-PSK (X25519): `openssl s_client -psk` repeated --psk-count
+    times each (one process per handshake: the rate is the client's, the
+    coordinator's CPU is its own).
 For each, prints the group the coordinator picked for ECDHE (s_client's
 "Server Temp Key"), the handshakes made, the coordinator's CPU per handshake
 (user + system time from /proc) and the handshakes per second one core of
@@ -110,13 +111,16 @@ def main():
             print("| certificate (ECDHE-ECDSA) | %s | %s | %d | %.2f | %.0f |"
                   % (groups or "OpenSSL's default groups", temp_key(port, cert, groups, tmp), n, ms,
                      1000 / ms if ms > 0 else float("nan")))
-        c0 = cpu_seconds(co.pid)
-        ok = sum(openssl(["s_client", "-tls1_2", "-connect", "127.0.0.1:%d" % port] + psk).returncode == 0
-                 for _ in range(a.psk_count))
-        c1 = cpu_seconds(co.pid)
-        ms = 1000 * (c1 - c0) / max(1, ok)
-        print("| PSK | PSK-AES128-GCM-SHA256 | (no ECDHE) | %d | %.2f | %.0f |"
-              % (ok, ms, 1000 / ms if ms > 0 else float("nan")))
+        ecdhe_psk = psk[:-1] + ["ECDHE-PSK-CHACHA20-POLY1305"]
+        for name, args, picked in (("PSK", psk, "(no ECDHE)"),
+                                   ("ECDHE-PSK", ecdhe_psk, temp_key(port, ecdhe_psk, None, tmp))):
+            c0 = cpu_seconds(co.pid)
+            ok = sum(openssl(["s_client", "-tls1_2", "-connect", "127.0.0.1:%d" % port] + args).returncode == 0
+                     for _ in range(a.psk_count))
+            c1 = cpu_seconds(co.pid)
+            ms = 1000 * (c1 - c0) / max(1, ok)
+            print("| %s | %s | %s | %d | %.2f | %.0f |"
+                  % (name, args[-1], picked, ok, ms, 1000 / ms if ms > 0 else float("nan")))
         print("client offering secp521r1:P-256: coordinator picked %s" % temp_key(port, cert, "secp521r1:P-256", tmp))
         co.kill()
         co.wait()

@@ -148,3 +148,21 @@ if(TARGET fedrt_fw_mbedtls)
   add_test(NAME fw_secagg_round COMMAND ${FEDRT_FW_RUN} --icount --timeout 600 $<TARGET_FILE:fedrt-fw-secagg-bench>)
   set_tests_properties(fw_secagg_round PROPERTIES LABELS device TIMEOUT 620 PASS_REGULAR_EXPRESSION "host=equal")
 endif()
+
+# What forward secrecy costs the device: a PSK and an ECDHE-PSK handshake in
+# one image (client and server in memory), client instructions under
+# -icount. mbedTLS here is the firmware's configuration plus ECDH and a
+# server (tests/firmware/tls_kex_mbedtls_config.h); the product images keep theirs.
+if(TARGET fedrt_fw_mbedtls)
+  add_library(fedrt_fw_mbedtls_kex STATIC ${_fedrt_mbedtls_sources}
+    "${FEDRT_MBEDTLS_SRC}/library/ecdh.c" "${FEDRT_MBEDTLS_SRC}/library/ssl_srv.c")
+  target_include_directories(fedrt_fw_mbedtls_kex SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/include"
+    "${CMAKE_SOURCE_DIR}/runtime/fw" ${FEDRT_FW_TEST_DIR})
+  target_compile_definitions(fedrt_fw_mbedtls_kex PUBLIC MBEDTLS_CONFIG_FILE="tls_kex_mbedtls_config.h")
+  target_compile_options(fedrt_fw_mbedtls_kex PRIVATE -w)
+  target_link_libraries(fedrt_fw_mbedtls_kex PUBLIC fedrt_firmware_config)
+  fedrt_add_firmware(fedrt-fw-tls-kex-bench SOURCES ${FEDRT_FW_TEST_DIR}/tls_kex_bench.cc
+    STACK_SIZE 8192 LIBRARIES fedrt_fw_mbedtls_kex)
+  add_test(NAME fw_tls_kex_cost COMMAND ${FEDRT_FW_RUN} --icount --timeout 300 $<TARGET_FILE:fedrt-fw-tls-kex-bench>)
+  set_tests_properties(fw_tls_kex_cost PROPERTIES LABELS device TIMEOUT 320 PASS_REGULAR_EXPRESSION "tls-kex-bench: PASS")
+endif()

@@ -60,5 +60,21 @@ TEST(NetworkConfig, PeerLimitsFromToml) {
   EXPECT_NE(load("tcp_keepalive_s = -5\n").first.find("network.tcp_keepalive_s"), std::string::npos);
 }
 
+TEST(NetworkConfig, PskForwardSecrecyFromToml) {
+  EXPECT_TRUE(NetworkConfig{}.psk_forward_secrecy);  // ECDHE-PSK offered unless the operator says otherwise
+  const std::string path = ::testing::TempDir() + "/psk_fs.toml";
+  auto load = [&](const std::string& body) {
+    std::ofstream(path) << "[network]\n" << body;
+    NetworkConfig c;
+    Status st = LoadNetworkToml(path, c);
+    return std::make_pair(st.ok() ? std::string() : std::string(st.message()), c);
+  };
+  auto [err, c] = load("psk_forward_secrecy = false\n");
+  EXPECT_EQ(err, "");
+  EXPECT_FALSE(c.psk_forward_secrecy);
+  EXPECT_NE(load("psk_forward_secrecy = 1\n").first.find("'network.psk_forward_secrecy' must be true or false"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace fedrt::net

@@ -1,4 +1,5 @@
-// A coordinator session's TLS record buffers after the handshake
+// A Linux device's session with the coordinator: ECDHE-PSK, and the
+// coordinator's TLS record buffers after the handshake
 // (docs/scale.md, "Memory per connection"): the Linux device asks for
 // 2048-byte records (max_fragment_length), the coordinator agrees, and with
 // the host's mbedTLS (cmake/host_mbedtls.cmake, variable buffer length) it
@@ -30,7 +31,9 @@ struct ServerSide {
   std::string identity, echoed;
 };
 
-TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorShrinksItsBuffers) {
+// One device session against a coordinator configuration (psk_ecdhe as
+// network.psk_forward_secrecy); the server side echoes a 6000-byte message.
+void RunSession(bool psk_ecdhe, ServerSide& side, std::string& client_suite) {
   const fs::path dir = fs::temp_directory_path() / ("fedrt_tls_buffers_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string hex(64, 'a');
@@ -42,7 +45,7 @@ TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorSh
   reg[0].id = "dev0";
   reg[0].psk.assign(key.begin(), key.end());
   TlsServerConfig server;
-  ASSERT_TRUE(server.init("", "", "", reg, "psk").ok());
+  ASSERT_TRUE(server.init("", "", "", reg, "psk", psk_ecdhe).ok());
 
   mbedtls_net_context listener, peer;
   mbedtls_net_init(&listener);
@@ -53,7 +56,6 @@ TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorSh
   ASSERT_EQ(getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const uint16_t port = ntohs(addr.sin_port);
 
-  ServerSide side;
   std::thread t([&] {
     if (mbedtls_net_accept(&listener, &peer, nullptr, 0, nullptr) != 0) return;
     mbedtls_ssl_context ssl;
@@ -88,6 +90,16 @@ TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorSh
     mbedtls_ssl_free(&ssl);
   });
 
+  // Should an assertion below end this function early: unblock the server
+  // thread's accept and join it, so the test fails rather than terminates.
+  struct Join {
+    std::thread& t;
+    int fd;
+    ~Join() {
+      if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+      if (t.joinable()) t.join();
+    }
+  } join{t, listener.fd};
   TlsClient client;
   TlsClientCredentials creds;
   creds.identity = "dev0";
@@ -95,6 +107,7 @@ TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorSh
   ASSERT_TRUE(client.init(creds).ok());
   const Status st = client.connect("127.0.0.1", port, 5000);
   ASSERT_TRUE(st.ok()) << st.message();
+  client_suite = client.suite();
   std::string msg(6000, '\0');
   for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<char>('a' + i % 26);
   ASSERT_TRUE(client.write_all(msg).ok());
@@ -107,14 +120,23 @@ TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorSh
   }
   client.close();
   t.join();
+  join.fd = -1;
   mbedtls_net_free(&peer);
   mbedtls_net_free(&listener);
   fs::remove_all(dir);
+  side.echoed = back == msg ? "same" : "different";
+}
 
+TEST(TlsDeviceSession, ForwardSecretPskAnd2048ByteRecordsAndTheCoordinatorShrinksItsBuffers) {
+  ServerSide side;
+  std::string suite;
+  RunSession(true, side, suite);
   ASSERT_EQ(side.handshake_rc, 0);
+  // Forward secrecy where the device can afford it: the coordinator prefers ECDHE-PSK.
+  EXPECT_EQ(suite, "TLS-ECDHE-PSK-WITH-CHACHA20-POLY1305-SHA256");
   EXPECT_EQ(side.identity, "dev0");
   EXPECT_EQ(side.out_frag, 2048u);  // the coordinator's records to this device
-  EXPECT_EQ(back, msg);             // whole messages cross 2048-byte records both ways
+  EXPECT_EQ(side.echoed, "same");  // whole messages cross 2048-byte records both ways
 #if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
   // 2048 bytes of plaintext plus header, IV, MAC and padding room: far from 16 KiB each way.
   EXPECT_GE(side.in_buf, 2048u);
@@ -124,6 +146,16 @@ TEST(TlsRecordBuffers, DeviceSessionsNegotiate2048ByteRecordsAndTheCoordinatorSh
 #else
   GTEST_SKIP() << "Debian's libmbedtls (fixed 16 KiB buffers): scripts/fetch_sources.sh provides the source build";
 #endif
+}
+
+TEST(TlsDeviceSession, WithoutForwardSecrecyTheCoordinatorPicksPlainPsk) {
+  ServerSide side;
+  std::string suite;
+  RunSession(false, side, suite);
+  ASSERT_EQ(side.handshake_rc, 0);
+  EXPECT_EQ(suite, "TLS-PSK-WITH-AES-128-GCM-SHA256");
+  EXPECT_EQ(side.identity, "dev0");
+  EXPECT_EQ(side.echoed, "same");
 }
 
 }  // namespace

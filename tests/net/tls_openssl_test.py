@@ -8,7 +8,9 @@ Starts fedrt-coordinator (auth = "any") on loopback and connects with
   - groups secp521r1:P-256 only: the coordinator picks P-256 (its own order);
   - a TLS 1.3-only client is refused;
   - a device's PSK: the handshake completes with PSK-AES128-GCM-SHA256; a
-    wrong PSK is refused.
+    wrong PSK is refused;
+  - offered ECDHE-PSK and plain PSK, the coordinator picks ECDHE-PSK with
+    X25519 (forward secrecy for the PSK devices that can afford it).
 
   tls_openssl_test.py --bin DIR --out DIR
 """
@@ -36,9 +38,11 @@ auth = "any"
 start_timeout_ms = 600000
 """
 failures = []
+checks = []
 
 
 def check(ok, what, out=""):
+    checks.append(what)
     print("%s: %s" % ("ok" if ok else "FAIL", what))
     if not ok:
         failures.append(what)
@@ -93,13 +97,17 @@ def main():
         check(rc != 0 and "Server Temp Key" not in out, "a TLS 1.3-only client is refused", out)
         rc, out = s_client(port, ["-tls1_2", "-psk_identity", "dev0000", "-psk", psk, "-cipher", "PSK-AES128-GCM-SHA256"])
         check(rc == 0 and "PSK-AES128-GCM-SHA256" in out, "a device's PSK handshake completes", out)
+        rc, out = s_client(port, ["-tls1_2", "-psk_identity", "dev0000", "-psk", psk, "-cipher",
+                                  "ECDHE-PSK-CHACHA20-POLY1305:PSK-AES128-GCM-SHA256"])
+        check(rc == 0 and "ECDHE-PSK-CHACHA20-POLY1305" in out and "Server Temp Key: X25519" in out,
+              "offered ECDHE-PSK and plain PSK, the coordinator picks ECDHE-PSK on X25519 (forward secrecy)", out)
         wrong = ("00" if psk[:2] != "00" else "11") + psk[2:]
         rc, out = s_client(port, ["-tls1_2", "-psk_identity", "dev0000", "-psk", wrong, "-cipher", "PSK-AES128-GCM-SHA256"])
         check(rc != 0 or "Cipher is (NONE)" in out, "a wrong PSK is refused", out)
     finally:
         co.kill()
         co.wait()
-    print("%d passed, %d failed" % (7 - len(failures), len(failures)))
+    print("%d passed, %d failed" % (len(checks) - len(failures), len(failures)))
     sys.exit(1 if failures else 0)
 
 

@@ -84,7 +84,7 @@ Status Coordinator::init() {
     CoordinatorWarn("warning registry={} provisions {} of the experiment's {} agents", keys + "/registry.tsv",
                    registry_.provisioned(), agents);
   FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", registry_.entries(),
-                      opt_.network.auth));
+                      opt_.network.auth, opt_.network.psk_forward_secrecy));
   auto st = StateStore::Open(opt_.network.state);
   if (!st.ok()) return st.status();
   store_ = std::move(*st);

@@ -98,7 +98,7 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
       backoff_ = std::min<long>(backoff_ * 2, 3000);
       continue;
     }
-    log_("connected {}:{}", opt_.host, opt_.port);
+    log_("connected {}:{} suite={}", opt_.host, opt_.port, tls_->suite());
     dec_ = wire::FrameDecoder();
     wire::Envelope hello;
     wire::Hello* h = hello.mutable_hello();

@@ -21,7 +21,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   const toml::table* t = root["network"].as_table();
   if (t == nullptr) return Status::Ok();
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
-  static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth",
+  static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth", "psk_forward_secrecy",
                                               "deadline_ms", "quorum", "start_timeout_ms", "http",
                                               "refusal_log_lines", "refusal_log_interval_ms",
                                               "max_connections", "max_handshakes", "peer_connections_per_s",
@@ -49,6 +49,11 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
     out = static_cast<long>(*v);
     return Status::Ok();
   };
+  if (t->contains("psk_forward_secrecy")) {
+    auto v = (*t)["psk_forward_secrecy"].value<bool>();
+    if (!v || !(*t)["psk_forward_secrecy"].is_boolean()) return wrong("psk_forward_secrecy", "true or false");
+    net.psk_forward_secrecy = *v;
+  }
   FEDRT_TRY(str("listen", net.listen, false));
   FEDRT_TRY(str("keys", net.keys, true));
   FEDRT_TRY(str("state", net.state, true));

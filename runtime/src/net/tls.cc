@@ -19,7 +19,13 @@ namespace fedrt::net {
 
 namespace {
 
-const int kPskSuites[] = {MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256, MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256};
+// PSK suites in order of preference (the server's order decides, and mbedTLS
+// takes the first of its own list that the client offers). ECDHE-PSK first:
+// an ephemeral X25519 exchange keyed by the PSK gives forward secrecy, so a
+// leaked PSK does not decrypt recorded sessions; the plain PSK suites stay
+// for the firmware, which cannot afford the exchange (docs/architecture.md, "TLS").
+const int kPskSuites[] = {MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256, MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256,
+                          MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256};
 const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                            MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256};
 
@@ -208,7 +214,7 @@ std::string TlsServerConfig::take_rejected_identity(const mbedtls_ssl_context* s
 }
 
 Status TlsServerConfig::init(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
-                             const std::vector<RegistryEntry>& registry, const std::string& auth) {
+                             const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe) {
   const bool psk = auth == "any" || auth == "psk";
   const bool cert = auth == "any" || auth == "cert";
   if (!psk && !cert)
@@ -234,7 +240,8 @@ Status TlsServerConfig::init(const std::string& ca_file, const std::string& cert
   if (psk) {
     for (const auto& e : registry) psks_[e.id] = e.psk;
     mbedtls_ssl_conf_psk_cb(&conf_, &TlsServerConfig::PskCallback, this);
-    for (int s : kPskSuites) suites_.push_back(s);
+    for (int s : kPskSuites)
+      if (psk_ecdhe || s != MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256) suites_.push_back(s);
   }
   suites_.push_back(0);
   mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());

@@ -66,8 +66,9 @@ class TlsServerConfig {
 
   // ca/cert/key: PEM files (CA that signs device certificates, the coordinator's
   // certificate and key); psks: identity -> key. auth: "any", "psk" or "cert".
+  // psk_ecdhe: offer ECDHE-PSK before the plain PSK suites (forward secrecy).
   Status init(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
-              const std::vector<RegistryEntry>& registry, const std::string& auth);
+              const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe = true);
   const mbedtls_ssl_config* conf() const { return &conf_; }
   // A device provisioned while running (`keys add`): its PSK is accepted from
   // the next handshake on (certificates need nothing: the CA signed them).
@@ -122,6 +123,8 @@ class TlsClient {
   Result<size_t> read_some(uint8_t* buf, size_t cap);
   void close();
   bool connected() const { return connected_; }
+  // The negotiated suite's IANA name ("" before a handshake).
+  const char* suite() const { return connected_ ? mbedtls_ssl_get_ciphersuite(&ssl_) : ""; }
 
  private:
   TlsRandom rng_;
