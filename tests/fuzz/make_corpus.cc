@@ -131,10 +131,18 @@ std::vector<std::pair<std::string, wire::Envelope>> Messages() {
   us[1].kind = secagg::ShareKind::kMaskKey;
   us[1].x = 3;
   add("unmask", [&](wire::Envelope& e) { wire::Encode(SecAggUnmaskMsg{id, View<secagg::UnmaskShare>{us, 2}}, e); });
+  secagg::ConsistencyTag tags[2];
+  for (int i = 0; i < 2; ++i) {
+    tags[i].from = 1 + i;
+    tags[i].to = 2 - i;
+    std::memcpy(tags[i].tag, bytes + i, sizeof(tags[i].tag));
+  }
+  add("check", [&](wire::Envelope& e) { wire::Encode(SecAggCheckMsg{id, View<secagg::ConsistencyTag>{tags, 2}}, false, e); });
+  add("checks", [&](wire::Envelope& e) { wire::Encode(SecAggCheckMsg{id, View<secagg::ConsistencyTag>{tags, 2}}, true, e); });
   return out;
 }
 
-// The field number of the envelope's body (wire_messages_fuzz.cc: byte % 17 + 1).
+// The field number of the envelope's body (wire_messages_fuzz.cc: byte % 19 + 1).
 uint8_t Selector(const wire::Envelope& env) { return static_cast<uint8_t>(static_cast<int>(env.body_case()) - 1); }
 // The message body alone: the envelope minus its tag and length.
 std::string Body(const wire::Envelope& env) {
@@ -152,7 +160,7 @@ void Wire() {
   for (const auto& [name, env] : msgs) {
     Put("wire_messages", name, std::string(1, char(Selector(env))) + Body(env));
     const bool to_device = name != "hello" && name != "update" && name != "update_header" && name != "advertise" &&
-                           name != "shares" && name != "masked" && name != "unmask";
+                           name != "shares" && name != "masked" && name != "unmask" && name != "check";
     if (to_device) Put("fw_messages", name, Ser(env));
   }
   // Near-valid: a key one byte short, a truncated task.
