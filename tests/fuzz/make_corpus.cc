@@ -65,10 +65,12 @@ std::vector<std::pair<std::string, wire::Envelope>> Messages() {
     e.mutable_hello()->set_device_id("dev-0001");
     e.mutable_hello()->set_platform("linux-x86_64");
     e.mutable_hello()->set_max_chunk_bytes(1024);
+    e.mutable_hello()->set_heartbeats(true);
   });
   add("welcome", [](wire::Envelope& e) {
     e.mutable_welcome()->set_protocol_version(wire::kProtocolVersion);
     e.mutable_welcome()->set_num_devices(2);
+    e.mutable_welcome()->set_heartbeat_ms(15000);
     wire::EncodeTask(SmallTask(), e.mutable_welcome()->mutable_task());
   });
   add("announce", [&](wire::Envelope& e) {
@@ -139,10 +141,11 @@ std::vector<std::pair<std::string, wire::Envelope>> Messages() {
   }
   add("check", [&](wire::Envelope& e) { wire::Encode(SecAggCheckMsg{id, View<secagg::ConsistencyTag>{tags, 2}}, false, e); });
   add("checks", [&](wire::Envelope& e) { wire::Encode(SecAggCheckMsg{id, View<secagg::ConsistencyTag>{tags, 2}}, true, e); });
+  add("heartbeat", [](wire::Envelope& e) { e.mutable_heartbeat(); });
   return out;
 }
 
-// The field number of the envelope's body (wire_messages_fuzz.cc: byte % 19 + 1).
+// The field number of the envelope's body (wire_messages_fuzz.cc: byte % 20 + 1).
 uint8_t Selector(const wire::Envelope& env) { return static_cast<uint8_t>(static_cast<int>(env.body_case()) - 1); }
 // The message body alone: the envelope minus its tag and length.
 std::string Body(const wire::Envelope& env) {
@@ -160,7 +163,8 @@ void Wire() {
   for (const auto& [name, env] : msgs) {
     Put("wire_messages", name, std::string(1, char(Selector(env))) + Body(env));
     const bool to_device = name != "hello" && name != "update" && name != "update_header" && name != "advertise" &&
-                           name != "shares" && name != "masked" && name != "unmask" && name != "check";
+                           name != "shares" && name != "masked" && name != "unmask" && name != "check" &&
+                           name != "heartbeat";
     if (to_device) Put("fw_messages", name, Ser(env));
   }
   // Near-valid: a key one byte short, a truncated task.

@@ -1,7 +1,7 @@
 // libFuzzer target: the protobuf-lite message decoders of the host and Linux
 // devices (runtime/src/wire/codec.cc). Input: one byte choosing the Envelope
-// field (Hello, Welcome, the round messages, the SecAgg+ phases, Chunk, ...:
-// byte % 19 + 1, the field number in runtime/wire/fedrt.proto), then that
+// field (Hello, Welcome, the round messages, the SecAgg+ phases, Chunk, Heartbeat:
+// byte % 20 + 1, the field number in runtime/wire/fedrt.proto), then that
 // message's bytes. Properties:
 // - no out-of-bounds access or undefined behaviour (ASan, UBSan);
 // - every rejection (ValidateHello, DecodeTask, Inbound::decode) carries a
@@ -64,7 +64,7 @@ void CheckTask(const wire::Task& task) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const uint32_t field = 1 + data[0] % 19;  // every body of Envelope (fedrt.proto)
+  const uint32_t field = 1 + data[0] % 20;  // every body of Envelope (fedrt.proto)
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   // The Envelope with `body` as its field `field` (tag, length, bytes).
   std::string bytes;

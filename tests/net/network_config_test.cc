@@ -1,5 +1,7 @@
 // The [network] table's checks and the key files' hex decoding.
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -8,6 +10,15 @@
 
 namespace fedrt::net {
 namespace {
+
+// Loads "[network]\n" + body: the error message ("" when it loads) and the config.
+std::pair<std::string, NetworkConfig> load(const std::string& body) {
+  const std::string path = ::testing::TempDir() + "/network_config_test.toml";
+  std::ofstream(path) << "[network]\n" << body;
+  NetworkConfig c;
+  Status st = LoadNetworkToml(path, c);
+  return {st.ok() ? std::string() : std::string(st.message()), c};
+}
 
 TEST(NetworkConfig, HexAndValidation) {
   bool ok = false;
@@ -35,13 +46,6 @@ TEST(NetworkConfig, HexAndValidation) {
 TEST(NetworkConfig, PeerLimitsFromToml) {
   NetworkConfig n;
   EXPECT_EQ(n.rate_limit_exempt, (std::vector<std::string>{"127.0.0.0/8", "::1"}));
-  const std::string path = ::testing::TempDir() + "/peer_limits.toml";
-  auto load = [&](const std::string& body) {
-    std::ofstream(path) << "[network]\n" << body;
-    NetworkConfig c;
-    Status st = LoadNetworkToml(path, c);
-    return std::make_pair(st.ok() ? std::string() : std::string(st.message()), c);
-  };
   auto [err, c] = load("peer_connections_per_s = 5\npeer_connection_burst = 9\n"
                        "rate_limit_exempt = [\"10.0.0.0/8\"]\ntcp_keepalive_s = 0\n");
   EXPECT_EQ(err, "");
@@ -62,17 +66,23 @@ TEST(NetworkConfig, PeerLimitsFromToml) {
 
 TEST(NetworkConfig, PskForwardSecrecyFromToml) {
   EXPECT_TRUE(NetworkConfig{}.psk_forward_secrecy);  // ECDHE-PSK offered unless the operator says otherwise
-  const std::string path = ::testing::TempDir() + "/psk_fs.toml";
-  auto load = [&](const std::string& body) {
-    std::ofstream(path) << "[network]\n" << body;
-    NetworkConfig c;
-    Status st = LoadNetworkToml(path, c);
-    return std::make_pair(st.ok() ? std::string() : std::string(st.message()), c);
-  };
   auto [err, c] = load("psk_forward_secrecy = false\n");
   EXPECT_EQ(err, "");
   EXPECT_FALSE(c.psk_forward_secrecy);
   EXPECT_NE(load("psk_forward_secrecy = 1\n").first.find("'network.psk_forward_secrecy' must be true or false"),
+            std::string::npos);
+}
+
+// The idle timeout: on by default, 0 turns it off, and it is at least a second.
+TEST(NetworkConfig, IdleTimeoutFromToml) {
+  EXPECT_EQ(NetworkConfig{}.idle_timeout_ms, 60000);
+  EXPECT_EQ(load("idle_timeout_ms = 0\n").second.idle_timeout_ms, 0);
+  auto [err, c] = load("idle_timeout_ms = 1500\n");
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.idle_timeout_ms, 1500);
+  EXPECT_NE(load("idle_timeout_ms = 999\n").first.find("network.idle_timeout_ms must be 0 (off) or in 1000..86400000"),
+            std::string::npos);
+  EXPECT_NE(load("idle_timeout_ms = \"60s\"\n").first.find("'network.idle_timeout_ms' must be an integer"),
             std::string::npos);
 }
 

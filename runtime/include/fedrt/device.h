@@ -71,7 +71,9 @@ class Device {
   // Takes part until the RoundResult of this device's next update (included
   // or dropped) and returns its report. kOutOfRange after the coordinator's
   // Shutdown, kCancelled after stop(), otherwise as run(). The connection
-  // stays open between calls.
+  // stays open between calls; the device is silent while no call runs, so a
+  // coordinator with an idle timeout (network.idle_timeout_ms, 60 s by
+  // default) closes it after that long, and the next call reconnects.
   Result<RoundReport> run_one_round();
   // Thread-safe: ends the run()/run_one_round() in progress and returns once
   // it has returned (local work in progress finishes first; its update is

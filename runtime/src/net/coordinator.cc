@@ -137,6 +137,8 @@ Status Coordinator::init() {
   pending_.assign(agents, std::nullopt);
   last_rejection_.assign(agents, std::string());
   repeated_rejections_.assign(agents, 0);
+  heartbeats_.assign(agents, 0);
+  heard_ms_.assign(agents, 0);
   keys_ = std::make_unique<KeysWatch>(keys);
   auto first = keys_->poll();
   if (!first.ok()) return first.status();
@@ -259,6 +261,8 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
     c.send_error(err.reason, err.message, true);
     return;
   }
+  if (c.agent() >= 0) heard_ms_[static_cast<size_t>(c.agent())] = now_ms();
+  if (c.state() == Connection::State::kRegistered && env.body_case() == wire::Envelope::kHeartbeat) return;
   if (c.state() == Connection::State::kAwaitHello) {
     if (env.body_case() != wire::Envelope::kHello) {
       refused("rejected/not_registered",
@@ -326,6 +330,8 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   monitor_->link(agent, FleetMonitor::Link::kRegistering, "", c.peer());
   monitor_->platform(agent, h.platform().empty() ? std::string("unknown") : h.platform());
   pending_[agent].reset();
+  heartbeats_[agent] = h.heartbeats() ? 1 : 0;
+  heard_ms_[agent] = now_ms();
   if (h.has_pending()) pending_[agent] = protocol::RoundId{h.pending_algorithm(), h.pending_run(), h.pending_round()};
   (void)store_->upsert_device(h.device_id(), agent, "registered");
   CoordinatorLog("registered device={} index={} peer={} pending={}", h.device_id(), agent, c.peer(),
@@ -338,6 +344,8 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   w->set_device_index(agent);
   w->set_num_devices(task_.problem.agents);
   wire::EncodeTask(task_, w->mutable_task());
+  if (h.heartbeats() && opt_.network.idle_timeout_ms > 0)
+    w->set_heartbeat_ms(static_cast<uint32_t>(opt_.network.idle_timeout_ms / 4));
   c.send(env);
 }
 
@@ -485,6 +493,7 @@ Status Coordinator::finish() {
   refusals_.flush(std::chrono::steady_clock::now(), true);
   monitor_->set_status("finished");
   keys_timer_.cancel();
+  idle_timer_.cancel();
   deadline_.cancel();
   start_timer_.cancel();
   CoordinatorLog("finished rounds={} writing outputs to {}", rounds_.rounds_done(), opt_.out);
@@ -524,6 +533,7 @@ Status Coordinator::run() {
   set_limits();
   accept();
   watch_keys();
+  watch_idle();
   if (rounds_.complete()) {  // a finished experiment's state: write the outputs again
     asio::post(io_, [this] { maybe_start(true); });
   } else if (opt_.network.start_timeout_ms > 0) {

@@ -1,6 +1,7 @@
-// Who gets a connection (net/coordinator.h): the open-file limit, network.max_connections,
-// network.max_handshakes and the per-peer rate (net/peer_rate_limit.h); TCP keepalive on what
-// is admitted. Refusals go through the bounded refusal log (net/refusal_log.h).
+// Who gets a connection and who keeps one (net/coordinator.h): the open-file limit,
+// network.max_connections, network.max_handshakes and the per-peer rate
+// (net/peer_rate_limit.h); TCP keepalive on what is admitted; the idle timeout of registered
+// devices (network.idle_timeout_ms). Refusals go through the bounded refusal log (net/refusal_log.h).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
@@ -71,9 +72,41 @@ void Coordinator::set_limits() {
                                   static_cast<double>(n.peer_connection_burst), n.rate_limit_exempt);
   if (rate.ok()) peer_rate_ = std::move(*rate);  // (validated with the config: cannot fail here)
   CoordinatorLog("limits open_files={} max_connections={} max_handshakes={} peer_connections_per_s={} "
-                 "peer_connection_burst={} rate_limit_exempt={} tcp_keepalive_s={}",
+                 "peer_connection_burst={} rate_limit_exempt={} tcp_keepalive_s={} idle_timeout_ms={}",
                  files, max_connections_, max_handshakes_, n.peer_connections_per_s, n.peer_connection_burst,
-                 fmt::join(n.rate_limit_exempt, ","), n.tcp_keepalive_s);
+                 fmt::join(n.rate_limit_exempt, ","), n.tcp_keepalive_s, n.idle_timeout_ms);
+}
+
+// Looks for idle devices every quarter of the timeout (the devices' heartbeat interval), so a
+// silent one is dropped between 1 and 1.25 timeouts after it was last heard from.
+void Coordinator::watch_idle() {
+  const long timeout = opt_.network.idle_timeout_ms;
+  if (timeout <= 0) return;
+  idle_timer_.expires_after(std::chrono::milliseconds(timeout / 4));
+  idle_timer_.async_wait([this](const std::error_code& ec) {
+    if (ec || finished_) return;
+    drop_idle();
+    watch_idle();
+  });
+}
+
+// A registered device that asked for heartbeats and has sent nothing for idle_timeout_ms is
+// closed. The clock does not run while it answers the task (it may be loading its data) or
+// owes the open round (its local work blocks its connection), and it restarts from then.
+void Coordinator::drop_idle() {
+  const uint64_t now = now_ms(), timeout = static_cast<uint64_t>(opt_.network.idle_timeout_ms);
+  for (uint32_t agent = 0; agent < heartbeats_.size(); ++agent) {
+    if (!heartbeats_[agent]) continue;
+    Connection* c = registry_.connection(agent);
+    if (c == nullptr) continue;
+    if (registry_.state(agent) != Registry::State::kReady || rounds_.owes(agent)) {
+      heard_ms_[agent] = now;
+      continue;
+    }
+    if (now - heard_ms_[agent] <= timeout) continue;
+    // on_closed logs "disconnected device=... reason=idle: ..." and shows it in the devices table.
+    c->close(fmt::format("idle: nothing received for {:.1f} s", static_cast<double>(now - heard_ms_[agent]) / 1000.0));
+  }
 }
 
 void Coordinator::accept() {

@@ -69,6 +69,9 @@ class Coordinator : public ConnectionOwner {
   void on_task_reply(Connection& c, const wire::TaskReply& r);
   void on_round_message(Connection& c, const wire::Envelope& env);
   void maybe_start(bool timeout);
+  // network.idle_timeout_ms: drops registered devices that heartbeat but fell silent.
+  void watch_idle();
+  void drop_idle();
   void after_event();
   void arm_deadline();
   Status finish();
@@ -108,6 +111,11 @@ class Coordinator : public ConnectionOwner {
   // followed it (the rest of a refused update's chunks): logged and answered once.
   std::vector<std::string> last_rejection_;
   std::vector<uint64_t> repeated_rejections_;
+  // Per agent: its Hello asked for heartbeats, and when (now_ms) it was last
+  // heard from or last owed the open round something (drop_idle).
+  std::vector<char> heartbeats_;
+  std::vector<uint64_t> heard_ms_;
+  asio::steady_timer idle_timer_{io_};
   wire::Inbound inbound_;
   std::unique_ptr<FleetMonitor> monitor_;  // the operator's view (dashboard, metrics)
   std::unique_ptr<HttpEndpoint> http_;     // --http: serves monitor_

@@ -16,6 +16,7 @@ namespace fedrt::net {
 
 namespace {
 constexpr uint32_t kReadTimeoutMs = 200;  // how often a blocked read looks at the cancel flag
+constexpr uint32_t kMinHeartbeatMs = 100;  // a coordinator asking for more gets this
 }
 
 DeviceConnection::DeviceConnection(const DeviceOptions& options, const DeviceLog& log, DeviceSession& session)
@@ -63,6 +64,7 @@ Status DeviceConnection::send(const wire::Envelope& env) {
     if (!go) return Status::Ok();
   }
   FEDRT_TRY(tls_->write_all(wire::EncodeFrame(env)));
+  last_sent_ = std::chrono::steady_clock::now();
   if (opt_.hooks != nullptr && opt_.hooks->after_send && !opt_.hooks->after_send(env)) {
     tls_->close();
     return Status(StatusCode::kUnavailable, std::string("connection dropped by a test hook"));
@@ -100,13 +102,16 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
     }
     log_("connected {}:{} suite={}", opt_.host, opt_.port, tls_->suite());
     dec_ = wire::FrameDecoder();
+    heartbeat_ms_ = 0;
     wire::Envelope hello;
     wire::Hello* h = hello.mutable_hello();
     h->set_protocol_version(wire::kProtocolVersion);
     h->set_device_id(opt_.id);
     h->set_platform(config::kPlatformName);
+    h->set_heartbeats(opt_.heartbeats);
     session_.fill_hello(h);
     st = tls_->write_all(wire::EncodeFrame(hello));
+    last_sent_ = std::chrono::steady_clock::now();
     if (st.ok()) return Status::Ok();
     tls_->close();
     log_("disconnected: {}; reconnect in {} ms", st.message(), backoff_);
@@ -128,11 +133,24 @@ Status DeviceConnection::drain(bool until_round, DeviceStop& stop, bool* round) 
       log_("error {}", hs.message());
       if (hs.code() == StatusCode::kUnavailable || hs.code() == StatusCode::kDataLoss) return hs;
     }
-    if (env.body_case() == wire::Envelope::kWelcome) backoff_ = 100;
+    if (env.body_case() == wire::Envelope::kWelcome) {
+      backoff_ = 100;
+      const uint32_t every = env.welcome().heartbeat_ms();
+      heartbeat_ms_ = every == 0 ? 0 : std::max(every, kMinHeartbeatMs);
+    }
     *round = until_round && session_.settled();
   }
   if (k < 0) return Status(StatusCode::kDataLoss, "from coordinator: " + err.message);
   return Status::Ok();
+}
+
+Status DeviceConnection::heartbeat() {
+  if (heartbeat_ms_ == 0 || std::chrono::steady_clock::now() - last_sent_ < std::chrono::milliseconds(heartbeat_ms_))
+    return Status::Ok();
+  wire::Envelope env;
+  env.mutable_heartbeat();
+  last_sent_ = std::chrono::steady_clock::now();  // also when a test hook swallows it
+  return send(env);
 }
 
 Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel, PumpEnd* end) {
@@ -163,6 +181,7 @@ Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel,
         st = drain(until_round, stop, &round);
       }
     }
+    if (st.ok() && !stop.stop && !round) st = heartbeat();
     if (stop.stop) {
       tls_->close();
       *end = PumpEnd::kShutdown;

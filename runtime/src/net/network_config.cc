@@ -25,7 +25,8 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
                                               "deadline_ms", "quorum", "start_timeout_ms", "http",
                                               "refusal_log_lines", "refusal_log_interval_ms",
                                               "max_connections", "max_handshakes", "peer_connections_per_s",
-                                              "peer_connection_burst", "rate_limit_exempt", "tcp_keepalive_s"};
+                                              "peer_connection_burst", "rate_limit_exempt", "tcp_keepalive_s",
+                                              "idle_timeout_ms"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str())))
       return Status(StatusCode::kInvalidArgument,
@@ -69,6 +70,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(integer("peer_connections_per_s", net.peer_connections_per_s));
   FEDRT_TRY(integer("peer_connection_burst", net.peer_connection_burst));
   FEDRT_TRY(integer("tcp_keepalive_s", net.tcp_keepalive_s));
+  FEDRT_TRY(integer("idle_timeout_ms", net.idle_timeout_ms));
   if (t->contains("rate_limit_exempt")) {
     const toml::array* a = (*t)["rate_limit_exempt"].as_array();
     if (a == nullptr) return wrong("rate_limit_exempt", "an array of addresses or ADDRESS/PREFIX networks");
@@ -111,6 +113,8 @@ Status ValidateNetwork(const NetworkConfig& n) {
   }
   if (n.tcp_keepalive_s < 0 || n.tcp_keepalive_s > 86400)
     return bad(fmt::format("network.tcp_keepalive_s must be in 0..86400 (0: off), got {}", n.tcp_keepalive_s));
+  if (n.idle_timeout_ms != 0 && (n.idle_timeout_ms < 1000 || n.idle_timeout_ms > 86400000))
+    return bad(fmt::format("network.idle_timeout_ms must be 0 (off) or in 1000..86400000, got {}", n.idle_timeout_ms));
   if (!(n.quorum > 0.0 && n.quorum <= 1.0)) return bad(fmt::format("network.quorum must be in (0, 1], got {}", n.quorum));
   if (n.auth != "any" && n.auth != "psk" && n.auth != "cert")
     return bad(fmt::format("network.auth must be any, psk or cert, got '{}'", n.auth));

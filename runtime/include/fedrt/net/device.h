@@ -30,7 +30,7 @@ using RawWriter = std::function<Status(const std::string& bytes)>;
 
 // Test and benchmark hooks; the fedrt-device command line exposes none.
 struct DeviceHooks {
-  // Called before each message the device sends (Update, TaskReply, SecAgg+);
+  // Called before each message the device sends (Update, TaskReply, SecAgg+, Heartbeat);
   // false: do not send it. It may sleep (a slow board) or write other bytes.
   std::function<bool(const wire::Envelope& message, const RawWriter& raw)> before_send;
   // Called after a message was sent; false: drop the connection now.
@@ -56,6 +56,7 @@ struct DeviceOptions {
   const UserModel* model = nullptr;    // a user-defined model ([model] kind = "user"; not owned)
   std::function<void(const RoundReport&)> progress;  // every settled round of this device
   long give_up_ms = 60000;    // exit with an error after this long without a connection
+  bool heartbeats = true;     // offer heartbeats in Hello (sent at the interval Welcome asks for)
   bool quiet = false;         // no log lines (load driver)
   DeviceLogLevel log_level = DeviceLogLevel::kInfo;
   const DeviceHooks* hooks = nullptr;

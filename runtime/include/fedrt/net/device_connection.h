@@ -5,7 +5,10 @@
 // give_up_ms without one. Each frame goes to the DeviceSession; the test
 // hooks (DeviceHooks) see each message before and after it is sent. The
 // connection and any buffered frames survive between pump() calls, so a
-// caller can take part one round at a time. Before each new connection the
+// caller can take part one round at a time. When Welcome asks for heartbeats,
+// a Heartbeat goes out after that long without sending anything (checked
+// between messages and at least every 200 ms while pump() runs; not during
+// local work, which the coordinator does not count as idle). Before each new connection the
 // credential files are looked at again: changed ones (`keys rotate`, the new
 // files copied over the old) are read and used from then on. Host code.
 
@@ -49,6 +52,8 @@ class DeviceConnection {
   std::string credentials_stamp() const;
   // A new TLS client from the credential files if they changed since they were read.
   void reload_credentials();
+  // Sends a Heartbeat if Welcome asked for them and nothing was sent for that long.
+  Status heartbeat();
 
   const DeviceOptions& opt_;
   const DeviceLog& log_;
@@ -59,6 +64,8 @@ class DeviceConnection {
   DeviceSession::Sender sender_;
   long backoff_ = 100;
   std::chrono::steady_clock::time_point last_ok_;
+  uint32_t heartbeat_ms_ = 0;  // Welcome.heartbeat_ms of this connection (0: none)
+  std::chrono::steady_clock::time_point last_sent_;
   std::vector<uint8_t> buf_;
 };
 

@@ -76,6 +76,11 @@ class FleetRounds {
   // Presence: an agent that accepted the task is connected until its connection closes.
   void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
   void set_refused(uint32_t agent);
+  // The agent is sampled in the open round: it owes an update (or a SecAgg+
+  // message) and may be busy with its local work, so its silence is not idleness.
+  bool owes(uint32_t agent) const {
+    return session_ != nullptr && session_->round_open() && session_->sampled(agent);
+  }
   // A protocol message of a registered agent (the inbound's views point into
   // `env`); a refusal becomes an Error to the device.
   protocol::Verdict on_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in, uint64_t now_ms);

@@ -22,6 +22,8 @@
 //   rate_limit_exempt = ["127.0.0.0/8", "::1"]  # addresses or networks never rate-limited
 //   tcp_keepalive_s = 60   # TCP keepalive probes after this long without traffic (0: off), every 10 s;
 //                          # 3 unanswered: a device whose host vanished is dropped after about 90 s
+//   idle_timeout_ms = 60000  # a registered device that heartbeats (fedrt-device) and sends nothing for this
+//                          # long while it owes no open round is dropped (0: off); it heartbeats every quarter
 
 #include <array>
 #include <cstdint>
@@ -52,6 +54,7 @@ struct NetworkConfig {
   long peer_connection_burst = 200;
   std::vector<std::string> rate_limit_exempt = {"127.0.0.0/8", "::1"};
   long tcp_keepalive_s = 60;
+  long idle_timeout_ms = 60000;
 };
 
 // Reads [network] of `path` (absent keys keep their value; unknown keys are
