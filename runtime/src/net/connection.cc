@@ -12,6 +12,13 @@
 
 namespace fedrt::net {
 
+namespace {
+// What an emptied output buffer keeps of its capacity: a frame of a few
+// records. A chunked broadcast's frame is up to config::kChunkBytes plus
+// framing, so a connection that carried one gives the memory back.
+constexpr size_t kKeptOutBytes = 4096;
+}  // namespace
+
 Connection::Connection(ConnectionOwner* owner, asio::ip::tcp::socket sock, uint64_t serial)
     : owner_(owner), sock_(std::move(sock)), hs_timer_(owner->io()), serial_(serial) {
   mbedtls_ssl_init(&ssl_);
@@ -101,7 +108,11 @@ bool Connection::flush() {
       }
       out_off_ += static_cast<size_t>(rc);
     }
-    out_.clear();
+    // A broadcast's frames grew out_; ten thousand idle connections should not each keep that.
+    if (out_.capacity() > kKeptOutBytes)
+      std::string().swap(out_);
+    else
+      out_.clear();
     out_off_ = 0;
     if (close_after_flush_) {
       close(close_reason_);

@@ -518,8 +518,11 @@ Status Coordinator::finish() {
   }
   wire::Envelope env;
   env.mutable_shutdown()->set_reason("experiment complete");
+  // A send that fails closes its connection, and on_closed erases it from conns_: iterate a copy.
+  std::vector<std::shared_ptr<Connection>> registered;
   for (const auto& [p, c] : conns_)
-    if (c->state() == Connection::State::kRegistered) c->send(env);
+    if (c->state() == Connection::State::kRegistered) registered.push_back(c);
+  for (const auto& c : registered) c->send(env);
   std::error_code ec;
   acceptor_.close(ec);
   accept_retry_.cancel();
