@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -24,8 +25,8 @@ namespace {
 // an ephemeral X25519 exchange keyed by the PSK gives forward secrecy, so a
 // leaked PSK does not decrypt recorded sessions; the plain PSK suites stay
 // for the firmware, which cannot afford the exchange (docs/architecture.md, "TLS").
-const int kPskSuites[] = {MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256, MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256,
-                          MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256};
+const int kEcdhePskSuites[] = {MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256};
+const int kPlainPskSuites[] = {MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256, MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256};
 const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                            MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256};
 
@@ -240,8 +241,8 @@ Status TlsServerConfig::init(const std::string& ca_file, const std::string& cert
   if (psk) {
     for (const auto& e : registry) psks_[e.id] = e.psk;
     mbedtls_ssl_conf_psk_cb(&conf_, &TlsServerConfig::PskCallback, this);
-    for (int s : kPskSuites)
-      if (psk_ecdhe || s != MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256) suites_.push_back(s);
+    if (psk_ecdhe) suites_.insert(suites_.end(), std::begin(kEcdhePskSuites), std::end(kEcdhePskSuites));
+    suites_.insert(suites_.end(), std::begin(kPlainPskSuites), std::end(kPlainPskSuites));
   }
   suites_.push_back(0);
   mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());
@@ -295,7 +296,8 @@ Status TlsClient::init(const TlsClientCredentials& creds) {
     rc = mbedtls_ssl_conf_psk(&conf_, psk->data(), psk->size(),
                               reinterpret_cast<const unsigned char*>(creds.identity.data()), creds.identity.size());
     if (rc != 0) return TlsFail("PSK", rc);
-    for (int s : kPskSuites) suites_.push_back(s);
+    suites_.insert(suites_.end(), std::begin(kEcdhePskSuites), std::end(kEcdhePskSuites));
+    suites_.insert(suites_.end(), std::begin(kPlainPskSuites), std::end(kPlainPskSuites));
     mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_NONE);  // PSK authenticates both sides
   } else {
     if ((rc = mbedtls_x509_crt_parse_file(&ca_, creds.ca_file.c_str())) != 0)
