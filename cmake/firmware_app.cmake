@@ -19,18 +19,13 @@ if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
   target_link_libraries(fedrt-fw-provision PRIVATE fedrt_net CLI11::CLI11)
 endif()
 
-set(FEDRT_THIRD_PARTY_DIR "${CMAKE_SOURCE_DIR}/build/third_party" CACHE PATH
-    "where scripts/fetch_sources.sh unpacked the nanopb and mbedtls source packages")
-file(GLOB _fedrt_mbedtls_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/mbedtls-2.*")
-file(GLOB _fedrt_nanopb_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/nanopb-0.4.*")
+include(${CMAKE_CURRENT_LIST_DIR}/third_party.cmake)
 find_program(FEDRT_NANOPB_GENERATOR NAMES nanopb_generator.py nanopb_generator)
-if(NOT _fedrt_mbedtls_dirs OR NOT _fedrt_nanopb_dirs OR NOT FEDRT_NANOPB_GENERATOR)
+if(NOT FEDRT_MBEDTLS_SRC OR NOT FEDRT_NANOPB_SRC OR NOT FEDRT_NANOPB_GENERATOR)
   message(STATUS "fedrt-fw: mbedTLS/nanopb sources (scripts/fetch_sources.sh) or nanopb_generator missing: "
                  "firmware client not built")
   return()
 endif()
-list(GET _fedrt_mbedtls_dirs -1 FEDRT_MBEDTLS_SRC)
-list(GET _fedrt_nanopb_dirs -1 FEDRT_NANOPB_SRC)
 message(STATUS "fedrt-fw: mbedTLS from ${FEDRT_MBEDTLS_SRC}, nanopb from ${FEDRT_NANOPB_SRC}")
 
 # mbedTLS with the firmware's configuration (runtime/fw/mbedtls_config.h).

@@ -8,14 +8,12 @@
 #
 # Sets FEDRT_MBEDTLS, FEDRT_MBEDX509, FEDRT_MBEDCRYPTO, FEDRT_SECAGG_MBEDCRYPTO
 # and FEDRT_SECAGG_MBEDTLS_INCLUDE (read by network.cmake and secagg.cmake).
-set(FEDRT_THIRD_PARTY_DIR "${CMAKE_SOURCE_DIR}/build/third_party" CACHE PATH
-    "where scripts/fetch_sources.sh unpacked the nanopb and mbedtls source packages")
+include(${CMAKE_CURRENT_LIST_DIR}/third_party.cmake)
 option(FEDRT_HOST_MBEDTLS_FROM_SOURCE "Build the host's mbedTLS from Debian's source package when fetched" ON)
 set(FEDRT_HOST_MBEDTLS_VARIABLE_BUFFERS OFF)
 if(FEDRT_HOST_MBEDTLS_FROM_SOURCE AND NOT CMAKE_CROSSCOMPILING)
-  file(GLOB _fedrt_host_mbedtls_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/mbedtls-2.*")
-  if(_fedrt_host_mbedtls_dirs)
-    list(GET _fedrt_host_mbedtls_dirs -1 _src)
+  if(FEDRT_MBEDTLS_SRC)
+    set(_src "${FEDRT_MBEDTLS_SRC}")
     file(GLOB _fedrt_host_mbedtls_sources "${_src}/library/*.c")
     add_library(fedrt_host_mbedtls STATIC ${_fedrt_host_mbedtls_sources})
     target_include_directories(fedrt_host_mbedtls SYSTEM PUBLIC "${_src}/include"

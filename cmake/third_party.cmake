@@ -1,0 +1,17 @@
+# Where scripts/fetch_sources.sh unpacked Debian's mbedtls and nanopb source
+# packages, found once for the host's mbedTLS (cmake/host_mbedtls.cmake) and
+# the firmware (cmake/firmware_app.cmake). Sets FEDRT_MBEDTLS_SRC and
+# FEDRT_NANOPB_SRC to the newest unpacked tree of each, or to "" when absent.
+include_guard(GLOBAL)
+set(FEDRT_THIRD_PARTY_DIR "${CMAKE_SOURCE_DIR}/build/third_party" CACHE PATH
+    "where scripts/fetch_sources.sh unpacked the nanopb and mbedtls source packages")
+file(GLOB _fedrt_mbedtls_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/mbedtls-2.*")
+file(GLOB _fedrt_nanopb_dirs LIST_DIRECTORIES true "${FEDRT_THIRD_PARTY_DIR}/nanopb-0.4.*")
+set(FEDRT_MBEDTLS_SRC "")
+set(FEDRT_NANOPB_SRC "")
+if(_fedrt_mbedtls_dirs)
+  list(GET _fedrt_mbedtls_dirs -1 FEDRT_MBEDTLS_SRC)
+endif()
+if(_fedrt_nanopb_dirs)
+  list(GET _fedrt_nanopb_dirs -1 FEDRT_NANOPB_SRC)
+endif()
