@@ -4,9 +4,10 @@
 // (two samples each, one local step on one of them, so the round is transfer,
 // not work) and the table gives the median round time, the model bytes moved per round (the
 // broadcast down and the updates up, from metrics.csv), their rate through
-// TLS, the coordinator's peak RSS, and the same machine's AES-128-GCM
-// throughput measured here over 16 KiB records (the PSK suite the devices
-// negotiate), so the rate reads as a fraction of the cipher's. The
+// TLS, the coordinator's peak RSS, and the same machine's ChaCha20-Poly1305
+// throughput measured here over 2048-byte records (the suite and record size
+// fedrt-device negotiates: ECDHE-PSK, max_fragment_length 2048), so the rate
+// reads as a fraction of the cipher's. The
 // coordinator runs with problem.coordinator_generates = false (the devices
 // generate the data, the coordinator holds none), so its RSS is the
 // protocol's; --coordinator-generates measures it holding every agent's data
@@ -14,6 +15,7 @@
 //
 //   fedrt-model-bench [--dims 1024,8192,65536] [--devices 10] [--rounds 12] [--coordinator-generates] [--keep DIR]
 
+#include <mbedtls/chachapoly.h>
 #include <mbedtls/gcm.h>
 
 #include <chrono>
@@ -35,20 +37,46 @@ using namespace fedrt::bench;
 
 namespace {
 
-// AES-128-GCM seal of `total` bytes in 16 KiB records, bytes per second.
+// The record size fedrt-device asks for (runtime/src/net/tls.cc, kDeviceMaxFragment).
+constexpr size_t kRecordBytes = 2048;
+
+// ChaCha20-Poly1305 seal of `total` bytes in kRecordBytes records (with a
+// TLS record's 13 bytes of additional data), bytes per second: ECDHE-PSK's cipher.
+double ChachaBytesPerSecond(size_t total) {
+  mbedtls_chachapoly_context ctx;
+  mbedtls_chachapoly_init(&ctx);
+  unsigned char key[32];
+  for (int i = 0; i < 32; ++i) key[i] = static_cast<unsigned char>(i + 1);
+  mbedtls_chachapoly_setkey(&ctx, key);
+  std::vector<unsigned char> in(kRecordBytes, 0x5a), out(kRecordBytes);
+  unsigned char nonce[12] = {0}, aad[13] = {0}, tag[16];
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t done = 0;
+  for (uint64_t seq = 0; done < total; ++seq, done += in.size()) {
+    std::memcpy(nonce + 4, &seq, 8);
+    mbedtls_chachapoly_encrypt_and_tag(&ctx, in.size(), nonce, aad, sizeof aad, in.data(), out.data(), tag);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  mbedtls_chachapoly_free(&ctx);
+  return static_cast<double>(done) / s;
+}
+
+// AES-128-GCM seal of `total` bytes in kRecordBytes records, bytes per second:
+// the plain PSK suite's cipher (network.psk_forward_secrecy = false).
 double GcmBytesPerSecond(size_t total) {
   mbedtls_gcm_context gcm;
   mbedtls_gcm_init(&gcm);
-  const unsigned char key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  unsigned char key[16];
+  for (int i = 0; i < 16; ++i) key[i] = static_cast<unsigned char>(i + 1);
   mbedtls_gcm_setkey(&gcm, MBEDTLS_CIPHER_ID_AES, key, 128);
-  std::vector<unsigned char> in(16384, 0x5a), out(16384);
-  unsigned char iv[12] = {0}, tag[16];
+  std::vector<unsigned char> in(kRecordBytes, 0x5a), out(kRecordBytes);
+  unsigned char iv[12] = {0}, aad[13] = {0}, tag[16];
   const auto t0 = std::chrono::steady_clock::now();
   size_t done = 0;
   for (uint64_t seq = 0; done < total; ++seq, done += in.size()) {
     std::memcpy(iv + 4, &seq, 8);
-    mbedtls_gcm_crypt_and_tag(&gcm, MBEDTLS_GCM_ENCRYPT, in.size(), iv, sizeof iv, nullptr, 0, in.data(), out.data(),
-                              sizeof tag, tag);
+    mbedtls_gcm_crypt_and_tag(&gcm, MBEDTLS_GCM_ENCRYPT, in.size(), iv, sizeof iv, aad, sizeof aad, in.data(),
+                              out.data(), sizeof tag, tag);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   mbedtls_gcm_free(&gcm);
@@ -73,12 +101,14 @@ struct Row {
   bool ok = false;
 };
 
-Row Measure(const std::string& bin, const fs::path& work, int d, int n, int rounds, bool coordinator_generates) {
+Row Measure(const std::string& bin, const fs::path& work, int d, int n, int rounds, bool coordinator_generates,
+            bool forward_secrecy) {
   const std::string cfg = fmt::format(
       "[problem]\nkind = \"lsq\"\nagents = {}\ndim = {}\nsamples = 2\nl2 = 0.1\ncoordinator_generates = {}\n"
       "[algorithm]\nnames = [\"fedavg\"]\nstep = 0.0001\nlocal_steps = 1\nbatch = 1\n"
-      "[run]\nrounds = {}\nseed = 1\n[network]\ndeadline_ms = 120000\nstart_timeout_ms = 120000\n",
-      n, d, coordinator_generates, rounds);
+      "[run]\nrounds = {}\nseed = 1\n[network]\ndeadline_ms = 120000\nstart_timeout_ms = 120000\n"
+      "psk_forward_secrecy = {}\n",
+      n, d, coordinator_generates, rounds, forward_secrecy);
   Row r;
   const FleetRun run = RunFleet(bin, work, cfg, n, /*device_state=*/false, "fedrt-model-bench", 1800);
   if (run.log.empty()) return r;
@@ -136,19 +166,25 @@ int main(int argc, char** argv) {
   app.add_flag("--coordinator-generates", coordinator_generates,
                "the coordinator generates every agent's data too (N x 2 samples x d), to report the error");
   app.add_option("--keep", keep, "keep the runs' files in this directory");
+  bool no_forward_secrecy = false;
+  app.add_flag("--no-forward-secrecy", no_forward_secrecy,
+               "network.psk_forward_secrecy = false: plain PSK with AES-128-GCM instead of ECDHE-PSK with "
+               "ChaCha20-Poly1305");
   CLI11_PARSE(app, argc, argv);
   const std::string bin = fs::canonical("/proc/self/exe").parent_path().string();
   const fs::path work =
       keep.empty() ? fs::temp_directory_path() / fmt::format("fedrt-model-bench-{}", getpid()) : fs::path(keep);
-  const double gcm = GcmBytesPerSecond(size_t{256} << 20);
+  const bool fs_on = !no_forward_secrecy;
+  const char* cipher_name = fs_on ? "ChaCha20-Poly1305" : "AES-128-GCM";
+  const double cipher = fs_on ? ChachaBytesPerSecond(size_t{256} << 20) : GcmBytesPerSecond(size_t{256} << 20);
   std::printf("large models on loopback: FedAvg, ridge least squares, 2 samples per device, 1 local step on 1, fedrt-device "
-              "processes over TLS 1.2 (PSK, AES-128-GCM), %d rounds per run (rounds 1-2 left out); the coordinator "
+              "processes over TLS 1.2 (%s, %s, 2048-byte records), %d rounds per run (rounds 1-2 left out); the coordinator "
               "%s\n",
-              rounds, coordinator_generates ? "generates every agent's data (problem.coordinator_generates = true)"
+              fs_on ? "ECDHE-PSK" : "plain PSK", cipher_name, rounds, coordinator_generates ? "generates every agent's data (problem.coordinator_generates = true)"
                                             : "holds no agent's data (problem.coordinator_generates = false)");
-  std::printf("AES-128-GCM on this machine, one core, 16 KiB records: %.1f MB/s\n", gcm / 1e6);
-  std::printf("%8s %5s %10s %10s %12s %10s %9s %14s %14s %11s %13s\n", "d", "N", "median ms", "p99 ms", "MB/round",
-              "MB/s", "of GCM", "coord RSS MB", "RSS B/coord", "budget MB", "RSS-budget MB");
+  std::printf("%s on this machine, one core, %zu-byte records: %.1f MB/s\n", cipher_name, kRecordBytes, cipher / 1e6);
+  std::printf("%8s %5s %10s %10s %12s %10s %10s %14s %14s %11s %13s\n", "d", "N", "median ms", "p99 ms", "MB/round",
+              "MB/s", "of cipher", "coord RSS MB", "RSS B/coord", "budget MB", "RSS-budget MB");
   int failed = 0;
   for (int d : Ints(dims)) {
     for (int n : Ints(devices)) {
@@ -163,7 +199,7 @@ int main(int argc, char** argv) {
         continue;
       }
       std::fprintf(stderr, "[model-bench] d=%d N=%d ...\n", d, n);
-      const Row r = Measure(bin, work / fmt::format("d{}-n{}", d, n), d, n, rounds, coordinator_generates);
+      const Row r = Measure(bin, work / fmt::format("d{}-n{}", d, n), d, n, rounds, coordinator_generates, fs_on);
       if (!r.ok) {
         ++failed;
         std::printf("%8d %5d  failed (see above)\n", d, n);
@@ -172,13 +208,13 @@ int main(int argc, char** argv) {
       const double rate = r.bytes / (r.median_ms / 1e3);
       const double budget = 64.0 * d + 65536.0 * n;  // 8 float64 d-vectors and 64 KiB per connection
       const double rss = r.rss_kb * 1024.0;
-      std::printf("%8d %5d %10.2f %10.2f %12.3f %10.1f %8.1f%% %14.1f %14.2f %11.1f %13.1f\n", d, n, r.median_ms,
-                  r.p99_ms, r.bytes / 1e6, rate / 1e6, 100.0 * rate / gcm, rss / 1e6, rss / d, budget / 1e6,
+      std::printf("%8d %5d %10.2f %10.2f %12.3f %10.1f %9.1f%% %14.1f %14.2f %11.1f %13.1f\n", d, n, r.median_ms,
+                  r.p99_ms, r.bytes / 1e6, rate / 1e6, 100.0 * rate / cipher, rss / 1e6, rss / d, budget / 1e6,
                   (rss - budget) / 1e6);
     }
   }
   std::printf("MB/round: payload bytes of the broadcast (N x 8 d down) and the updates (N x 8 d up), framing and TLS\n"
-              "records not counted; MB/s = MB/round / median round; of GCM = that rate over one core's AES-GCM rate\n"
+              "records not counted; MB/s = MB/round / median round; of cipher = that rate over one core's rate of the suite's cipher\n"
               "(every byte is sealed once and opened once, by processes sharing the machine's cores);\n"
               "B/coord = the coordinator's peak RSS over d; budget = 8 d-vectors of float64 and 64 KiB per\n"
               "connection (64 d + 65536 N bytes), the large-models issue's target.\n%s\n",
