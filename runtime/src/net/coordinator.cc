@@ -345,7 +345,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   w->set_num_devices(task_.problem.agents);
   wire::EncodeTask(task_, w->mutable_task());
   if (h.heartbeats() && opt_.network.idle_timeout_ms > 0)
-    w->set_heartbeat_ms(static_cast<uint32_t>(opt_.network.idle_timeout_ms / 4));
+    w->set_heartbeat_ms(static_cast<uint32_t>(heartbeat_ms()));
   c.send(env);
 }
 

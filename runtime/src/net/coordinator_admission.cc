@@ -80,9 +80,8 @@ void Coordinator::set_limits() {
 // Looks for idle devices every quarter of the timeout (the devices' heartbeat interval), so a
 // silent one is dropped between 1 and 1.25 timeouts after it was last heard from.
 void Coordinator::watch_idle() {
-  const long timeout = opt_.network.idle_timeout_ms;
-  if (timeout <= 0) return;
-  idle_timer_.expires_after(std::chrono::milliseconds(timeout / 4));
+  if (opt_.network.idle_timeout_ms <= 0) return;
+  idle_timer_.expires_after(std::chrono::milliseconds(heartbeat_ms()));
   idle_timer_.async_wait([this](const std::error_code& ec) {
     if (ec || finished_) return;
     drop_idle();

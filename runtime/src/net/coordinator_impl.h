@@ -70,6 +70,9 @@ class Coordinator : public ConnectionOwner {
   void on_round_message(Connection& c, const wire::Envelope& env);
   void maybe_start(bool timeout);
   // network.idle_timeout_ms: drops registered devices that heartbeat but fell silent.
+  // heartbeat_ms = idle_timeout_ms / 4: the devices' heartbeat interval (Welcome) and the idle
+  // check's period, so a silent device is dropped 1 to 1.25 timeouts after it was last heard.
+  long heartbeat_ms() const { return opt_.network.idle_timeout_ms / 4; }
   void watch_idle();
   void drop_idle();
   void after_event();
