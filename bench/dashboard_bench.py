@@ -18,12 +18,16 @@ Prints per run the mean and median round latency (the coordinator's log:
 latency_ms, open to commit), the run's wall time and the browser's CPU,
 then per setting the mean over its runs and the difference to "off".
 
-Then one long run with --http whose time is cut into windows (--window
-seconds, the first --settle of each left out) in the order idle, browser,
-idle, polled, repeated: nothing polls, the page is open, a client polls.
-Separate runs differ by +-10% on a shared machine from one minute to the
-next; neighbouring windows of one run share those drifts, so each measured
-window is compared with the idle windows on either side of it.
+Then one long run with --http whose time is cut into windows of --window
+seconds in the order idle, browser, idle, polled, repeated. The page is
+loaded once, after --settle seconds, and stays open: in browser windows it
+is live (polling and drawing), in the others it is frozen (Chrome DevTools
+Protocol Page.setWebLifecycleState: no timers, no requests, no frames, as a
+tab in the background of a browser that freezes it); in polled windows a
+client polls api/live instead. Separate runs differ by +-10% on a shared
+machine from one minute to the next; neighbouring windows of one run share
+those drifts, so each measured window is compared with the idle windows on
+either side of it. The browser's CPU is read per window too.
 
 usage: dashboard_bench.py [--repeats N] [--devices N] [--rounds T]
                           [--alternate-rounds T] [--window S]
@@ -96,7 +100,8 @@ def poller(url, stop):
 
 def start_fleet(out, devices, rounds, http):
     """scripts/fleet.sh in OUT; returns (process, log path, dashboard url or None)."""
-    cmd = [os.path.join(ROOT, "scripts", "fleet.sh"), "--config", CONFIG, "--native", str(devices), "--out", out]
+    cmd = [os.path.join(ROOT, "scripts", "fleet.sh"), "--config", CONFIG, "--native", str(devices), "--out", out,
+           "--timeout", "7200"]  # the alternating run is long: fleet.sh's default (600 s) would end it
     if http:
         cmd += ["--http", "127.0.0.1:0"]
     cmd += ["--", "--rounds", str(rounds)]
@@ -161,34 +166,56 @@ def run(out, devices, rounds, mode, browser):
 PATTERN = ("idle", "browser", "idle", "polled")  # every measured window has an idle one on each side
 
 
+def page_state(browser, state):
+    """Freezes ("frozen") or resumes ("active") the page open in BROWSER: a frozen page runs no timers
+    and draws nothing; when resumed, its pending poll fires at once."""
+    browser.execute_cdp_cmd("Page.setWebLifecycleState", {"state": state})
+
+
 def alternate(out, devices, rounds, browser, window, settle):
     """One run with --http whose time is cut into windows of WINDOW seconds in the order of PATTERN,
-    repeated. Returns [(phase, mean latency)] in time order, of the rounds that opened after the
-    window's first SETTLE seconds (the page's load, or the browser leaving it) and closed inside it."""
+    repeated, the page loaded once (SETTLE seconds after the coordinator named its address) and live
+    in browser windows only. Returns [(phase, mean latency, browser CPU %)] in time order, of the
+    rounds that opened and closed inside the window."""
     p, log, url = start_fleet(out, devices, rounds, True)
+    browser.get(url)
+    time.sleep(settle)
+    page_state(browser, "frozen")
     windows = []
     while p.poll() is None:
         phase = PATTERN[len(windows) % len(PATTERN)]
-        t0 = time.time()
-        with shown(phase, url, browser):
-            while time.time() < t0 + window and p.poll() is None:
-                time.sleep(0.05)
-        windows.append((phase, t0, time.time()))
+        t0, cpu0 = time.time(), browser_cpu_seconds()
+        stop, thread = threading.Event(), None
+        if phase == "browser":
+            page_state(browser, "active")
+        elif phase == "polled":
+            thread = threading.Thread(target=poller, args=(url, stop))
+            thread.start()
+        while time.time() < t0 + window and p.poll() is None:
+            time.sleep(0.05)
+        if phase == "browser":
+            page_state(browser, "frozen")
+        stop.set()
+        if thread is not None:
+            thread.join()
+        t1 = time.time()
+        windows.append((phase, t0, t1, 100 * (browser_cpu_seconds() - cpu0) / (t1 - t0)))
     if p.returncode != 0:
         sys.exit("dashboard_bench: the fleet failed (see %s)" % log)
+    browser.get("about:blank")
     rounds = rounds_of(log)
     res = []
-    for phase, a, b in windows:
-        lat = [ms for o, cl, ms in rounds if o >= a + settle and cl <= b]
+    for phase, a, b, cpu in windows:
+        lat = [ms for o, cl, ms in rounds if o >= a and cl <= b]
         if len(lat) >= 5:
-            res.append((phase, statistics.mean(lat)))
+            res.append((phase, statistics.mean(lat), cpu))
     return res
 
 
 def paired(res, phase):
     """Per PHASE window: its mean / (mean of the idle windows just before and after it) - 1."""
     d = []
-    for i, (ph, v) in enumerate(res):
+    for i, (ph, v, _) in enumerate(res):
         if ph == phase and 0 < i < len(res) - 1 and res[i - 1][0] == res[i + 1][0] == "idle":
             d.append(v / statistics.mean([res[i - 1][1], res[i + 1][1]]) - 1)
     return d
@@ -202,7 +229,8 @@ def main():
     ap.add_argument("--alternate-rounds", type=int, default=1000,
                     help="rounds per algorithm of the alternating run (0: skip it)")
     ap.add_argument("--window", type=float, default=5.0, help="seconds per window of the alternating run")
-    ap.add_argument("--settle", type=float, default=1.0, help="seconds left out at the start of each window")
+    ap.add_argument("--settle", type=float, default=3.0,
+                    help="seconds the alternating run's page has to load (all rounds so far) before the first window")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="fedrt-dashboard-bench-")
     modes = ["off", "polled", "browser"]
@@ -230,23 +258,28 @@ def main():
               "(95%% interval %+.1f%% .. %+.1f%%)" % (mode, m, off, 100 * (m - off) / off, 100 * statistics.mean(d),
                                                      100 * (statistics.mean(d) - half), 100 * (statistics.mean(d) + half)))
     if a.alternate_rounds > 0:
-        print("\nOne run with --http, %d rounds per algorithm, cut into %.0f s windows: nothing polls (idle), the "
-              "page is open (browser), a client polls api/live (polled), in the order idle, browser, idle, polled. "
-              "Each window's mean round latency (its first %g s left out: the page loads all rounds so far) against "
-              "the idle windows just before and after it:\n" % (a.alternate_rounds, a.window, a.settle))
+        print("\nOne run with --http, %d rounds per algorithm, cut into %.0f s windows in the order idle, browser, "
+              "idle, polled: the page open but frozen (idle), the page live (browser), the page frozen and a client "
+              "polling api/live (polled). Each window's mean round latency against the idle windows just before and "
+              "after it:\n" % (a.alternate_rounds, a.window))
         sys.stdout.flush()
         res = alternate(os.path.join(tmp, "alternate"), a.devices, a.alternate_rounds, browser, a.window, a.settle)
-        print("Window means in time order (ms): " + ", ".join("%s %.1f" % (ph[0], v) for ph, v in res) + "\n")
-        idle = [v for ph, v in res if ph == "idle"]
-        print("| phase | windows | mean of window means ms | change against the idle windows beside it | 95% interval |")
-        print("|---|---|---|---|---|")
-        print("| idle | %d | %.1f | | |" % (len(idle), statistics.mean(idle)))
+        print("Window means in time order (ms): " + ", ".join("%s %.1f" % (ph[0], v) for ph, v, _ in res) + "\n")
+        idle = [v for ph, v, _ in res if ph == "idle"]
+        print("| phase | windows | mean of window means ms | browser CPU, % of a core | change against the idle "
+              "windows beside it | 95% interval | windows slower than both neighbours |")
+        print("|---|---|---|---|---|---|---|")
+        print("| idle | %d | %.1f | %.1f | | | |" % (len(idle), statistics.mean(idle),
+                                                 statistics.mean(c for ph, _, c in res if ph == "idle")))
         for phase in ("browser", "polled"):
             d = paired(res, phase)
             half = 1.96 * statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
-            print("| %s | %d | %.1f | %+.1f%% | %+.1f%% .. %+.1f%% |" % (
-                phase, len(d), statistics.mean(v for ph, v in res if ph == phase), 100 * statistics.mean(d),
-                100 * (statistics.mean(d) - half), 100 * (statistics.mean(d) + half)))
+            slower = sum(1 for i, (ph, v, _) in enumerate(res) if ph == phase and 0 < i < len(res) - 1
+                         and v > max(res[i - 1][1], res[i + 1][1]))
+            print("| %s | %d | %.1f | %.1f | %+.1f%% | %+.1f%% .. %+.1f%% | %d of %d |" % (
+                phase, len(d), statistics.mean(v for ph, v, _ in res if ph == phase),
+                statistics.mean(c for ph, _, c in res if ph == phase), 100 * statistics.mean(d),
+                100 * (statistics.mean(d) - half), 100 * (statistics.mean(d) + half), slower, len(d)))
     browser.quit()
     shutil.rmtree(tmp, ignore_errors=True)
 
