@@ -88,14 +88,30 @@ def browser_cpu_seconds():
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def poller(url, stop):
-    since, period = 0, poll_seconds()
+def poller(url, stop, cursor):
+    """Fetches api/live as the page does: every poll period, the rounds from cursor[0] (the number
+    already held) on; cursor[0] advances, so a later poller on the same cursor asks only for new rounds."""
+    period = poll_seconds()
     while not stop.is_set():
         try:
-            since = json.load(urllib.request.urlopen(url + "api/live?since=%d" % since, timeout=5))["rounds"]["total"]
+            body = json.load(urllib.request.urlopen(url + "api/live?since=%d" % cursor[0], timeout=5))
+            cursor[0] = body["rounds"]["total"]
         except OSError:
             pass
         stop.wait(period)
+
+
+@contextlib.contextmanager
+def polling(url, cursor):
+    """While inside: a poller thread (above) on URL."""
+    stop = threading.Event()
+    thread = threading.Thread(target=poller, args=(url, stop, cursor))
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def start_fleet(out, devices, rounds, http):
@@ -137,18 +153,15 @@ def rounds_of(log):
 def shown(mode, url, browser):
     """While inside: the dashboard at URL is open in BROWSER (mode browser), polled by a client
     (mode polled), or left alone (off, idle)."""
-    stop, thread = threading.Event(), None
+    if mode == "polled":
+        with polling(url, [0]):
+            yield
+        return
     if mode == "browser":
         browser.get(url)
-    elif mode == "polled":
-        thread = threading.Thread(target=poller, args=(url, stop))
-        thread.start()
     try:
         yield
     finally:
-        stop.set()
-        if thread is not None:
-            thread.join()
         if mode == "browser":
             browser.get("about:blank")
 
@@ -181,23 +194,17 @@ def alternate(out, devices, rounds, browser, window, settle):
     browser.get(url)
     time.sleep(settle)
     page_state(browser, "frozen")
-    windows = []
+    windows, cursor = [], [0]  # the polled windows' client, like the page, holds the rounds it fetched
     while p.poll() is None:
         phase = PATTERN[len(windows) % len(PATTERN)]
         t0, cpu0 = time.time(), browser_cpu_seconds()
-        stop, thread = threading.Event(), None
-        if phase == "browser":
-            page_state(browser, "active")
-        elif phase == "polled":
-            thread = threading.Thread(target=poller, args=(url, stop))
-            thread.start()
-        while time.time() < t0 + window and p.poll() is None:
-            time.sleep(0.05)
-        if phase == "browser":
-            page_state(browser, "frozen")
-        stop.set()
-        if thread is not None:
-            thread.join()
+        with polling(url, cursor) if phase == "polled" else contextlib.nullcontext():
+            if phase == "browser":
+                page_state(browser, "active")
+            while time.time() < t0 + window and p.poll() is None:
+                time.sleep(0.05)
+            if phase == "browser":
+                page_state(browser, "frozen")
         t1 = time.time()
         windows.append((phase, t0, t1, 100 * (browser_cpu_seconds() - cpu0) / (t1 - t0)))
     if p.returncode != 0:
@@ -213,12 +220,16 @@ def alternate(out, devices, rounds, browser, window, settle):
 
 
 def paired(res, phase):
-    """Per PHASE window: its mean / (mean of the idle windows just before and after it) - 1."""
-    d = []
-    for i, (ph, v, _) in enumerate(res):
-        if ph == phase and 0 < i < len(res) - 1 and res[i - 1][0] == res[i + 1][0] == "idle":
-            d.append(v / statistics.mean([res[i - 1][1], res[i + 1][1]]) - 1)
-    return d
+    """Per PHASE window with an idle window on each side: (its mean, the idle means before and after)."""
+    return [(v, res[i - 1][1], res[i + 1][1]) for i, (ph, v, _) in enumerate(res)
+            if ph == phase and 0 < i < len(res) - 1 and res[i - 1][0] == res[i + 1][0] == "idle"]
+
+
+def change(pairs):
+    """(mean, 95% half-width) of window mean / mean of its idle neighbours - 1, over PAIRS."""
+    d = [v / statistics.mean([a, b]) - 1 for v, a, b in pairs]
+    half = 1.96 * statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
+    return statistics.mean(d), half
 
 
 def main():
@@ -272,14 +283,23 @@ def main():
         print("| idle | %d | %.1f | %.1f | | | |" % (len(idle), statistics.mean(idle),
                                                  statistics.mean(c for ph, _, c in res if ph == "idle")))
         for phase in ("browser", "polled"):
-            d = paired(res, phase)
-            half = 1.96 * statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
-            slower = sum(1 for i, (ph, v, _) in enumerate(res) if ph == phase and 0 < i < len(res) - 1
-                         and v > max(res[i - 1][1], res[i + 1][1]))
+            pairs = paired(res, phase)
+            m, half = change(pairs)
+            slower = sum(1 for v, a, b in pairs if v > max(a, b))
             print("| %s | %d | %.1f | %.1f | %+.1f%% | %+.1f%% .. %+.1f%% | %d of %d |" % (
-                phase, len(d), statistics.mean(v for ph, v, _ in res if ph == phase),
-                statistics.mean(c for ph, _, c in res if ph == phase), 100 * statistics.mean(d),
-                100 * (statistics.mean(d) - half), 100 * (statistics.mean(d) + half), slower, len(d)))
+                phase, len(pairs), statistics.mean(v for ph, v, _ in res if ph == phase),
+                statistics.mean(c for ph, _, c in res if ph == phase), 100 * m, 100 * (m - half),
+                100 * (m + half), slower, len(pairs)))
+        # A cost that grows with the rounds the run holds shows as a change that grows from third to third.
+        print("\nThe change by thirds of the run (rounds held grow from left to right):\n")
+        print("| phase | 1st third | 2nd third | 3rd third |")
+        print("|---|---|---|---|")
+        for phase in ("browser", "polled"):
+            pairs, cells = paired(res, phase), []
+            for k in range(3):
+                part = pairs[k * len(pairs) // 3:(k + 1) * len(pairs) // 3]
+                cells.append("%+.1f%%" % (100 * change(part)[0]) if part else "-")
+            print("| %s | %s |" % (phase, " | ".join(cells)))
     browser.quit()
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -15,6 +15,7 @@ keeps what it showed and says the coordinator is unreachable.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -97,11 +98,21 @@ def check_charts(driver):
     if not 1 <= len(curves) <= 2:  # one per algorithm that has closed a round: fedlsa, then scafflsa
         fail("the error chart has %d curves" % len(curves))
     got = driver.execute_script("""
-        const n = arguments[0], width = 600, pts = [];
-        for (let i = 0; i < n; i++) pts.push([i, Math.sin(i / 97) + ((i * 7919) % 1009) / 1009]);
-        const X = Object.assign((x) => x * width / (n - 1), { width }), Y = (y) => 200 - 50 * y;
-        const few = pts.slice(0, 300), all = pts.map((p) => [X(p[0]), Y(p[1])]);
-        return { out: Charts.screenPoints(pts, X, Y), all, few: Charts.screenPoints(few, X, Y).length };
+        const n = arguments[0], width = 600, key = '0,' + (n - 1) + ',' + width;
+        const X = Object.assign((x) => x * width / (n - 1), { key }), Y = (y) => 200 - 50 * y;
+        const yOf = (i) => Math.sin(i / 97) + ((i * 7919) % 1009) / 1009;
+        const whole = Charts.series({}), grown = Charts.series({}), few = Charts.series({}), all = [];
+        for (let i = 0; i < n; i++) { Charts.append(whole, i, yOf(i)); all.push([X(i), Y(yOf(i))]); }
+        for (let i = 0; i < 300; i++) Charts.append(few, i, yOf(i));
+        // Drawn while it grows (as the page does every few seconds), and once more after a rescale.
+        for (let i = 0; i < n; i++) { Charts.append(grown, i, yOf(i)); if (i % 777 === 0) Charts.screenPoints(grown, X, Y); }
+        const grownOut = Charts.screenPoints(grown, X, Y);
+        const rescaled = Charts.screenPoints(grown, Object.assign((x) => x * width / (2 * n), { key: 'half' }), Y).length;
+        const sorted = [];
+        for (let i = 0; i < 1000; i++) Charts.insertSorted(sorted, yOf(i));
+        return { out: Charts.screenPoints(whole, X, Y), all, grown: grownOut, rescaled,
+                 few: Charts.screenPoints(few, Object.assign((x) => x * width / 299, { key: 'few' }), Y).length, extent: [whole.yLo, whole.yHi],
+                 sorted: sorted.every((v, i) => !i || sorted[i - 1] <= v) && sorted.length === 1000 };
     """, 20000)
     out, full = got["out"], got["all"]
     if got["few"] != 300:
@@ -112,6 +123,16 @@ def check_charts(driver):
         fail("the thinned series lost its ends or its order")
     if min(p[1] for p in out) != min(p[1] for p in full) or max(p[1] for p in out) != max(p[1] for p in full):
         fail("the thinned series lost its extremes")
+    if got["grown"] != out:
+        fail("a series drawn while it grew gives other points (%d) than one drawn once (%d)"
+             % (len(got["grown"]), len(out)))
+    if not 300 <= got["rescaled"] <= 4 * 301:
+        fail("after a rescale to half the width the series kept %d points" % got["rescaled"])
+    ys = [math.sin(i / 97) + ((i * 7919) % 1009) / 1009 for i in range(20000)]
+    if abs(got["extent"][0] - min(ys)) > 1e-12 or abs(got["extent"][1] - max(ys)) > 1e-12:
+        fail("the series' y extent %s is not its values' extent [%r, %r]" % (got["extent"], min(ys), max(ys)))
+    if not got["sorted"]:
+        fail("insertSorted left the latencies out of order")
     print("dashboard: %d error curves; a 20000-point series drawn with %d points" % (len(curves), len(out)))
 
 

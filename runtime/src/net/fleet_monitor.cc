@@ -1,5 +1,6 @@
 #include "fedrt/net/fleet_monitor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -100,9 +101,11 @@ void FleetMonitor::scored(double test_accuracy) {
 
 void FleetMonitor::history(const std::vector<RoundRecord>& rounds) {
   std::lock_guard<std::mutex> l(mu_);
-  for (const RoundRecord& r : rounds)
+  for (const RoundRecord& r : rounds) {
     rounds_.push_back(Round{r.algorithm, r.run, r.round, r.agents, r.sampled, r.error, r.train_loss, r.local_loss, -1.0,
                             r.closed_at, r.bits_up, r.bits_down, r.closed_by, r.failure});
+    if (r.round != protocol::kInitRound) last_error_[{r.algorithm, r.run}] = r.error;
+  }
 }
 
 void FleetMonitor::round_opened(const protocol::RoundId& id, uint32_t sampled) {
@@ -157,6 +160,7 @@ void FleetMonitor::round_closed(const RoundRecord& r, double latency_ms) {
   rounds_.push_back(Round{r.algorithm, r.run, r.round, r.agents, r.sampled, r.error, r.train_loss, r.local_loss,
                           latency_ms, r.closed_at, r.bits_up, r.bits_down, r.closed_by, r.failure, scored_});
   scored_ = -1;
+  if (r.round != protocol::kInitRound) last_error_[{r.algorithm, r.run}] = r.error;
   ++rounds_completed_;
   const double s = latency_ms / 1000.0;
   for (size_t b = 0; b < kLatencyBuckets.size(); ++b)
@@ -208,8 +212,7 @@ std::string FleetMonitor::name(uint32_t algorithm) const {
   return algorithm < names_.size() ? names_[algorithm] : fmt::format("algorithm {}", algorithm);
 }
 
-nlohmann::json FleetMonitor::round_json(size_t seq) const {
-  const Round& r = rounds_[seq];
+nlohmann::json FleetMonitor::round_json(size_t seq, const Round& r) const {
   const bool init = r.round == protocol::kInitRound;
   return {{"seq", seq}, {"algorithm", name(r.algorithm)}, {"run", r.run},
           {"round", init ? -1 : static_cast<int64_t>(r.round)}, {"label", label(r.round)},
@@ -219,8 +222,9 @@ nlohmann::json FleetMonitor::round_json(size_t seq) const {
           {"closed_at", r.closed_at}};
 }
 
-// Each rendering copies the state under mu_ and serializes after releasing it: the event loop's
-// round events take mu_ too, and must not wait for a long history to be written out.
+// Each rendering copies the state it shows under mu_ (a memberwise copy of the rounds asked for
+// and of the devices) and builds and writes the JSON after releasing it: the event loop's round
+// events take mu_ too, and must not wait for a long history to be rendered.
 std::string FleetMonitor::run_json() const {
   std::unique_lock<std::mutex> l(mu_);
   const nlohmann::json j = run_locked();
@@ -230,23 +234,26 @@ std::string FleetMonitor::run_json() const {
 
 std::string FleetMonitor::rounds_json(size_t since) const {
   std::unique_lock<std::mutex> l(mu_);
-  const nlohmann::json j = rounds_locked(since);
+  const RoundsCopy rounds = rounds_locked(since);
   l.unlock();
-  return j.dump();
+  return render_rounds(rounds).dump();
 }
 
 std::string FleetMonitor::devices_json() const {
   std::unique_lock<std::mutex> l(mu_);
-  const nlohmann::json j = devices_locked();
+  const std::vector<Device> devices = devices_;
   l.unlock();
-  return j.dump();
+  return render_devices(devices).dump();
 }
 
 std::string FleetMonitor::live_json(size_t since) const {
   std::unique_lock<std::mutex> l(mu_);
-  const nlohmann::json j = {{"run", run_locked()}, {"rounds", rounds_locked(since)}, {"devices", devices_locked()}};
+  nlohmann::json run = run_locked();
+  const RoundsCopy rounds = rounds_locked(since);
+  const std::vector<Device> devices = devices_;
   l.unlock();
-  return j.dump();
+  return nlohmann::json{{"run", std::move(run)}, {"rounds", render_rounds(rounds)}, {"devices", render_devices(devices)}}
+      .dump();
 }
 
 nlohmann::json FleetMonitor::run_locked() const {
@@ -269,19 +276,25 @@ nlohmann::json FleetMonitor::run_locked() const {
   return j;
 }
 
-nlohmann::json FleetMonitor::rounds_locked(size_t since) const {
-  nlohmann::json list = nlohmann::json::array();
-  for (size_t s = since; s < rounds_.size(); ++s) list.push_back(round_json(s));
-  return nlohmann::json{{"total", rounds_.size()}, {"rounds", std::move(list)}};
+FleetMonitor::RoundsCopy FleetMonitor::rounds_locked(size_t since) const {
+  RoundsCopy c{std::min(since, rounds_.size()), rounds_.size(), {}};
+  c.rounds.assign(rounds_.begin() + static_cast<std::ptrdiff_t>(c.since), rounds_.end());
+  return c;
 }
 
-nlohmann::json FleetMonitor::devices_locked() const {
+nlohmann::json FleetMonitor::render_rounds(const RoundsCopy& c) const {
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < c.rounds.size(); ++i) list.push_back(round_json(c.since + i, c.rounds[i]));
+  return nlohmann::json{{"total", c.total}, {"rounds", std::move(list)}};
+}
+
+nlohmann::json FleetMonitor::render_devices(const std::vector<Device>& devices) {
   nlohmann::json list = nlohmann::json::array();
   std::map<std::string, uint64_t> counts = {{"offline", 0},  {"registering", 0}, {"connected", 0},
                                             {"sampled", 0},  {"submitted", 0},   {"dropped", 0},
                                             {"refused", 0},  {"revoked", 0},     {"disconnected", 0}};
-  for (size_t a = 0; a < devices_.size(); ++a) {
-    const Device& d = devices_[a];
+  for (size_t a = 0; a < devices.size(); ++a) {
+    const Device& d = devices[a];
     if (d.id.empty()) continue;  // an agent no key is provisioned for
     const char* state = StateName(d);
     ++counts[state];
@@ -337,10 +350,7 @@ std::string FleetMonitor::metrics_text() const {
   out += fmt::format("fedrt_round_duration_seconds_sum {}\n", latency_sum_s_);
   out += fmt::format("fedrt_round_duration_seconds_count {}\n", latency_count_);
   metric("fedrt_round_error", "gauge", "The error metric after the last committed round, per algorithm and run.");
-  std::map<std::pair<uint32_t, uint32_t>, double> last;
-  for (const Round& r : rounds_)
-    if (r.round != protocol::kInitRound) last[{r.algorithm, r.run}] = r.error;
-  for (const auto& [k, e] : last)
+  for (const auto& [k, e] : last_error_)
     if (std::isfinite(e))
       out += fmt::format("fedrt_round_error{{algorithm=\"{}\",run=\"{}\"}} {}\n", LabelValue(name(k.first)), k.second, e);
   return out;

@@ -1,5 +1,6 @@
 // fedrt dashboard: SVG line charts and histograms drawn to their box's width; docs/dashboard.md.
-// A redraw costs O(width) in the document however many rounds are held: see screenPoints.
+// Series grow a point at a time and keep what a redraw needs (extents, a per-pixel-column summary),
+// so a redraw costs O(new points + width) however many rounds are held: see series, screenPoints.
 'use strict';
 const Charts = (() => {
   const SVGNS = 'http://www.w3.org/2000/svg', { ok, num, ms, el } = Fmt;
@@ -69,36 +70,54 @@ const Charts = (() => {
     return { svg, X, Y, M, w, h };
   }
 
-  // The screen points of a series with at most 4 per pixel column: in each column, the first, lowest,
-  // highest and last point, in round order. The line looks the same as through every point, and its
-  // path has O(width) segments however many rounds are held.
-  function screenPoints(pts, X, Y) {
-    const all = pts.map((p) => [X(p[0]), Y(p[1])]);
-    if (!(all.length > X.width)) return all; // about one point per column or fewer: every point
-    const out = [];
-    let start = 0;
-    while (start < all.length) {
-      const col = Math.round(all[start][0]);
-      let end = start, lo = start, hi = start;
-      while (end + 1 < all.length && Math.round(all[end + 1][0]) === col) {
-        end++;
-        if (all[end][1] < all[lo][1]) lo = end;
-        if (all[end][1] > all[hi][1]) hi = end;
+  // A series: props (name, color, dash, opacity) and its points (xs increasing, ys), added with
+  // append, which keeps the y extent.
+  function series(props) {
+    return Object.assign({ xs: [], ys: [], yLo: Infinity, yHi: -Infinity, cols: null }, props);
+  }
+  function append(s, x, y) {
+    s.xs.push(x);
+    s.ys.push(y);
+    if (y < s.yLo) s.yLo = y;
+    if (y > s.yHi) s.yHi = y;
+  }
+
+  // The screen points of series s with at most 4 per pixel column: in each column, the first, lowest,
+  // highest and last point, in order (a column of 4 points or fewer keeps them all). The line looks
+  // the same as through every point, and its path has O(width) segments. The columns' summary is
+  // kept on s for the x scale X (X.key names its domain and width) and extended by the points added
+  // since the last call: a redraw at an unchanged x scale costs O(new points + width).
+  function screenPoints(s, X, Y) {
+    let c = s.cols;
+    if (!c || c.key !== X.key) c = s.cols = { key: X.key, col: [], first: [], lo: [], hi: [], last: [], upto: 0 };
+    for (let i = c.upto; i < s.xs.length; i++) {
+      const col = Math.round(X(s.xs[i])), k = c.col.length - 1;
+      if (k >= 0 && c.col[k] === col) {
+        c.last[k] = i;
+        if (s.ys[i] < s.ys[c.lo[k]]) c.lo[k] = i;
+        if (s.ys[i] > s.ys[c.hi[k]]) c.hi[k] = i;
+      } else {
+        c.col.push(col); c.first.push(i); c.lo.push(i); c.hi.push(i); c.last.push(i);
       }
-      for (const i of [...new Set([start, lo, hi, end])].sort((a, b) => a - b)) out.push(all[i]);
-      start = end + 1;
     }
+    c.upto = s.xs.length;
+    const out = [];
+    for (let k = 0; k < c.col.length; k++)
+      for (const i of [...new Set([c.first[k], c.lo[k], c.hi[k], c.last[k]])].sort((a, b) => a - b))
+        out.push([X(s.xs[i]), Y(s.ys[i])]);
     return out;
   }
 
-  // series: [{ name, color, dash, opacity, pts: [[x, y], ...] }]; o: { log, zero, xMax, xLabel, xName }.
-  function line(card, series, o) {
+  // list: series (above); o: { log, zero, xMax, xLabel, xName }.
+  function line(card, list, o) {
     const plot = card.querySelector('.plot'), legend = card.querySelector('.legend');
-    const all = series.flatMap((s) => s.pts);
+    list = list.filter((s) => s.xs.length);
+    const total = list.reduce((n, s) => n + s.xs.length, 0);
     if (legend) legend.textContent = '';
-    if (!all.length) return empty(plot);
-    const tf = o.log ? Math.log10 : (v) => v;
-    let [x0, x1] = extent(all, (p) => p[0]), [y0, y1] = extent(all, (p) => tf(p[1]));
+    if (!total) return empty(plot);
+    const tf = o.log ? Math.log10 : (v) => v; // increasing: the extents of the values give those drawn
+    let [x0, x1] = [Math.min(...list.map((s) => s.xs[0])), Math.max(...list.map((s) => s.xs[s.xs.length - 1]))];
+    let [y0, y1] = [tf(Math.min(...list.map((s) => s.yLo))), tf(Math.max(...list.map((s) => s.yHi)))];
     // The x axis spans the whole run (or experiment) from the start, so curves grow rightwards.
     if (ok(o.xMax)) x1 = Math.max(x1, o.xMax);
     x0 = Math.min(x0, 0);
@@ -122,22 +141,22 @@ const Charts = (() => {
       xTicks: linTicks(x0, x1, Math.max(2, Math.floor(plot.clientWidth / 80)), true), yTicks, yMinor, xLabel: o.xLabel,
       xFmt: (v) => String(v), yFmt: o.log ? fmtLogTick : num,
     });
-    const X = Object.assign((x) => f.X(x), { width: f.w }), Y = (y) => f.Y(tf(y));
-    const marks = all.length <= MARKS_MAX;
-    for (const s of series) {
-      const d = screenPoints(s.pts, X, Y).map((p, i) => (i ? 'L' : 'M') + p[0].toFixed(1) + ',' + p[1].toFixed(1)).join('');
+    const X = Object.assign((x) => f.X(x), { key: `${x0},${x1},${f.w}` }), Y = (y) => f.Y(tf(y));
+    const marks = total <= MARKS_MAX;
+    for (const s of list) {
+      const d = screenPoints(s, X, Y).map((p, i) => (i ? 'L' : 'M') + p[0].toFixed(1) + ',' + p[1].toFixed(1)).join('');
       f.svg.append(sv('path', { d, class: 'series', stroke: s.color, 'stroke-dasharray': s.dash, 'stroke-opacity': s.opacity }));
-      if (!marks && s.pts.length > 1) continue;
-      for (const p of s.pts) {
-        const c = sv('circle', { cx: X(p[0]).toFixed(1), cy: Y(p[1]).toFixed(1), r: 2.4, fill: s.color, 'fill-opacity': s.opacity, class: 'mark' });
-        c.append(sv('title', {}, `${s.name}, ${o.xName || 'round'} ${p[0]}: ${num(p[1])}`));
+      if (!marks && s.xs.length > 1) continue;
+      s.xs.forEach((x, i) => {
+        const c = sv('circle', { cx: X(x).toFixed(1), cy: Y(s.ys[i]).toFixed(1), r: 2.4, fill: s.color, 'fill-opacity': s.opacity, class: 'mark' });
+        c.append(sv('title', {}, `${s.name}, ${o.xName || 'round'} ${x}: ${num(s.ys[i])}`));
         f.svg.append(c);
-      }
+      });
     }
-    for (const s of series) { // the legend: each series' line style, name and last value
+    for (const s of list) { // the legend: each series' line style, name and last value
       const item = el('span', 'item'), sw = sv('svg', { width: 22, height: 8, class: 'swatch' });
       sw.append(sv('line', { x1: 0, x2: 22, y1: 4, y2: 4, stroke: s.color, 'stroke-width': 2, 'stroke-dasharray': s.dash, 'stroke-opacity': s.opacity }));
-      item.append(sw, el('span', '', s.name), el('span', 'last', num(s.pts[s.pts.length - 1][1])));
+      item.append(sw, el('span', '', s.name), el('span', 'last', num(s.ys[s.ys.length - 1])));
       legend.append(item);
     }
   }
@@ -147,16 +166,30 @@ const Charts = (() => {
     return sorted[lo] + (sorted[hi] - sorted[lo]) * (i - lo);
   }
 
-  // 20 bins from the fastest to the slowest round, with the median and p90 marked; returns the summary line.
-  function histogram(card, values) {
+  // The first index of sorted array v at which pred (false, then true along v) holds; v.length if none.
+  function firstWhere(v, pred) {
+    let a = 0, b = v.length;
+    while (a < b) { const m = (a + b) >> 1; if (pred(v[m])) b = m; else a = m + 1; }
+    return a;
+  }
+  // Inserts x into the ascending array v, after any equal values.
+  function insertSorted(v, x) { v.splice(firstWhere(v, (y) => y > x), 0, x); }
+
+  // 20 bins from the fastest to the slowest round, with the median and p90 marked; returns the summary
+  // line. v: the values in ascending order (insertSorted), so a redraw costs O(bins log n).
+  function histogram(card, v) {
     const plot = card.querySelector('.plot');
-    if (!values.length) { empty(plot); return 'no rounds with a latency yet'; }
-    const v = values.slice().sort((a, b) => a - b), n = v.length;
-    const med = quantile(v, 0.5), p90 = quantile(v, 0.9), max = v[n - 1];
+    if (!v.length) { empty(plot); return 'no rounds with a latency yet'; }
+    const n = v.length, med = quantile(v, 0.5), p90 = quantile(v, 0.9), max = v[n - 1];
     let lo = v[0], hi = max;
     if (hi === lo) { lo = Math.max(0, lo - 1); hi += 1; }
-    const bins = 20, bw = (hi - lo) / bins, counts = new Array(bins).fill(0);
-    for (const x of v) counts[Math.min(bins - 1, Math.floor((x - lo) / bw))]++;
+    const bins = 20, bw = (hi - lo) / bins, bin = (x) => Math.min(bins - 1, Math.floor((x - lo) / bw));
+    const counts = [];
+    for (let b = 0, at = 0; b < bins; b++) { // bin(x) grows with x: each bin is a run of v
+      const end = firstWhere(v, (x) => bin(x) > b);
+      counts.push(end - at);
+      at = end;
+    }
     const cmax = extent(counts, (c) => c)[1];
     const f = frame(plot, [lo, hi], [0, cmax], {
       xTicks: linTicks(lo, hi, Math.max(2, Math.floor(plot.clientWidth / 90))), yTicks: linTicks(0, cmax, 4, true),
@@ -177,5 +210,5 @@ const Charts = (() => {
     return `median ${ms(med)} ms, p90 ${ms(p90)} ms, max ${ms(max)} ms over ${n} round${n === 1 ? '' : 's'}`;
   }
 
-  return { line, histogram, sv, screenPoints };
+  return { line, histogram, series, append, insertSorted, sv, screenPoints };
 })();

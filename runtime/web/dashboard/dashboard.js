@@ -10,7 +10,13 @@
   const RUN_DASHES = ['', '7 4', '2 3', '10 3 2 3', '4 2'];
   const COUNT_STATES = ['connected', 'sampled', 'submitted', 'dropped', 'refused', 'revoked', 'offline', 'disconnected'];
   const PHASES = ['advertise', 'shares', 'masked', 'unmask'];
-  const S = { run: null, rounds: [], roundsVer: 0, drawnVer: -1, drawnAt: 0, drawnRounds: 0,
+  const RECENT = 12; // rows of the recent-rounds table
+  // The charts' series, each grown a round at a time as rounds arrive: [field, options]. One series per
+  // (algorithm, run) of field against the round within the run (FedEM's initial exchange, round -1,
+  // left out); bySeq: one per algorithm against seq, every round.
+  const SERIES = [['error', { positive: true }], ['train_loss', {}], ['local_loss', { dash: '3 3', opacity: 0.5, suffix: ' local' }],
+    ['test_accuracy', {}], ['latency_ms', { bySeq: true }]];
+  const S = { run: null, held: 0, recent: [], series: null, roundsVer: 0, drawnVer: -1, drawnAt: 0, drawnRounds: 0,
     devices: [], counts: {}, downSince: null, settingsKey: '',
     filter: '', showAll: false, rows: new Map() }; // the page's state: the last answers, and the table's view
   const $ = (id) => document.getElementById(id);
@@ -30,20 +36,55 @@
     } finally { clearTimeout(t); }
   }
 
-  // Rounds arrive in seq order from seq = the number held; a seq past that would leave a hole: dropped.
+  // The rounds held: their count, the last RECENT, and the charts' series (by field, in the order
+  // they began) with the latencies in ascending order. A round is added once, when it arrives.
+  function clearRounds() {
+    S.held = 0;
+    S.recent = [];
+    S.series = { keys: new Map(), latencies: [] };
+    for (const [field] of SERIES) S.series[field] = [];
+  }
+  clearRounds();
+
+  function addRound(r) {
+    for (const [field, opt] of SERIES) {
+      const v = r[field], run = opt.bySeq ? 0 : r.run, key = field + '\u0001' + r.algorithm + '\u0001' + run;
+      if ((r.round < 0 && !opt.bySeq) || !ok(v) || (opt.positive && v <= 0)) continue;
+      let s = S.series.keys.get(key);
+      if (!s) {
+        const many = S.run && S.run.runs > 1 && !opt.bySeq;
+        s = Charts.series({ name: r.algorithm + (many ? ` run ${run}` : '') + (opt.suffix || ''), color: colorOf(r.algorithm),
+          dash: opt.dash || RUN_DASHES[run % RUN_DASHES.length], opacity: opt.opacity || 1 });
+        S.series.keys.set(key, s);
+        S.series[field].push(s);
+      }
+      Charts.append(s, opt.bySeq ? r.seq : r.round + 1, v);  // rounds counted from 1, as in the log
+    }
+    if (ok(r.latency_ms)) Charts.insertSorted(S.series.latencies, r.latency_ms);
+    S.recent.push(r);
+    if (S.recent.length > RECENT) S.recent.shift();
+    S.held++;
+  }
+
+  // Rounds arrive in seq order from seq = the number held; one held already is skipped, and one past
+  // that (a hole) ends the merge: the next poll asks from the hole again.
   function mergeRounds(body) {
     if (!body || !Array.isArray(body.rounds)) return;
-    const reset = ok(body.total) && body.total < S.rounds.length; // another run answers now: start over
-    if (reset) S.rounds = [];
-    for (const r of body.rounds) if (r.seq <= S.rounds.length) S.rounds[r.seq] = r;
-    if (reset || body.rounds.length) S.roundsVer++;
+    const reset = ok(body.total) && body.total < S.held; // another run answers now: start over
+    if (reset) clearRounds();
+    const before = S.held;
+    for (const r of body.rounds) {
+      if (r.seq > S.held) break;
+      if (r.seq === S.held) addRound(r);
+    }
+    if (reset || S.held !== before) S.roundsVer++;
   }
 
   async function poll() {
     let up = true;
     try {
       // One request per poll: the run, the rounds not yet held and the devices, taken at one instant.
-      const { run, devices: devs, rounds } = await getJSON(`api/live?since=${S.rounds.length}`);
+      const { run, devices: devs, rounds } = await getJSON(`api/live?since=${S.held}`);
       S.run = run;
       S.devices = Array.isArray(devs.devices) ? devs.devices : [];
       S.counts = devs.counts || {};
@@ -75,7 +116,7 @@
     if (S.drawnVer !== S.roundsVer && (now - S.drawnAt >= CHART_MS || !S.drawnRounds || S.run.status !== 'running')) {
       S.drawnVer = S.roundsVer;
       S.drawnAt = now;
-      S.drawnRounds = S.rounds.length;
+      S.drawnRounds = S.held;
       drawCharts();
       renderRecent();
     }
@@ -151,7 +192,7 @@
   function renderRecent() {
     const tb = $('recent-rounds').tBodies[0];
     tb.textContent = '';
-    for (const r of S.rounds.slice(-12).reverse()) {
+    for (const r of S.recent.slice().reverse()) {
       const tr = el('tr', r.failure ? 'failed' : '');
       const many = S.run && S.run.runs > 1;
       tr.append(el('td', 'num', String(r.seq)), el('td', '', `${r.algorithm}${many ? ` run ${r.run}` : ''} · ${r.label}`),
@@ -169,33 +210,18 @@
     if (i < 0) { i = algs.length; for (const ch of String(alg)) i = (i * 31 + ch.charCodeAt(0)) % 997; }
     return PALETTE[i % PALETTE.length];
   }
-  // One series per (algorithm, run) of field's values against the round within the run (FedEM's
-  // initial exchange, round -1, left out); bySeq: one per algorithm against seq, every round.
-  function seriesOf(field, opt = {}) {
-    const m = new Map(), many = S.run && S.run.runs > 1 && !opt.bySeq;
-    for (const r of S.rounds) {
-      const v = r[field], run = opt.bySeq ? 0 : r.run, key = r.algorithm + '\u0001' + run;
-      if ((r.round < 0 && !opt.bySeq) || !ok(v) || (opt.positive && v <= 0)) continue;
-      if (!m.has(key)) m.set(key, { name: r.algorithm + (many ? ` run ${run}` : '') + (opt.suffix || ''), color: colorOf(r.algorithm),
-        dash: opt.dash || RUN_DASHES[run % RUN_DASHES.length], opacity: opt.opacity || 1, pts: [] });
-      m.get(key).pts.push([opt.bySeq ? r.seq : r.round + 1, v]);  // rounds counted from 1, as in the log
-    }
-    return [...m.values()];
-  }
-
   function drawCharts() {
-    const run = S.run || {};
+    const run = S.run || {}, ser = S.series;
     $('error-title').textContent = `Error per round: ${run.error_metric || 'error'} (log scale)`;
     const xLabel = 'round in run', xMax = run.rounds_per_run;
-    Charts.line($('chart-error'), seriesOf('error', { positive: true }), { log: true, xLabel, xMax });
-    const loss = seriesOf('train_loss').concat(seriesOf('local_loss', { dash: '3 3', opacity: 0.5, suffix: ' local' }));
+    Charts.line($('chart-error'), ser.error, { log: true, xLabel, xMax });
+    const loss = ser.train_loss.concat(ser.local_loss);
     $('chart-loss').hidden = !loss.length;
     if (loss.length) Charts.line($('chart-loss'), loss, { xLabel, xMax });
-    const acc = seriesOf('test_accuracy');
-    $('chart-accuracy').hidden = !acc.length;
-    if (acc.length) Charts.line($('chart-accuracy'), acc, { xLabel, xMax });
-    Charts.line($('chart-latency'), seriesOf('latency_ms', { bySeq: true }), { zero: true, xLabel: 'round seq', xName: 'seq', xMax: run.rounds_total - 1 });
-    setText($('latency-stats'), Charts.histogram($('chart-latency-hist'), S.rounds.map((r) => r.latency_ms).filter(ok)));
+    $('chart-accuracy').hidden = !ser.test_accuracy.length;
+    if (ser.test_accuracy.length) Charts.line($('chart-accuracy'), ser.test_accuracy, { xLabel, xMax });
+    Charts.line($('chart-latency'), ser.latency_ms, { zero: true, xLabel: 'round seq', xName: 'seq', xMax: run.rounds_total - 1 });
+    setText($('latency-stats'), Charts.histogram($('chart-latency-hist'), ser.latencies));
   }
 
   // ---- devices ----

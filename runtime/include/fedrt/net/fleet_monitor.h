@@ -4,7 +4,8 @@
 // FleetEvents, refusals); the HTTP endpoint's threads read it as JSON
 // (api/run, api/rounds, api/devices) and as Prometheus text (metrics). One
 // mutex guards everything; a write costs a lock and a few stores, a read
-// renders under the lock. Host code.
+// copies what it shows under the lock and renders after releasing it, so a
+// client fetching a long history never holds up a round. Host code.
 
 #include <array>
 #include <cstdint>
@@ -82,11 +83,18 @@ class FleetMonitor : public FleetEvents {
     std::string closed_by, failure;
     double test_accuracy = -1;  // < 0: none
   };
+  struct RoundsCopy {  // rounds [since, total) as they stood at one instant
+    size_t since = 0, total = 0;
+    std::vector<Round> rounds;
+  };
   static const char* StateName(const Device& d);
-  nlohmann::json round_json(size_t seq) const;
-  nlohmann::json run_locked() const;  // the renderings' bodies; the caller holds mu_
-  nlohmann::json rounds_locked(size_t since) const;
-  nlohmann::json devices_locked() const;
+  nlohmann::json round_json(size_t seq, const Round& r) const;
+  // The caller holds mu_: the run's settings and status, and a copy of the rounds from `since`.
+  nlohmann::json run_locked() const;
+  RoundsCopy rounds_locked(size_t since) const;
+  // Without mu_: the JSON of copies taken under it (name() and label() read only what the constructor set).
+  nlohmann::json render_rounds(const RoundsCopy& c) const;
+  static nlohmann::json render_devices(const std::vector<Device>& devices);
   std::string label(uint32_t round) const;
   std::string name(uint32_t algorithm) const;
 
@@ -108,6 +116,7 @@ class FleetMonitor : public FleetEvents {
   // Counters (this process).
   uint64_t rounds_completed_ = 0, dropped_total_ = 0, bytes_up_ = 0, bytes_down_ = 0;
   std::map<std::string, uint64_t> handshake_failures_, rejected_frames_;
+  std::map<std::pair<uint32_t, uint32_t>, double> last_error_;  // (algorithm, run) -> error after its last round
   std::array<uint64_t, kLatencyBuckets.size()> latency_counts_{};  // cumulative at render time
   uint64_t latency_count_ = 0;
   double latency_sum_s_ = 0;
