@@ -10,10 +10,14 @@ algorithm) with scripts/fleet.sh, in turn:
            own cost of serving a dashboard;
   browser  with --http and the dashboard open in headless Chromium on the
            same 2 cores as the fleet: the server's cost plus the browser's.
-           The browser is started once, before the first run, as a user's
-           browser is already running; each run's page is opened as soon as
-           the coordinator names its address.
-The modes' order rotates from one repeat to the next.
+The runs' --http address is one fixed port. The page is loaded once, by a
+warm-up run, and stays open across the runs, as an operator keeps a
+dashboard tab open: live in browser runs (it polls, finds the next
+coordinator on the same address and follows its run), frozen in the others
+(see below). So a browser run measures the page open and polling, not its
+load, which would otherwise land on the run's first rounds (they open about
+0.3 s after the coordinator names its address). The modes' order rotates
+from one repeat to the next.
 Prints per run the mean and median round latency (the coordinator's log:
 latency_ms, open to commit), the run's wall time and the browser's CPU,
 then per setting the mean over its runs and the difference to "off".
@@ -40,6 +44,7 @@ import math
 import os
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -114,12 +119,20 @@ def polling(url, cursor):
         thread.join()
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start_fleet(out, devices, rounds, http):
-    """scripts/fleet.sh in OUT; returns (process, log path, dashboard url or None)."""
+    """scripts/fleet.sh in OUT, its coordinator's dashboard on address HTTP (None: without --http);
+    returns (process, log path, dashboard url or None)."""
     cmd = [os.path.join(ROOT, "scripts", "fleet.sh"), "--config", CONFIG, "--native", str(devices), "--out", out,
            "--timeout", "7200"]  # the alternating run is long: fleet.sh's default (600 s) would end it
     if http:
-        cmd += ["--http", "127.0.0.1:0"]
+        cmd += ["--http", http]
     cmd += ["--", "--rounds", str(rounds)]
     log = os.path.join(out, "coordinator.log")
     os.makedirs(out, exist_ok=True)
@@ -149,30 +162,19 @@ def rounds_of(log):
     return out
 
 
-@contextlib.contextmanager
-def shown(mode, url, browser):
-    """While inside: the dashboard at URL is open in BROWSER (mode browser), polled by a client
-    (mode polled), or left alone (off, idle)."""
-    if mode == "polled":
-        with polling(url, [0]):
-            yield
-        return
-    if mode == "browser":
-        browser.get(url)
-    try:
-        yield
-    finally:
-        if mode == "browser":
-            browser.get("about:blank")
-
-
-def run(out, devices, rounds, mode, browser):
+def run(out, devices, rounds, mode, browser, http):
+    """One run of the fleet in MODE; the page (open since the warm-up, frozen) is live while a browser
+    run lasts. Returns (round latencies ms, wall s, browser CPU s)."""
     t0, cpu0 = time.time(), browser_cpu_seconds()
-    p, log, url = start_fleet(out, devices, rounds, mode != "off")
-    with shown(mode, url, browser):
+    if mode == "browser":
+        page_state(browser, "active")
+    p, log, url = start_fleet(out, devices, rounds, http if mode != "off" else None)
+    with polling(url, [0]) if mode == "polled" else contextlib.nullcontext():
         if p.wait(timeout=900) != 0:
             sys.exit("dashboard_bench: the fleet failed (see %s)" % log)
-        cpu = browser_cpu_seconds() - cpu0
+    cpu = browser_cpu_seconds() - cpu0
+    if mode == "browser":
+        page_state(browser, "frozen")
     return [r[2] for r in rounds_of(log)], time.time() - t0, cpu
 
 
@@ -185,12 +187,13 @@ def page_state(browser, state):
     browser.execute_cdp_cmd("Page.setWebLifecycleState", {"state": state})
 
 
-def alternate(out, devices, rounds, browser, window, settle):
+def alternate(out, devices, rounds, browser, window, settle, http):
     """One run with --http whose time is cut into windows of WINDOW seconds in the order of PATTERN,
     repeated, the page loaded once (SETTLE seconds after the coordinator named its address) and live
     in browser windows only. Returns [(phase, mean latency, browser CPU %)] in time order, of the
     rounds that opened and closed inside the window."""
-    p, log, url = start_fleet(out, devices, rounds, True)
+    p, log, url = start_fleet(out, devices, rounds, http)
+    page_state(browser, "active")  # frozen since the separate runs, if any
     browser.get(url)
     time.sleep(settle)
     page_state(browser, "frozen")
@@ -246,15 +249,21 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fedrt-dashboard-bench-")
     modes = ["off", "polled", "browser"]
     means = {m: [] for m in modes}
-    browser = open_browser()
+    browser, http = open_browser(), "127.0.0.1:%d" % free_port()
     print("Dashboard overhead: %s, %d native devices; round latency (open to commit) from the coordinator's log"
           % (os.path.relpath(CONFIG, ROOT), a.devices))
+    if a.repeats > 0:  # the warm-up: loads the page, which then stays open (frozen between browser runs)
+        p, log, url = start_fleet(os.path.join(tmp, "warmup"), a.devices, a.rounds, http)
+        browser.get(url)
+        if p.wait(timeout=900) != 0:
+            sys.exit("dashboard_bench: the warm-up fleet failed (see %s)" % log)
+        page_state(browser, "frozen")
     print("\nSeparate runs, %d rounds per algorithm:\n" % a.rounds)
     print("| run | dashboard | rounds | mean ms | median ms | wall s | browser CPU s |")
     print("|---|---|---|---|---|---|---|")
     for i in range(a.repeats):
         for mode in modes[i % 3:] + modes[:i % 3]:
-            lat, wall, cpu = run(os.path.join(tmp, mode), a.devices, a.rounds, mode, browser)
+            lat, wall, cpu = run(os.path.join(tmp, mode), a.devices, a.rounds, mode, browser, http)
             means[mode].append(statistics.mean(lat))
             print("| %d | %s | %d | %.1f | %.1f | %.1f | %.1f |" % (
                 i + 1, mode, len(lat), statistics.mean(lat), statistics.median(lat), wall, cpu))
@@ -274,7 +283,8 @@ def main():
               "polling api/live (polled). Each window's mean round latency against the idle windows just before and "
               "after it:\n" % (a.alternate_rounds, a.window))
         sys.stdout.flush()
-        res = alternate(os.path.join(tmp, "alternate"), a.devices, a.alternate_rounds, browser, a.window, a.settle)
+        res = alternate(os.path.join(tmp, "alternate"), a.devices, a.alternate_rounds, browser, a.window, a.settle,
+                        http)
         print("Window means in time order (ms): " + ", ".join("%s %.1f" % (ph[0], v) for ph, v, _ in res) + "\n")
         idle = [v for ph, v, _ in res if ph == "idle"]
         print("| phase | windows | mean of window means ms | browser CPU, % of a core | change against the idle "
