@@ -37,6 +37,7 @@ foreach(m IN LISTS _fedrt_mbedtls_modules)
   list(APPEND _fedrt_mbedtls_sources "${FEDRT_MBEDTLS_SRC}/library/${m}.c")
 endforeach()
 add_library(fedrt_fw_mbedtls STATIC ${_fedrt_mbedtls_sources})
+fedrt_no_unity_build(fedrt_fw_mbedtls)  # third-party C, file by file
 target_include_directories(fedrt_fw_mbedtls SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/include"
                            "${CMAKE_SOURCE_DIR}/runtime/fw")
 target_compile_definitions(fedrt_fw_mbedtls PUBLIC MBEDTLS_CONFIG_FILE="mbedtls_config.h")
@@ -52,6 +53,7 @@ add_library(fedrt_fw_pb STATIC "${FEDRT_NANOPB_SRC}/pb_encode.c" "${FEDRT_NANOPB
             "${FEDRT_NANOPB_SRC}/pb_common.c")
 target_include_directories(fedrt_fw_pb SYSTEM PUBLIC "${FEDRT_NANOPB_SRC}")
 target_compile_options(fedrt_fw_pb PRIVATE -w)
+fedrt_no_unity_build(fedrt_fw_pb)
 function(_fedrt_fw_messages target subdir)
   set(out "${CMAKE_BINARY_DIR}/generated/${subdir}")
   file(MAKE_DIRECTORY "${out}")

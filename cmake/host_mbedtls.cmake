@@ -16,6 +16,7 @@ if(FEDRT_HOST_MBEDTLS_FROM_SOURCE AND NOT CMAKE_CROSSCOMPILING)
     set(_src "${FEDRT_MBEDTLS_SRC}")
     file(GLOB _fedrt_host_mbedtls_sources "${_src}/library/*.c")
     add_library(fedrt_host_mbedtls STATIC ${_fedrt_host_mbedtls_sources})
+    fedrt_no_unity_build(fedrt_host_mbedtls)  # third-party C, file by file
     target_include_directories(fedrt_host_mbedtls SYSTEM PUBLIC "${_src}/include"
                                "${CMAKE_SOURCE_DIR}/runtime/tls")
     target_include_directories(fedrt_host_mbedtls PRIVATE "${_src}/library")

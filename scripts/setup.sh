@@ -10,6 +10,10 @@ PACKAGES=(
   cmake
   ninja-build
   pkg-config
+  # compiler cache for every preset (~/.cache/ccache, shared by all clones:
+  # cmake/compiler_cache.cmake) and a fast linker for the host presets
+  ccache
+  mold
   git
   # C++ libraries used by the runtime (linear algebra, config, CLI, JSON, logging)
   libeigen3-dev

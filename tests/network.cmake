@@ -42,9 +42,14 @@ add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedr
 set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.FloodOf*:NetTest.FloodFrom*:NetTest.IdleHalfOpen*:NetTest.ConnectionsBeyond*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+# The small fleet of `./fedrt test --quick` (docs/testing.md): a coordinator and
+# 20 devices over TLS, 20 rounds each against the simulator, in about a second.
+set(FEDRT_NET_QUICK "NetTest.FleetMatchesSimulatorEveryRound")
+gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_QUICK}"
+  PROPERTIES LABELS "integration;quick" TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 # Fleets of processes over several seconds (equivalence, faults, bad input):
 # labelled statistical so the sanitizer pass skips them (team rule: > 2 s).
-gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}"
+gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}:${FEDRT_NET_QUICK}"
   PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 
 # Tests of the wire module (runtime/wire, runtime/include/fedrt/wire): frames,

@@ -24,7 +24,6 @@
 namespace fedrt::net::testing {
 namespace {
 
-constexpr double kRelTol = 1e-12;  // see fleet_test.cc: arrival-order summation
 
 std::string Config(const std::string& family, int agents, int T, double q, int seed) {
   std::string problem, algorithm, compression;

@@ -22,7 +22,6 @@ namespace {
 // As fleet_test.cc: devices and simulator encode the same bytes (same local
 // iterates, same CounterRng keys), the coordinator decodes them exactly, and
 // only the arrival-order summation differs (~1e-16 per round).
-constexpr double kRelTol = 1e-12;
 
 std::string Config(int agents, int H, int T, int seed, int deadline_ms, const std::string& compression) {
   return "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = " + std::to_string(agents) +

@@ -8,7 +8,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace digits_example {
 
 constexpr int kDevices = 20;
 const std::string kRounds = "6";
@@ -56,5 +58,5 @@ TEST_F(DigitsExampleTest, FleetMetricsEqualTheSimulatorsByteForByte) {
   for (const auto& [alg, fl] : first_last) EXPECT_GT(fl.second, fl.first) << alg;
 }
 
-}  // namespace
+}  // namespace digits_example
 }  // namespace fedrt::net::testing

@@ -13,7 +13,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace family_fleet {
 
 struct Case {
   std::string name;        // test name suffix
@@ -99,5 +101,5 @@ TEST_P(FamilyFleetTest, FleetEqualsSimulatorEveryRound) {
 INSTANTIATE_TEST_SUITE_P(Families, FamilyFleetTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
-}  // namespace
+}  // namespace family_fleet
 }  // namespace fedrt::net::testing

@@ -13,14 +13,6 @@
 namespace fedrt::net::testing {
 namespace {
 
-// Tolerance of the fleet-vs-simulator comparison. Devices compute their local
-// iterates bit-identically (same cores, oracle construction and RNG keys); the
-// coordinator sums the updates in arrival order while the simulator sums in
-// agent order, so theta_{t+1} may differ by a few ulps of round-off per round
-// (~1e-16 relative); 1e-12 leaves three orders of magnitude for the 20 rounds
-// of contraction in which such differences can accumulate.
-constexpr double kRelTol = 1e-12;
-
 constexpr const char* kGarnetHigh = R"(
 [problem]
 kind = "garnet"

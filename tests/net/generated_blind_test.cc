@@ -9,7 +9,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace generated_blind {
 
 constexpr int kAgents = 4, kRounds = 4, kRuns = 2, kDim = 300;
 
@@ -76,5 +78,5 @@ TEST_F(NetTest, CoordinatorThatGeneratesNoDataWritesTheSimulatorsModels) {
   }
 }
 
-}  // namespace
+}  // namespace generated_blind
 }  // namespace fedrt::net::testing

@@ -10,7 +10,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace own_data {
 
 constexpr int kAgents = 6, kRounds = 5;
 
@@ -223,5 +225,5 @@ INSTANTIATE_TEST_SUITE_P(
                  "2:3 (label): label 3 is not a class of binary logistic regression"}),
     [](const ::testing::TestParamInfo<BadShard>& i) { return i.param.name; });
 
-}  // namespace
+}  // namespace own_data
 }  // namespace fedrt::net::testing

@@ -10,7 +10,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace own_gmm {
 
 constexpr int kAgents = 4, kRounds = 6;
 
@@ -113,5 +115,5 @@ TEST_F(OwnGmmTest, ADeviceWithABadCellStopsAndTheRunGoesOn) {
   EXPECT_EQ(Rounds().size(), 2u * (kRounds + 1));  // each algorithm's rounds and its initial exchange (V_{0,c})
 }
 
-}  // namespace
+}  // namespace own_gmm
 }  // namespace fedrt::net::testing

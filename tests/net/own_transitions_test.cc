@@ -9,7 +9,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace own_transitions {
 
 constexpr int kAgents = 4, kRounds = 6, kStates = 7;
 
@@ -106,5 +108,5 @@ TEST_F(OwnTransitionsTest, ADeviceWhoseNextStateColumnsAreMisnamedStopsAndTheRun
   EXPECT_EQ(Rounds().size(), 2u * kRounds);
 }
 
-}  // namespace
+}  // namespace own_transitions
 }  // namespace fedrt::net::testing

@@ -23,7 +23,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace secagg_fleet {
 
 constexpr int kAgents = 10;  // DefaultGraph(10): complete graph, k = 9, t = 6
 constexpr int kBits = 16;
@@ -501,5 +503,5 @@ TEST_F(SecAggFleetTest, CoordinatorRefusesSecureAggregationSettingsItCannotRun) 
   }
 }
 
-}  // namespace
+}  // namespace secagg_fleet
 }  // namespace fedrt::net::testing

@@ -10,7 +10,9 @@
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
-namespace {
+// Named, not anonymous: this file's constants stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace softmax_fleet {
 
 constexpr int kAgents = 5, kRounds = 4, kClasses = 3;
 
@@ -130,5 +132,5 @@ TEST_F(SoftmaxFleetTest, LabelOutsideTheClassesStopsTheDeviceAndTheRunGoesOn) {
   for (const auto& r : Rounds()) EXPECT_LE(r.agents, 4u);
 }
 
-}  // namespace
+}  // namespace softmax_fleet
 }  // namespace fedrt::net::testing

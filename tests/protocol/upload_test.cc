@@ -46,17 +46,17 @@ void SendChunked(Sessions& s, uint32_t agent, const Update& u, uint32_t piece) {
   }
 }
 
-struct Case {
+struct ChunkCase {
   const char* name;
   AlgorithmKind kind;
   bool rr;      // Fed-RR: two segments
   bool dither;  // coded payloads (decoded once whole) instead of raw values (summed as they arrive)
 };
 
-class ChunkedUpdates : public ::testing::TestWithParam<Case> {};
+class ChunkedUpdates : public ::testing::TestWithParam<ChunkCase> {};
 
 TEST_P(ChunkedUpdates, GiveTheSameBitsAsWholeUpdates) {
-  const Case p = GetParam();
+  const ChunkCase p = GetParam();
   Fleet f(p.kind, p.rr);
   if (p.dither) f.dither(/*memory=*/true);
   Sessions whole(f), chunked(f);
@@ -74,11 +74,11 @@ TEST_P(ChunkedUpdates, GiveTheSameBitsAsWholeUpdates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ChunkedUpdates,
-                         ::testing::Values(Case{"fedavg_raw", AlgorithmKind::kFedAvg, false, false},
-                                           Case{"scaffold_raw", AlgorithmKind::kScaffold, false, false},
-                                           Case{"fedavg_rr_raw", AlgorithmKind::kFedAvg, true, false},
-                                           Case{"scaffold_dither", AlgorithmKind::kScaffold, false, true}),
-                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+                         ::testing::Values(ChunkCase{"fedavg_raw", AlgorithmKind::kFedAvg, false, false},
+                                           ChunkCase{"scaffold_raw", AlgorithmKind::kScaffold, false, false},
+                                           ChunkCase{"fedavg_rr_raw", AlgorithmKind::kFedAvg, true, false},
+                                           ChunkCase{"scaffold_dither", AlgorithmKind::kScaffold, false, true}),
+                         [](const ::testing::TestParamInfo<ChunkCase>& i) { return std::string(i.param.name); });
 
 // Out of order, duplicated, past the announced size, another total: each is
 // refused with its reason and changes nothing; the genuine chunks then give

@@ -14,7 +14,9 @@
 #include "round_fixture.h"
 
 namespace fedrt::secagg {
-namespace {
+// Named, not anonymous: this file's helpers stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace cheater_test {
 
 RoundParams Params(uint32_t n, uint32_t k = 0) { return testing::TestParams(n, 40, 16, 11, k, 0xC4EA7); }
 
@@ -112,5 +114,5 @@ TEST(SecAggCheater, MoreCheatersThanASharingAbsorbsFailTheRound) {
   EXPECT_TRUE(r.sum.empty());
 }
 
-}  // namespace
+}  // namespace cheater_test
 }  // namespace fedrt::secagg

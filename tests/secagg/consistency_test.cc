@@ -16,12 +16,14 @@
 #include "round_fixture.h"
 
 namespace fedrt::secagg {
-namespace {
+// Named, not anonymous: this file's helpers stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace consistency_test {
 
-RoundParams Params(uint32_t n, uint32_t k = 0) { return testing::TestParams(n, 24, 16, 21, k, 0xC0C0A); }
+RoundParams CheckParams(uint32_t n, uint32_t k = 0) { return testing::TestParams(n, 24, 16, 21, k, 0xC0C0A); }
 
-struct Inputs : testing::TestInputs {
-  explicit Inputs(const RoundParams& p) : TestInputs(p, p.n + 5) {}
+struct CheckInputs : testing::TestInputs {
+  explicit CheckInputs(const RoundParams& p) : TestInputs(p, p.n + 5) {}
   std::vector<uint32_t> sum() const { return TestInputs::sum(testing::AllIds(static_cast<uint32_t>(x.size()))); }
 };
 
@@ -32,8 +34,8 @@ std::vector<uint32_t> Range(uint32_t a, uint32_t b) {
 }
 
 TEST(SecAggConsistency, HonestRoundPassesTheCheckAndCountsItsTraffic) {
-  const RoundParams p = Params(10);
-  const Inputs in(p);
+  const RoundParams p = CheckParams(10);
+  const CheckInputs in(p);
   const SimulatedRound r = RunSimulatedRound(p, in.ptrs, {}, 3);
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_EQ(r.sum, in.sum());
@@ -48,8 +50,8 @@ TEST(SecAggConsistency, HonestRoundPassesTheCheckAndCountsItsTraffic) {
 // dropped and the others that it survived, and forwards every tag. All ten
 // see a tag that does not verify against their own list and reveal nothing.
 TEST(SecAggConsistency, ALyingServerIsDetectedByEveryHonestDevice) {
-  const RoundParams p = Params(10);
-  const Inputs in(p);
+  const RoundParams p = CheckParams(10);
+  const CheckInputs in(p);
   SurvivorLie lie;
   lie.victim = 9;
   lie.told_dropped = Range(0, 5);
@@ -66,8 +68,8 @@ TEST(SecAggConsistency, ALyingServerIsDetectedByEveryHonestDevice) {
 // (6 each) on the true list and unmask it. The lie bought no share of device
 // 9's s_sk, and the sum is exact.
 TEST(SecAggConsistency, HiddenTagsLeaveTheMinorityAbortingAndTheMajorityConsistent) {
-  const RoundParams p = Params(10);
-  const Inputs in(p);
+  const RoundParams p = CheckParams(10);
+  const CheckInputs in(p);
   SurvivorLie lie;
   lie.victim = 9;
   lie.told_dropped = Range(0, 3);
@@ -87,8 +89,8 @@ TEST(SecAggConsistency, HiddenTagsLeaveTheMinorityAbortingAndTheMajorityConsiste
 // 17's neighbours that 17 dropped. Each of them and 17 itself abort, and no
 // share of 17's s_sk is revealed by anyone.
 TEST(SecAggConsistency, InASparseGraphTheVictimAndEveryDeviceLiedToDetect) {
-  const RoundParams p = Params(41, 10);
-  const Inputs in(p);
+  const RoundParams p = CheckParams(41, 10);
+  const CheckInputs in(p);
   uint32_t nb[kMaxNeighbours];
   const uint32_t c = Neighbours(p, 17, nb);
   ASSERT_EQ(c, 10u);
@@ -107,9 +109,9 @@ TEST(SecAggConsistency, InASparseGraphTheVictimAndEveryDeviceLiedToDetect) {
 // Tags that were tampered with, replayed to another device, duplicated or
 // missing are refused by the device; the server refuses tags to unlisted devices.
 TEST(SecAggConsistency, ForgedReplayedAndTooFewTagsAreRefused) {
-  const RoundParams p = Params(4);  // complete, k = 3, t = 3
+  const RoundParams p = CheckParams(4);  // complete, k = 3, t = 3
   ASSERT_EQ(p.t, 3u);
-  const Inputs in(p);
+  const CheckInputs in(p);
   SecAggDevice dev[4];
   SecAggServer server;
   ASSERT_TRUE(server.begin(p).ok());
@@ -187,5 +189,5 @@ TEST(SecAggConsistency, ForgedReplayedAndTooFewTagsAreRefused) {
   }
 }
 
-}  // namespace
+}  // namespace consistency_test
 }  // namespace fedrt::secagg

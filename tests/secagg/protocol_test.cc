@@ -14,7 +14,9 @@
 #include "round_fixture.h"
 
 namespace fedrt::secagg {
-namespace {
+// Named, not anonymous: this file's helpers stay apart from its unity
+// batch neighbours' (cmake/unity_build.cmake).
+namespace protocol_test {
 
 // Default graph, or a sparse k-regular one when k > 0 (round_fixture.h).
 RoundParams Params(uint32_t n, uint32_t dim, uint32_t bits, uint64_t round_id = 7, uint32_t k = 0) {
@@ -304,5 +306,5 @@ TEST(SecAggProtocol, HolderXIsPublicAndForgedXIsRefused) {
   EXPECT_EQ(sum, std::vector<uint32_t>(p.dim, 2 * p.n));
 }
 
-}  // namespace
+}  // namespace protocol_test
 }  // namespace fedrt::secagg

@@ -13,6 +13,7 @@
 #include "fedrt/compression/diana.h"
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/sim/simulator.h"
+#include "heterogeneous_lsq.h"
 
 namespace fedrt {
 namespace {
@@ -24,27 +25,8 @@ using algorithms::FedOptServer;
 using config::ExperimentConfig;
 using config::ProblemKind;
 
-// The heterogeneous least-squares setting of examples/fedavg-fedprox-lsq
-// (as in fedopt_test.cc), shorter.
-ExperimentConfig HeterogeneousLsq() {
-  ExperimentConfig c;
-  c.problem = ProblemKind::kLeastSquares;
-  c.garnet.agents = 10;
-  c.garnet.dim = 5;
-  c.opt.samples = 50;
-  c.opt.covariate_shift = 0.5;
-  c.opt.concept_shift = 1.0;
-  c.opt.quantity_skew = 0.5;
-  c.opt.noise = 0.5;
-  c.opt.prox_mu = 2.0;
-  c.problem_seed = 3;
-  c.step = 0.02;
-  c.local_steps = 10;
-  c.rounds = 600;
-  c.plot = false;
-  c.threads = 1;
-  return c;
-}
+// The setting of fedopt_test.cc, shorter.
+ExperimentConfig ShortHeterogeneousLsq() { return HeterogeneousLsqSetting(600); }
 
 void Dither(ExperimentConfig& c, uint32_t levels, bool cv) {
   c.compression.quantizer.kind = compression::QuantizerKind::kDither;
@@ -162,7 +144,7 @@ TEST(FedOptCompression, ScaffoldControlVariatesFollowTheDecodedUpdate) {
 // and Scaffold still converges to x_star, with or without control variates.
 TEST(FedOptCompression, ScaffoldWithDitheringConvergesToXStar) {
   for (bool cv : {true, false}) {
-    ExperimentConfig c = HeterogeneousLsq();
+    ExperimentConfig c = ShortHeterogeneousLsq();
     c.algorithms = {"scaffold"};
     Dither(c, 4, cv);
     auto r = sim::RunExperiment(c);
@@ -181,7 +163,7 @@ TEST(FedOptCompression, ScaffoldWithDitheringConvergesToXStar) {
 TEST(FedOptCompression, FedAvgControlVariatesRemoveTheCompressionFloor) {
   double dist[2];
   for (int cv = 0; cv < 2; ++cv) {
-    ExperimentConfig c = HeterogeneousLsq();
+    ExperimentConfig c = ShortHeterogeneousLsq();
     c.algorithms = {"fedavg"};
     Dither(c, 4, cv == 1);
     auto r = sim::RunExperiment(c);
@@ -201,7 +183,7 @@ TEST(FedOptCompression, FedAvgControlVariatesRemoveTheCompressionFloor) {
 // Bits up (and down) are 8 * the encoded bytes: fixed-width dithering sends
 // MaxPayloadBytes(q, u) bytes per agent, u = d (FedAvg) or 2d (Scaffold).
 TEST(FedOptCompression, BitsAreEightTimesTheEncodedBytes) {
-  ExperimentConfig c = HeterogeneousLsq();
+  ExperimentConfig c = ShortHeterogeneousLsq();
   c.rounds = 20;
   c.participation = 0.6;
   c.algorithms = {"fedavg", "scaffold", "fedprox", "fedavg-rr"};
@@ -243,7 +225,7 @@ TEST(FedOptCompression, BitsAreEightTimesTheEncodedBytes) {
 // Compressed downlink: agents run from xhat, the server keeps x_t; Scaffold
 // still converges with full gradients. FedProx and stochastic rounding run.
 TEST(FedOptCompression, DownlinkAndOtherAlgorithmsRun) {
-  ExperimentConfig c = HeterogeneousLsq();
+  ExperimentConfig c = ShortHeterogeneousLsq();
   c.algorithms = {"scaffold"};
   Dither(c, 4, true);
   c.compression.downlink = true;
@@ -274,7 +256,7 @@ TEST(FedOptCompression, DownlinkAndOtherAlgorithmsRun) {
 }
 
 TEST(FedOptCompression, ResultsDoNotDependOnThreadCount) {
-  ExperimentConfig c = HeterogeneousLsq();
+  ExperimentConfig c = ShortHeterogeneousLsq();
   c.problem = ProblemKind::kLogistic;
   c.opt.samples = 200;
   c.local_steps = 50;

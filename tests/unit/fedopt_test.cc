@@ -16,6 +16,7 @@
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/problems/logistic.h"
 #include "fedrt/sim/simulator.h"
+#include "heterogeneous_lsq.h"
 
 namespace fedrt {
 namespace {
@@ -23,26 +24,7 @@ namespace {
 using config::ExperimentConfig;
 using config::ProblemKind;
 
-// The heterogeneous least-squares setting of examples/fedavg-fedprox-lsq.
-ExperimentConfig HeterogeneousLsq() {
-  ExperimentConfig c;
-  c.problem = ProblemKind::kLeastSquares;
-  c.garnet.agents = 10;
-  c.garnet.dim = 5;
-  c.opt.samples = 50;
-  c.opt.covariate_shift = 0.5;
-  c.opt.concept_shift = 1.0;
-  c.opt.quantity_skew = 0.5;
-  c.opt.noise = 0.5;
-  c.opt.prox_mu = 2.0;
-  c.problem_seed = 3;
-  c.step = 0.02;  // eta L_max = 1.05 < 2 (L_max = 52.6 for this seed)
-  c.local_steps = 10;
-  c.rounds = 1000;
-  c.plot = false;
-  c.threads = 1;
-  return c;
-}
+ExperimentConfig HeterogeneousLsq() { return HeterogeneousLsqSetting(1000); }
 
 double RelDiff(const Eigen::VectorXd& a, const Eigen::VectorXd& b) { return (a - b).norm() / b.norm(); }
 

@@ -27,7 +27,7 @@ namespace {
 using problems::LeastSquaresOracle;
 using problems::LogisticOracle;
 
-constexpr int kP = 3;
+constexpr int kFeatures = 3;
 constexpr uint32_t kN = 30;
 
 struct Rows {
@@ -39,7 +39,7 @@ Rows MakeRows(bool binary) {
   CounterRng rng(11, 0, 0, 0, RngStream::kProblem);
   for (uint32_t j = 0; j < kN; ++j) {
     double s = 0.7;
-    for (int k = 0; k < kP; ++k) {
+    for (int k = 0; k < kFeatures; ++k) {
       const double v = 2.0 * rng.uniform() - 1.0;
       r.a.push_back(v);
       r.z.push_back(v);
@@ -60,7 +60,7 @@ double MaxAbs(const std::vector<double>& u, const std::vector<double>& v) {
 // Full and mini-batch gradients (same draws) and losses at a few points.
 template <class O>
 void ExpectSameOracle(const O& inplace, const O& augmented) {
-  const int d = kP + 1;
+  const int d = kFeatures + 1;
   for (int t = 0; t < 3; ++t) {
     std::vector<double> x(d), g1(d), g2(d);
     for (int k = 0; k < d; ++k) x[k] = std::sin(1.0 + t + 0.5 * k);
@@ -79,10 +79,10 @@ TEST(Intercept, LeastSquaresInPlaceEqualsTheOracleOverAugmentedRows) {
   const Rows r = MakeRows(false);
   std::vector<unsigned char> mem(1 << 14);
   Arena arena(mem.data(), mem.size());
-  auto in = LeastSquaresOracle<double>::create(arena, kP + 1, kN, r.a.data(), r.y.data(), 0.5, 0.05, true);
-  auto aug = LeastSquaresOracle<double>::create(arena, kP + 1, kN, r.z.data(), r.y.data(), 0.5, 0.05, false);
+  auto in = LeastSquaresOracle<double>::create(arena, kFeatures + 1, kN, r.a.data(), r.y.data(), 0.5, 0.05, true);
+  auto aug = LeastSquaresOracle<double>::create(arena, kFeatures + 1, kN, r.z.data(), r.y.data(), 0.5, 0.05, false);
   ASSERT_TRUE(in.ok() && aug.ok());
-  const int d = kP + 1;
+  const int d = kFeatures + 1;
   EXPECT_LT(MaxAbs(std::vector<double>(in->abar(), in->abar() + d * d),
                    std::vector<double>(aug->abar(), aug->abar() + d * d)), 1e-15);
   EXPECT_LT(MaxAbs(std::vector<double>(in->bbar(), in->bbar() + d), std::vector<double>(aug->bbar(), aug->bbar() + d)),
@@ -100,8 +100,8 @@ TEST(Intercept, LogisticInPlaceEqualsTheOracleOverAugmentedRows) {
   const Rows r = MakeRows(true);
   std::vector<unsigned char> mem(64);
   Arena arena(mem.data(), mem.size());
-  auto in = LogisticOracle<double>::create(arena, kP + 1, kN, r.a.data(), r.y.data(), 0.02, true);
-  auto aug = LogisticOracle<double>::create(arena, kP + 1, kN, r.z.data(), r.y.data(), 0.02, false);
+  auto in = LogisticOracle<double>::create(arena, kFeatures + 1, kN, r.a.data(), r.y.data(), 0.02, true);
+  auto aug = LogisticOracle<double>::create(arena, kFeatures + 1, kN, r.z.data(), r.y.data(), 0.02, false);
   ASSERT_TRUE(in.ok() && aug.ok());
   ExpectSameOracle(*in, *aug);
 }
@@ -200,8 +200,8 @@ TEST(LargeD, MatrixFreeLeastSquaresEqualsTheDenseOracle) {
   Arena arena(mem.data(), mem.size());
   for (bool intercept : {false, true}) {
     const double* rows = intercept ? r.a.data() : r.z.data();
-    auto dense = LeastSquaresOracle<double>::create(arena, kP + 1, kN, rows, r.y.data(), 0.0, 0.05, intercept);
-    auto free = LeastSquaresOracle<double>::CreateMatrixFree(kP + 1, kN, rows, r.y.data(), 0.05, intercept);
+    auto dense = LeastSquaresOracle<double>::create(arena, kFeatures + 1, kN, rows, r.y.data(), 0.0, 0.05, intercept);
+    auto free = LeastSquaresOracle<double>::CreateMatrixFree(kFeatures + 1, kN, rows, r.y.data(), 0.05, intercept);
     ASSERT_TRUE(dense.ok() && free.ok());
     EXPECT_TRUE(free->matrix_free());
     EXPECT_FALSE(dense->matrix_free());

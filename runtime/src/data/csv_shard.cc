@@ -16,8 +16,6 @@
 namespace fedrt::data {
 namespace {
 
-Status Bad(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
-
 std::string Trim(const std::string& s) {
   size_t b = 0, e = s.size();
   while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
@@ -57,7 +55,7 @@ struct Reader {
     size_t found = header.size();
     for (size_t c = 0; c < header.size(); ++c) {
       if (header[c].empty()) {
-        error = Bad(fmt::format("{}:{}:{}: the header names no column here (a header row naming every column is "
+        error = Status::Invalid(fmt::format("{}:{}:{}: the header names no column here (a header row naming every column is "
                                 "required)", path, line, c + 1));
         return;
       }
@@ -70,12 +68,12 @@ struct Reader {
       return;
     }
     if (found == header.size()) {
-      error = Bad(fmt::format("{}:{}: no label column '{}' in the header ({} columns: {})", path, line, label_name,
+      error = Status::Invalid(fmt::format("{}:{}: no label column '{}' in the header ({} columns: {})", path, line, label_name,
                               header.size(), fmt::join(header, ",")));
       return;
     }
     if (header.size() < 2) {
-      error = Bad(fmt::format("{}:{}: a label and at least one feature column are needed", path, line));
+      error = Status::Invalid(fmt::format("{}:{}: a label and at least one feature column are needed", path, line));
       return;
     }
     label_col = found;
@@ -86,30 +84,30 @@ struct Reader {
 
   void data_row() {
     if (cells.size() != header.size()) {
-      error = Bad(fmt::format("{}:{}: {} columns, the header has {}", path, line, cells.size(), header.size()));
+      error = Status::Invalid(fmt::format("{}:{}: {} columns, the header has {}", path, line, cells.size(), header.size()));
       return;
     }
     for (size_t c = 0; c < cells.size(); ++c) {
       const std::string cell = Trim(cells[c]);
       if (cell.empty()) {
-        error = Bad(fmt::format("{}: empty cell", where(c)));
+        error = Status::Invalid(fmt::format("{}: empty cell", where(c)));
         return;
       }
       errno = 0;
       char* end = nullptr;
       const double v = std::strtod(cell.c_str(), &end);
       if (end != cell.c_str() + cell.size()) {
-        error = Bad(fmt::format("{}: '{}' is not a number", where(c), cell));
+        error = Status::Invalid(fmt::format("{}: '{}' is not a number", where(c), cell));
         return;
       }
       if (!std::isfinite(v) || errno == ERANGE) {
-        error = Bad(fmt::format("{}: '{}' is not a finite number (NaN and Inf are refused)", where(c), cell));
+        error = Status::Invalid(fmt::format("{}: '{}' is not a finite number (NaN and Inf are refused)", where(c), cell));
         return;
       }
       if (c == label_col) {
         double y = v;
         if (!StoredLabel(kind, classes, v, y)) {
-          error = Bad(fmt::format("{}: label {} is not {}", where(c), cell, LabelClasses(kind, classes)));
+          error = Status::Invalid(fmt::format("{}: label {} is not {}", where(c), cell, LabelClasses(kind, classes)));
           return;
         }
         shard.y.push_back(y);
@@ -181,14 +179,14 @@ Result<Shard> ReadCsvShard(const std::string& path, const std::string& label, La
     if (csv_parse(&p, line.data(), line.size(), OnField, OnRow, &r) != line.size()) {
       const std::string why = csv_strerror(csv_error(&p));
       csv_free(&p);
-      return Bad(fmt::format("{}:{}: {}", path, r.line, why));
+      return Status::Invalid(fmt::format("{}:{}: {}", path, r.line, why));
     }
   }
   if (r.error.ok()) csv_fini(&p, OnField, OnRow, &r);
   csv_free(&p);
   if (!r.error.ok()) return r.error;
-  if (r.header.empty()) return Bad(fmt::format("{}: empty file (a header row and data rows are expected)", path));
-  if (r.shard.count() == 0) return Bad(fmt::format("{}: no data rows after the header", path));
+  if (r.header.empty()) return Status::Invalid(fmt::format("{}: empty file (a header row and data rows are expected)", path));
+  if (r.shard.count() == 0) return Status::Invalid(fmt::format("{}: no data rows after the header", path));
   return std::move(r.shard);
 }
 

@@ -16,8 +16,6 @@ constexpr char kMagic[8] = {'F', 'E', 'D', 'R', 'T', 'R', 'E', 'C'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxDim = 1u << 24;
 
-Status Bad(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
-
 template <typename T>
 void PutLe(std::string& out, T v) {
   unsigned char b[sizeof(T)];
@@ -54,18 +52,18 @@ Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind, uint32_t 
   if (!f) return Status(StatusCode::kNotFound, fmt::format("{}: cannot open", path));
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
-    return Bad(fmt::format("{}: not a fedrt record file (no FEDRTREC header)", path));
+    return Status::Invalid(fmt::format("{}: not a fedrt record file (no FEDRTREC header)", path));
   const uint32_t version = GetLe<uint32_t>(bytes.data() + 8);
-  if (version != kVersion) return Bad(fmt::format("{}: record file version {}, this build reads {}", path, version, kVersion));
+  if (version != kVersion) return Status::Invalid(fmt::format("{}: record file version {}, this build reads {}", path, version, kVersion));
   Shard s;
   s.path = path;
   s.dim = GetLe<uint32_t>(bytes.data() + 12);
   const uint64_t count = GetLe<uint64_t>(bytes.data() + 16);
-  if (s.dim == 0 || s.dim > kMaxDim) return Bad(fmt::format("{}: dim {} out of range [1, {}]", path, s.dim, kMaxDim));
-  if (count == 0) return Bad(fmt::format("{}: no records", path));
+  if (s.dim == 0 || s.dim > kMaxDim) return Status::Invalid(fmt::format("{}: dim {} out of range [1, {}]", path, s.dim, kMaxDim));
+  if (count == 0) return Status::Invalid(fmt::format("{}: no records", path));
   const uint64_t record = 8ull * (s.dim + 1ull);
   if (count > (bytes.size() - 24) / record || bytes.size() != 24 + count * record)
-    return Bad(fmt::format("{}: {} bytes, but the header announces {} records of {} bytes", path, bytes.size(), count,
+    return Status::Invalid(fmt::format("{}: {} bytes, but the header announces {} records of {} bytes", path, bytes.size(), count,
                            record));
   s.x.resize(count * s.dim);
   s.y.resize(count);
@@ -76,11 +74,11 @@ Result<Shard> ReadRecordShard(const std::string& path, LabelKind kind, uint32_t 
       const double v = GetLe<double>(p + 8 * k);
       if (k == s.dim && kind == LabelKind::kNone) break;  // the label slot is ignored (y stays 0)
       if (!std::isfinite(v))
-        return Bad(fmt::format("{}: record {} field {}: not a finite number (NaN and Inf are refused)", path, j, k + 1));
+        return Status::Invalid(fmt::format("{}: record {} field {}: not a finite number (NaN and Inf are refused)", path, j, k + 1));
       if (k < s.dim) {
         s.x[j * s.dim + k] = v;
       } else if (!StoredLabel(kind, classes, v, s.y[j])) {
-        return Bad(fmt::format("{}: record {}: label {} is not {}", path, j, v, LabelClasses(kind, classes)));
+        return Status::Invalid(fmt::format("{}: record {}: label {} is not {}", path, j, v, LabelClasses(kind, classes)));
       }
     }
     p += record;

@@ -17,8 +17,6 @@ namespace fedrt::problems {
 
 namespace {
 
-Status Bad(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
-
 // Standard normal by Box-Muller from two uniforms.
 double Gaussian(CounterRng& rng) {
   const double u1 = 1.0 - rng.uniform();  // (0, 1]
@@ -47,14 +45,14 @@ std::vector<std::string> SplitCsv(const std::string& line) {
 
 // Parses one numeric cell; the message names file, line and column.
 Status ParseCell(const std::string& cell, const std::string& file, long line, size_t col, double& out) {
-  if (cell.empty()) return Bad(fmt::format("{}:{}: column {} is empty", file, line, col + 1));
+  if (cell.empty()) return Status::Invalid(fmt::format("{}:{}: column {} is empty", file, line, col + 1));
   errno = 0;
   char* end = nullptr;
   out = std::strtod(cell.c_str(), &end);
   if (end != cell.c_str() + cell.size())
-    return Bad(fmt::format("{}:{}: column {}: '{}' is not a number", file, line, col + 1, cell));
+    return Status::Invalid(fmt::format("{}:{}: column {}: '{}' is not a number", file, line, col + 1, cell));
   if (!std::isfinite(out) || errno == ERANGE)
-    return Bad(fmt::format("{}:{}: column {}: '{}' is not a finite number", file, line, col + 1, cell));
+    return Status::Invalid(fmt::format("{}:{}: column {}: '{}' is not a finite number", file, line, col + 1, cell));
   return Status::Ok();
 }
 
@@ -85,7 +83,7 @@ Status ReadNumericCsv(const std::string& file, const char* header, Rows& out) {
       out.columns = cells.size();
       out.first_line = lineno;
     } else if (cells.size() != out.columns) {
-      return Bad(fmt::format("{}:{}: expected {} columns (as on line {}), got {}", file, lineno, out.columns,
+      return Status::Invalid(fmt::format("{}:{}: expected {} columns (as on line {}), got {}", file, lineno, out.columns,
                              out.first_line, cells.size()));
     }
     std::vector<double> v(cells.size());
@@ -103,7 +101,7 @@ Status Label(FedLoss loss, double v, const std::string& file, long line, double&
   }
   if (v == 1.0) out = 1.0;
   else if (v == 0.0 || v == -1.0) out = -1.0;
-  else return Bad(fmt::format("{}:{}: logistic label {} must be -1/+1 or 0/1", file, line, v));
+  else return Status::Invalid(fmt::format("{}:{}: logistic label {} must be -1/+1 or 0/1", file, line, v));
   return Status::Ok();
 }
 
@@ -116,11 +114,11 @@ long FedDataset::total_samples() const {
 }
 
 Result<FedDataset> GenerateFedData(FedLoss loss, const FedDataConfig& cfg) {
-  if (cfg.agents <= 0) return Bad(fmt::format("problem.agents must be positive, got {}", cfg.agents));
-  if (cfg.dim <= 0) return Bad(fmt::format("problem.dim must be positive, got {}", cfg.dim));
-  if (cfg.samples <= 0) return Bad(fmt::format("problem.samples must be positive, got {}", cfg.samples));
+  if (cfg.agents <= 0) return Status::Invalid(fmt::format("problem.agents must be positive, got {}", cfg.agents));
+  if (cfg.dim <= 0) return Status::Invalid(fmt::format("problem.dim must be positive, got {}", cfg.dim));
+  if (cfg.samples <= 0) return Status::Invalid(fmt::format("problem.samples must be positive, got {}", cfg.samples));
   if (!(cfg.covariate_shift >= 0) || !(cfg.concept_shift >= 0) || !(cfg.quantity_skew >= 0) || !(cfg.noise >= 0))
-    return Bad("problem.covariate_shift, concept_shift, quantity_skew and noise must be >= 0");
+    return Status::Invalid("problem.covariate_shift, concept_shift, quantity_skew and noise must be >= 0");
   const int d = cfg.dim;
   FedDataset out;
   out.loss = loss;
@@ -172,21 +170,21 @@ Result<FedDataset> LoadFedDataCsv(FedLoss loss, const std::string& path) {
     std::vector<std::string> files;
     for (const auto& e : fs::directory_iterator(path, ec))
       if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path().string());
-    if (ec) return Bad(fmt::format("{}: cannot list directory: {}", path, ec.message()));
+    if (ec) return Status::Invalid(fmt::format("{}: cannot list directory: {}", path, ec.message()));
     std::sort(files.begin(), files.end());
-    if (files.empty()) return Bad(fmt::format("{}: no *.csv files (one file per agent expected)", path));
+    if (files.empty()) return Status::Invalid(fmt::format("{}: no *.csv files (one file per agent expected)", path));
     std::string first_file;
     for (const std::string& f : files) {
       Rows rows;
       FEDRT_TRY(ReadNumericCsv(f, "y", rows));
-      if (rows.rows.empty()) return Bad(fmt::format("{}: agent {} has no rows", f, out.agents()));
-      if (rows.columns < 2) return Bad(fmt::format("{}:{}: need a label and at least one feature", f, rows.first_line));
+      if (rows.rows.empty()) return Status::Invalid(fmt::format("{}: agent {} has no rows", f, out.agents()));
+      if (rows.columns < 2) return Status::Invalid(fmt::format("{}:{}: need a label and at least one feature", f, rows.first_line));
       const int d = static_cast<int>(rows.columns) - 1;
       if (out.dim == 0) {
         out.dim = d;
         first_file = f;
       } else if (d != out.dim) {
-        return Bad(fmt::format("{}:{}: {} features, but {} has {} (dimensions must match)", f, rows.first_line, d,
+        return Status::Invalid(fmt::format("{}:{}: {} features, but {} has {} (dimensions must match)", f, rows.first_line, d,
                                first_file, out.dim));
       }
       MatrixRM xc(rows.rows.size(), d);
@@ -203,23 +201,23 @@ Result<FedDataset> LoadFedDataCsv(FedLoss loss, const std::string& path) {
   if (!fs::exists(path, ec)) return Status(StatusCode::kNotFound, fmt::format("data path '{}' not found", path));
   Rows rows;
   FEDRT_TRY(ReadNumericCsv(path, "agent", rows));
-  if (rows.rows.empty()) return Bad(fmt::format("{}: no data rows", path));
+  if (rows.rows.empty()) return Status::Invalid(fmt::format("{}: no data rows", path));
   if (rows.columns < 3)
-    return Bad(fmt::format("{}:{}: need columns agent,y,x_1[,...] (got {})", path, rows.first_line, rows.columns));
+    return Status::Invalid(fmt::format("{}:{}: need columns agent,y,x_1[,...] (got {})", path, rows.first_line, rows.columns));
   const int d = static_cast<int>(rows.columns) - 2;
   out.dim = d;
   std::map<long, std::vector<size_t>> by_agent;
   for (size_t j = 0; j < rows.rows.size(); ++j) {
     const double a = rows.rows[j][0];
     if (a < 0 || a != std::floor(a) || a > 1e6)
-      return Bad(fmt::format("{}:{}: agent id {} must be an integer in [0, 1e6]", path, rows.lines[j], a));
+      return Status::Invalid(fmt::format("{}:{}: agent id {} must be an integer in [0, 1e6]", path, rows.lines[j], a));
     by_agent[static_cast<long>(a)].push_back(j);
   }
   const long n_agents = by_agent.rbegin()->first + 1;
   for (long c = 0; c < n_agents; ++c) {
     auto it = by_agent.find(c);
     if (it == by_agent.end())
-      return Bad(fmt::format("{}: agent {} has no rows (agents are numbered 0..{})", path, c, n_agents - 1));
+      return Status::Invalid(fmt::format("{}: agent {} has no rows (agents are numbered 0..{})", path, c, n_agents - 1));
     MatrixRM xc(it->second.size(), d);
     Eigen::VectorXd yc(it->second.size());
     for (size_t i = 0; i < it->second.size(); ++i) {

@@ -12,12 +12,10 @@ namespace fedrt::problems {
 
 namespace {
 
-Status Bad(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
-
 // [model] init: G means of p numbers each.
 Status CheckMeans(const std::vector<double>& init, int G, int p, const std::string& where) {
   if (init.size() != static_cast<size_t>(G) * static_cast<size_t>(p))
-    return Bad(fmt::format("model.init has {} numbers, but G p = {} x {} = {} ({}; the G means, component-major)",
+    return Status::Invalid(fmt::format("model.init has {} numbers, but G p = {} x {} = {} ({}; the G means, component-major)",
                            init.size(), G, p, G * p, where));
   return Status::Ok();
 }
@@ -34,21 +32,21 @@ Status Instance::build_gmm_shards(const config::Task& task, const DataFiles& fil
     if (!data.ok()) return data.status();
     g = std::move(*data);
     if (files.features != 0 && static_cast<uint32_t>(g.p) != files.features)
-      return Bad(fmt::format("model.features = {}, but the shards '{}' have {} columns", files.features,
+      return Status::Invalid(fmt::format("model.features = {}, but the shards '{}' have {} columns", files.features,
                              files.shards.train, g.p));
   } else {  // the coordinator without the shards: no points, no oracles
     g.G = G;
     g.p = static_cast<int>(files.features);
     g.n = spec.agents;
     g.source = files.shards.train;
-    if (g.p < 1 || g.p > 1024) return Bad("gmm without the shards: model.features = p (1 to 1024) is needed");
+    if (g.p < 1 || g.p > 1024) return Status::Invalid("gmm without the shards: model.features = p (1 to 1024) is needed");
     g.dim = g.G * (1 + g.p);
     if (static_cast<uint64_t>(g.dim) > config::kMaxLinuxDim)
-      return Bad(fmt::format("G (1 + p) = {} statistics, more than the Linux wire's {}", g.dim, config::kMaxLinuxDim));
+      return Status::Invalid(fmt::format("G (1 + p) = {} statistics, more than the Linux wire's {}", g.dim, config::kMaxLinuxDim));
     g.counts.assign(g.n, 0);
     g.points.resize(g.n);
     if (files.initial.empty())
-      return Bad("gmm without the shards: [model] init (the G means) is needed, k-means++ seeding reads every shard");
+      return Status::Invalid("gmm without the shards: [model] init (the G means) is needed, k-means++ seeding reads every shard");
   }
   std::vector<double> means = files.initial;
   if (means.empty()) means = GmmKMeansPlusPlus(g, spec.seed);
@@ -82,9 +80,9 @@ Status Instance::build_gmm_shards(const config::Task& task, const DataFiles& fil
 Status Instance::build_own_gmm(const config::Task& task, uint32_t agent, const data::Shard& s) {
   const config::ProblemSpec& spec = task.problem;
   if (s.dim != spec.gmm.data_dim)
-    return Bad(fmt::format("{}: {} columns, but the task's Gaussian mixture has p = {}", s.path, s.dim,
+    return Status::Invalid(fmt::format("{}: {} columns, but the task's Gaussian mixture has p = {}", s.path, s.dim,
                            spec.gmm.data_dim));
-  if (s.count() == 0 || s.count() > 0xFFFFFFFFull) return Bad(fmt::format("{}: no points, or more than 2^32 - 1", s.path));
+  if (s.count() == 0 || s.count() > 0xFFFFFFFFull) return Status::Invalid(fmt::format("{}: no points, or more than 2^32 - 1", s.path));
   GmmData g;
   g.G = static_cast<int>(spec.gmm.components);
   g.p = static_cast<int>(s.dim);

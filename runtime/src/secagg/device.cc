@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "fedrt/core/little_endian.h"
 #include "fedrt/secagg/shamir.h"
 
 namespace fedrt::secagg {
@@ -11,13 +12,6 @@ namespace {
 const uint8_t kCoeffNonceB[kNonceBytes] = {'s', 'h', 'a', 'm', 'i', 'r', '-', 'b', 0, 0, 0, 0};
 const uint8_t kCoeffNonceS[kNonceBytes] = {'s', 'h', 'a', 'm', 'i', 'r', '-', 's', 0, 0, 0, 0};
 
-uint32_t GetLe32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
-         static_cast<uint32_t>(p[3]) << 24;
-}
-void PutLe32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
 }  // namespace
 
 Status SecAggDevice::fail(Status st) {

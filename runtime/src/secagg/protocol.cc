@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "fedrt/core/little_endian.h"
 #include "fedrt/core/rng.h"
 
 namespace fedrt::secagg {
@@ -101,13 +102,6 @@ struct Feistel {
     return y;
   }
 };
-
-void PutLe32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void PutLe64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
 
 }  // namespace
 

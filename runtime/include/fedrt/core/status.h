@@ -82,6 +82,10 @@ class [[nodiscard]] Status {
   static FEDRT_STATUS_CONSTEXPR Status NotFound(const char* m) { return {StatusCode::kNotFound, m}; }
   static FEDRT_STATUS_CONSTEXPR Status Internal(const char* m) { return {StatusCode::kInternal, m}; }
   static FEDRT_STATUS_CONSTEXPR Status Unimplemented(const char* m) { return {StatusCode::kUnimplemented, m}; }
+#if defined(FEDRT_HOST)
+  // Host only: kInvalidArgument with a message built at run time (file, line, value).
+  static Status Invalid(std::string detail) { return Status(StatusCode::kInvalidArgument, std::move(detail)); }
+#endif
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -1,0 +1,59 @@
+# Shared by ./fedrt and scripts/test.sh (sourced, not run): install what is
+# missing, fetch what a preset needs, configure and build a CMake preset.
+# Expects ROOT (the repository) to be set by the caller.
+
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+say() { echo "[fedrt] $*"; }
+err() { echo "[fedrt] error: $*" >&2; }
+
+# Run scripts/setup.sh at most once per invocation, unless FEDRT_SKIP_SETUP=1.
+SETUP_DONE=0
+ensure_setup() {
+  if [[ "${FEDRT_SKIP_SETUP:-0}" == 1 || "$SETUP_DONE" == 1 ]]; then
+    return 0
+  fi
+  "$ROOT/scripts/setup.sh" || { err "setup failed (scripts/setup.sh)"; return 1; }
+  SETUP_DONE=1
+}
+
+# Fetch what a cross preset needs before CMake configures it (idempotent; all
+# of it lands under build/, nothing outside the repo):
+#   aarch64, armhf        -> scripts/sysroot.sh ARCH (Debian target libraries, dpkg -x)
+#   cortex-m4, cortex-m3  -> scripts/fetch_sources.sh (apt-get source nanopb mbedtls)
+prepare_preset() {
+  local preset="$1"
+  case "$preset" in
+    aarch64|armhf) "$ROOT/scripts/sysroot.sh" "$preset" ;;
+    cortex-m4|cortex-m3) "$ROOT/scripts/fetch_sources.sh" ;;
+    # Host presets build the firmware's client over TCP (fedrt-fw-host) and its
+    # link tests from the same sources when they can be fetched; optional there.
+    release|debug) "$ROOT/scripts/fetch_sources.sh" >/dev/null 2>&1 \
+      || say "note: firmware sources not fetched (scripts/fetch_sources.sh): fedrt-fw-host not built"; return 0 ;;
+    *) return 0 ;;
+  esac
+}
+
+# Configure (if needed) and build PRESET (optionally only TARGETS). Does not
+# run setup. Failures are returned explicitly so this also works where errexit
+# is off.
+build_preset() {
+  local preset="$1"
+  shift
+  prepare_preset "$preset" || { err "preparing preset '$preset' failed"; return 1; }
+  # build.ninja, not only CMakeCache.txt: a configure that failed half-way
+  # (generate step) leaves the cache behind, and must be run again.
+  if [[ ! -f "$ROOT/build/$preset/CMakeCache.txt" || ! -f "$ROOT/build/$preset/build.ninja" ]]; then
+    say "configuring preset '$preset' -> build/$preset"
+    (cd "$ROOT" && cmake --preset "$preset") \
+      || { err "cmake configure failed for preset '$preset'"; return 1; }
+  else
+    say "preset '$preset' already configured (build/$preset)"
+  fi
+  local -a targets=()
+  (($# == 0)) || targets=(--target "$@")
+  say "building preset '$preset' with $JOBS jobs${targets[*]:+ (${*})}"
+  (cd "$ROOT" && cmake --build --preset "$preset" -j "$JOBS" "${targets[@]}") \
+    || { err "build failed for preset '$preset'"; return 1; }
+  say "build '$preset' done; binaries in build/$preset/bin/"
+}
