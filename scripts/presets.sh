@@ -34,12 +34,10 @@ prepare_preset() {
   esac
 }
 
-# Configure (if needed) and build PRESET (optionally only TARGETS). Does not
-# run setup. Failures are returned explicitly so this also works where errexit
-# is off.
+# Configure (if needed) and build PRESET. Does not run setup.
+# Failures are returned explicitly so this also works where errexit is off.
 build_preset() {
   local preset="$1"
-  shift
   prepare_preset "$preset" || { err "preparing preset '$preset' failed"; return 1; }
   # build.ninja, not only CMakeCache.txt: a configure that failed half-way
   # (generate step) leaves the cache behind, and must be run again.
@@ -50,10 +48,8 @@ build_preset() {
   else
     say "preset '$preset' already configured (build/$preset)"
   fi
-  local -a targets=()
-  (($# == 0)) || targets=(--target "$@")
-  say "building preset '$preset' with $JOBS jobs${targets[*]:+ (${*})}"
-  (cd "$ROOT" && cmake --build --preset "$preset" -j "$JOBS" "${targets[@]}") \
+  say "building preset '$preset' with $JOBS jobs"
+  (cd "$ROOT" && cmake --build --preset "$preset" -j "$JOBS") \
     || { err "build failed for preset '$preset'"; return 1; }
   say "build '$preset' done; binaries in build/$preset/bin/"
 }
