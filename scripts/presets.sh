@@ -49,7 +49,8 @@ build_preset() {
     say "preset '$preset' already configured (build/$preset)"
   fi
   say "building preset '$preset' with $JOBS jobs"
-  (cd "$ROOT" && cmake --build --preset "$preset" -j "$JOBS") \
+  # NICE (scripts/test.sh): build at that niceness, below tests running beside it.
+  (cd "$ROOT" && nice -n "${NICE:-0}" cmake --build --preset "$preset" -j "$JOBS") \
     || { err "build failed for preset '$preset'"; return 1; }
   say "build '$preset' done; binaries in build/$preset/bin/"
 }

@@ -31,7 +31,10 @@ done
 if ((quick)); then
   presets=(release)
 else
-  read -r -a presets <<<"${FEDRT_TEST_PRESETS:-release debug aarch64 armhf cortex-m4 cortex-m3}"
+  # Release first (the Cortex-M fleet tests drive its host tools), then the
+  # presets whose tests leave the cores idle longest, so the large builds
+  # after them fill that time.
+  read -r -a presets <<<"${FEDRT_TEST_PRESETS:-release cortex-m4 cortex-m3 debug aarch64 armhf}"
 fi
 if ((${#presets[@]} == 0)); then
   err "FEDRT_TEST_PRESETS is empty; nothing to test"
@@ -82,42 +85,107 @@ failed=()
 n_pass=0
 n_fail=0
 rows=()  # preset build_s test_s passed total
-for preset in "${presets[@]}"; do
-  t0=$SECONDS
-  if ! build_preset "$preset"; then
-    failed+=("$preset (build)")
-    n_fail=$((n_fail + 1))
-    rows+=("$preset $((SECONDS - t0)) 0 0 0")
-    continue
-  fi
-  ctest_cmd=(ctest --preset "$preset" --output-on-failure -j "$(test_jobs "$preset")")
+
+# ctest for PRESET, output to LOG; writes "test_s passed total ok" to RESULT.
+run_ctest() {
+  local preset="$1" log="$2" result="$3" live="${4:-}" t1 ok=1 line p=0 t=0
+  local cmd=(ctest --preset "$preset" --output-on-failure -j "$(test_jobs "$preset")")
   if ((quick)); then
-    ctest_cmd+=(-L '^(unit|device|cli|quick)$')
+    cmd+=(-L '^(unit|device|cli|quick)$')
   elif [[ "$preset" != release ]]; then
     # Sanitizer and emulated builds: the long statistical runs stay with release.
-    ctest_cmd+=(-LE statistical)
+    cmd+=(-LE statistical)
   fi
-  ctest_cmd+=("${ctest_args[@]}")
-  say "running: ${ctest_cmd[*]}"
-  ok=1
+  cmd+=("${ctest_args[@]}")
+  echo "[fedrt] running: ${cmd[*]}" >"$log"
   t1=$SECONDS
-  if ! (cd "$ROOT" && "${ctest_cmd[@]}") | tee "$log"; then
-    failed+=("$preset")
-    ok=0
+  if [[ "$live" == live ]]; then
+    cat "$log"
+    (cd "$ROOT" && "${cmd[@]}") 2>&1 | tee -a "$log" || ok=0
+  else
+    (cd "$ROOT" && "${cmd[@]}") >>"$log" 2>&1 || ok=0
   fi
-  t2=$SECONDS
-  # Tally ctest's "N% tests passed, F tests failed out of T" for the final line.
+  # ctest's "N% tests passed, F tests failed out of T" gives the counts.
   line="$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)"
-  p=0 t=0
   if [[ "$line" =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     t=${BASH_REMATCH[2]}
     p=$((t - BASH_REMATCH[1]))
-    n_fail=$((n_fail + BASH_REMATCH[1]))
+  fi
+  echo "$((SECONDS - t1)) $p $t $ok" >"$result"
+}
+
+# Builds run one after another in the foreground; each preset's tests run in
+# the background as soon as it is built and the previous preset's tests are
+# done, so the next build uses the cores the tests leave idle (the release
+# and Cortex-M tests mostly wait on sockets and emulators). Builds run at
+# nice 15 so that the tests keep the CPU they would have alone. One preset
+# (--quick) runs its tests in the foreground. Logs: build/<preset>/ctest.log.
+queue="$(mktemp -d "${TMPDIR:-/tmp}/fedrt-test-queue.XXXXXX")"
+tester_pid=""
+cleanup() {
+  [[ -z "$tester_pid" ]] || kill "$tester_pid" 2>/dev/null || true
+  rm -f "$stats_before" "$log"
+  rm -rf "$queue"
+}
+trap cleanup EXIT
+tester() {
+  local preset
+  for preset in "${presets[@]}"; do
+    while [[ ! -e "$queue/$preset.built" && ! -e "$queue/$preset.failed" ]]; do sleep 1; done
+    [[ -e "$queue/$preset.built" ]] || continue
+    run_ctest "$preset" "$ROOT/build/$preset/ctest.log" "$queue/$preset.result"
+    read -r ts p t ok <"$queue/$preset.result"
+    say "tests of '$preset' done: $p/$t passed in ${ts} s (log: build/$preset/ctest.log)"
+  done
+}
+if ((${#presets[@]} > 1)); then
+  tester &
+  tester_pid=$!
+fi
+declare -A build_s
+for preset in "${presets[@]}"; do
+  t0=$SECONDS
+  if ! NICE=15 build_preset "$preset"; then
+    build_s[$preset]=$((SECONDS - t0))
+    touch "$queue/$preset.failed"
+    continue
+  fi
+  build_s[$preset]=$((SECONDS - t0))
+  if ((${#presets[@]} > 1)); then
+    touch "$queue/$preset.built"
+    say "tests of '$preset' queued (they run while the next preset builds)"
+  else
+    run_ctest "$preset" "$log" "$queue/$preset.result" live
+  fi
+done
+if ((${#presets[@]} > 1)); then
+  say "waiting for the queued tests"
+  wait "$tester_pid" || true
+  tester_pid=""
+fi
+
+# Every preset's ctest output, in order, then the tally.
+for preset in "${presets[@]}"; do
+  if [[ -e "$queue/$preset.failed" ]]; then
+    failed+=("$preset (build)")
+    n_fail=$((n_fail + 1))
+    rows+=("$preset ${build_s[$preset]} 0 0 0")
+    continue
+  fi
+  if ((${#presets[@]} > 1)); then
+    echo "==== ctest: $preset (build/$preset/ctest.log) ===="
+    cat "$ROOT/build/$preset/ctest.log"
+  fi
+  ts=0 p=0 t=0 ok=0
+  [[ -f "$queue/$preset.result" ]] && read -r ts p t ok <"$queue/$preset.result"
+  ((ok)) || failed+=("$preset")
+  if ((t > 0)); then
     n_pass=$((n_pass + p))
+    n_fail=$((n_fail + t - p))
   elif ((ok == 0)); then
     n_fail=$((n_fail + 1))  # ctest itself failed (no summary)
   fi
-  rows+=("$preset $((t1 - t0)) $((t2 - t1)) $p $t")
+  rows+=("$preset ${build_s[$preset]} $ts $p $t")
 done
 
 # Mixed edge fleet: native + qemu-user aarch64/armhf devices (+ Cortex-M4F
