@@ -4,6 +4,8 @@
 // The committed files in tests/fuzz/corpus came from it; rerun it after a
 // wire format change. Valid inputs and a few near-valid ones (truncated, one
 // field off).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -264,7 +266,7 @@ void Records() {
   s.dim = 2;
   s.x = {0.5, -1.0, 2.0, 0.25, 0.0, 1.0};
   s.y = {1.0, -1.0, 1.0};
-  const auto tmp = std::filesystem::temp_directory_path() / "fedrt-make-corpus.rec";
+  const auto tmp = std::filesystem::temp_directory_path() / ("fedrt-make-corpus-" + std::to_string(::getpid()) + ".rec");
   if (!data::WriteRecordShard(tmp.string(), s).ok()) return;
   std::ifstream in(tmp, std::ios::binary);
   const std::string rec((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

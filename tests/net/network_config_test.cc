@@ -1,4 +1,6 @@
 // The [network] table's checks and the key files' hex decoding.
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 #include <utility>
@@ -12,8 +14,9 @@ namespace fedrt::net {
 namespace {
 
 // Loads "[network]\n" + body: the error message ("" when it loads) and the config.
+// ctest runs each test in its own process, several at once: the file is per process.
 std::pair<std::string, NetworkConfig> load(const std::string& body) {
-  const std::string path = ::testing::TempDir() + "/network_config_test.toml";
+  const std::string path = ::testing::TempDir() + "/network_config_test_" + std::to_string(::getpid()) + ".toml";
   std::ofstream(path) << "[network]\n" << body;
   NetworkConfig c;
   Status st = LoadNetworkToml(path, c);

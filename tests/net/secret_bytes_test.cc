@@ -1,6 +1,9 @@
 // net/secret_bytes.h: key buffers are zeroized before they go back to the
 // heap (destroyed, grown, reassigned), and the PSK readers hand out such buffers.
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <utility>
 
@@ -45,7 +48,8 @@ TEST_F(SecretBytesTest, DestroyedGrownAndReassignedBuffersAreZeroedFirst) {
 }
 
 TEST_F(SecretBytesTest, PskFilesAndRegistriesAreReadIntoZeroizedBuffers) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = ::testing::TempDir() + "/fedrt_secret_bytes_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
   const std::string hex = "00112233445566778899aabbccddeeff0123456789abcdef0123456789abcdef";
   std::ofstream(dir + "/k.psk") << hex << "\n";
   std::ofstream(dir + "/registry.tsv") << "# id index psk\ndev0000\t0\t" << hex << "\n";
@@ -59,6 +63,7 @@ TEST_F(SecretBytesTest, PskFilesAndRegistriesAreReadIntoZeroizedBuffers) {
     ASSERT_EQ(reg->size(), 1u);
     EXPECT_EQ((*reg)[0].psk, *psk);
   }
+  std::filesystem::remove_all(dir);
   EXPECT_GE(Released::blocks, 2u);  // both keys went back through the zeroizing allocator
   EXPECT_EQ(Released::nonzero, 0u);
   bool ok = true;

@@ -2,6 +2,8 @@
 // and FedProx on least squares, Scaffold's exactness, the FedLSA bias as
 // FedAvg's plateau, x_star for logistic, device cores, CSV loading errors.
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -224,7 +226,8 @@ class FedCsv : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("fedopt_csv_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("fedopt_csv_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }

@@ -5,6 +5,8 @@
 // solves its regularised normal equations; an intercept recovers an offset
 // exactly; and the experiment keys give the task d = p + 1 and l2 for least
 // squares only when it is set.
+#include <unistd.h>
+
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -173,7 +175,7 @@ TEST(Ridge, LeastSquaresSolvesTheRegularisedNormalEquations) {
 // The experiment keys: intercept gives d = p + 1 on the task; least squares
 // takes l2 only when it is written (its default is logistic regression's).
 TEST(Ridge, LeastSquaresIsRidgeOnlyWhenL2IsSet) {
-  const std::string path = ::testing::TempDir() + "fedrt_ridge_experiment.toml";
+  const std::string path = ::testing::TempDir() + "fedrt_ridge_experiment_" + std::to_string(::getpid()) + ".toml";
   auto task_of = [&](const std::string& extra) {
     std::ofstream(path) << "[problem]\nkind = \"lsq\"\nagents = 3\ndim = 4\n" << extra;
     config::ExperimentConfig cfg;
