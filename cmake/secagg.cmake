@@ -17,7 +17,11 @@ target_sources(fedrt_secagg_device PRIVATE
   runtime/src/secagg/protocol.cc
   runtime/src/secagg/device.cc)
 
-# Host part: the server state machine and the in-process round driver.
+# Host part: the server state machine and the in-process round driver
+# (not on the ARM boards, FEDRT_DEVICE_ONLY, whose devices run the device part).
+if(FEDRT_DEVICE_ONLY)
+  return()
+endif()
 add_library(fedrt_secagg STATIC
   runtime/src/secagg/server.cc
   runtime/src/secagg/shamir_decode.cc
@@ -28,8 +32,8 @@ target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 # (fedrt_protocol links fedrt_secagg; the settings are in the config module.)
 
 # Benchmark (./fedrt bench runs it): bandwidth expansion and device cost per round.
-# Host only: the ARM board presets (FEDRT_DEVICE_ONLY) never run it.
-if(NOT FEDRT_DEVICE_ONLY AND FEDRT_BUILD_BENCH)
+
+if(FEDRT_BUILD_BENCH)
   add_executable(fedrt-secagg-bench bench/fedrt_secagg_bench.cc)
   target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_secagg)
 endif()

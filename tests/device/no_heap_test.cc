@@ -63,7 +63,10 @@ void RunScenario(const char* name) {
       server->accumulate(client->update());
       server->finish_round();
       client->apply_global(server->global());
-      if (g_inject_allocation) std::free(std::malloc(16));
+      if (g_inject_allocation) {
+        void* volatile p = std::malloc(16);  // volatile: the compiler may not elide the pair
+        std::free(p);
+      }
     }
     const long used = g_allocations - before;
     if (used != 0) std::fprintf(stderr, "%s %s: %ld heap allocations\n", name, LsaAlgorithmName(alg), used);

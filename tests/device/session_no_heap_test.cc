@@ -92,7 +92,10 @@ void RunTask(const char* name, config::Task task, const protocol::LocalProblem<S
     r.included = t != 2;  // round 2: not aggregated, discarded
     r.model = protocol::View<double>{model, static_cast<uint32_t>(kDim)};
     Check(s.on_result(r).ok(), "round result taken");
-    if (g_inject_allocation) std::free(std::malloc(16));
+    if (g_inject_allocation) {
+      void* volatile p = std::malloc(16);  // volatile: the compiler may not elide the pair
+      std::free(p);
+    }
   }
   const long used = g_allocations - before;
   if (used != 0) std::fprintf(stderr, "%s: %ld heap allocations\n", name, used);

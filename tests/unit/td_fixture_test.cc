@@ -1,5 +1,6 @@
 // The SCAFFLSA authors' Garnet instance (tests/data/garnet_low_N100.txt):
-// our TD(0) algebra, bias theory and noise-free algorithms against theirs.
+// our TD(0) algebra and bias theory against theirs (every preset; the
+// noise-free runs of the simulator are in td_noise_free_test.cc).
 
 #include <cmath>
 #include <string>
@@ -7,70 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "fedrt/analysis/fedlsa_bias.h"
-#include "fedrt/problems/array_bundle.h"
-#include "fedrt/problems/td_problem.h"
-#include "fedrt/sim/simulator.h"
+#include "garnet_fixture.h"
 
 using namespace fedrt;
-using problems::ArrayBundle;
-using problems::TdProblem;
+using fedrt::test::GarnetFixture;
 
 namespace {
-
-const std::string kFixture = std::string(FEDRT_TEST_DATA) + "/garnet_low_N100.txt";
-
-class GarnetFixture : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto b = ArrayBundle::load(kFixture);
-    ASSERT_TRUE(b.ok()) << b.status().message();
-    bundle_ = new ArrayBundle(b.take());
-    auto p = TdProblem::from_bundle(*bundle_);
-    ASSERT_TRUE(p.ok()) << p.status().message();
-    problem_ = new TdProblem(p.take());
-  }
-  static void TearDownTestSuite() {
-    delete problem_;
-    delete bundle_;
-  }
-  static const problems::NdArray& Array(const std::string& name) {
-    auto it = bundle_->get(name, {});
-    if (it.ok()) return **it;
-    for (const std::vector<long>& shape : std::vector<std::vector<long>>{{-1}, {-1, -1}, {-1, -1, -1}}) {
-      auto r = bundle_->get(name, shape);
-      if (r.ok()) return **r;
-    }
-    ADD_FAILURE() << "missing " << name;
-    static problems::NdArray empty;
-    return empty;
-  }
-  // max |x - y| / max(|y|_inf) over a whole array.
-  static double RelErr(const double* x, const double* y, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; ++i) {
-      num = std::max(num, std::abs(x[i] - y[i]));
-      den = std::max(den, std::abs(y[i]));
-    }
-    return num / den;
-  }
-  // The reference's own Abar_c, bbar_c, theta_c and theta_star.
-  static problems::LsaSystem ReferenceSystem() {
-    problems::LsaSystem l;
-    l.dim = 8;
-    const auto &a = Array("Abar_c"), &b = Array("bbar_c"), &tc = Array("theta_c"), &ts = Array("thetalim");
-    for (int c = 0; c < 100; ++c) {
-      l.abar.push_back(Eigen::Map<const problems::MatrixRM>(a.values.data() + c * 64, 8, 8));
-      l.bbar.push_back(Eigen::Map<const Eigen::VectorXd>(b.values.data() + c * 8, 8));
-      l.theta_c.push_back(Eigen::Map<const Eigen::VectorXd>(tc.values.data() + c * 8, 8));
-    }
-    l.theta_star = Eigen::Map<const Eigen::VectorXd>(ts.values.data(), 8);
-    return l;
-  }
-  static ArrayBundle* bundle_;
-  static TdProblem* problem_;
-};
-ArrayBundle* GarnetFixture::bundle_ = nullptr;
-TdProblem* GarnetFixture::problem_ = nullptr;
 
 TEST_F(GarnetFixture, StationaryLawMatchesReference) {
   const auto& ref = Array("stat_dist");
@@ -130,53 +73,6 @@ TEST_F(GarnetFixture, PredictedFedLsaBiasMatchesReference) {
   const auto h1 = analysis::PredictFedLsaBias(problem_->lsa, 0.01, 1, 500000);
   EXPECT_LT(h1.after_rounds.squaredNorm(), 1e-20);
   EXPECT_LT(h1.stationary.squaredNorm(), 1e-20);
-}
-
-// Noise-free runs against the tables of the fixture README, 0.5% relative.
-struct NoiseFreeCase {
-  long h;
-  std::vector<long> rounds;
-  std::vector<double> fedlsa, scafflsa;
-};
-
-// One table: FedLSA and SCAFFLSA noise-free at local steps h, their errors at
-// the listed rounds against the reference's.
-void ExpectNoiseFreeTable(const NoiseFreeCase& nc) {
-  config::ExperimentConfig cfg;
-  cfg.problem = config::ProblemKind::kBundle;
-  cfg.problem_file = kFixture;
-  cfg.noise_free = true;
-  cfg.step = 0.01;
-  cfg.local_steps = nc.h;
-  cfg.rounds = nc.rounds.back();
-  cfg.runs = 1;
-  cfg.threads = 2;
-  cfg.algorithms = {"fedlsa", "scafflsa"};
-  auto r = sim::RunExperiment(cfg);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->algorithms.size(), 2u);
-  EXPECT_DOUBLE_EQ(r->algorithms[0].error[0][0], 8.0);
-  for (size_t i = 0; i < nc.rounds.size(); ++i) {
-    const long t = nc.rounds[i];
-    EXPECT_NEAR(r->algorithms[0].error[0][t] / nc.fedlsa[i], 1.0, 5e-3) << "FedLSA H=" << nc.h << " t=" << t;
-    EXPECT_NEAR(r->algorithms[1].error[0][t] / nc.scafflsa[i], 1.0, 5e-3) << "SCAFFLSA H=" << nc.h << " t=" << t;
-  }
-}
-
-// H = 100: 10^7 local steps, every code path of the noise-free run (the
-// sanitizer pass runs this one).
-TEST_F(GarnetFixture, NoiseFreeErrorsMatchReferenceTablesAtH100) {
-  ExpectNoiseFreeTable({100, {1, 5, 10, 25, 500},
-                        {7.9006, 7.5155, 7.0607, 5.8570, 3.1756e-2},
-                        {7.9006, 7.5155, 7.0607, 5.8570, 3.1756e-2}});
-}
-
-// H = 10000: the same paths for 10^8 local steps (4 s in release, 90 s under
-// ASan + UBSan: labelled statistical, release only; tests/CMakeLists.txt).
-TEST_F(GarnetFixture, NoiseFreeErrorsMatchReferenceTablesAtH10000) {
-  ExpectNoiseFreeTable({10000, {1, 5, 10, 25, 50},
-                        {2.3210, 3.1755e-2, 2.0091e-3, 2.0326e-5, 3.2420e-8},
-                        {2.3210, 3.1755e-2, 2.0093e-3, 2.0342e-5, 3.3022e-8}});
 }
 
 }  // namespace
