@@ -1,5 +1,5 @@
 // fedrt-roofline-bench: where the TD(0) local step stands against this
-// machine's limits (docs/simulator.md, "Lane kernels"). For d = 8, 32 and
+// machine's limits (docs/architecture.md, "Lane kernels"). For d = 8, 32 and
 // 128 it counts per agent-step the flops, the bytes the step must read and
 // the random draws; measures in the same run the core's peak rate for each
 // (independent vector multiplies and adds at the kernel's width, L1 loads,

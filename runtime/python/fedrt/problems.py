@@ -35,7 +35,7 @@ class Problem:
 
 
 class _Bundle(Problem):
-    """A problem held as an array bundle (docs/data.md, "Array bundles")."""
+    """A problem held as an array bundle (tests/data/README.md, "Array bundles")."""
 
     def _tables(self):
         return {"problem": {"kind": "file"}}

@@ -1,6 +1,7 @@
 // The firmware's device driver (fedrt/fw/client.h): moves frames between the
-// TLS link and the protocol session, as runtime/src/net/device.cc does on
-// POSIX (docs/architecture.md, "Round protocol"); it holds no round logic.
+// TLS link and the protocol session, as runtime/src/net/device_connection.cc
+// and device_session.cc do on POSIX (docs/architecture.md, "Round protocol");
+// it holds no round logic.
 #include "client_impl.h"
 #include "fedrt/config/fingerprint.h"
 #include "fedrt/config/platform.h"

@@ -1,6 +1,6 @@
 #pragma once
 // fedrt-coordinator: the network driver of the server sessions
-// (docs/architecture.md, "Drivers"). One single-threaded Asio event loop
+// (docs/architecture.md, "Layers"). One single-threaded Asio event loop
 // serves every device over non-blocking mbedTLS sessions: it registers
 // devices (Hello), sends each the task (Welcome), waits for their TaskReply,
 // and hands the rounds to FleetRounds (net/fleet_rounds.h), which runs the

@@ -10,7 +10,7 @@
 // the public face; these options add the hooks tests and benchmarks use.
 // The driver's parts: net/device_session.h (the task and the rounds),
 // net/device_connection.h (TLS, reconnects, frames). Host code
-// (docs/architecture.md, "Drivers").
+// (docs/architecture.md, "Layers").
 
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
 #pragma once
 // FleetRounds: the coordinator's driver of the server sessions
-// (protocol/server_session.h; docs/architecture.md, "Drivers"). It walks the
+// (protocol/server_session.h; docs/architecture.md, "Layers"). It walks the
 // task's schedule (every algorithm, every run, FedEM's initial exchange and
 // then rounds 0..T-1) with one ServerSession per (algorithm, run), turns the
 // session's messages into wire envelopes and the devices' envelopes into

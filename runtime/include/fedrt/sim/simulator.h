@@ -44,8 +44,9 @@ struct SimOptions {
   // or algorithm starts); any other error stops the experiment with it.
   std::function<Status(const RoundEvent&)> on_round;
   // True lets the simulator run whole runs at once (short rounds, see
-  // docs/simulator.md) with on_round called from its worker threads: one call
-  // at a time, each run's rounds in order, different runs interleaved. False
+  // docs/architecture.md, "What the simulator runs in parallel") with
+  // on_round called from its worker threads: one call at a time, each run's
+  // rounds in order, different runs interleaved. False
   // keeps on_round on the calling thread, runs in (algorithm, run) order.
   // Results are the same bits either way.
   bool on_round_any_thread = false;

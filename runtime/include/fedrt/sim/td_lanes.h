@@ -1,9 +1,9 @@
 #pragma once
 // TD(0) local blocks of several agents in the lanes of SIMD vectors (host
-// code, docs/simulator.md "Lane kernels"). Each lane is one agent with its own
-// counter-based random stream and its own arithmetic in the scalar kernel's
-// order, so every agent's theta_{t,H}^c is bit-identical to
-// LsaClient::run_local_steps (tests/sim/td_lanes_test.cc): the lanes only
+// code, docs/architecture.md, "Lane kernels"). Each lane is one agent with
+// its own counter-based random stream and its own arithmetic in the scalar
+// kernel's order, so every agent's theta_{t,H}^c is bit-identical to
+// LsaClient::run_local_steps (tests/unit/td_lanes_test.cc): the lanes only
 // interleave independent agents to fill the vector units and hide latency.
 
 #include <cstddef>
