@@ -33,7 +33,13 @@ LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s#]+)(?:#[^)]*)?\)")
 PLACEHOLDER = re.compile(r"[<>{}*$]|\.\.\.|(^|/)N(/|$)|XXXX")
 
 
+# The two checkers' self-tests cite dead paths on purpose.
+NOT_CHECKED = ("scripts/check_citations.py", "scripts/check_includes.py")
+
+
 def is_text(name):
+    if name in NOT_CHECKED:
+        return False
     return name.endswith(TEXT) or os.path.basename(name) in ("CMakeLists.txt", "fedrt", "run")
 
 
