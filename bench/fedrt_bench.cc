@@ -32,13 +32,13 @@
 #include <fmt/format.h>
 
 #include "fedrt/algorithms/lsa.h"
+#include "fedrt/config/experiment.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/problems/expected_oracle.h"
 #include "fedrt/problems/garnet.h"
 #include "fedrt/problems/td_oracle.h"
 #include "fedrt/problems/td_problem.h"
-#include "fedrt/config/experiment.h"
 #include "fedrt/sim/simulator.h"
 #include "fedrt/sim/td_lanes.h"
 #include "bench_table.h"
@@ -141,7 +141,7 @@ std::string Compiler() {
 fedrt::config::ExperimentConfig GarnetHigh(int agents, long local_steps, long rounds, int threads,
                                            const char* kernel = "auto") {
   fedrt::config::ExperimentConfig cfg;
-  cfg.problem = fedrt::config::ProblemKind::kGarnet;
+  cfg.problem = fedrt::task::ProblemKind::kGarnet;
   cfg.garnet.heterogeneity = fedrt::problems::Heterogeneity::kHigh;
   cfg.garnet.agents = agents;
   cfg.garnet.dim = kDim;
@@ -367,7 +367,7 @@ int main(int argc, char** argv) {
     }
   {
     Table t({"", "kernel", "threads", "parallel over", "agent-steps/s", "ns/agent-step", "speed-up vs reference"});
-    const char* lanes = fedrt::sim::TdKernelName(fedrt::sim::ResolveTdKernel(fedrt::sim::TdKernel::kAuto));
+    const char* lanes = fedrt::config::TdKernelName(fedrt::sim::ResolveTdKernel(fedrt::config::TdKernel::kAuto));
     for (const auto& r : tp) {
       t.row({"fedrt", std::strcmp(r.kernel, "auto") == 0 ? lanes : r.kernel, std::to_string(r.threads),
              r.threads < 2 ? "-" : r.concurrent_runs ? "runs" : "agents", Rate(r.both), Ns(1e9 / r.both),

@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   bool coordinator_generates = false;
   app.add_option("--dims", dims,
                  "model dimensions d, comma-separated (above 2040 the models travel in chunks; Linux devices take "
-                 "FedAvg up to d = 2^27, config/limits.h)");
+                 "FedAvg up to d = 2^27, task/limits.h)");
   app.add_option("--devices", devices, "device counts N, comma-separated");
   app.add_option("--rounds", rounds, "rounds per run (rounds 1 and 2 left out)")->check(CLI::Range(4, 10000));
   app.add_flag("--coordinator-generates", coordinator_generates,

@@ -26,7 +26,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using fedrt::sim::TdKernel;
+using fedrt::config::TdKernel;
 typedef double V4 __attribute__((vector_size(32)));
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -166,12 +166,12 @@ int main(int argc, char** argv) {
     const uint32_t H = static_cast<uint32_t>((d == 8 ? 20000 : d == 32 ? 8000 : 2500) / scale);
     for (TdKernel k : {TdKernel::kScalar, TdKernel::kPortable, TdKernel::kAvx2}) {
       if (k == TdKernel::kAvx2 && !avx2) continue;
-      std::fprintf(stderr, "[bench] d=%d kernel=%s\n", d, fedrt::sim::TdKernelName(k));
+      std::fprintf(stderr, "[bench] d=%d kernel=%s\n", d, fedrt::config::TdKernelName(k));
       const double rate = StepsPerSecond(f, d, k, true, H);
       const double flops = rate * (7.0 * d + 4), bytes = rate * (16.0 * d + 24);
       const double peak = k == TdKernel::kAvx2 ? peak_flops_avx2 : peak_flops_base;
       highest = std::max({highest, flops / peak, peak_l1 > 0 ? bytes / peak_l1 : 0.0, rate / peak_draws});
-      t.row({std::to_string(d), fedrt::sim::TdKernelName(k), fmt::format("{:.3e}", rate),
+      t.row({std::to_string(d), fedrt::config::TdKernelName(k), fmt::format("{:.3e}", rate),
              fmt::format("{:.2f}", 1e9 / rate), fmt::format("{:.2f}", flops / 1e9), Pct(flops / peak),
              fmt::format("{:.1f}", bytes / 1e9), peak_l1 > 0 ? Pct(bytes / peak_l1) : "-",
              fmt::format("{:.2e}", rate), Pct(rate / peak_draws)});

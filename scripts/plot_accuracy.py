@@ -82,8 +82,8 @@ def main(argv):
         sys.stderr.write("usage: %s OUTDIR\n" % PROG)
         return 0 if len(argv) == 2 else 2
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from plot_error import import_matplotlib
-    out = plot(argv[1], import_matplotlib())
+    import plot_common
+    out = plot(argv[1], plot_common.import_matplotlib(PROG))
     if out:
         print("wrote %s" % out)
     return 0

@@ -22,36 +22,16 @@ import os
 import sys
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_accuracy  # noqa: E402  (scripts/ is not a package)
+import plot_common  # noqa: E402
+
 PROG = "plot_error.py"
 REQUIRED_COLUMNS = ("algorithm", "run", "round", "error")
 
 
 def fail(msg, code=1):
-    sys.stderr.write("%s: error: %s\n" % (PROG, msg))
-    sys.exit(code)
-
-
-def import_matplotlib():
-    """Import matplotlib with the Agg backend.
-
-    If the current interpreter lacks matplotlib (e.g. a pyenv python first on
-    PATH), re-run this script with the Debian interpreter, which has
-    python3-matplotlib.
-    """
-    try:
-        import matplotlib
-    except ImportError:
-        system_python = "/usr/bin/python3"
-        if (os.path.exists(system_python)
-                and os.path.realpath(sys.executable) != os.path.realpath(system_python)
-                and not os.environ.get("FEDRT_PLOT_REEXEC")):
-            os.environ["FEDRT_PLOT_REEXEC"] = "1"
-            os.execv(system_python, [system_python] + sys.argv)
-        fail("matplotlib is not available for %s; install python3-matplotlib "
-             "(scripts/setup.sh) or run with /usr/bin/python3" % sys.executable)
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    plot_common.fail(PROG, msg, code)
 
 
 def load_metrics(path, column="error"):
@@ -217,7 +197,7 @@ def main(argv):
             data, runs, order = load_metrics(metrics_path, "train_loss")
             error_label = "train_loss (mean f_c at the broadcast model, devices' reports)"
 
-    plt = import_matplotlib()
+    plt = plot_common.import_matplotlib(PROG)
     import numpy as np
 
     # Floor for the lower edge of the std band so the log axis stays sensible.
@@ -278,8 +258,6 @@ def main(argv):
     plt.close(fig)
     print("wrote %s" % out_path)
     # Held-out test accuracy (runs with a [data] test file): accuracy.png.
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import plot_accuracy
     acc_path = plot_accuracy.plot(outdir, plt)
     if acc_path:
         print("wrote %s" % acc_path)

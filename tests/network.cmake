@@ -53,7 +53,7 @@ gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}
   PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 
 # Tests of the wire module (runtime/wire, runtime/include/fedrt/wire): frames,
-# codec round trips and rejections, and the nanopb bounds against config/limits.h.
+# codec round trips and rejections, and the nanopb bounds against task/limits.h.
 include(${CMAKE_CURRENT_LIST_DIR}/wire.cmake)
 
 # fedrt::Device (the C++ device API) against a real coordinator on loopback.

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 #include "fedrt/fw/client.h"
 #include "fedrt/fw/log_line.h"
 #include "fedrt/fw/problem_image.h"
@@ -102,7 +102,7 @@ int main() {
   {
     LogLine l;
     l.add("boot build=").add(fedrt::fw::FwClient::BuildName()).add(" agent=").add_u(problem->agent_index)
-        .add(" data=").add(fedrt::config::ProblemKindName(problem->kind)).add(" d=")
+        .add(" data=").add(fedrt::task::ProblemKindName(problem->kind)).add(" d=")
         .add_u(static_cast<uint64_t>(problem->dim)).add(" rows=").add_u(problem->rows)
         .add(" workspace=").add_u(sizeof g_workspace);
     ConsoleLog(nullptr, l.c_str());

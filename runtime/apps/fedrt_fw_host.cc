@@ -29,7 +29,7 @@
 
 #include "fedrt/fw/client.h"
 #include "fedrt/fw/problem_image.h"
-#include "fedrt/protocol/local_problem.h"
+#include "fedrt/protocol/families.h"
 
 using namespace fedrt;
 

@@ -16,7 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fedrt/config/experiment.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/fw/problem_image.h"
 #include "fedrt/fw/provision.h"
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   std::memcpy(&h, img->data(), sizeof h);
   std::fprintf(stderr,
                "fedrt-fw-provision: %s: agent %ld, %s, d=%u, %u rows, %u bytes, problem %016llx\n", out.c_str(), index,
-               config::ProblemKindName(static_cast<config::ProblemKind>(h.kind)), h.dim, h.rows, h.total_bytes,
+               task::ProblemKindName(static_cast<task::ProblemKind>(h.kind)), h.dim, h.rows, h.total_bytes,
                static_cast<unsigned long long>(h.problem_fingerprint));
   return 0;
 }

@@ -26,6 +26,7 @@
 using namespace fedrt;
 using namespace fedrt::sim;
 using namespace fedrt::config;
+using namespace fedrt::task;
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include "bindings.h"
 #include "fedrt/config/experiment_toml.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 
 namespace fedrt::python {
 namespace {
@@ -108,7 +108,7 @@ void BindExperiment(py::module_& m) {
       .def_property_readonly("rounds", [](const Experiment& e) { return e.config.rounds; })
       .def_property_readonly("runs", [](const Experiment& e) { return e.config.runs; })
       .def_property_readonly("agents", [](const Experiment& e) { return e.config.garnet.agents; })
-      .def_property_readonly("problem", [](const Experiment& e) { return std::string(config::ProblemKindName(e.config.problem)); })
+      .def_property_readonly("problem", [](const Experiment& e) { return std::string(task::ProblemKindName(e.config.problem)); })
       .def_property_readonly("out", [](const Experiment& e) { return e.config.out; });
   m.def("load_experiment", &Load, py::arg("path"), py::arg("tables"), py::arg("overrides"),
         py::arg("source") = "experiment dict", py::arg("base_dir") = "", py::arg("bundle") = py::none(),

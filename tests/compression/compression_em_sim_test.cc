@@ -79,7 +79,7 @@ TEST(CompressedLsa, ResultsDoNotDependOnThreadCount) {
 
 ExperimentConfig Gmm() {
   ExperimentConfig c;
-  c.problem = ProblemKind::kGmm;
+  c.problem = task::ProblemKind::kGmm;
   c.garnet.agents = 20;
   c.gmm.points = 300;
   c.gmm.own_weight = 0.9;  // strongly heterogeneous

@@ -19,7 +19,7 @@
 #include "alloc_counter.h"
 
 using namespace fedrt;
-using config::AlgorithmKind;
+using task::AlgorithmKind;
 
 namespace {
 
@@ -50,7 +50,7 @@ struct Data {
 };
 
 template <class S>
-void RunTask(const char* name, config::Task task, const protocol::LocalProblem<S>& problem) {
+void RunTask(const char* name, task::Task task, const problems::LocalProblem<S>& problem) {
   using Session = protocol::ClientSession<S>;
   StaticArena<1 << 16> arena;
   typename Session::Options o;
@@ -105,15 +105,15 @@ void RunTask(const char* name, config::Task task, const protocol::LocalProblem<S
   Check(arena.used() <= Session::WorkspaceBytes(task, 0), "WorkspaceBytes bounds what init uses");
 }
 
-config::Task BaseTask(config::ProblemKind kind, AlgorithmKind alg, bool rr) {
-  config::Task t;
+task::Task BaseTask(task::ProblemKind kind, AlgorithmKind alg, bool rr) {
+  task::Task t;
   t.problem.kind = kind;
   t.problem.agents = 10;
-  t.problem.dim = kind == config::ProblemKind::kGmm ? 6 : kDim;
+  t.problem.dim = kind == task::ProblemKind::kGmm ? 6 : kDim;
   t.problem.gmm.components = 2;
   t.problem.gmm.data_dim = 2;
   t.num_algorithms = 1;
-  t.algorithms[0] = config::AlgorithmChoice{alg, rr};
+  t.algorithms[0] = task::AlgorithmChoice{alg, rr};
   t.hyper.step = 0.05;
   t.hyper.local_steps = 20;
   t.hyper.batch = 3;
@@ -128,21 +128,21 @@ void RunAll(const char* scalar) {
   auto lsq = problems::LeastSquaresOracle<S>::create(arena, kDim, kSamples, data.x, data.y, S(1));
   auto gmm = problems::GmmOracle<S>::create(data.points, kPoints, 2, 2);
   Check(td.ok() && lsq.ok() && gmm.ok(), "oracles fit the arena");
-  protocol::LocalProblem<S> p;
+  problems::LocalProblem<S> p;
   p.td = &*td;
   p.least_squares = &*lsq;
   p.gmm = &*gmm;
   char name[96];
   for (AlgorithmKind k : {AlgorithmKind::kFedLsa, AlgorithmKind::kScaffLsa}) {
     std::snprintf(name, sizeof name, "%s %s", scalar, k == AlgorithmKind::kFedLsa ? "fedlsa" : "scafflsa");
-    RunTask<S>(name, BaseTask(config::ProblemKind::kGarnet, k, false), p);
+    RunTask<S>(name, BaseTask(task::ProblemKind::kGarnet, k, false), p);
   }
-  config::Task scaffold = BaseTask(config::ProblemKind::kLeastSquares, AlgorithmKind::kScaffold, true);
+  task::Task scaffold = BaseTask(task::ProblemKind::kLeastSquares, AlgorithmKind::kScaffold, true);
   scaffold.compression.quantizer.kind = compression::QuantizerKind::kDither;
   scaffold.compression.control_variates = true;
   std::snprintf(name, sizeof name, "%s scaffold-rr, dithered uplink with memory", scalar);
   RunTask<S>(name, scaffold, p);
-  config::Task em = BaseTask(config::ProblemKind::kGmm, AlgorithmKind::kFedEm, false);
+  task::Task em = BaseTask(task::ProblemKind::kGmm, AlgorithmKind::kFedEm, false);
   em.compression.quantizer.kind = compression::QuantizerKind::kRounding;
   std::snprintf(name, sizeof name, "%s fedem, rounding uplink", scalar);
   RunTask<S>(name, em, p);

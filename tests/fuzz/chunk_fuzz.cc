@@ -34,11 +34,11 @@ constexpr uint32_t kDim = 8;
 
 bool Init(ServerSession& s, uint8_t mode) {
   ServerOptions so;
-  so.task.problem.kind = config::ProblemKind::kLeastSquares;
+  so.task.problem.kind = task::ProblemKind::kLeastSquares;
   so.task.problem.agents = kAgents;
   so.task.problem.dim = kDim;
   so.task.num_algorithms = 1;
-  so.task.algorithms[0] = config::AlgorithmChoice{config::AlgorithmKind::kFedAvg, (mode & 2) != 0};
+  so.task.algorithms[0] = task::AlgorithmChoice{task::AlgorithmKind::kFedAvg, (mode & 2) != 0};
   so.task.hyper.step = 0.05;
   so.task.hyper.local_steps = 5;
   so.task.hyper.batch = 2;

@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pb_istream_t is = pb_istream_from_buffer(data, size);
   if (!pb_decode(&is, fedrt_wire_Envelope_fields, &env) || env.which_body == 0) return 0;
   if (env.which_body == fedrt_wire_Envelope_welcome_tag) {
-    config::Task t;
+    task::Task t;
     const Status st = fw::DecodeTask(env.body.welcome.task, t);
     if (!st.ok()) RequireMessage(st.message(), "fw::DecodeTask");
     return 0;

@@ -36,13 +36,13 @@ void Put(const std::string& target, const std::string& name, const std::string& 
 std::string Ser(const wire::Envelope& env) { return env.SerializeAsString(); }
 std::string Len16(const std::string& s) { return {char(s.size() >> 8), char(s.size() & 0xFF)}; }
 
-config::Task SmallTask() {
-  config::Task t;
-  t.problem.kind = config::ProblemKind::kLeastSquares;
+task::Task SmallTask() {
+  task::Task t;
+  t.problem.kind = task::ProblemKind::kLeastSquares;
   t.problem.agents = 2;
   t.problem.dim = 8;
   t.num_algorithms = 1;
-  t.algorithms[0] = config::AlgorithmChoice{config::AlgorithmKind::kFedAvg, false};
+  t.algorithms[0] = task::AlgorithmChoice{task::AlgorithmKind::kFedAvg, false};
   t.hyper.step = 0.05;
   t.hyper.local_steps = 5;
   t.hyper.batch = 2;

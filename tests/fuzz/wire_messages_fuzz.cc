@@ -45,7 +45,7 @@ wire::Envelope Reencode(const wire::Inbound& in) {
 }
 
 void CheckTask(const wire::Task& task) {
-  config::Task t;
+  task::Task t;
   Status st = wire::DecodeTask(task, t);
   if (!st.ok()) {
     RequireMessage(st.message(), "DecodeTask");
@@ -53,7 +53,7 @@ void CheckTask(const wire::Task& task) {
   }
   wire::Task w1, w2;
   wire::EncodeTask(t, &w1);
-  config::Task t2;
+  task::Task t2;
   st = wire::DecodeTask(w1, t2);
   Require(st.ok(), "a re-encoded task decodes", st.message());
   wire::EncodeTask(t2, &w2);

@@ -14,7 +14,7 @@
 #include <pb_decode.h>
 #include <pb_encode.h>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/fw/codec.h"
 #include "fedrt/wire/codec.h"
 
@@ -46,9 +46,9 @@ struct Fixture {
   alignas(8) uint8_t scratch[Inbound::kScratchBytes];
 };
 
-config::Task SampleTask() {
-  config::Task t;
-  t.problem.kind = config::ProblemKind::kLeastSquares;
+task::Task SampleTask() {
+  task::Task t;
+  t.problem.kind = task::ProblemKind::kLeastSquares;
   t.problem.agents = 12;
   t.problem.dim = 7;
   t.problem.seed = 0x123456789ull;
@@ -59,9 +59,9 @@ config::Task SampleTask() {
   t.problem.synthetic.noise = 0.3;
   t.problem.synthetic.l2 = 1e-3;
   t.num_algorithms = 3;
-  t.algorithms[0] = {config::AlgorithmKind::kFedAvg, false};
-  t.algorithms[1] = {config::AlgorithmKind::kScaffold, true};
-  t.algorithms[2] = {config::AlgorithmKind::kFedProxExact, false};
+  t.algorithms[0] = {task::AlgorithmKind::kFedAvg, false};
+  t.algorithms[1] = {task::AlgorithmKind::kScaffold, true};
+  t.algorithms[2] = {task::AlgorithmKind::kFedProxExact, false};
   t.hyper.step = 0.0625;
   t.hyper.local_steps = 33;
   t.hyper.comm_prob = 0.5;
@@ -87,9 +87,9 @@ config::Task SampleTask() {
 // Both decoders' verdict on `t` as the coordinator encodes it.
 struct Verdicts {
   Status host, fw;
-  config::Task host_task, fw_task;
+  task::Task host_task, fw_task;
 };
-Verdicts DecodeBoth(const config::Task& t) {
+Verdicts DecodeBoth(const task::Task& t) {
   wire::Envelope env;
   wire::EncodeTask(t, env.mutable_welcome()->mutable_task());
   wire::Envelope back;
@@ -104,13 +104,13 @@ Verdicts DecodeBoth(const config::Task& t) {
 }
 
 TEST(FwCodec, TaskDecodesAsOnTheHost) {
-  const config::Task t = SampleTask();
+  const task::Task t = SampleTask();
   const Verdicts v = DecodeBoth(t);
   ASSERT_TRUE(v.host.ok()) << v.host.message();
   ASSERT_TRUE(v.fw.ok()) << v.fw.message();
-  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(t));
-  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
-  EXPECT_EQ(config::ProblemFingerprint(v.fw_task.problem), config::ProblemFingerprint(t.problem));
+  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(t));
+  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(v.host_task));
+  EXPECT_EQ(task::ProblemFingerprint(v.fw_task.problem), task::ProblemFingerprint(t.problem));
   EXPECT_EQ(v.fw_task.num_algorithms, 3u);
   EXPECT_TRUE(v.fw_task.algorithms[1].rr);
   EXPECT_EQ(v.fw_task.hyper.burn_in, 11u);
@@ -124,8 +124,8 @@ TEST(FwCodec, TaskDecodesAsOnTheHost) {
 // The firmware reads a softmax task's classes and intercept (ProblemSpec 13,
 // 14) as the host does; its client then refuses the task with the reason.
 TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
-  config::Task t = SampleTask();
-  t.problem.kind = config::ProblemKind::kSoftmax;
+  task::Task t = SampleTask();
+  t.problem.kind = task::ProblemKind::kSoftmax;
   t.problem.classes = 4;
   t.problem.intercept = true;
   t.problem.dim = 4 * (5 + 1);
@@ -134,55 +134,55 @@ TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
   const Verdicts v = DecodeBoth(t);
   ASSERT_TRUE(v.host.ok()) << v.host.message();
   ASSERT_TRUE(v.fw.ok()) << v.fw.message();
-  EXPECT_EQ(v.fw_task.problem.kind, config::ProblemKind::kSoftmax);
+  EXPECT_EQ(v.fw_task.problem.kind, task::ProblemKind::kSoftmax);
   EXPECT_EQ(v.fw_task.problem.classes, 4u);
   EXPECT_TRUE(v.fw_task.problem.intercept);
-  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
+  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(v.host_task));
 }
 
-// The two wire profiles (config/limits.h): broadcasts and updates travel in
+// The two wire profiles (task/limits.h): broadcasts and updates travel in
 // chunks, so a task beyond the microcontroller profile's d decodes on both
 // sides; what still travels in one frame (an LSA round result, a SecAgg+
 // masked input) and the device's memory are its client's to refuse in
 // TaskReply (runtime/src/fw/client.cc).
 TEST(FwCodec, ATaskBeyondTheImagesFramesDecodesOnBoth) {
-  config::Task t = SampleTask();
+  task::Task t = SampleTask();
   t.problem.dim = 4096;
-  EXPECT_EQ(fw::MaxModelDim(), config::kMaxDim);  // this image's RoundResult bound is the profile's (runtime/wire/fedrt.options)
+  EXPECT_EQ(fw::MaxModelDim(), task::kMaxDim);  // this image's RoundResult bound is the profile's (runtime/wire/fedrt.options)
   const Verdicts v = DecodeBoth(t);
   EXPECT_TRUE(v.host.ok()) << v.host.message();
   ASSERT_TRUE(v.fw.ok()) << v.fw.message();
   EXPECT_EQ(v.fw_task.problem.dim, 4096u);
-  EXPECT_EQ(config::TaskFingerprint(v.fw_task), config::TaskFingerprint(v.host_task));
+  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(v.host_task));
 }
 
 TEST(FwCodec, RejectsTheTasksTheHostRejects) {
-  const std::vector<std::pair<const char*, std::function<void(config::Task&)>>> bad = {
-      {"dimension 0", [](config::Task& t) { t.problem.dim = 0; }},
-      {"dimension above kMaxLinuxStreamDim", [](config::Task& t) { t.problem.dim = config::kMaxLinuxStreamDim + 1; }},
-      {"no agents", [](config::Task& t) { t.problem.agents = 0; }},
-      {"unknown problem kind", [](config::Task& t) { t.problem.kind = static_cast<config::ProblemKind>(9); }},
-      {"unknown algorithm", [](config::Task& t) { t.algorithms[0].kind = static_cast<config::AlgorithmKind>(42); }},
-      {"family mismatch", [](config::Task& t) { t.algorithms[0].kind = config::AlgorithmKind::kFedLsa; }},
-      {"no algorithm", [](config::Task& t) { t.num_algorithms = 0; }},
-      {"zero step", [](config::Task& t) { t.hyper.step = 0; }},
-      {"NaN step", [](config::Task& t) { t.hyper.step = std::nan(""); }},
-      {"no local steps", [](config::Task& t) { t.hyper.local_steps = 0; }},
-      {"NaN noise", [](config::Task& t) { t.problem.synthetic.noise = std::nan(""); }},
-      {"participation 0", [](config::Task& t) { t.participation = 0; }},
-      {"secagg without rounding", [](config::Task& t) { t.compression.quantizer.kind = compression::QuantizerKind::kDither; t.compression.quantizer.levels = 4; }},
-      {"no rounds", [](config::Task& t) { t.rounds = 0; }},
-      {"rounding with 0 bits", [](config::Task& t) { t.compression.quantizer.bits = 0; }},
-      {"gmm sizes", [](config::Task& t) {
-         t.problem.kind = config::ProblemKind::kGmm;
+  const std::vector<std::pair<const char*, std::function<void(task::Task&)>>> bad = {
+      {"dimension 0", [](task::Task& t) { t.problem.dim = 0; }},
+      {"dimension above kMaxLinuxStreamDim", [](task::Task& t) { t.problem.dim = task::kMaxLinuxStreamDim + 1; }},
+      {"no agents", [](task::Task& t) { t.problem.agents = 0; }},
+      {"unknown problem kind", [](task::Task& t) { t.problem.kind = static_cast<task::ProblemKind>(9); }},
+      {"unknown algorithm", [](task::Task& t) { t.algorithms[0].kind = static_cast<task::AlgorithmKind>(42); }},
+      {"family mismatch", [](task::Task& t) { t.algorithms[0].kind = task::AlgorithmKind::kFedLsa; }},
+      {"no algorithm", [](task::Task& t) { t.num_algorithms = 0; }},
+      {"zero step", [](task::Task& t) { t.hyper.step = 0; }},
+      {"NaN step", [](task::Task& t) { t.hyper.step = std::nan(""); }},
+      {"no local steps", [](task::Task& t) { t.hyper.local_steps = 0; }},
+      {"NaN noise", [](task::Task& t) { t.problem.synthetic.noise = std::nan(""); }},
+      {"participation 0", [](task::Task& t) { t.participation = 0; }},
+      {"secagg without rounding", [](task::Task& t) { t.compression.quantizer.kind = compression::QuantizerKind::kDither; t.compression.quantizer.levels = 4; }},
+      {"no rounds", [](task::Task& t) { t.rounds = 0; }},
+      {"rounding with 0 bits", [](task::Task& t) { t.compression.quantizer.bits = 0; }},
+      {"gmm sizes", [](task::Task& t) {
+         t.problem.kind = task::ProblemKind::kGmm;
          t.num_algorithms = 1;
-         t.algorithms[0] = {config::AlgorithmKind::kFedEm, false};
+         t.algorithms[0] = {task::AlgorithmKind::kFedEm, false};
          t.problem.gmm.components = 2;
          t.problem.gmm.data_dim = 2;  // G (1 + p) = 6, not 7
        }},
   };
   for (const auto& [what, mutate] : bad) {
-    config::Task t = SampleTask();
+    task::Task t = SampleTask();
     mutate(t);
     const Verdicts v = DecodeBoth(t);
     EXPECT_FALSE(v.host.ok()) << what;
@@ -448,8 +448,8 @@ TEST(FwCodec, ChunkedBroadcastAndUpdateDecodeAsOnTheHost) {
 // The chunk an image names in Hello: what its frame holds of Chunk.data, a
 // multiple of 8, at most the nanopb bound, at least kMinChunkBytes or none.
 TEST(FwCodec, ChunkSizeFollowsTheFrame) {
-  EXPECT_EQ(ChunkBytesFor(fedrt_wire_Envelope_size), config::kMcuChunkBytes);  // this image: the nanopb bound
-  EXPECT_EQ(MaxChunkData(), config::kMcuChunkBytes);
+  EXPECT_EQ(ChunkBytesFor(fedrt_wire_Envelope_size), task::kMcuChunkBytes);  // this image: the nanopb bound
+  EXPECT_EQ(MaxChunkData(), task::kMcuChunkBytes);
   const size_t overhead = fedrt_wire_Chunk_size - MaxChunkData() + 5;
   EXPECT_EQ(ChunkBytesFor(overhead + 600), 600u);
   EXPECT_EQ(ChunkBytesFor(overhead + 607), 600u);

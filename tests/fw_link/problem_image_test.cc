@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/fw/log_line.h"
 #include "fedrt/fw/problem_image.h"
@@ -20,8 +20,8 @@
 namespace fedrt::fw {
 namespace {
 
-config::Task TaskOf(config::ProblemKind kind, config::AlgorithmKind alg) {
-  config::Task t;
+task::Task TaskOf(task::ProblemKind kind, task::AlgorithmKind alg) {
+  task::Task t;
   t.problem.kind = kind;
   t.problem.agents = 3;
   t.problem.dim = 4;
@@ -29,8 +29,8 @@ config::Task TaskOf(config::ProblemKind kind, config::AlgorithmKind alg) {
   t.problem.garnet.states = 6;
   t.problem.synthetic.samples = 20;
   t.problem.synthetic.l2 = 0.05;
-  t.problem.gmm = config::GmmSpec{2, 2, 30, 0.9, 4.0};
-  if (kind == config::ProblemKind::kGmm) t.problem.dim = 6;
+  t.problem.gmm = task::GmmSpec{2, 2, 30, 0.9, 4.0};
+  if (kind == task::ProblemKind::kGmm) t.problem.dim = 6;
   t.num_algorithms = 1;
   t.algorithms[0] = {alg, false};
   t.hyper.prox_mu = 0.5;
@@ -54,21 +54,21 @@ Image MakeImage(const problems::Instance& inst, uint32_t agent = 1) {
   return out;
 }
 
-std::unique_ptr<problems::Instance> Build(const config::Task& t) {
+std::unique_ptr<problems::Instance> Build(const task::Task& t) {
   auto inst = problems::Instance::Build(t, problems::DataFiles{});
   EXPECT_TRUE(inst.ok()) << inst.status().message();
   return std::move(*inst);
 }
 
 TEST(FwProblemImage, TdImageSamplesTheHostsTransitions) {
-  const config::Task t = TaskOf(config::ProblemKind::kGarnet, config::AlgorithmKind::kScaffLsa);
+  const task::Task t = TaskOf(task::ProblemKind::kGarnet, task::AlgorithmKind::kScaffLsa);
   auto inst = Build(t);
   const Image img = MakeImage(*inst);
   auto v = ParseProblemImage(img.data(), img.bytes);
   ASSERT_TRUE(v.ok()) << v.status().message();
   EXPECT_EQ(v->agent_index, 1u);
-  EXPECT_EQ(v->problem_fingerprint, config::ProblemFingerprint(inst->problem()));
-  EXPECT_EQ(v->kind, config::ProblemKind::kGarnet);
+  EXPECT_EQ(v->problem_fingerprint, task::ProblemFingerprint(inst->problem()));
+  EXPECT_EQ(v->kind, task::ProblemKind::kGarnet);
   EXPECT_EQ(v->dim, 4);
   EXPECT_EQ(v->rows, 6u);
   const problems::TdOracle<double>& host = *inst->local(1).td;
@@ -82,21 +82,21 @@ TEST(FwProblemImage, TdImageSamplesTheHostsTransitions) {
   std::vector<uint8_t> ws(4096);
   Arena arena(ws.data(), ws.size());
   LocalData<protocol::kAllFamilies> data;
-  protocol::LocalProblem<float> local;
+  problems::LocalProblem<float> local;
   ASSERT_TRUE(data.build(*v, t, arena, local).ok());
   ASSERT_NE(local.td, nullptr);
   EXPECT_EQ(local.least_squares, nullptr);
   EXPECT_EQ(arena.used(), 0u);  // mapped in place
   // A noise-free task needs Abar_c, which no image holds: the session refuses it.
-  config::Task nf = t;
+  task::Task nf = t;
   nf.problem.garnet.noise_free = true;
   ASSERT_TRUE(data.build(*v, nf, arena, local).ok());
-  EXPECT_NE(protocol::MissingOracle(nf.problem, local), nullptr);
+  EXPECT_NE(problems::MissingOracle(nf.problem, local), nullptr);
   EXPECT_FALSE(MakeProblemImage(*Build(nf), 0).ok());
 }
 
 TEST(FwProblemImage, LeastSquaresImageGivesTheHostsGradient) {
-  const config::Task t = TaskOf(config::ProblemKind::kLeastSquares, config::AlgorithmKind::kFedAvg);
+  const task::Task t = TaskOf(task::ProblemKind::kLeastSquares, task::AlgorithmKind::kFedAvg);
   auto inst = Build(t);
   const Image img = MakeImage(*inst);
   auto v = ParseProblemImage(img.data(), img.bytes);
@@ -106,7 +106,7 @@ TEST(FwProblemImage, LeastSquaresImageGivesTheHostsGradient) {
   std::vector<uint8_t> ws(4096);
   Arena arena(ws.data(), ws.size());
   LocalData<protocol::kAllFamilies> data;
-  protocol::LocalProblem<float> local;
+  problems::LocalProblem<float> local;
   ASSERT_TRUE(data.build(*v, t, arena, local).ok());
   ASSERT_NE(local.least_squares, nullptr);
   EXPECT_TRUE(local.least_squares->has_prox());  // prox_mu from the task
@@ -129,7 +129,7 @@ TEST(FwProblemImage, LeastSquaresImageGivesTheHostsGradient) {
 }
 
 TEST(FwProblemImage, LogisticAndMixtureImages) {
-  const config::Task lt = TaskOf(config::ProblemKind::kLogistic, config::AlgorithmKind::kFedAvg);
+  const task::Task lt = TaskOf(task::ProblemKind::kLogistic, task::AlgorithmKind::kFedAvg);
   auto linst = Build(lt);
   Image limg = MakeImage(*linst);
   auto lv = ParseProblemImage(limg.data(), limg.bytes);
@@ -138,7 +138,7 @@ TEST(FwProblemImage, LogisticAndMixtureImages) {
   std::vector<uint8_t> ws(4096);
   Arena arena(ws.data(), ws.size());
   LocalData<protocol::kAllFamilies> data;
-  protocol::LocalProblem<float> local;
+  problems::LocalProblem<float> local;
   ASSERT_TRUE(data.build(*lv, lt, arena, local).ok());
   EXPECT_NE(local.logistic, nullptr);
   // A label that is not -1 or +1 is rejected even with a valid CRC.
@@ -151,7 +151,7 @@ TEST(FwProblemImage, LogisticAndMixtureImages) {
   EXPECT_STREQ(ParseProblemImage(limg.data(), limg.bytes).status().message(),
                "problem image: a logistic label is not -1 or +1");
 
-  const config::Task gt = TaskOf(config::ProblemKind::kGmm, config::AlgorithmKind::kFedEm);
+  const task::Task gt = TaskOf(task::ProblemKind::kGmm, task::AlgorithmKind::kFedEm);
   auto ginst = Build(gt);
   const Image gimg = MakeImage(*ginst, 2);
   auto gv = ParseProblemImage(gimg.data(), gimg.bytes);
@@ -168,7 +168,7 @@ TEST(FwProblemImage, LogisticAndMixtureImages) {
 }
 
 TEST(FwProblemImage, RejectsDamage) {
-  auto inst = Build(TaskOf(config::ProblemKind::kGarnet, config::AlgorithmKind::kFedLsa));
+  auto inst = Build(TaskOf(task::ProblemKind::kGarnet, task::AlgorithmKind::kFedLsa));
   Image img = MakeImage(*inst);
   uint8_t* p = img.data();
   const size_t n = img.bytes;

@@ -83,7 +83,7 @@ TEST_P(BadInputTest, MisbehavingClientIsRejectedAndRoundsEqualSimulator) {
     wire::Update& b = *e.mutable_update();
     switch (u.round()) {
       case 0: {  // length prefix above the maximum
-        const uint32_t big = config::kMaxLinuxFrameBytes + 1;
+        const uint32_t big = task::kMaxLinuxFrameBytes + 1;
         const char hdr[4] = {char(big >> 24), char(big >> 16), char(big >> 8), char(big)};
         (void)raw(std::string(hdr, 4));
         return true;

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/net/device_state.h"
 
 namespace fedrt::net {
@@ -74,7 +74,7 @@ TEST_F(DeviceStateTest, SavesAlternateAndTheNewestWins) {
 TEST_F(DeviceStateTest, AVersion3FileStillLoads) {
   const SavedSession v = Make(7, 0x5c);
   const std::string fields = "fedrt-device-state 3 9 000000001234abcd 1 2 3 1 7 40";
-  config::Fnv1a fnv;
+  task::Fnv1a fnv;
   fnv.bytes(fields.data(), fields.size());
   fnv.bytes(v.state.data(), v.state.size());
   const uint64_t h = fnv.value();

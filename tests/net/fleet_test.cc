@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/net/device_state.h"
 #include "net_harness.h"
 

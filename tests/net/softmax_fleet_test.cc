@@ -98,11 +98,11 @@ class SoftmaxFleetTest : public NetTest {
 
 TEST_F(SoftmaxFleetTest, FleetEqualsTheSimulatorBitForBit) { FleetEqualsSimulator(2); }
 
-// The Linux wire profile (config/limits.h): d = 3 (216 + 1) = 651 is above
+// The Linux wire profile (task/limits.h): d = 3 (216 + 1) = 651 is above
 // the microcontroller bound kMaxDim, and the coordinator and the native
 // devices exchange its frames (a Scaffold broadcast is 2 d float64).
 TEST_F(SoftmaxFleetTest, NativeDevicesRunATaskBeyondTheMicrocontrollerBound) {
-  static_assert(3 * (216 + 1) > config::kMaxDim, "the task must exceed the microcontroller profile");
+  static_assert(3 * (216 + 1) > task::kMaxDim, "the task must exceed the microcontroller profile");
   FleetEqualsSimulator(216);
 }
 

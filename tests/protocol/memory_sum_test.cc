@@ -14,7 +14,7 @@
 namespace fedrt::protocol {
 namespace {
 
-using config::AlgorithmKind;
+using task::AlgorithmKind;
 using session_testing::Fleet;
 using session_testing::Sessions;
 

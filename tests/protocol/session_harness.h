@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/problems/fed_data.h"
 #include "fedrt/problems/least_squares.h"
 #include "fedrt/protocol/client_session.h"
@@ -17,7 +17,7 @@
 
 namespace fedrt::protocol::session_testing {
 
-using config::AlgorithmKind;
+using task::AlgorithmKind;
 using Client = ClientSession<double>;
 
 // N agents of synthetic least squares (d = 4) and their oracles.
@@ -27,8 +27,8 @@ struct Fleet {
   problems::FedDataset data;
   std::vector<uint8_t> oracle_memory = std::vector<uint8_t>(1 << 16);
   std::vector<problems::LeastSquaresOracle<double>> oracles;
-  std::vector<LocalProblem<double>> local;
-  config::Task task;
+  std::vector<problems::LocalProblem<double>> local;
+  task::Task task;
 
   explicit Fleet(AlgorithmKind kind, bool rr = false) {
     problems::FedDataConfig g;
@@ -43,11 +43,11 @@ struct Fleet {
           arena, kDim, static_cast<uint32_t>(data.x[c].rows()), data.x[c].data(), data.y[c].data(), 1.0));
     local.resize(kAgents);
     for (uint32_t c = 0; c < kAgents; ++c) local[c].least_squares = &oracles[c];
-    task.problem.kind = config::ProblemKind::kLeastSquares;
+    task.problem.kind = task::ProblemKind::kLeastSquares;
     task.problem.agents = kAgents;
     task.problem.dim = kDim;
     task.num_algorithms = 1;
-    task.algorithms[0] = config::AlgorithmChoice{kind, rr};
+    task.algorithms[0] = task::AlgorithmChoice{kind, rr};
     task.hyper.step = 0.05;
     task.hyper.local_steps = 5;
     task.hyper.batch = 2;

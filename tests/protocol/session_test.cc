@@ -16,7 +16,7 @@ namespace {
 using session_testing::Client;
 using session_testing::Fleet;
 using session_testing::Sessions;
-using config::AlgorithmKind;
+using task::AlgorithmKind;
 
 // The coordinator adds updates as they arrive: any order gives the same bits
 // (exact sums, core/exact_sum.h), the memories' sum W included (in the state).
@@ -175,10 +175,10 @@ TEST(ClientSession, RefusesTasksItCannotRun) {
   EXPECT_EQ(Client::Refusal(f.task, f.local[0], 1 << 20), nullptr);
   EXPECT_STREQ((ClientSession<double, kFamilyLsa>::Refusal(f.task, f.local[0], 1 << 20)),
                "this device build does not include the task's algorithm family");
-  EXPECT_STREQ(Client::Refusal(f.task, LocalProblem<double>{}, 1 << 20), "no least-squares data for this task");
+  EXPECT_STREQ(Client::Refusal(f.task, problems::LocalProblem<double>{}, 1 << 20), "no least-squares data for this task");
   EXPECT_STREQ(Client::Refusal(f.task, f.local[0], 64), "the task's vectors do not fit this device's memory");
-  config::Task big = f.task;  // no wire here (the simulator's case): d is bounded by the memory given
-  big.problem.dim = config::kMaxLinuxDim + 1;
+  task::Task big = f.task;  // no wire here (the simulator's case): d is bounded by the memory given
+  big.problem.dim = task::kMaxLinuxDim + 1;
   EXPECT_STREQ(Client::Refusal(big, f.local[0], 1 << 20), "the task's vectors do not fit this device's memory");
   big.problem.dim = 0;
   EXPECT_STREQ(Client::Refusal(big, f.local[0], 1 << 20), "the task's model has no parameters");

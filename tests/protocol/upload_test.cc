@@ -15,7 +15,7 @@ namespace {
 
 using session_testing::Fleet;
 using session_testing::Sessions;
-using config::AlgorithmKind;
+using task::AlgorithmKind;
 
 Update Header(const Update& u) {
   Update h = u;

@@ -16,7 +16,7 @@ namespace {
 
 ExperimentConfig Base() {
   ExperimentConfig c;
-  c.problem = ProblemKind::kGarnet;
+  c.problem = task::ProblemKind::kGarnet;
   c.garnet.agents = 6;
   c.garnet.heterogeneity = problems::Heterogeneity::kHigh;
   c.garnet.n_states = 10;
@@ -84,7 +84,7 @@ TEST(SimSecAgg, CompressionControlVariatesWithFullParticipationStayBitIdentical)
 
 TEST(SimSecAgg, FedEmFamilyBitIdenticalWithPartialParticipation) {
   ExperimentConfig plain = Base();
-  plain.problem = ProblemKind::kGmm;
+  plain.problem = task::ProblemKind::kGmm;
   plain.algorithms = {"fedem", "fedem-naive", "vr-fedem"};
   plain.garnet.agents = 8;
   plain.participation = 0.75;
@@ -107,7 +107,7 @@ TEST(SimSecAgg, FedEmFamilyBitIdenticalWithPartialParticipation) {
 
 TEST(SimSecAgg, FedAvgScaffoldFedProxAndFedRrBitIdentical) {
   ExperimentConfig plain = Base();
-  plain.problem = ProblemKind::kLeastSquares;
+  plain.problem = task::ProblemKind::kLeastSquares;
   plain.algorithms = {"fedavg", "scaffold", "fedprox-rr"};
   plain.garnet.agents = 6;
   plain.garnet.dim = 3;
@@ -223,13 +223,13 @@ TEST(SimSecAgg, RefusesWhatItCannotRun) {
   d.secagg.dropout = 0.2;
   ASSERT_TRUE(Validate(d).ok()) << Validate(d).message();  // with any participation and dropouts
   d = c;
-  d.problem = ProblemKind::kLeastSquares;
+  d.problem = task::ProblemKind::kLeastSquares;
   d.algorithms = {"fedavg", "scaffold"};
   ASSERT_TRUE(Validate(d).ok()) << Validate(d).message();
   d.secagg.dropout = 0.2;
   expect_refused(d, "cannot run 'scaffold'");
   d = c;
-  d.problem = ProblemKind::kGmm;
+  d.problem = task::ProblemKind::kGmm;
   d.algorithms = {"fedem"};
   d.participation = 0.5;
   ASSERT_TRUE(Validate(d).ok()) << Validate(d).message();

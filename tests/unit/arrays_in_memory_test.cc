@@ -92,7 +92,7 @@ TEST(LinearSystemBundle, NamesWhatIsWrong) {
 
 config::ExperimentConfig SmallLinearRun(double sigma) {
   config::ExperimentConfig cfg;
-  cfg.problem = config::ProblemKind::kBundle;
+  cfg.problem = task::ProblemKind::kBundle;
   cfg.problem_file = "test arrays";
   cfg.problem_arrays = std::make_shared<const ArrayBundle>(LinearSystem(sigma));
   cfg.local_steps = 5;

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "fedrt/config/experiment.h"
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/report/results.h"
@@ -94,7 +94,7 @@ TEST_F(CoordinatorDataTest, TheHeldOutFileGivesTheDimensionAndIsScored) {
   auto full = BuildInstance(*cfg);  // the simulator's: reads the shards
   ASSERT_TRUE(full.ok()) << full.status().message();
   ASSERT_NE((*full)->fed(), nullptr);
-  EXPECT_EQ(ProblemFingerprint((*blind)->problem()), ProblemFingerprint((*full)->problem()));
+  EXPECT_EQ(task::ProblemFingerprint((*blind)->problem()), task::ProblemFingerprint((*full)->problem()));
   auto task = MakeTask(*cfg);
   ASSERT_TRUE(task.ok());
   task->problem = (*blind)->problem();

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "fedrt/config/experiment.h"
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/report/results.h"
@@ -74,7 +74,7 @@ TEST_F(CoordinatorGeneratesTest, TheCoordinatorHoldsNoDataAndTheSimulatorGenerat
     EXPECT_EQ((*full)->fed()->agents(), 5);
     EXPECT_EQ((*full)->initial_iterate(), (*blind)->initial_iterate());
     // The devices regenerate the same data from the same task.
-    EXPECT_EQ(ProblemFingerprint((*blind)->problem()), ProblemFingerprint((*full)->problem())) << kind;
+    EXPECT_EQ(task::ProblemFingerprint((*blind)->problem()), task::ProblemFingerprint((*full)->problem())) << kind;
 
     auto task = MakeTask(*cfg);
     ASSERT_TRUE(task.ok());

@@ -126,11 +126,11 @@ TEST_F(DataConfigTest, AUserModelTaskCarriesItsDimensionAndInitialIterate) {
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
   auto task = MakeTask(*cfg);
   ASSERT_TRUE(task.ok()) << task.status().message();
-  EXPECT_EQ(task->problem.kind, ProblemKind::kUser);
+  EXPECT_EQ(task->problem.kind, task::ProblemKind::kUser);
   EXPECT_EQ(task->problem.dim, 4u);  // the parameters, not the shards' 2 features
   EXPECT_EQ(task->problem.agents, 3u);
   EXPECT_TRUE(task->problem.own_data);
-  EXPECT_EQ(FamilyOf(task->problem.kind), Family::kOpt);
+  EXPECT_EQ(task::FamilyOf(task->problem.kind), task::Family::kOpt);
   auto inst = BuildInstance(*cfg);
   ASSERT_TRUE(inst.ok()) << inst.status().message();
   EXPECT_EQ((*inst)->initial_iterate(), (std::vector<double>{0.5, -1, 0, 2}));

@@ -41,7 +41,7 @@ TEST(ExampleExperiments, EveryFileLoadsValidatesAndBuildsItsTask) {
 }
 
 TEST(ExampleExperiments, CoverEveryAlgorithmAndFedRr) {
-  std::set<AlgorithmKind> kinds;
+  std::set<task::AlgorithmKind> kinds;
   bool rr = false;
   for (const auto& f : ExampleExperiments()) {
     ExperimentConfig cfg;
@@ -54,8 +54,8 @@ TEST(ExampleExperiments, CoverEveryAlgorithmAndFedRr) {
       rr = rr || task->algorithms[a].rr;
     }
   }
-  for (int k = 0; k <= static_cast<int>(AlgorithmKind::kVrFedEm); ++k)
-    EXPECT_TRUE(kinds.count(static_cast<AlgorithmKind>(k))) << "no example runs algorithm kind " << k;
+  for (int k = 0; k <= static_cast<int>(task::AlgorithmKind::kVrFedEm); ++k)
+    EXPECT_TRUE(kinds.count(static_cast<task::AlgorithmKind>(k))) << "no example runs algorithm kind " << k;
   EXPECT_TRUE(rr) << "no example runs Federated Richardson-Romberg";
 }
 

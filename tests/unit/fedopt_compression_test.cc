@@ -23,7 +23,7 @@ using algorithms::FedOptClient;
 using algorithms::FedOptHyper;
 using algorithms::FedOptServer;
 using config::ExperimentConfig;
-using config::ProblemKind;
+using task::ProblemKind;
 
 // The setting of fedopt_test.cc, shorter.
 ExperimentConfig ShortHeterogeneousLsq() { return HeterogeneousLsqSetting(600); }

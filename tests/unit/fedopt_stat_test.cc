@@ -76,7 +76,7 @@ TEST(FedOptStat, StochasticGradientsAreUnbiased) {
 // is the O(gamma^2 H^2) term). The stochastic version is the example itself.
 TEST(FedOptStat, RichardsonRombergRemovesTheFirstOrderBias) {
   config::ExperimentConfig c;
-  c.problem = config::ProblemKind::kLogistic;
+  c.problem = task::ProblemKind::kLogistic;
   c.garnet.agents = 10;
   c.garnet.dim = 8;
   c.opt.samples = 200;

@@ -24,7 +24,7 @@ namespace fedrt {
 namespace {
 
 using config::ExperimentConfig;
-using config::ProblemKind;
+using task::ProblemKind;
 
 ExperimentConfig HeterogeneousLsq() { return HeterogeneousLsqSetting(1000); }
 

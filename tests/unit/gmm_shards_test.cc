@@ -68,7 +68,7 @@ TEST_F(GmmShardsTest, ConfigAcceptsComponentsAndInitAndRefusesTheRestByName) {
   WriteShards(2);
   config::ExperimentConfig ok;
   ASSERT_TRUE(Load(Own("components = 2\ninit = [-1, 0, 1, 0]\n"), ok).ok());
-  EXPECT_EQ(ok.problem, config::ProblemKind::kGmm);
+  EXPECT_EQ(ok.problem, task::ProblemKind::kGmm);
   EXPECT_EQ(ok.garnet.agents, 2);
   EXPECT_TRUE(config::Validate(ok).ok());
   auto inst = config::BuildInstance(ok);

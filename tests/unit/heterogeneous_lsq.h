@@ -12,7 +12,7 @@ namespace fedrt {
 // shift; eta = 0.02 (eta L_max = 1.05 < 2, L_max = 52.6 for this seed), H = 10.
 inline config::ExperimentConfig HeterogeneousLsqSetting(uint32_t rounds) {
   config::ExperimentConfig c;
-  c.problem = config::ProblemKind::kLeastSquares;
+  c.problem = task::ProblemKind::kLeastSquares;
   c.garnet.agents = 10;
   c.garnet.dim = 5;
   c.opt.samples = 50;

@@ -30,7 +30,7 @@ double Sd(const std::vector<double>& v) {
 // floor ~1e-4, single runs vary ~10x). Two runs each, fixed seed.
 TEST(StochasticLsa, FixtureLowHeterogeneityBothBelow1e3) {
   config::ExperimentConfig cfg;
-  cfg.problem = config::ProblemKind::kBundle;
+  cfg.problem = task::ProblemKind::kBundle;
   cfg.problem_file = std::string(FEDRT_TEST_DATA) + "/garnet_low_N100.txt";
   cfg.step = 0.01;
   cfg.local_steps = 10000;

@@ -22,7 +22,7 @@ using config::ExperimentConfig;
 // Small logistic FedAvg + Scaffold + Fed-RR, stochastic: rounds of microseconds.
 ExperimentConfig SmallLogistic() {
   ExperimentConfig c;
-  c.problem = config::ProblemKind::kLogistic;
+  c.problem = task::ProblemKind::kLogistic;
   c.garnet.agents = 6;
   c.garnet.dim = 5;
   c.opt.samples = 40;

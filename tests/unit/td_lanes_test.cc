@@ -16,6 +16,10 @@
 namespace fedrt::sim {
 namespace {
 
+using config::ParseTdKernel;
+using config::TdKernel;
+using config::TdKernelName;
+
 struct Agents {
   std::vector<uint8_t> memory;
   std::vector<problems::TdOracle<double>> oracles;

@@ -27,7 +27,7 @@ struct NoiseFreeCase {
 // the listed rounds against the reference's.
 void ExpectNoiseFreeTable(const NoiseFreeCase& nc) {
   config::ExperimentConfig cfg;
-  cfg.problem = config::ProblemKind::kBundle;
+  cfg.problem = task::ProblemKind::kBundle;
   cfg.problem_file = kFixture;
   cfg.noise_free = true;
   cfg.step = 0.01;

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/wire/codec.h"
 
 namespace fedrt::wire {
@@ -30,9 +30,9 @@ Envelope OverTheWire(const Envelope& env) {
   return back;
 }
 
-config::Task SampleTask() {
-  config::Task t;
-  t.problem.kind = config::ProblemKind::kLeastSquares;
+task::Task SampleTask() {
+  task::Task t;
+  t.problem.kind = task::ProblemKind::kLeastSquares;
   t.problem.agents = 12;
   t.problem.dim = 7;
   t.problem.seed = 0x123456789ull;
@@ -43,9 +43,9 @@ config::Task SampleTask() {
   t.problem.synthetic.noise = 0.3;
   t.problem.synthetic.l2 = 1e-3;
   t.num_algorithms = 3;
-  t.algorithms[0] = {config::AlgorithmKind::kFedAvg, false};
-  t.algorithms[1] = {config::AlgorithmKind::kScaffold, true};
-  t.algorithms[2] = {config::AlgorithmKind::kFedProxExact, false};
+  t.algorithms[0] = {task::AlgorithmKind::kFedAvg, false};
+  t.algorithms[1] = {task::AlgorithmKind::kScaffold, true};
+  t.algorithms[2] = {task::AlgorithmKind::kFedProxExact, false};
   t.hyper.step = 0.0625;
   t.hyper.local_steps = 33;
   t.hyper.comm_prob = 0.5;
@@ -69,17 +69,17 @@ config::Task SampleTask() {
 }
 
 TEST(WireCodec, TaskRoundTripsFieldForField) {
-  const config::Task t = SampleTask();
+  const task::Task t = SampleTask();
   Envelope env;
   Welcome* w = env.mutable_welcome();
   EncodeTask(t, w->mutable_task());
   const Envelope back = OverTheWire(env);
-  config::Task u;
+  task::Task u;
   ASSERT_TRUE(DecodeTask(back.welcome().task(), u).ok());
   // Every field the session and the device's data depend on.
-  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
+  EXPECT_EQ(task::ProblemFingerprint(u.problem), task::ProblemFingerprint(t.problem));
   for (uint32_t a = 0; a < t.num_algorithms; ++a)
-    EXPECT_EQ(config::SessionFingerprint(u, a, 1), config::SessionFingerprint(t, a, 1));
+    EXPECT_EQ(task::SessionFingerprint(u, a, 1), task::SessionFingerprint(t, a, 1));
   EXPECT_EQ(u.num_algorithms, 3u);
   EXPECT_TRUE(u.algorithms[1].rr);
   EXPECT_EQ(u.hyper.burn_in, 11u);
@@ -91,8 +91,8 @@ TEST(WireCodec, TaskRoundTripsFieldForField) {
 
 // A softmax task carries its classes and intercept (ProblemSpec fields 13, 14).
 TEST(WireCodec, SoftmaxTaskCarriesClassesAndIntercept) {
-  config::Task t = SampleTask();
-  t.problem.kind = config::ProblemKind::kSoftmax;
+  task::Task t = SampleTask();
+  t.problem.kind = task::ProblemKind::kSoftmax;
   t.problem.classes = 10;
   t.problem.intercept = true;
   t.problem.dim = 10 * (3 + 1);
@@ -100,15 +100,15 @@ TEST(WireCodec, SoftmaxTaskCarriesClassesAndIntercept) {
   Envelope env;
   EncodeTask(t, env.mutable_welcome()->mutable_task());
   const Envelope back = OverTheWire(env);
-  config::Task u;
+  task::Task u;
   ASSERT_TRUE(DecodeTask(back.welcome().task(), u).ok());
-  EXPECT_EQ(u.problem.kind, config::ProblemKind::kSoftmax);
+  EXPECT_EQ(u.problem.kind, task::ProblemKind::kSoftmax);
   EXPECT_EQ(u.problem.classes, 10u);
   EXPECT_TRUE(u.problem.intercept);
-  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
-  config::Task other = t;
+  EXPECT_EQ(task::ProblemFingerprint(u.problem), task::ProblemFingerprint(t.problem));
+  task::Task other = t;
   other.problem.intercept = false;
-  EXPECT_NE(config::ProblemFingerprint(other.problem), config::ProblemFingerprint(t.problem));
+  EXPECT_NE(task::ProblemFingerprint(other.problem), task::ProblemFingerprint(t.problem));
   Task w;
   EncodeTask(t, &w);
   w.mutable_problem()->set_classes(7);  // 7 does not divide d = 40
@@ -120,18 +120,18 @@ TEST(WireCodec, SoftmaxTaskCarriesClassesAndIntercept) {
 
 // A user-model task (docs/user-models.md) travels as kind 6 with its d.
 TEST(WireCodec, AUserModelTaskRoundTrips) {
-  config::Task t = SampleTask();
-  t.problem.kind = config::ProblemKind::kUser;
+  task::Task t = SampleTask();
+  t.problem.kind = task::ProblemKind::kUser;
   t.problem.dim = 33;
   t.problem.own_data = true;
   Task w;
   EncodeTask(t, &w);
   EXPECT_EQ(w.problem().kind(), 6u);
-  config::Task u;
+  task::Task u;
   ASSERT_TRUE(DecodeTask(w, u).ok());
-  EXPECT_EQ(u.problem.kind, config::ProblemKind::kUser);
+  EXPECT_EQ(u.problem.kind, task::ProblemKind::kUser);
   EXPECT_EQ(u.problem.dim, 33u);
-  EXPECT_EQ(config::ProblemFingerprint(u.problem), config::ProblemFingerprint(t.problem));
+  EXPECT_EQ(task::ProblemFingerprint(u.problem), task::ProblemFingerprint(t.problem));
 }
 
 TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
@@ -139,13 +139,13 @@ TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
     Task w;
     EncodeTask(SampleTask(), &w);
     mutate(w);
-    config::Task t;
+    task::Task t;
     const Status st = DecodeTask(w, t);
     EXPECT_FALSE(st.ok()) << why;
     EXPECT_NE(std::string(st.message()).find(why), std::string::npos) << st.message();
   };
   refused([](Task& w) { w.mutable_problem()->set_kind(9); }, "unknown problem kind");
-  refused([](Task& w) { w.mutable_problem()->set_dim(config::kMaxLinuxStreamDim + 1); }, "dimension");
+  refused([](Task& w) { w.mutable_problem()->set_dim(task::kMaxLinuxStreamDim + 1); }, "dimension");
   refused([](Task& w) { w.mutable_algorithms(0)->set_kind(1); }, "another family");
   refused([](Task& w) { w.clear_algorithms(); }, "0 algorithms");
   refused([](Task& w) { w.mutable_hyper()->set_step(std::nan("")); }, "step size");
@@ -228,7 +228,7 @@ TEST(WireCodec, MessagesBreakingTheLimitsAreRejected) {
     EXPECT_FALSE(err.message.empty());
   };
   Envelope long_model;
-  for (uint32_t i = 0; i <= config::kMaxLinuxBroadcastScalars; ++i) long_model.mutable_announce()->add_model(0.0);
+  for (uint32_t i = 0; i <= task::kMaxLinuxBroadcastScalars; ++i) long_model.mutable_announce()->add_model(0.0);
   rejected(long_model, ERROR_DIMENSION);
   Envelope nan_model;
   nan_model.mutable_announce()->add_model(std::nan(""));
@@ -237,7 +237,7 @@ TEST(WireCodec, MessagesBreakingTheLimitsAreRejected) {
   for (int k = 0; k < 3; ++k) three_segments.mutable_update()->add_payload("x");
   rejected(three_segments, ERROR_MALFORMED);
   Envelope big_segment;
-  big_segment.mutable_update()->add_payload(std::string(config::kMaxLinuxSegmentBytes + 1, 'x'));
+  big_segment.mutable_update()->add_payload(std::string(task::kMaxLinuxSegmentBytes + 1, 'x'));
   rejected(big_segment, ERROR_DIMENSION);
   Envelope short_ct;
   short_ct.mutable_secagg_shares()->add_shares()->set_ciphertext(std::string(88, 'c'));

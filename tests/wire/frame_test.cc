@@ -39,7 +39,7 @@ TEST(WireFrame, FramesRoundTripAcrossArbitrarySplits) {
 }
 
 TEST(WireFrame, RejectsLengthAboveMaximumBeforeBuffering) {
-  const uint32_t n = config::kMaxLinuxFrameBytes + 1;
+  const uint32_t n = task::kMaxLinuxFrameBytes + 1;
   const uint8_t hdr[4] = {uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
   FrameDecoder dec;
   dec.feed(hdr, 4);
@@ -68,7 +68,7 @@ TEST(WireFrame, HelloValidation) {
   EXPECT_EQ(err.reason, ERROR_PROTOCOL_VERSION);
   h.set_protocol_version(kProtocolVersion);
   EXPECT_TRUE(ValidateHello(h, err));
-  h.set_device_id(std::string(config::kMaxIdChars + 1, 'a'));
+  h.set_device_id(std::string(task::kMaxIdChars + 1, 'a'));
   EXPECT_FALSE(ValidateHello(h, err));
   EXPECT_EQ(err.reason, ERROR_IDENTITY);
   h.set_device_id("dev 1");

@@ -1,4 +1,4 @@
-// The wire maximums are computed in one place (runtime/include/fedrt/config/limits.h);
+// The wire maximums are computed in one place (runtime/include/fedrt/task/limits.h);
 // the nanopb bounds of runtime/wire/fedrt.options must be exactly those
 // numbers, and the firmware's own bounds (runtime/fw/fedrt_fw.options) may
 // only tighten them.
@@ -9,12 +9,12 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/config/limits.h"
+#include "fedrt/task/limits.h"
 #include "fedrt/secagg/protocol.h"
 #include "fedrt/wire/codec.h"
 #include "fedrt/wire/frame.h"
 
-namespace fedrt::config {
+namespace fedrt::task {
 namespace {
 
 // "fedrt.wire.Message.field max_count:N max_size:M" -> {"Message.field max_count": N, ...}
@@ -149,4 +149,4 @@ TEST(WireLimits, LinuxProfileHoldsItsLongestMessagesInOneFrame) {
 }
 
 }  // namespace
-}  // namespace fedrt::config
+}  // namespace fedrt::task

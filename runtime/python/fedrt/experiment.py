@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Union
 
 from . import _fedrt
+from ._problem import ARRAYS_NAME, Problem
 
 ExperimentLike = Union[str, "os.PathLike[str]", Mapping, "Experiment"]
 
@@ -159,8 +160,6 @@ def load(experiment: ExperimentLike, /, *, problem: Any = None, **overrides: Any
     (``run={"rounds": 10}``); a key that two tables share (``seed``) means the
     command-line flag's table (run.seed), the other needs a table dict.
     """
-    from .problems import ARRAYS_NAME, Problem
-
     if isinstance(problem, Mapping):
         overrides["problem"], problem = problem, None
     elif problem is not None and not isinstance(problem, Problem):

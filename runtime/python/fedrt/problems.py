@@ -18,20 +18,7 @@ import numpy as np
 from . import _fedrt
 from ._arrays import per_agent, positive_int, real_array, real_number, seed_int, shards
 
-ARRAYS_NAME = "numpy arrays"
-
-
-class Problem:
-    """Base of the problems; subclasses say which tables and arrays they stand for."""
-
-    def _tables(self) -> Dict[str, Dict[str, Any]]:
-        raise NotImplementedError
-
-    def _bundle(self) -> Optional[Dict[str, np.ndarray]]:
-        return None
-
-    def _shards(self) -> Optional[list]:
-        return None
+from ._problem import ARRAYS_NAME, Problem  # noqa: F401  (fedrt.problems.Problem is public)
 
 
 class _Bundle(Problem):

@@ -42,7 +42,7 @@ Status ValidateCompressionEm(const ExperimentConfig& c) {
   if (!k.enabled() && k.downlink) return bad("--compress-downlink needs --quantizer dither or rounding");
   // Every family compresses its uplink and its downlink (EM: the statistic Shat_k; the devices
   // compute T(xhat) themselves, docs/algorithms.md 4).
-  if (c.problem == ProblemKind::kGmm) {
+  if (c.problem == task::ProblemKind::kGmm) {
     const GmmSettings& g = c.gmm;
     if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
     if (g.components < 1 || g.components > 64) return bad(fmt::format("gmm.components must be in [1, 64], got {}", g.components));

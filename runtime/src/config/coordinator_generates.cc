@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/config/experiment.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 
 namespace fedrt::config {
 
@@ -23,19 +23,19 @@ Status ValidateCoordinatorGenerates(const ExperimentConfig& c) {
   if (!c.opt.data.empty())
     return bad(fmt::format("is for generated problems: problem.data '{}' is read from files, not generated", c.opt.data));
   switch (c.problem) {
-    case ProblemKind::kLeastSquares:
-    case ProblemKind::kLogistic:
+    case task::ProblemKind::kLeastSquares:
+    case task::ProblemKind::kLogistic:
       return Status::Ok();
-    case ProblemKind::kGarnet:
+    case task::ProblemKind::kGarnet:
       return bad("is not available for problem.kind = \"garnet\": its initial iterate theta* + (1, ..., 1) needs "
                  "the generated MDPs (theta* solves the agents' averaged system)");
-    case ProblemKind::kBundle:
+    case task::ProblemKind::kBundle:
       return bad("is for generated problems: problem.kind = \"file\" reads an array bundle");
-    case ProblemKind::kGmm:
+    case task::ProblemKind::kGmm:
       return bad("is not available for problem.kind = \"gmm\": the coordinator's EM evaluation needs the generated "
                  "points (generated lsq and logistic problems only)");
     default:
-      return bad(fmt::format("is for generated lsq and logistic problems, not for '{}'", ProblemKindName(c.problem)));
+      return bad(fmt::format("is for generated lsq and logistic problems, not for '{}'", task::ProblemKindName(c.problem)));
   }
 }
 

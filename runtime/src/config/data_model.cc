@@ -74,8 +74,8 @@ Status CheckShardsAtCoordinator(const toml::table& model, const std::string& pat
                              d.user_init.size(), d.components, d.features, d.components * d.features));
     return Status::Ok();
   }
-  if (has_features && (d.features <= 0 || d.features > static_cast<long>(kMaxLinuxDim)))
-    return Status::Invalid(fmt::format("{}: model.features must be in [1, {}], got {}", path, kMaxLinuxDim, d.features));
+  if (has_features && (d.features <= 0 || d.features > static_cast<long>(task::kMaxLinuxDim)))
+    return Status::Invalid(fmt::format("{}: model.features must be in [1, {}], got {}", path, task::kMaxLinuxDim, d.features));
   if (!has_features && d.test.empty())
     return Status::Invalid(fmt::format("{}: data.coordinator_reads_shards = false: the coordinator needs the model's dimension, "
                            "set [model] features = p (feature columns per example) or give a data.test file", path));
@@ -140,17 +140,17 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
     if (model.contains("components") && k != "gmm")
       return Status::Invalid(fmt::format("{}: model.components is a setting of [model] kind = \"gmm\" (the number of mixture "
                              "components G), not of '{}'", path, k));
-    if (user && (cfg.data.user_dim <= 0 || cfg.data.user_dim > config::kMaxLinuxDim))
-      return Status::Invalid(fmt::format("{}: model.dim must be in [1, {}], got {}", path, config::kMaxLinuxDim, cfg.data.user_dim));
+    if (user && (cfg.data.user_dim <= 0 || cfg.data.user_dim > task::kMaxLinuxDim))
+      return Status::Invalid(fmt::format("{}: model.dim must be in [1, {}], got {}", path, task::kMaxLinuxDim, cfg.data.user_dim));
     if (user && !cfg.data.user_init.empty() && cfg.data.user_init.size() != static_cast<size_t>(cfg.data.user_dim))
       return Status::Invalid(fmt::format("{}: model.init has {} numbers, model.dim is {}", path, cfg.data.user_init.size(),
                              cfg.data.user_dim));
-    if (k == "least_squares") cfg.problem = ProblemKind::kLeastSquares;
-    else if (k == "logistic") cfg.problem = ProblemKind::kLogistic;
-    else if (k == "softmax") cfg.problem = ProblemKind::kSoftmax;
-    else if (k == "td0") cfg.problem = ProblemKind::kGarnet;
-    else if (k == "gmm") cfg.problem = ProblemKind::kGmm;
-    else if (k == "user") cfg.problem = ProblemKind::kUser, cfg.garnet.dim = cfg.data.user_dim;
+    if (k == "least_squares") cfg.problem = task::ProblemKind::kLeastSquares;
+    else if (k == "logistic") cfg.problem = task::ProblemKind::kLogistic;
+    else if (k == "softmax") cfg.problem = task::ProblemKind::kSoftmax;
+    else if (k == "td0") cfg.problem = task::ProblemKind::kGarnet;
+    else if (k == "gmm") cfg.problem = task::ProblemKind::kGmm;
+    else if (k == "user") cfg.problem = task::ProblemKind::kUser, cfg.garnet.dim = cfg.data.user_dim;
     else if (!k.empty())
       return Status::Invalid(fmt::format("{}: model.kind '{}' unknown (least_squares, logistic, softmax, td0, gmm or user)", path, k));
   }
@@ -200,7 +200,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
   if (cfg.data.model == "user" && !cfg.data.test.empty())
     return Status::Invalid(fmt::format("{}: data.test: the coordinator cannot score a user model (it has no code for it)", path));
   if (cfg.data.model == "td0") {  // transitions (phi(s), reward, phi(s')) from files: no array bundle
-    cfg.problem = ProblemKind::kBundle;
+    cfg.problem = task::ProblemKind::kBundle;
     if (!cfg.data.test.empty())
       return Status::Invalid(fmt::format("{}: data.test is scored by least_squares, logistic and softmax models, not by td0", path));
     if (cfg.noise_free) return Status::Invalid(fmt::format("{}: problem.noise_free needs a generated TD(0) problem, not transitions", path));

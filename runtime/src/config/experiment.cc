@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include "fedrt/sim/td_kernel.h"
+#include "fedrt/config/td_kernel.h"
 #include "table_reader.h"
 
 namespace fedrt::config {
@@ -42,35 +42,35 @@ std::string AlgorithmList(const std::vector<std::string>& algs) {
   return s;
 }
 
-std::vector<std::string> KnownAlgorithms(ProblemKind kind) {
+std::vector<std::string> KnownAlgorithms(task::ProblemKind kind) {
   switch (kind) {
-    case ProblemKind::kGarnet:
-    case ProblemKind::kBundle:
+    case task::ProblemKind::kGarnet:
+    case task::ProblemKind::kBundle:
       return {"fedlsa", "scafflsa", "scafflsa-prob"};
-    case ProblemKind::kLeastSquares:
+    case task::ProblemKind::kLeastSquares:
       return {"fedavg", "scaffold", "fedprox", "fedprox-exact",
               "fedavg-rr", "scaffold-rr", "fedprox-rr", "fedprox-exact-rr"};
-    case ProblemKind::kLogistic:
-    case ProblemKind::kSoftmax:
-    case ProblemKind::kUser:
+    case task::ProblemKind::kLogistic:
+    case task::ProblemKind::kSoftmax:
+    case task::ProblemKind::kUser:
       return {"fedavg", "scaffold", "fedprox", "fedavg-rr", "scaffold-rr", "fedprox-rr"};
-    case ProblemKind::kGmm:
+    case task::ProblemKind::kGmm:
       return {"fedem", "fedem-naive", "vr-fedem"};
   }
   return {};
 }
 
-std::vector<std::string> DefaultAlgorithms(ProblemKind kind) {
+std::vector<std::string> DefaultAlgorithms(task::ProblemKind kind) {
   switch (kind) {
-    case ProblemKind::kGarnet:
-    case ProblemKind::kBundle:
+    case task::ProblemKind::kGarnet:
+    case task::ProblemKind::kBundle:
       return {"fedlsa", "scafflsa"};
-    case ProblemKind::kLeastSquares:
-    case ProblemKind::kLogistic:
-    case ProblemKind::kSoftmax:
-    case ProblemKind::kUser:
+    case task::ProblemKind::kLeastSquares:
+    case task::ProblemKind::kLogistic:
+    case task::ProblemKind::kSoftmax:
+    case task::ProblemKind::kUser:
       return {"fedavg", "scaffold"};
-    case ProblemKind::kGmm:
+    case task::ProblemKind::kGmm:
       return {"fedem", "fedem-naive"};
   }
   return {};
@@ -92,12 +92,12 @@ Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s) {
   return Status(StatusCode::kInvalidArgument, fmt::format("unknown heterogeneity '{}' (expected low or high)", s));
 }
 
-Result<ProblemKind> ParseProblemKind(const std::string& s) {
-  if (s == "garnet") return ProblemKind::kGarnet;
-  if (s == "file") return ProblemKind::kBundle;
-  if (s == "lsq") return ProblemKind::kLeastSquares;
-  if (s == "logistic") return ProblemKind::kLogistic;
-  if (s == "gmm") return ProblemKind::kGmm;
+Result<task::ProblemKind> ParseProblemKind(const std::string& s) {
+  if (s == "garnet") return task::ProblemKind::kGarnet;
+  if (s == "file") return task::ProblemKind::kBundle;
+  if (s == "lsq") return task::ProblemKind::kLeastSquares;
+  if (s == "logistic") return task::ProblemKind::kLogistic;
+  if (s == "gmm") return task::ProblemKind::kGmm;
   return Status(StatusCode::kInvalidArgument,
                 fmt::format("unknown problem '{}' (expected garnet, file, lsq, logistic or gmm)", s));
 }
@@ -175,7 +175,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     if (!file.empty()) {
       std::filesystem::path fp(file);
       cfg.problem_file = fp.is_absolute() || base.empty() ? file : (base / fp).string();
-      if (kind.empty()) cfg.problem = ProblemKind::kBundle;  // like --problem-file without --problem
+      if (kind.empty()) cfg.problem = task::ProblemKind::kBundle;  // like --problem-file without --problem
     }
     FEDRT_TRY(r.read("heterogeneity", het));
     if (!het.empty()) {
@@ -292,7 +292,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     FEDRT_TRY(r.read("inner_iters", cfg.gmm.inner_iters));
     FEDRT_TRY(r.read("batch", cfg.gmm.batch));
     FEDRT_TRY(r.check_unknown());
-    if (cfg.problem == ProblemKind::kGmm && cfg.data.own()) {  // the mixture comes from the shards
+    if (cfg.problem == task::ProblemKind::kGmm && cfg.data.own()) {  // the mixture comes from the shards
       for (const char* key : {"components", "data_dim", "points", "own_weight", "separation"})
         if (table("gmm").contains(key))
           return Status(StatusCode::kInvalidArgument,
@@ -313,7 +313,7 @@ Status Validate(const ExperimentConfig& c) {
   if (c.rounds <= 0) return bad(fmt::format("--rounds must be positive, got {}", c.rounds));
   if (c.runs <= 0) return bad(fmt::format("--runs must be positive, got {}", c.runs));
   if (c.threads < 0) return bad(fmt::format("--threads must be >= 0 (0 = all cores), got {}", c.threads));
-  if (sim::TdKernel k; !sim::ParseTdKernel(c.kernel.c_str(), k))
+  if (TdKernel k; !ParseTdKernel(c.kernel.c_str(), k))
     return bad(fmt::format("run.kernel (or --kernel) must be auto, scalar, portable or avx2, got '{}'", c.kernel));
   if (!(c.participation > 0.0 && c.participation <= 1.0))
     return bad(fmt::format("--participation must be in (0, 1], got {}", c.participation));
@@ -328,11 +328,11 @@ Status Validate(const ExperimentConfig& c) {
                                AlgorithmList(known)));
     }
   }
-  if (c.problem == ProblemKind::kBundle && c.problem_file.empty() && !c.data.own())
+  if (c.problem == task::ProblemKind::kBundle && c.problem_file.empty() && !c.data.own())
     return bad("--problem file needs --problem-file F (an array bundle)");
-  if (c.problem == ProblemKind::kBundle && c.data.own() && !(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0))
+  if (c.problem == task::ProblemKind::kBundle && c.data.own() && !(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0))
     return bad(fmt::format("model.gamma must be in [0, 1), got {}", c.garnet.gamma));
-  if (c.problem == ProblemKind::kGarnet) {
+  if (c.problem == task::ProblemKind::kGarnet) {
     if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));
     if (c.garnet.n_states < 2) return bad("problem.states must be at least 2");
     if (c.garnet.dim <= 0) return bad("problem.dim must be positive");
@@ -340,8 +340,8 @@ Status Validate(const ExperimentConfig& c) {
       return bad("problem.branching must be in [1, states]");
     if (!(c.garnet.gamma >= 0.0 && c.garnet.gamma < 1.0)) return bad("problem.gamma must be in [0, 1)");
   }
-  if (c.problem == ProblemKind::kLeastSquares || c.problem == ProblemKind::kLogistic ||
-      c.problem == ProblemKind::kSoftmax || c.problem == ProblemKind::kUser) {
+  if (c.problem == task::ProblemKind::kLeastSquares || c.problem == task::ProblemKind::kLogistic ||
+      c.problem == task::ProblemKind::kSoftmax || c.problem == task::ProblemKind::kUser) {
     const OptSettings& o = c.opt;
     if (o.data.empty()) {
       if (c.garnet.agents <= 0) return bad(fmt::format("--agents must be positive, got {}", c.garnet.agents));

@@ -70,7 +70,7 @@ Status ExperimentFromFlags(const CLI::App& app, const ExperimentFlags& f, Experi
   }
   if (given("--problem-file")) {
     cfg.problem_file = f.problem_file;
-    if (!given("--problem")) cfg.problem = ProblemKind::kBundle;
+    if (!given("--problem")) cfg.problem = task::ProblemKind::kBundle;
   }
   if (given("--heterogeneity")) {
     auto h = ParseHeterogeneity(f.heterogeneity);

@@ -22,7 +22,7 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   if (q.kind != compression::QuantizerKind::kRounding)
     return bad("secure_aggregation needs the shared-scale stochastic rounding quantizer (compression.quantizer = "
                "\"rounding\", public clip and bits): the server can only add integers");
-  if (c.problem == ProblemKind::kGmm) {
+  if (c.problem == task::ProblemKind::kGmm) {
     // FedEM's server keeps V = mean_c V_c from sums alone, with any participation.
     if (s.dropout > 0.0)
       return bad("secure_aggregation for problem gmm needs secagg_dropout = 0: FedEM agents update V_c when they send, "
@@ -32,14 +32,14 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   // and moves it by alpha times the secure sum of the contributors' messages,
   // exactly what the contributors add to their V_c; a dropped device is no
   // contributor and keeps its V_c (docs/algorithms.md 4).
-  if ((config::FamilyOf(c.problem) == config::Family::kOpt) && s.dropout > 0.0)
+  if ((task::FamilyOf(c.problem) == task::Family::kOpt) && s.dropout > 0.0)
     for (const std::string& a : c.algorithms)
       if (a.rfind("scaffold", 0) == 0)
         return bad(fmt::format("secure_aggregation with secagg_dropout > 0 cannot run '{}': a Scaffold agent moves its "
                                "c_c during local steps, so a dropped update would break mean_c c_c = c",
                                a));
   const uint64_t agents = static_cast<uint64_t>(c.garnet.agents > 0 ? c.garnet.agents : 0);
-  if (c.problem != ProblemKind::kBundle && agents < 3)
+  if (c.problem != task::ProblemKind::kBundle && agents < 3)
     return bad(fmt::format("secure_aggregation needs at least 3 agents, got {}", agents));
   const uint64_t top = (uint64_t{1} << q.bits) - 1;
   if (agents * top > 0xFFFFFFFFull)

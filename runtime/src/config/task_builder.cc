@@ -5,52 +5,52 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 
 namespace fedrt::config {
 
-using config::AlgorithmChoice;
-using config::AlgorithmKind;
+using task::AlgorithmChoice;
+using task::AlgorithmKind;
 
-Result<AlgorithmChoice> ParseAlgorithmChoice(const std::string& name) {
-  for (unsigned k = 0; k <= static_cast<unsigned>(AlgorithmKind::kVrFedEm); ++k) {
+Result<task::AlgorithmChoice> ParseAlgorithmChoice(const std::string& name) {
+  for (unsigned k = 0; k <= static_cast<unsigned>(task::AlgorithmKind::kVrFedEm); ++k) {
     for (bool rr : {false, true}) {
-      const AlgorithmChoice a{static_cast<AlgorithmKind>(k), rr};
-      if (rr && config::FamilyOf(a.kind) != config::Family::kOpt) continue;
-      if (name == config::AlgorithmName(a)) return a;
+      const task::AlgorithmChoice a{static_cast<task::AlgorithmKind>(k), rr};
+      if (rr && task::FamilyOf(a.kind) != task::Family::kOpt) continue;
+      if (name == task::AlgorithmName(a)) return a;
     }
   }
   return Status(StatusCode::kInvalidArgument, fmt::format("unknown algorithm '{}'", name));
 }
 
-Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
-  config::Task t;
-  config::ProblemSpec& p = t.problem;
+Result<task::Task> MakeTask(const ExperimentConfig& cfg) {
+  task::Task t;
+  task::ProblemSpec& p = t.problem;
   switch (cfg.problem) {
-    case ProblemKind::kGarnet: p.kind = config::ProblemKind::kGarnet; break;
-    case ProblemKind::kBundle: p.kind = config::ProblemKind::kBundle; break;
-    case ProblemKind::kLeastSquares: p.kind = config::ProblemKind::kLeastSquares; break;
-    case ProblemKind::kLogistic: p.kind = config::ProblemKind::kLogistic; break;
-    case ProblemKind::kGmm: p.kind = config::ProblemKind::kGmm; break;
-    case ProblemKind::kSoftmax: p.kind = config::ProblemKind::kSoftmax; break;
-    case ProblemKind::kUser: p.kind = config::ProblemKind::kUser; break;
+    case task::ProblemKind::kGarnet: p.kind = task::ProblemKind::kGarnet; break;
+    case task::ProblemKind::kBundle: p.kind = task::ProblemKind::kBundle; break;
+    case task::ProblemKind::kLeastSquares: p.kind = task::ProblemKind::kLeastSquares; break;
+    case task::ProblemKind::kLogistic: p.kind = task::ProblemKind::kLogistic; break;
+    case task::ProblemKind::kGmm: p.kind = task::ProblemKind::kGmm; break;
+    case task::ProblemKind::kSoftmax: p.kind = task::ProblemKind::kSoftmax; break;
+    case task::ProblemKind::kUser: p.kind = task::ProblemKind::kUser; break;
   }
   p.agents = static_cast<uint32_t>(cfg.garnet.agents);
   p.dim = static_cast<uint32_t>(cfg.garnet.dim);
   p.seed = cfg.effective_problem_seed();
-  p.from_files = cfg.problem == ProblemKind::kBundle || !cfg.opt.data.empty() || cfg.data.own();
+  p.from_files = cfg.problem == task::ProblemKind::kBundle || !cfg.opt.data.empty() || cfg.data.own();
   if (cfg.data.own()) {
     p.own_data = true;
     p.data_format = cfg.data.format == "records" ? 1 : 0;
-    if (cfg.data.label.empty() || cfg.data.label.size() > config::kMaxLabelChars)
+    if (cfg.data.label.empty() || cfg.data.label.size() > task::kMaxLabelChars)
       return Status(StatusCode::kInvalidArgument, fmt::format("data.label '{}': 1 to {} characters", cfg.data.label,
-                                                              config::kMaxLabelChars));
+                                                              task::kMaxLabelChars));
     std::memcpy(p.label, cfg.data.label.c_str(), cfg.data.label.size() + 1);
   }
-  if (cfg.problem == ProblemKind::kSoftmax) {
+  if (cfg.problem == task::ProblemKind::kSoftmax) {
     p.classes = static_cast<uint32_t>(cfg.data.classes);
     p.intercept = cfg.data.intercept.value_or(true);
-  } else if (cfg.problem == ProblemKind::kLeastSquares || cfg.problem == ProblemKind::kLogistic) {
+  } else if (cfg.problem == task::ProblemKind::kLeastSquares || cfg.problem == task::ProblemKind::kLogistic) {
     p.intercept = cfg.data.intercept.value_or(false);
   }
   p.garnet.states = static_cast<uint32_t>(cfg.garnet.n_states);
@@ -59,7 +59,7 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   p.garnet.gamma = cfg.garnet.gamma;
   p.garnet.epsilon = cfg.garnet.epsilon;
   p.garnet.heterogeneity =
-      cfg.garnet.heterogeneity == problems::Heterogeneity::kHigh ? config::Heterogeneity::kHigh : config::Heterogeneity::kLow;
+      cfg.garnet.heterogeneity == problems::Heterogeneity::kHigh ? task::Heterogeneity::kHigh : task::Heterogeneity::kLow;
   p.garnet.noise_free = cfg.noise_free;
   p.synthetic.samples = static_cast<uint32_t>(cfg.opt.samples);
   p.synthetic.covariate_shift = cfg.opt.covariate_shift;
@@ -68,44 +68,44 @@ Result<config::Task> MakeTask(const ExperimentConfig& cfg) {
   p.synthetic.noise = cfg.opt.noise;
   // Least squares is ridge regression only when l2 is given (its default 0.01
   // is logistic regression's lambda).
-  p.synthetic.l2 = cfg.problem == ProblemKind::kLeastSquares && !cfg.opt.l2_set ? 0.0 : cfg.opt.l2;
+  p.synthetic.l2 = cfg.problem == task::ProblemKind::kLeastSquares && !cfg.opt.l2_set ? 0.0 : cfg.opt.l2;
   p.gmm.components = static_cast<uint32_t>(cfg.gmm.components);
   p.gmm.data_dim = static_cast<uint32_t>(cfg.gmm.data_dim);
   p.gmm.points = static_cast<uint32_t>(cfg.gmm.points);
   p.gmm.own_weight = cfg.gmm.own_weight;
   p.gmm.separation = cfg.gmm.separation;
-  if (cfg.problem == ProblemKind::kGmm && cfg.data.own()) {  // the points are the devices': p from the shards
+  if (cfg.problem == task::ProblemKind::kGmm && cfg.data.own()) {  // the points are the devices': p from the shards
     p.gmm.components = static_cast<uint32_t>(cfg.data.components);
     p.gmm.data_dim = static_cast<uint32_t>(cfg.data.features > 0 ? cfg.data.features : 0);
     p.gmm.points = 0;
     p.gmm.own_weight = 0.0;
     p.gmm.separation = 0.0;
   }
-  if (cfg.problem == ProblemKind::kGmm) p.dim = p.gmm.components * (1 + p.gmm.data_dim);
+  if (cfg.problem == task::ProblemKind::kGmm) p.dim = p.gmm.components * (1 + p.gmm.data_dim);
 
-  std::vector<AlgorithmChoice> algs;
+  std::vector<task::AlgorithmChoice> algs;
   for (const std::string& name : cfg.algorithms) {
     auto a = ParseAlgorithmChoice(name);
     if (!a.ok()) return a.status();
     algs.push_back(*a);
-    if (cfg.opt.rr && !a->rr && config::FamilyOf(a->kind) == config::Family::kOpt) {
-      const AlgorithmChoice w{a->kind, true};
-      if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), config::AlgorithmName(w)) == cfg.algorithms.end())
+    if (cfg.opt.rr && !a->rr && task::FamilyOf(a->kind) == task::Family::kOpt) {
+      const task::AlgorithmChoice w{a->kind, true};
+      if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), task::AlgorithmName(w)) == cfg.algorithms.end())
         algs.push_back(w);
     }
   }
-  if (algs.size() > config::kMaxAlgorithms)
+  if (algs.size() > task::kMaxAlgorithms)
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("{} algorithms in one experiment; at most {} (run the others as another experiment)",
-                              algs.size(), config::kMaxAlgorithms));
+                              algs.size(), task::kMaxAlgorithms));
   t.num_algorithms = static_cast<uint32_t>(algs.size());
   for (size_t i = 0; i < algs.size(); ++i) t.algorithms[i] = algs[i];
 
-  config::HyperSpec& h = t.hyper;
+  task::HyperSpec& h = t.hyper;
   h.step = cfg.step;
   h.local_steps = static_cast<uint32_t>(cfg.local_steps);
   h.comm_prob = cfg.effective_comm_prob();
-  h.batch = static_cast<uint32_t>(cfg.problem == ProblemKind::kGmm ? cfg.gmm.batch : cfg.opt.batch);
+  h.batch = static_cast<uint32_t>(cfg.problem == task::ProblemKind::kGmm ? cfg.gmm.batch : cfg.opt.batch);
   h.prox_mu = cfg.opt.prox_mu;
   h.server_step = cfg.opt.server_step;
   h.burn_in = static_cast<uint32_t>(cfg.opt.burn_in.value_or(cfg.rounds / 2));

@@ -64,7 +64,7 @@ size_t StoreBytes(const fedrt_capacity& cap) {
 // every algorithm, with and without Fed-RR, raw or compressed with control
 // variates, with SecAgg+ when asked.
 size_t TaskArenaBytes(const fedrt_capacity& cap) {
-  using namespace fedrt::config;
+  using namespace fedrt::task;
   using fedrt::compression::QuantizerKind;
   size_t most = 0;
   Task t;

@@ -3,9 +3,9 @@
 // and device_session.cc do on POSIX (docs/architecture.md, "Round protocol");
 // it holds no round logic.
 #include "client_impl.h"
-#include "fedrt/config/fingerprint.h"
-#include "fedrt/config/platform.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/fingerprint.h"
+#include "fedrt/task/platform.h"
+#include "fedrt/task/names.h"
 
 namespace fedrt::fw {
 
@@ -22,11 +22,11 @@ using Session = client_detail::Session;
 // travels in one frame bounds the rest, as on a Linux device
 // (runtime/src/net/device_session.cc): the LSA round result (theta_{t+1}),
 // and the SecAgg+ masked input.
-const char* WireRefusal(const config::Task& t) {
+const char* WireRefusal(const task::Task& t) {
   if (Session::Downlink(t)) return "compression.downlink: this firmware takes the broadcast whole (no model deltas)";
   for (uint32_t a = 0; a < t.num_algorithms; ++a) {
     const auto s = Session::Work::ShapeOf(t, t.algorithms[a]);
-    if (t.problem.dim > MaxModelDim() && config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+    if (t.problem.dim > MaxModelDim() && task::FamilyOf(t.algorithms[a].kind) != task::Family::kOpt)
       return "the task's d exceeds this firmware image's frames: LSA round results and EM statistics travel in one frame";
     if (t.secagg.enabled && s.chains * static_cast<size_t>(s.segment_dim) > MaxMaskedScalars())
       return "the task's SecAgg+ input exceeds this firmware image's frames";
@@ -43,7 +43,7 @@ Status FwClient::Impl::send_hello() {
   fedrt_wire_Hello& h = env.body.hello;
   h.protocol_version = kProtocolVersion;
   std::strncpy(h.device_id, opt.identity.device_id, sizeof h.device_id - 1);
-  std::strncpy(h.platform, config::kPlatformName, sizeof h.platform - 1);
+  std::strncpy(h.platform, task::kPlatformName, sizeof h.platform - 1);
   h.provisioned_problem = opt.problem.table != nullptr ? opt.problem.problem_fingerprint : 0;
   h.max_chunk_bytes = kChunk;  // longer broadcasts arrive in chunks of this size
   protocol::RoundId pending;
@@ -74,7 +74,7 @@ Status FwClient::Impl::reply(const char* refusal) {
 // Welcome: the agent index and the task. Builds the local oracle over the
 // provisioned data once per task and says whether this device can run it.
 Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
-  config::Task t;
+  task::Task t;
   Status st = DecodeTask(w.task, t);
   if (!st.ok()) return reply(st.message());
   if (t.problem.own_data) {
@@ -83,7 +83,7 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
     const char* why = own_samples(t, &x, &y, &rows);
     if (need_samples) return Status::Ok();  // poll() asks for samples, then comes back here
     if (why != nullptr) return reply(why);
-    const uint64_t print = config::TaskFingerprint(t);
+    const uint64_t print = task::TaskFingerprint(t);
     if (!has_task || print != task_print || w.device_index != index) {
       drop_session();
       has_task = false;
@@ -105,9 +105,9 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
     log(l);
     return reply("the device's data was provisioned for another agent index");
   }
-  if (config::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)
+  if (task::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)
     return reply("the provisioned data is of another problem than the task's");
-  const uint64_t print = config::TaskFingerprint(t);
+  const uint64_t print = task::TaskFingerprint(t);
   if (!has_task || print != task_print || w.device_index != index) {
     drop_session();
     has_task = false;
@@ -132,8 +132,8 @@ Status FwClient::Impl::accept(const fedrt_wire_Welcome& w) {
   if (why != nullptr) return reply(why);
   LogLine l;
   l.add("registered index=").add_u(index).add(" devices=").add_u(w.num_devices).add(" problem=")
-      .add(config::ProblemKindName(task.problem.kind)).add(" d=").add_u(task.problem.dim).add(" algorithms=");
-  for (uint32_t a = 0; a < task.num_algorithms; ++a) l.add(a ? "," : "").add(config::AlgorithmName(task.algorithms[a]));
+      .add(task::ProblemKindName(task.problem.kind)).add(" d=").add_u(task.problem.dim).add(" algorithms=");
+  for (uint32_t a = 0; a < task.num_algorithms; ++a) l.add(a ? "," : "").add(task::AlgorithmName(task.algorithms[a]));
   log(l);
   return reply(nullptr);
 }
@@ -183,7 +183,7 @@ Status FwClient::Impl::on_announcement(const protocol::Announcement& a) {
   LogLine l;
   FEDRT_TRY(ensure_session(id));
   resume = a.resume;
-  for (uint32_t k = 0; k < config::kMaxSegments; ++k) resume_bytes[k] = a.resume_bytes[k];
+  for (uint32_t k = 0; k < task::kMaxSegments; ++k) resume_bytes[k] = a.resume_bytes[k];
   protocol::RoundId pending;
   const bool again = session->pending(&pending) && pending == id;
   const uint32_t t0 = tls.now();
@@ -276,12 +276,12 @@ Status FwClient::Impl::handle() {
 
 size_t FwClient::ImplBytes() { return sizeof(Impl); }
 
-size_t FwClient::TaskBytes(const config::Task& task) {
+size_t FwClient::TaskBytes(const task::Task& task) {
   const size_t d = task.problem.dim;
   size_t oracle = 0;  // LeastSquaresOracle: Abar_c, bbar_c, the prox factor (none above d = 2048); softmax: K logits
-  if (task.problem.kind == config::ProblemKind::kLeastSquares && d <= problems::kDenseLeastSquaresMaxDim)
+  if (task.problem.kind == task::ProblemKind::kLeastSquares && d <= problems::kDenseLeastSquaresMaxDim)
     oracle = sizeof(float) * (d * d + d + (task.hyper.prox_mu > 0 ? d * d : 0)) + Arena::kAlignment;
-  if (task.problem.kind == config::ProblemKind::kSoftmax)
+  if (task.problem.kind == task::ProblemKind::kSoftmax)
     oracle = sizeof(float) * task.problem.classes + Arena::kAlignment;
   size_t session = 0;
   for (uint32_t a = 0; a < task.num_algorithms; ++a) {
@@ -303,7 +303,7 @@ Status FwClient::init(const ClientOptions& options) {
 Status FwClient::init_at(const ClientOptions& options, void* memory, uint8_t* tls_heap, size_t tls_heap_bytes) {
   if (impl_ != nullptr) return Status::FailedPrecondition("fw client: already initialised");
   const Identity& id = options.identity;
-  if (id.device_id == nullptr || std::strlen(id.device_id) == 0 || std::strlen(id.device_id) > config::kMaxIdChars)
+  if (id.device_id == nullptr || std::strlen(id.device_id) == 0 || std::strlen(id.device_id) > task::kMaxIdChars)
     return Status::InvalidArgument("fw client: device id must have 1..63 characters");
   if (id.psk == nullptr || id.psk_len < 16 || id.psk_len > 64) return Status::InvalidArgument("fw client: PSK must have 16..64 bytes");
   if (options.link.entropy == nullptr && (id.entropy_seed == nullptr || id.entropy_seed_len < 32))

@@ -37,7 +37,7 @@ static_assert(kMaxFrame + kBodyOffset >= Inbound::kScratchBytes, "frame buffer t
 // Chunk.data. The coordinator sends a broadcast up to this long inline, so
 // the image's RoundAnnouncement.model bound must hold that many values.
 constexpr uint32_t kChunk = ChunkBytesFor(kMaxFrame);
-static_assert(kChunk >= config::kMinChunkBytes, "frame buffer too small for a chunk of kMinChunkBytes");
+static_assert(kChunk >= task::kMinChunkBytes, "frame buffer too small for a chunk of kMinChunkBytes");
 static_assert(sizeof(fedrt_wire_RoundAnnouncement::model) / sizeof(double) >= kChunk / 8,
               "RoundAnnouncement.model bound under the inline broadcast of one chunk");
 }  // namespace client_detail
@@ -64,11 +64,11 @@ struct FwClient::Impl {
   size_t data_mark = 0;   // ... and of the local oracle
   uint32_t work_ms = 0;   // the last local work's duration on the link's clock (the update's report)
   bool has_task = false;
-  config::Task task{};
+  task::Task task{};
   uint64_t task_print = 0;
   uint32_t index = 0;
   LocalData<kFamilies> data;
-  protocol::LocalProblem<float> local{};
+  problems::LocalProblem<float> local{};
   alignas(Session) uint8_t session_mem[sizeof(Session)];
   Session* session = nullptr;
   bool welcomed = false;  // in this TLS session
@@ -103,8 +103,8 @@ struct FwClient::Impl {
     bool active = false;
     protocol::RoundId id;
     uint32_t segments = 0;
-    protocol::View<uint8_t> payload[config::kMaxSegments];
-    uint64_t from[config::kMaxSegments] = {};  // first byte sent per segment (resume offsets, else 0)
+    protocol::View<uint8_t> payload[task::kMaxSegments];
+    uint64_t from[task::kMaxSegments] = {};  // first byte sent per segment (resume offsets, else 0)
     uint32_t segment = 0;
     uint64_t offset = 0;
     uint32_t chunks = 0;
@@ -112,7 +112,7 @@ struct FwClient::Impl {
     uint64_t skipped = 0;  // bytes the coordinator held already
   } up;
   bool resume = false;  // the last announcement's resume offsets (a cut chunked update)
-  uint64_t resume_bytes[config::kMaxSegments] = {};
+  uint64_t resume_bytes[task::kMaxSegments] = {};
 
   const char* format(const LogLine& l) {
     const size_t n = std::strlen(l.c_str());
@@ -142,7 +142,7 @@ struct FwClient::Impl {
   Status reply(const char* refusal);
   Status on_welcome(const fedrt_wire_Welcome& w);
   Status accept(const fedrt_wire_Welcome& w);
-  const char* own_samples(const config::Task& t, const float** x, const float** y, uint32_t* rows);
+  const char* own_samples(const task::Task& t, const float** x, const float** y, uint32_t* rows);
   Status ensure_session(const protocol::RoundId& id);
   Status send_output(const protocol::ClientOutput& out);
   Status on_round_message();

@@ -58,13 +58,13 @@ void Clear(fedrt_wire_Envelope& env, pb_size_t tag) {
 
 // ---------------------------------------------------------------- task
 
-Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
+Status DecodeTask(const fedrt_wire_Task& in, task::Task& t) {
   auto bad = [](const char* m) { return Status::InvalidArgument(m); };
-  t = config::Task{};
+  t = task::Task{};
   const fedrt_wire_ProblemSpec& wp = in.problem;
-  if (wp.kind > static_cast<uint32_t>(config::ProblemKind::kUser)) return bad("task: unknown problem kind");
-  config::ProblemSpec& p = t.problem;
-  p.kind = static_cast<config::ProblemKind>(wp.kind);
+  if (wp.kind > static_cast<uint32_t>(task::ProblemKind::kUser)) return bad("task: unknown problem kind");
+  task::ProblemSpec& p = t.problem;
+  p.kind = static_cast<task::ProblemKind>(wp.kind);
   p.agents = wp.agents;
   p.dim = wp.dim;
   p.seed = wp.seed;
@@ -73,7 +73,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   p.own_data = wp.own_data;
   if (wp.data_format > 1) return bad("task: unknown data format");
   p.data_format = static_cast<uint8_t>(wp.data_format);
-  static_assert(sizeof wp.label == sizeof p.label, "nanopb label bound = config::kMaxLabelChars + 1");
+  static_assert(sizeof wp.label == sizeof p.label, "nanopb label bound = task::kMaxLabelChars + 1");
   std::memcpy(p.label, wp.label, sizeof p.label);
   p.label[sizeof p.label - 1] = '\0';
   p.classes = wp.classes;
@@ -81,7 +81,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   if (p.agents == 0 || p.agents > (1u << 24)) return bad("task: agents outside 1..2^24");
   // The wire's bound, as on the host: broadcasts and updates travel in chunks,
   // so what else limits d (memory, round results) is the client's to refuse.
-  if (p.dim == 0 || p.dim > config::kMaxLinuxStreamDim) return bad("task: dimension outside 1..2^27");
+  if (p.dim == 0 || p.dim > task::kMaxLinuxStreamDim) return bad("task: dimension outside 1..2^27");
   const fedrt_wire_GarnetSpec& g = wp.garnet;
   p.garnet.states = g.states;
   p.garnet.actions = g.actions;
@@ -89,7 +89,7 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
   p.garnet.gamma = g.gamma;
   p.garnet.epsilon = g.epsilon;
   if (g.heterogeneity > 1) return bad("task: unknown heterogeneity");
-  p.garnet.heterogeneity = static_cast<config::Heterogeneity>(g.heterogeneity);
+  p.garnet.heterogeneity = static_cast<task::Heterogeneity>(g.heterogeneity);
   p.garnet.noise_free = g.noise_free;
   const fedrt_wire_SyntheticSpec& s = wp.synthetic;
   p.synthetic.samples = s.samples;
@@ -109,23 +109,23 @@ Status DecodeTask(const fedrt_wire_Task& in, config::Task& t) {
                           p.gmm.separation};
   for (double v : reals)
     if (!Finite(v)) return bad("task: a problem setting is NaN or infinite");
-  if (p.kind == config::ProblemKind::kGmm &&
+  if (p.kind == task::ProblemKind::kGmm &&
       (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
        p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
     return bad("task: Gaussian-mixture sizes do not match the dimension G (1 + p)");
-  if (p.intercept && p.kind != config::ProblemKind::kSoftmax &&
-      ((p.kind != config::ProblemKind::kLeastSquares && p.kind != config::ProblemKind::kLogistic) || p.dim < 2))
+  if (p.intercept && p.kind != task::ProblemKind::kSoftmax &&
+      ((p.kind != task::ProblemKind::kLeastSquares && p.kind != task::ProblemKind::kLogistic) || p.dim < 2))
     return bad("task: an intercept is for least squares, logistic or softmax models with d >= 2");
-  if (in.algorithms_count == 0 || in.algorithms_count > config::kMaxAlgorithms)
+  if (in.algorithms_count == 0 || in.algorithms_count > task::kMaxAlgorithms)
     return bad("task: algorithms outside 1..kMaxAlgorithms (8)");
   t.num_algorithms = in.algorithms_count;
   for (uint32_t a = 0; a < t.num_algorithms; ++a) {
     const fedrt_wire_AlgorithmChoice& c = in.algorithms[a];
-    if (c.kind > static_cast<uint32_t>(config::AlgorithmKind::kVrFedEm)) return bad("task: unknown algorithm");
-    t.algorithms[a] = config::AlgorithmChoice{static_cast<config::AlgorithmKind>(c.kind), c.rr};
-    if (config::FamilyOf(t.algorithms[a].kind) != config::FamilyOf(p.kind))
+    if (c.kind > static_cast<uint32_t>(task::AlgorithmKind::kVrFedEm)) return bad("task: unknown algorithm");
+    t.algorithms[a] = task::AlgorithmChoice{static_cast<task::AlgorithmKind>(c.kind), c.rr};
+    if (task::FamilyOf(t.algorithms[a].kind) != task::FamilyOf(p.kind))
       return bad("task: an algorithm of another family than the problem's");
-    if (c.rr && config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+    if (c.rr && task::FamilyOf(t.algorithms[a].kind) != task::Family::kOpt)
       return bad("task: Richardson-Romberg wraps optimisation algorithms only");
   }
   const fedrt_wire_HyperSpec& h = in.hyper;
@@ -319,9 +319,9 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       if (a.model_count > MaxBroadcastScalars()) return Status::OutOfRange("broadcast longer than this image's bound");
       // Chunked (docs/architecture.md, "Chunked transfer"): the header alone, its chunks follow.
       if (a.model_bytes > 0 && (a.model_count > 0 || a.model_bytes % 8 != 0 ||
-                                a.model_bytes > 8ull * 2 * config::kMaxSegments * config::kMaxLinuxStreamDim))
+                                a.model_bytes > 8ull * 2 * task::kMaxSegments * task::kMaxLinuxStreamDim))
         return Status::InvalidArgument("a chunked announcement with inline values or not of whole float64 values");
-      if (a.resume_bytes_count != 0 && a.resume_bytes_count != config::kMaxSegments)
+      if (a.resume_bytes_count != 0 && a.resume_bytes_count != task::kMaxSegments)
         return Status::InvalidArgument("an announcement whose resume offsets are not one per segment");
       for (pb_size_t i = 0; i < a.model_count; ++i)
         if (!Finite(a.model[i])) return Status::InvalidArgument("broadcast value is NaN or infinite");
@@ -345,7 +345,7 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
     }
     case fedrt_wire_Envelope_chunk_tag: {
       const fedrt_wire_Chunk& c = env.body.chunk;
-      if (c.segment >= config::kMaxSegments) return Status::InvalidArgument("chunk of a segment other than 0..1");
+      if (c.segment >= task::kMaxSegments) return Status::InvalidArgument("chunk of a segment other than 0..1");
       if (c.data.size == 0) return Status::InvalidArgument("chunk without data");
       chunk_ = protocol::Chunk{IdOf(c), c.segment, c.offset, c.total, View<uint8_t>{c.data.bytes, c.data.size}};
       kind_ = MessageKind::kChunk;

@@ -6,11 +6,12 @@
 
 #include <cstdint>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/status.h"
 #include "fedrt/fw/problem_image.h"
-#include "fedrt/protocol/local_problem.h"
+#include "fedrt/problems/local_problem.h"
+#include "fedrt/protocol/families.h"
 
 namespace fedrt::fw {
 
@@ -20,24 +21,24 @@ class LocalData {
   // Builds `out` for `task` from `image` (least squares: Abar_c and bbar_c
   // (and the prox factor) in `arena`). An error says why the data cannot
   // serve the task; nothing is built for a family outside this build.
-  Status build(const ProblemView& image, const config::Task& task, Arena& arena, protocol::LocalProblem<float>& out) {
-    out = protocol::LocalProblem<float>{};
-    const config::ProblemSpec& p = task.problem;
+  Status build(const ProblemView& image, const task::Task& task, Arena& arena, problems::LocalProblem<float>& out) {
+    out = problems::LocalProblem<float>{};
+    const task::ProblemSpec& p = task.problem;
     if (image.kind != p.kind) return Status::FailedPrecondition("the provisioned data is of another problem kind");
-    switch (config::FamilyOf(p.kind)) {
-      case config::Family::kLsa:
-        if constexpr (protocol::Has(kFamilies, config::Family::kLsa)) {
+    switch (task::FamilyOf(p.kind)) {
+      case task::Family::kLsa:
+        if constexpr (protocol::Has(kFamilies, task::Family::kLsa)) {
           if (static_cast<uint32_t>(image.dim) != p.dim)
             return Status::FailedPrecondition("the provisioned features have another dimension than the task's");
           td_ = problems::TdOracle<float>::FromTables(image.dim, image.gamma, image.table, image.atoms, image.aux);
           if (!p.garnet.noise_free) out.td = &td_;  // noise-free TD(0) needs Abar_c, bbar_c: not provisioned
         }
         return Status::Ok();
-      case config::Family::kOpt:
-        if constexpr (protocol::Has(kFamilies, config::Family::kOpt)) {
+      case task::Family::kOpt:
+        if constexpr (protocol::Has(kFamilies, task::Family::kOpt)) {
           if (static_cast<uint32_t>(image.dim) != p.dim)
             return Status::FailedPrecondition("the provisioned samples have another dimension than the task's");
-          if (p.kind == config::ProblemKind::kLeastSquares) {
+          if (p.kind == task::ProblemKind::kLeastSquares) {
             auto o = LeastSquares(arena, image.dim, image.rows, image.table, image.labels, task, false);
             if (!o.ok())
               return o.status().code() == StatusCode::kResourceExhausted
@@ -54,8 +55,8 @@ class LocalData {
           }
         }
         return Status::Ok();
-      case config::Family::kEm:
-        if constexpr (protocol::Has(kFamilies, config::Family::kEm)) {
+      case task::Family::kEm:
+        if constexpr (protocol::Has(kFamilies, task::Family::kEm)) {
           const uint32_t g = image.aux, dp = static_cast<uint32_t>(image.dim);
           if (g != p.gmm.components || dp != p.gmm.data_dim || g * (1 + dp) != p.dim)
             return Status::FailedPrecondition("the provisioned mixture data has other sizes than the task's");
@@ -74,13 +75,13 @@ class LocalData {
   // or d / K - intercept for softmax), y (logistic: -1/+1; softmax: 0..K-1),
   // in the caller's memory, read in stored order as the shard readers store
   // a shard (least squares: Abar_c, bbar_c (and the prox factor) in `arena`).
-  Status build_own(const float* x, const float* y, uint32_t rows, const config::Task& task, Arena& arena,
-                   protocol::LocalProblem<float>& out) {
-    out = protocol::LocalProblem<float>{};
-    const config::ProblemSpec& p = task.problem;
-    if constexpr (protocol::Has(kFamilies, config::Family::kOpt)) {
+  Status build_own(const float* x, const float* y, uint32_t rows, const task::Task& task, Arena& arena,
+                   problems::LocalProblem<float>& out) {
+    out = problems::LocalProblem<float>{};
+    const task::ProblemSpec& p = task.problem;
+    if constexpr (protocol::Has(kFamilies, task::Family::kOpt)) {
       const int d = static_cast<int>(p.dim);
-      if (p.kind == config::ProblemKind::kLeastSquares) {
+      if (p.kind == task::ProblemKind::kLeastSquares) {
         auto o = LeastSquares(arena, d, rows, x, y, task, p.intercept);
         if (!o.ok())
           return o.status().code() == StatusCode::kResourceExhausted
@@ -90,7 +91,7 @@ class LocalData {
         out.least_squares = &lsq_;
         return Status::Ok();
       }
-      if (p.kind == config::ProblemKind::kLogistic) {
+      if (p.kind == task::ProblemKind::kLogistic) {
         auto o = problems::LogisticOracle<float>::create(arena, d, rows, x, y, static_cast<float>(p.synthetic.l2),
                                                          p.intercept);
         if (!o.ok()) return o.status();
@@ -98,7 +99,7 @@ class LocalData {
         out.logistic = &logistic_;
         return Status::Ok();
       }
-      if (p.kind == config::ProblemKind::kSoftmax && p.classes > 0) {
+      if (p.kind == task::ProblemKind::kSoftmax && p.classes > 0) {
         const int features = d / static_cast<int>(p.classes) - (p.intercept ? 1 : 0);
         auto o = problems::SoftmaxOracle<float>::create(arena, features, p.classes, p.intercept, rows, x, y,
                                                         static_cast<float>(p.synthetic.l2));
@@ -117,7 +118,7 @@ class LocalData {
   // above, as problems::Instance builds it on a host (the same f_c and
   // stochastic gradients; the host refuses fedprox-exact there).
   static Result<problems::LeastSquaresOracle<float>> LeastSquares(Arena& arena, int d, uint32_t rows, const float* x,
-                                                                  const float* y, const config::Task& task,
+                                                                  const float* y, const task::Task& task,
                                                                   bool intercept) {
     const float l2 = static_cast<float>(task.problem.synthetic.l2);
     if (d > problems::kDenseLeastSquaresMaxDim)

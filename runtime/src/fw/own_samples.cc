@@ -12,17 +12,17 @@ bool IsClass(float v, uint32_t classes) {
 }
 // Features per example of an own-data task: p = d - intercept, or
 // p = d / K - intercept for softmax regression (d = K (p + intercept), class-major).
-uint32_t Features(const config::ProblemSpec& p) {
-  if (p.kind != config::ProblemKind::kSoftmax) return p.intercept && p.dim > 0 ? p.dim - 1 : p.dim;
+uint32_t Features(const task::ProblemSpec& p) {
+  if (p.kind != task::ProblemKind::kSoftmax) return p.intercept && p.dim > 0 ? p.dim - 1 : p.dim;
   const uint32_t per_class = p.classes == 0 ? 0 : p.dim / p.classes;
   return per_class > (p.intercept ? 1u : 0u) ? per_class - (p.intercept ? 1u : 0u) : 0u;
 }
 // "the device's samples have 4 features, the task's model d = 5" (softmax:
 // "... the task's softmax model has 5 (d = 18)").
-LogLine FeatureMismatch(uint32_t have, uint32_t want, const config::ProblemSpec& p) {
+LogLine FeatureMismatch(uint32_t have, uint32_t want, const task::ProblemSpec& p) {
   LogLine l;
   l.add("the device's samples have ").add_u(have);
-  if (p.kind == config::ProblemKind::kSoftmax)
+  if (p.kind == task::ProblemKind::kSoftmax)
     l.add(" features, the task's softmax model has ").add_u(want).add(" (d = ").add_u(p.dim).add(")");
   else if (p.intercept)
     l.add(" features, the task's model has ").add_u(want).add(" and an intercept (d = ").add_u(p.dim).add(")");
@@ -43,16 +43,16 @@ LogLine NotAClass(uint32_t example, uint32_t classes) {
 // labels 0/1 become -1/+1 in the store, as the shard readers store them;
 // softmax labels must be class indices 0..K-1 (the examples then have
 // p = d / K - intercept features).
-const char* FwClient::Impl::own_samples(const config::Task& t, const float** x, const float** y, uint32_t* rows) {
+const char* FwClient::Impl::own_samples(const task::Task& t, const float** x, const float** y, uint32_t* rows) {
   need_samples = false;
   const SampleOptions& so = opt.samples;
-  const config::ProblemKind kind = t.problem.kind;
-  if (kind != config::ProblemKind::kLeastSquares && kind != config::ProblemKind::kLogistic &&
-      kind != config::ProblemKind::kSoftmax)
+  const task::ProblemKind kind = t.problem.kind;
+  if (kind != task::ProblemKind::kLeastSquares && kind != task::ProblemKind::kLogistic &&
+      kind != task::ProblemKind::kSoftmax)
     return "own-data tasks of this model are not in this firmware (least squares, binary logistic and softmax regression only)";
-  if (!protocol::Has(kFamilies, config::Family::kOpt)) return "this device build does not include the task's algorithm family";
-  const bool binary = kind == config::ProblemKind::kLogistic;
-  const bool softmax = kind == config::ProblemKind::kSoftmax;
+  if (!protocol::Has(kFamilies, task::Family::kOpt)) return "this device build does not include the task's algorithm family";
+  const bool binary = kind == task::ProblemKind::kLogistic;
+  const bool softmax = kind == task::ProblemKind::kSoftmax;
   const uint32_t classes = t.problem.classes;
   const uint32_t d = Features(t.problem);  // features per example
   if (softmax && (d == 0 || classes * (d + (t.problem.intercept ? 1u : 0u)) != t.problem.dim))

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/fw/problem_image.h"
 #include "fedrt/problems/td_oracle.h"
@@ -41,12 +41,12 @@ Result<std::vector<uint8_t>> Seal(ProblemImageHeader& h, std::vector<uint8_t> im
 }  // namespace
 
 Result<std::vector<uint8_t>> MakeProblemImage(const problems::Instance& instance, uint32_t agent) {
-  const config::ProblemSpec& spec = instance.problem();
+  const task::ProblemSpec& spec = instance.problem();
   if (agent >= instance.agents())
     return Status(StatusCode::kOutOfRange,
                   "agent " + std::to_string(agent) + " outside 0.." + std::to_string(instance.agents() - 1));
   ProblemImageHeader h{};
-  h.problem_fingerprint = config::ProblemFingerprint(spec);
+  h.problem_fingerprint = task::ProblemFingerprint(spec);
   h.agent_index = agent;
   h.kind = static_cast<uint32_t>(spec.kind);
   const int c = static_cast<int>(agent);

@@ -7,7 +7,7 @@
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/sha256.h>
 
-#include "fedrt/config/limits.h"
+#include "fedrt/task/limits.h"
 #include "fedrt/fw/log_line.h"
 
 namespace fedrt::fw {
@@ -199,7 +199,7 @@ TlsLink::Frame TlsLink::read_frame(uint8_t* buf, size_t cap, size_t& len) {
       LogLine l;
       l.add("rejected frame: ").add(StatusCodeName(rd_len_ == 0 ? StatusCode::kInvalidArgument : StatusCode::kOutOfRange))
           .add(": frame of ").add_u(rd_len_).add(" bytes, limit ").add_u(cap);
-      if (rd_len_ > config::kMaxFrameBytes) {  // no host sends it: the stream is not frames any more
+      if (rd_len_ > task::kMaxFrameBytes) {  // no host sends it: the stream is not frames any more
         l.add("; starting a new session");
         log(l.c_str());
         rd_stage_ = 0;

@@ -14,7 +14,7 @@ namespace fedrt::net {
 
 namespace {
 // What an emptied output buffer keeps of its capacity: a frame of a few
-// records. A chunked broadcast's frame is up to config::kChunkBytes plus
+// records. A chunked broadcast's frame is up to task::kChunkBytes plus
 // framing, so a connection that carried one gives the memory back.
 constexpr size_t kKeptOutBytes = 4096;
 }  // namespace
@@ -143,7 +143,7 @@ void Connection::send(const wire::Envelope& env) {
 void Connection::send_error(wire::ErrorReason reason, const std::string& message, bool then_close) {
   wire::Envelope env;
   env.mutable_error()->set_reason(reason);
-  env.mutable_error()->set_message(message.substr(0, config::kMaxReasonChars));
+  env.mutable_error()->set_message(message.substr(0, task::kMaxReasonChars));
   send(env);
   if (then_close && state_ != State::kClosed) {
     close_after_flush_ = true;

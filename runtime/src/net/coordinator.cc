@@ -13,8 +13,8 @@
 #include <asio.hpp>
 #include <fmt/format.h>
 
-#include "fedrt/config/fingerprint.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/fingerprint.h"
+#include "fedrt/task/names.h"
 #include "fedrt/net/connection.h"
 #include "fedrt/net/coordinator_log.h"
 #include "fedrt/net/coordinator_view.h"
@@ -71,7 +71,7 @@ Status Coordinator::prepare_task() {
 #ifdef __GLIBC__
   malloc_trim(0);  // hand the freed pages back before the first connection
 #endif
-  for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(config::AlgorithmName(task_.algorithms[a]));
+  for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(task::AlgorithmName(task_.algorithms[a]));
   return Status::Ok();
 }
 
@@ -90,7 +90,7 @@ Status Coordinator::init() {
   store_ = std::move(*st);
   std::string algs;
   for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
-  FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", config::TaskFingerprint(task_), algs)));
+  FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", task::TaskFingerprint(task_), algs)));
 
   {
     report::SimResult described;
@@ -174,10 +174,10 @@ Status Coordinator::listen() {
   std::string algs;
   for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
   CoordinatorLog("listening address={}:{} agents={} problem={} d={} algorithms={} auth={} deadline_ms={} quorum={}",
-                 opt_.network.listen, port, task_.problem.agents, config::ProblemKindName(task_.problem.kind),
+                 opt_.network.listen, port, task_.problem.agents, task::ProblemKindName(task_.problem.kind),
                  task_.problem.dim, algs, opt_.network.auth, opt_.network.deadline_ms, opt_.network.quorum);
   const config::DataSettings& data = opt_.experiment.data;
-  const bool em = config::FamilyOf(task_.problem.kind) == config::Family::kEm;
+  const bool em = task::FamilyOf(task_.problem.kind) == task::Family::kEm;
   if (task_.problem.own_data)  // which of the devices' data this coordinator holds (docs/data.md)
     CoordinatorLog("data shards={} {}", data.train,
                    data.coordinator_reads_shards
@@ -306,7 +306,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
     c.send_error(wire::ERROR_IDENTITY, m, true);
     return;
   }
-  const uint64_t want = config::ProblemFingerprint(task_.problem);
+  const uint64_t want = task::ProblemFingerprint(task_.problem);
   if (h.provisioned_problem() != 0 && h.provisioned_problem() != want) {
     const std::string m = fmt::format("the device holds data of problem {:016x}, this experiment's is {:016x}",
                                       h.provisioned_problem(), want);
@@ -324,8 +324,8 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   }
   c.set_registered(static_cast<int>(agent));
   handshaking_.erase(c.serial());
-  rounds_.set_chunk_limit(agent, std::min(h.max_chunk_bytes() == 0 ? config::kChunkBytes : h.max_chunk_bytes(),
-                                          config::kChunkBytes));
+  rounds_.set_chunk_limit(agent, std::min(h.max_chunk_bytes() == 0 ? task::kChunkBytes : h.max_chunk_bytes(),
+                                          task::kChunkBytes));
   registry_.set_state(agent, Registry::State::kAwaitingReply);
   monitor_->link(agent, FleetMonitor::Link::kRegistering, "", c.peer());
   monitor_->platform(agent, h.platform().empty() ? std::string("unknown") : h.platform());
@@ -357,7 +357,7 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
     return;
   }
   if (!r.accepted()) {
-    const std::string why = r.reason().substr(0, config::kMaxReasonChars);
+    const std::string why = r.reason().substr(0, task::kMaxReasonChars);
     registry_.set_state(agent, Registry::State::kRefused, why);
     monitor_->link(agent, FleetMonitor::Link::kRefused, why);
     (void)store_->upsert_device(c.identity(), agent, "refused: " + why);

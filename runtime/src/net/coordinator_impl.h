@@ -104,7 +104,7 @@ class Coordinator : public ConnectionOwner {
   bool finished_ = false;
   Status fatal_ = Status::Ok();
 
-  config::Task task_{};
+  task::Task task_{};
   std::vector<std::string> names_;
   std::unique_ptr<problems::Instance> instance_;
   std::unique_ptr<report::Evaluation> eval_;

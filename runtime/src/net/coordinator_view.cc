@@ -7,7 +7,7 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509.h>
 
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 
 namespace fedrt::net {
 
@@ -26,12 +26,12 @@ std::string Shown(const std::string& path) {
 
 }  // namespace
 
-nlohmann::json DashboardRun(const std::string& name, const config::Task& task, const config::ExperimentConfig& cfg,
+nlohmann::json DashboardRun(const std::string& name, const task::Task& task, const config::ExperimentConfig& cfg,
                             const NetworkConfig& net, const std::vector<std::string>& algorithms,
                             const std::string& error_metric) {
-  const config::HyperSpec& h = task.hyper;
+  const task::HyperSpec& h = task.hyper;
   const compression::QuantizerSpec& q = task.compression.quantizer;
-  std::string uplink = config::QuantizerName(q.kind);
+  std::string uplink = task::QuantizerName(q.kind);
   if (q.kind == compression::QuantizerKind::kDither) uplink += fmt::format(" (s = {})", q.levels);
   if (q.kind == compression::QuantizerKind::kRounding) uplink += fmt::format(" ({} bits, clip {})", q.bits, q.clip);
   if (task.compression.control_variates) uplink += ", DIANA memory";
@@ -47,7 +47,7 @@ nlohmann::json DashboardRun(const std::string& name, const config::Task& task, c
   if (!cfg.data.train.empty()) settings["data"] = Shown(cfg.data.train);
   if (!cfg.data.test.empty()) settings["test"] = Shown(cfg.data.test);
   return {{"experiment", name},
-          {"problem", config::ProblemKindName(task.problem.kind)},
+          {"problem", task::ProblemKindName(task.problem.kind)},
           {"agents", task.problem.agents},
           {"dim", task.problem.dim},
           {"algorithms", algorithms},

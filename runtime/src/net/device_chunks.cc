@@ -56,7 +56,7 @@ Status DeviceSession::on_chunk(const protocol::Chunk& c) {
 // coordinator holds part of it already).
 Status DeviceSession::send_update(const protocol::Update& u) {
   bool chunked = false;
-  for (uint32_t k = 0; k < u.segments; ++k) chunked = chunked || u.payload[k].size > config::kChunkBytes;
+  for (uint32_t k = 0; k < u.segments; ++k) chunked = chunked || u.payload[k].size > task::kChunkBytes;
   wire::Envelope env;
   if (!chunked) {
     wire::Encode(u, env);
@@ -72,8 +72,8 @@ Status DeviceSession::send_update(const protocol::Update& u) {
     const uint64_t size = u.payload[k].size;
     const uint64_t from = resume_ ? std::min<uint64_t>(resume_bytes_[k], size) : 0;
     skipped += from;
-    for (uint64_t off = from; off < size; off += config::kChunkBytes) {
-      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(config::kChunkBytes, size - off));
+    for (uint64_t off = from; off < size; off += task::kChunkBytes) {
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(task::kChunkBytes, size - off));
       protocol::Chunk c{u.id, k, off, size, protocol::View<uint8_t>{u.payload[k].data + off, n}};
       wire::Envelope ce;
       wire::Encode(c, ce);

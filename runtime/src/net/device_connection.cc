@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "fedrt/config/platform.h"
+#include "fedrt/task/platform.h"
 
 #include <algorithm>
 #include <string>
@@ -107,7 +107,7 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
     wire::Hello* h = hello.mutable_hello();
     h->set_protocol_version(wire::kProtocolVersion);
     h->set_device_id(opt_.id);
-    h->set_platform(config::kPlatformName);
+    h->set_platform(task::kPlatformName);
     h->set_heartbeats(opt_.heartbeats);
     session_.fill_hello(h);
     st = tls_->write_all(wire::EncodeFrame(hello));

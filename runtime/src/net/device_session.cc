@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/fingerprint.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/fingerprint.h"
+#include "fedrt/task/names.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/user_model.h"
 
@@ -19,20 +19,20 @@ constexpr size_t kCapacity = size_t{1} << 30;  // a Linux board's arena: the tas
 
 // The labels the task's model takes (docs/data.md): binary for logistic
 // regression, class indices for softmax, any finite number otherwise.
-data::LabelKind LabelKindFor(const config::ProblemSpec& p) {
-  if (p.kind == config::ProblemKind::kLogistic) return data::LabelKind::kBinary;
-  if (p.kind == config::ProblemKind::kGmm) return data::LabelKind::kNone;  // a mixture's points have no label
-  return p.kind == config::ProblemKind::kSoftmax ? data::LabelKind::kClass : data::LabelKind::kReal;
+data::LabelKind LabelKindFor(const task::ProblemSpec& p) {
+  if (p.kind == task::ProblemKind::kLogistic) return data::LabelKind::kBinary;
+  if (p.kind == task::ProblemKind::kGmm) return data::LabelKind::kNone;  // a mixture's points have no label
+  return p.kind == task::ProblemKind::kSoftmax ? data::LabelKind::kClass : data::LabelKind::kReal;
 }
 
 // Why a Linux device cannot carry the task's messages: models beyond the
 // chunked limit, or beyond the inline limit for what still travels in one
 // frame (docs/architecture.md, "Chunked transfer").
-const char* WireRefusal(const config::Task& t) {
-  if (t.problem.dim > config::kMaxLinuxStreamDim) return "the model dimension exceeds this device's limit (2^27)";
-  if (t.problem.dim <= config::kMaxLinuxDim) return nullptr;
+const char* WireRefusal(const task::Task& t) {
+  if (t.problem.dim > task::kMaxLinuxStreamDim) return "the model dimension exceeds this device's limit (2^27)";
+  if (t.problem.dim <= task::kMaxLinuxDim) return nullptr;
   for (uint32_t a = 0; a < t.num_algorithms; ++a)
-    if (config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+    if (task::FamilyOf(t.algorithms[a].kind) != task::Family::kOpt)
       return "d > 65536 is for the optimisation family: LSA round results and EM statistics travel in one frame";
   if (t.secagg.enabled) return "d > 65536 with secure aggregation: the masked input travels in one frame";
   if (t.compression.downlink) return "d > 65536 with the compressed downlink: the model delta travels in one frame";
@@ -86,7 +86,7 @@ Status DeviceSession::send_checked(const wire::Envelope& env) { return (*send_)(
 Status DeviceSession::persist(bool durable) {
   if (session_ == nullptr || opt_.state_dir.empty()) return Status::Ok();
   SavedSession s;
-  s.fingerprint = config::SessionFingerprint(task_, session_->algorithm(), session_->run());
+  s.fingerprint = task::SessionFingerprint(task_, session_->algorithm(), session_->run());
   s.algorithm = session_->algorithm();
   s.run = session_->run();
   s.agent = index_;
@@ -103,7 +103,7 @@ Status DeviceSession::persist(bool durable) {
 Status DeviceSession::refuse(const std::string& why, DeviceStop& stop) {
   wire::Envelope env;
   env.mutable_task_reply()->set_accepted(false);
-  env.mutable_task_reply()->set_reason(why.substr(0, config::kMaxReasonChars));
+  env.mutable_task_reply()->set_reason(why.substr(0, task::kMaxReasonChars));
   log_("refused task reason={}", why);
   (void)send_checked(env);
   stop.stop = true;
@@ -114,7 +114,7 @@ Status DeviceSession::refuse(const std::string& why, DeviceStop& stop) {
 // This device's local problem of `task`: the hooks' shared instance, its own
 // data (a shard file or the caller's source), or data built from the task.
 // A reason the device cannot take the task goes to *refusal.
-Status DeviceSession::build_instance(const config::Task& task, uint32_t index, std::string* refusal) {
+Status DeviceSession::build_instance(const task::Task& task, uint32_t index, std::string* refusal) {
   if (opt_.hooks != nullptr && opt_.hooks->instance != nullptr) {
     instance_ = opt_.hooks->instance;
     return Status::Ok();
@@ -127,12 +127,12 @@ Status DeviceSession::build_instance(const config::Task& task, uint32_t index, s
     *refusal = "the task's problem is read from files: start the device with --data";
     return Status::Ok();
   }
-  if (task.problem.kind == config::ProblemKind::kUser && opt_.model == nullptr) {
+  if (task.problem.kind == task::ProblemKind::kUser && opt_.model == nullptr) {
     *refusal = "a user-defined model ([model] kind = \"user\"): only a program built on fedrt::Device with the model "
                "can train it";
     return Status::Ok();
   }
-  if (task.problem.own_data && opt_.source != nullptr && config::FamilyOf(task.problem.kind) == config::Family::kLsa) {
+  if (task.problem.own_data && opt_.source != nullptr && task::FamilyOf(task.problem.kind) == task::Family::kLsa) {
     *refusal = "TD(0) transitions are read from a shard file (data), not from a data source";
     return Status::Ok();
   }
@@ -142,7 +142,7 @@ Status DeviceSession::build_instance(const config::Task& task, uint32_t index, s
       files.only_agent = static_cast<int>(index);  // a generated problem: this agent's data only
       return problems::Instance::Build(task, files);
     }
-    if (task.problem.kind == config::ProblemKind::kUser) {
+    if (task.problem.kind == task::ProblemKind::kUser) {
       auto shard = opt_.source != nullptr
                        ? data::ReadSource(*opt_.source, data::LabelKind::kReal, "data source")
                        : data::ReadShard(static_cast<data::ShardFormat>(task.problem.data_format), opt_.own_data,
@@ -168,10 +168,10 @@ Status DeviceSession::build_instance(const config::Task& task, uint32_t index, s
 // Welcome: the agent index and the task. Builds the local problem once per
 // task and says whether this device can run it.
 Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
-  config::Task task;
+  task::Task task;
   Status st = wire::DecodeTask(w.task(), task);
   if (!st.ok()) return refuse(st.message(), stop);
-  const uint64_t print = config::TaskFingerprint(task);
+  const uint64_t print = task::TaskFingerprint(task);
   if (!has_task_ || print != task_print_ || w.device_index() != index_) {
     session_.reset();  // a new task (or agent): sessions restart from the state file if it matches
     instance_ = nullptr;
@@ -179,7 +179,7 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
     std::string refusal;
     FEDRT_TRY(build_instance(task, w.device_index(), &refusal));
     if (!refusal.empty()) return refuse(refusal, stop);
-    if (config::ProblemFingerprint(instance_->problem()) != config::ProblemFingerprint(task.problem))
+    if (task::ProblemFingerprint(instance_->problem()) != task::ProblemFingerprint(task.problem))
       return refuse("the local data differs from the coordinator's problem (fingerprint mismatch)", stop);
     if (w.device_index() >= instance_->agents())
       return refuse(fmt::format("agent index {} but the problem has {} agents", w.device_index(), instance_->agents()), stop);
@@ -198,9 +198,9 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
   if (const char* why = Session::Refusal(task_, local_, capacity)) return refuse(why, stop);
   std::string algs;
   for (uint32_t a = 0; a < task_.num_algorithms; ++a)
-    algs += (a ? "," : "") + std::string(config::AlgorithmName(task_.algorithms[a]));
+    algs += (a ? "," : "") + std::string(task::AlgorithmName(task_.algorithms[a]));
   log_("registered index={} devices={} problem={} d={} algorithms={}", index_, w.num_devices(),
-       config::ProblemKindName(task_.problem.kind), task_.problem.dim, algs);
+       task::ProblemKindName(task_.problem.kind), task_.problem.dim, algs);
   wire::Envelope env;
   env.mutable_task_reply()->set_accepted(true);
   return send_checked(env);
@@ -229,7 +229,7 @@ Status DeviceSession::ensure_session(const protocol::RoundId& id) {
     if (loaded.ok() && loaded->has_value()) saved_ = std::move(*loaded);
   }
   if (saved_ && saved_->algorithm == id.algorithm && saved_->run == id.run &&
-      saved_->fingerprint == config::SessionFingerprint(task_, id.algorithm, id.run)) {
+      saved_->fingerprint == task::SessionFingerprint(task_, id.algorithm, id.run)) {
     Status st = s->restore(saved_->state.data(), saved_->state.size());
     if (st.ok())
       log_("restored alg={} run={} pending={} state={:016x}", id.algorithm, id.run,
@@ -259,7 +259,7 @@ Status DeviceSession::send_output(const protocol::ClientOutput& out) {
 // progress callback and to take_settled().
 void DeviceSession::settle(const protocol::RoundResult& r) {
   RoundReport rep;
-  rep.algorithm = config::AlgorithmName(task_.algorithms[r.id.algorithm]);
+  rep.algorithm = task::AlgorithmName(task_.algorithms[r.id.algorithm]);
   rep.algorithm_index = r.id.algorithm;
   rep.run = r.id.run;
   rep.round = r.id.round;
@@ -280,7 +280,7 @@ Status DeviceSession::on_announcement(const protocol::Announcement& a) {
   protocol::ClientOutput out;
   FEDRT_TRY(ensure_session(a.id));
   resume_ = a.resume;
-  for (uint32_t k = 0; k < config::kMaxSegments; ++k) resume_bytes_[k] = a.resume_bytes[k];
+  for (uint32_t k = 0; k < task::kMaxSegments; ++k) resume_bytes_[k] = a.resume_bytes[k];
   protocol::RoundId pending;
   const bool again = session_->pending(&pending) && pending == a.id;
   const auto t0 = std::chrono::steady_clock::now();

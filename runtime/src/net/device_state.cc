@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 
 namespace fedrt::net {
 
@@ -36,7 +36,7 @@ std::string Fields(int version, uint64_t seq, const SavedSession& s, size_t n) {
 // the state's word-wise StateDigest (version 4; byte-wise hashing cost a
 // device about 30 ms per save at d = 10^6).
 uint64_t Checksum(int version, const std::string& fields, const uint8_t* state, size_t n) {
-  config::Fnv1a h;
+  task::Fnv1a h;
   h.bytes(fields.data(), fields.size());
   if (version == 3) {
     h.bytes(state, n);

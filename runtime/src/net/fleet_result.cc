@@ -4,17 +4,17 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 #include "fedrt/protocol/server_session.h"
 
 namespace fedrt::net {
 
-Status FleetResult(const config::Task& task, const problems::Instance& instance, report::Evaluation& eval,
+Status FleetResult(const task::Task& task, const problems::Instance& instance, report::Evaluation& eval,
                    StateStore& store, report::SimResult& out) {
   const uint32_t T = task.rounds;
   for (uint32_t a = 0; a < task.num_algorithms; ++a) {
     report::AlgorithmResult res;
-    res.name = config::AlgorithmName(task.algorithms[a]);
+    res.name = task::AlgorithmName(task.algorithms[a]);
     uint64_t secagg_failed = 0;
     for (uint32_t r = 0; r < task.runs; ++r) {
       std::vector<double> err(T + 1, std::nan(""));
@@ -77,7 +77,7 @@ Status FleetResult(const config::Task& task, const problems::Instance& instance,
   return Status::Ok();
 }
 
-Status WriteDeviceReports(const config::Task& task, const std::vector<std::string>& names,
+Status WriteDeviceReports(const task::Task& task, const std::vector<std::string>& names,
                           const std::vector<std::string>& ids, StateStore& store, const std::string& path) {
   auto rows = store.load_reports();
   if (!rows.ok()) return rows.status();

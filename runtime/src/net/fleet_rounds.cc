@@ -39,7 +39,7 @@ Status FleetRounds::init(const FleetRoundsOptions& o, StateStore* store, Send se
   done_.assign(static_cast<size_t>(o.task.num_algorithms) * o.task.runs, std::vector<char>(o.task.rounds + 1, 0));
   connected_.assign(agents_, 0);
   refused_.assign(agents_, 0);
-  chunk_limit_.assign(agents_, config::kChunkBytes);
+  chunk_limit_.assign(agents_, task::kChunkBytes);
   auto rounds = store_->load_rounds(kNoVectors);
   if (!rounds.ok()) return rounds.status();
   for (const RoundRecord& r : *rounds) {
@@ -183,7 +183,7 @@ void FleetRounds::deliver(uint64_t now_ms) {
 }
 
 void FleetRounds::set_chunk_limit(uint32_t agent, uint32_t bytes) {
-  if (agent < agents_) chunk_limit_[agent] = bytes == 0 ? config::kChunkBytes : bytes;
+  if (agent < agents_) chunk_limit_[agent] = bytes == 0 ? task::kChunkBytes : bytes;
 }
 
 // An announcement; a broadcast longer than the agent's chunk size goes as a
@@ -192,7 +192,7 @@ void FleetRounds::set_chunk_limit(uint32_t agent, uint32_t bytes) {
 void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
   protocol::Announcement a = session_->announcement(agent, now_ms);
   const uint64_t total = 8ull * a.model.size;
-  const uint32_t limit = agent < agents_ ? chunk_limit_[agent] : config::kChunkBytes;
+  const uint32_t limit = agent < agents_ ? chunk_limit_[agent] : task::kChunkBytes;
   const bool chunked = total > limit;
   if (chunked) {
     a.model_bytes = total;
@@ -446,7 +446,7 @@ Result<bool> FleetRounds::replay(uint32_t agent, const protocol::RoundId& id, wi
   protocol::RoundResult r;
   r.id = id;
   r.included = *member;
-  const bool lsa = config::FamilyOf(opt_.task.algorithms[id.algorithm].kind) == config::Family::kLsa;
+  const bool lsa = task::FamilyOf(opt_.task.algorithms[id.algorithm].kind) == task::Family::kLsa;
   if (lsa && id.round != protocol::kInitRound)
     r.model = protocol::View<double>{(*rec)->theta.data(), static_cast<uint32_t>((*rec)->theta.size())};
   wire::Encode(r, out);

@@ -148,7 +148,7 @@ Result<ExemptNetwork> ParseExemptNetwork(const std::string& entry) {
 uint64_t ProblemFingerprint(const config::ExperimentConfig& c) {
   const auto& g = c.garnet;
   const std::string s = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(c.problem), c.problem == config::ProblemKind::kBundle
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(c.problem), c.problem == task::ProblemKind::kBundle
                                                                                    ? std::filesystem::path(c.problem_file).filename().string()
                                                                                    : std::string(),
       g.agents, static_cast<int>(g.heterogeneity), g.n_states, g.n_actions, g.branching, g.dim, g.gamma, g.epsilon,

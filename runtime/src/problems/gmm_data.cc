@@ -14,8 +14,8 @@ double Normal(CounterRng& rng) {
 }
 }  // namespace
 
-Result<GmmData> GenerateGmm(const config::ProblemSpec& spec) {
-  const config::GmmSpec& s = spec.gmm;
+Result<GmmData> GenerateGmm(const task::ProblemSpec& spec) {
+  const task::GmmSpec& s = spec.gmm;
   if (s.components < 1 || s.data_dim < 1 || s.points < 1 || spec.agents < 1)
     return Status::InvalidArgument("gmm: components, data dimension, points and agents must be positive");
   GmmData d;

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/limits.h"
+#include "fedrt/task/limits.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/gmm_data.h"
@@ -42,10 +42,10 @@ Result<GmmData> LoadGmmShards(const ShardFiles& files, int components) {
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("'{}': {} columns; a Gaussian mixture takes at most 1024 (p)", files.train, d.p));
   d.dim = d.G * (1 + d.p);
-  if (static_cast<uint64_t>(d.dim) > config::kMaxLinuxDim)
+  if (static_cast<uint64_t>(d.dim) > task::kMaxLinuxDim)
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("'{}': G (1 + p) = {} x (1 + {}) = {} statistics, more than the Linux wire's {}",
-                              files.train, d.G, d.p, d.dim, config::kMaxLinuxDim));
+                              files.train, d.G, d.p, d.dim, task::kMaxLinuxDim));
   d.m = d.counts[0];
   for (uint32_t c : d.counts)
     if (c != d.m) d.m = 0;

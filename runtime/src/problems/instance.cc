@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/problems/array_bundle.h"
 #include "fedrt/problems/garnet.h"
@@ -13,17 +13,17 @@ namespace fedrt::problems {
 namespace {
 
 // FNV-1a over the numbers of a problem read from files (not their formatting).
-void HashMatrix(config::Fnv1a& h, const double* v, size_t n) {
+void HashMatrix(task::Fnv1a& h, const double* v, size_t n) {
   h.u64(n);
   for (size_t i = 0; i < n; ++i) h.f64(v[i]);
 }
 
 }  // namespace
 
-Status CheckFedProxExact(const config::Task& task, int dim) {
-  if (task.problem.kind != config::ProblemKind::kLeastSquares || dim <= kDenseLeastSquaresMaxDim) return Status::Ok();
+Status CheckFedProxExact(const task::Task& task, int dim) {
+  if (task.problem.kind != task::ProblemKind::kLeastSquares || dim <= kDenseLeastSquaresMaxDim) return Status::Ok();
   for (uint32_t a = 0; a < task.num_algorithms; ++a)
-    if (task.algorithms[a].kind == config::AlgorithmKind::kFedProxExact)
+    if (task.algorithms[a].kind == task::AlgorithmKind::kFedProxExact)
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("fedprox-exact solves a d x d system per agent and round; d = {} is above {} (the "
                                 "largest d whose Abar_c is kept): use fedprox (local gradient steps)",
@@ -31,23 +31,23 @@ Status CheckFedProxExact(const config::Task& task, int dim) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, const DataFiles& files) {
+Result<std::unique_ptr<Instance>> Instance::Build(const task::Task& task, const DataFiles& files) {
   auto inst = std::unique_ptr<Instance>(new Instance());
   inst->problem_ = task.problem;
-  switch (config::FamilyOf(task.problem.kind)) {
-    case config::Family::kLsa:
+  switch (task::FamilyOf(task.problem.kind)) {
+    case task::Family::kLsa:
       if (task.problem.own_data && !files.read_shards)
         return Status::InvalidArgument("td0 needs its shards where the global model is evaluated: its initial iterate "
                                        "theta* + (1, ..., 1) depends on every agent's transitions");
       FEDRT_TRY(inst->build_td(task, files));
       break;
-    case config::Family::kOpt:
-      if (task.problem.kind == config::ProblemKind::kUser) FEDRT_TRY(inst->build_user(task, files));
+    case task::Family::kOpt:
+      if (task.problem.kind == task::ProblemKind::kUser) FEDRT_TRY(inst->build_user(task, files));
       else if (task.problem.own_data ? !files.read_shards : !task.problem.from_files && !files.generate)
         FEDRT_TRY(inst->build_blind(task, files));
       else FEDRT_TRY(inst->build_fed(task, files));
       break;
-    case config::Family::kEm:
+    case task::Family::kEm:
       if (task.problem.own_data) FEDRT_TRY(inst->build_gmm_shards(task, files));
       else FEDRT_TRY(inst->build_gmm(task));
       break;
@@ -55,7 +55,7 @@ Result<std::unique_ptr<Instance>> Instance::Build(const config::Task& task, cons
   return inst;
 }
 
-protocol::LocalProblem<double> Instance::local(uint32_t agent) const { return locals_.at(agent); }
+problems::LocalProblem<double> Instance::local(uint32_t agent) const { return locals_.at(agent); }
 
 void Instance::drop_agents() {
   if (!td_) return;
@@ -68,16 +68,16 @@ void Instance::drop_agents() {
   std::vector<Eigen::VectorXd>().swap(td_->lsa.theta_c);
   std::vector<double>().swap(td_->sigma_a);
   std::vector<double>().swap(td_->sigma_b);
-  std::vector<protocol::LocalProblem<double>>().swap(locals_);
+  std::vector<problems::LocalProblem<double>>().swap(locals_);
   std::vector<TdOracle<double>>().swap(td_oracles_);
   std::vector<ExpectedLsaOracle<double>>().swap(expected_oracles_);
   std::vector<uint8_t>().swap(oracle_memory_);
 }
 
-Status Instance::build_td(const config::Task& task, const DataFiles& files) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_td(const task::Task& task, const DataFiles& files) {
+  const task::ProblemSpec& spec = task.problem;
   if (spec.own_data) return build_td_transitions(task, files);
-  if (spec.kind == config::ProblemKind::kBundle) {
+  if (spec.kind == task::ProblemKind::kBundle) {
     std::optional<Result<ArrayBundle>> loaded;
     if (!files.bundle_arrays) {
       loaded.emplace(ArrayBundle::load(files.bundle));
@@ -86,7 +86,7 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
     auto p = TdProblem::from_bundle(files.bundle_arrays ? *files.bundle_arrays : **loaded);
     if (!p.ok()) return p.status();
     td_ = std::move(*p);
-    config::Fnv1a h;
+    task::Fnv1a h;
     if (td_->linear_system()) {
       for (int c = 0; c < td_->agents(); ++c) {
         HashMatrix(h, td_->lsa.abar[c].data(), static_cast<size_t>(td_->lsa.abar[c].size()));
@@ -114,7 +114,7 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
     g.dim = static_cast<int>(spec.dim);
     g.gamma = spec.garnet.gamma;
     g.epsilon = spec.garnet.epsilon;
-    g.heterogeneity = spec.garnet.heterogeneity == config::Heterogeneity::kHigh ? Heterogeneity::kHigh : Heterogeneity::kLow;
+    g.heterogeneity = spec.garnet.heterogeneity == task::Heterogeneity::kHigh ? Heterogeneity::kHigh : Heterogeneity::kLow;
     g.seed = spec.seed;
     auto p = GenerateGarnet(g);
     if (!p.ok()) return p.status();
@@ -157,15 +157,15 @@ Status Instance::build_td(const config::Task& task, const DataFiles& files) {
 
 namespace {
 
-FedLoss LossOf(config::ProblemKind kind) {
-  if (kind == config::ProblemKind::kLeastSquares) return FedLoss::kLeastSquares;
-  return kind == config::ProblemKind::kSoftmax ? FedLoss::kSoftmax : FedLoss::kLogistic;
+FedLoss LossOf(task::ProblemKind kind) {
+  if (kind == task::ProblemKind::kLeastSquares) return FedLoss::kLeastSquares;
+  return kind == task::ProblemKind::kSoftmax ? FedLoss::kSoftmax : FedLoss::kLogistic;
 }
 
 }  // namespace
 
-Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_fed(const task::Task& task, const DataFiles& files) {
+  const task::ProblemSpec& spec = task.problem;
   const FedLoss loss = LossOf(spec.kind);
   if (loss == FedLoss::kSoftmax && files.shards.agents == 0)
     return Status::InvalidArgument("softmax regression trains on shard files ([data] format = \"csv\" or \"records\")");
@@ -179,7 +179,7 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
     if (files.features != 0 && static_cast<uint32_t>(fed_->dim) != files.features)
       return Status(StatusCode::kInvalidArgument, fmt::format("model.features = {}, but the shards '{}' have {} features",
                                                               files.features, files.shards.train, fed_->dim));
-    config::Fnv1a h;
+    task::Fnv1a h;
     h.u64(static_cast<uint64_t>(fed_->dim));
     for (int c = 0; c < fed_->agents(); ++c) {
       HashMatrix(h, fed_->x[c].data(), static_cast<size_t>(fed_->x[c].size()));
@@ -208,8 +208,8 @@ Status Instance::build_fed(const config::Task& task, const DataFiles& files) {
 }
 
 // Oracles of agents [first, last) of fed_ (the others stay empty).
-Status Instance::build_fed_oracles(const config::Task& task, int first, int last) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_fed_oracles(const task::Task& task, int first, int last) {
+  const task::ProblemSpec& spec = task.problem;
   const FedLoss loss = LossOf(spec.kind);
   const FedDataset& data = *fed_;
   const size_t p = static_cast<size_t>(data.dim);
@@ -253,35 +253,35 @@ Status Instance::build_fed_oracles(const config::Task& task, int first, int last
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard) {
-  const config::ProblemSpec& spec = task.problem;
+Result<std::unique_ptr<Instance>> Instance::BuildOwn(const task::Task& task, uint32_t agent, const std::string& shard) {
+  const task::ProblemSpec& spec = task.problem;
   if (!spec.own_data) return Status::InvalidArgument("BuildOwn: the task is not an own-data task");
-  if (spec.kind == config::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
+  if (spec.kind == task::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
   if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
-  if (config::FamilyOf(spec.kind) == config::Family::kLsa) {
+  if (task::FamilyOf(spec.kind) == task::Family::kLsa) {
     std::unique_ptr<Instance> inst(new Instance());
     inst->problem_ = spec;
     FEDRT_TRY(inst->build_own_transitions(task, agent, shard));
     return inst;
   }
-  const data::LabelKind label = config::FamilyOf(spec.kind) == config::Family::kEm ? data::LabelKind::kNone
+  const data::LabelKind label = task::FamilyOf(spec.kind) == task::Family::kEm ? data::LabelKind::kNone
                                                                                    : LabelKindOf(LossOf(spec.kind));
   auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), shard, spec.label, label, spec.classes);
   if (!s.ok()) return s.status();
   return BuildOwn(task, agent, *s);
 }
 
-Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, uint32_t agent, const data::Shard& s) {
-  const config::ProblemSpec& spec = task.problem;
-  if (spec.own_data && config::FamilyOf(spec.kind) == config::Family::kEm && agent < spec.agents) {
+Result<std::unique_ptr<Instance>> Instance::BuildOwn(const task::Task& task, uint32_t agent, const data::Shard& s) {
+  const task::ProblemSpec& spec = task.problem;
+  if (spec.own_data && task::FamilyOf(spec.kind) == task::Family::kEm && agent < spec.agents) {
     std::unique_ptr<Instance> inst(new Instance());
     inst->problem_ = spec;
     FEDRT_TRY(inst->build_own_gmm(task, agent, s));
     return inst;
   }
-  if (!spec.own_data || config::FamilyOf(spec.kind) != config::Family::kOpt)
+  if (!spec.own_data || task::FamilyOf(spec.kind) != task::Family::kOpt)
     return Status::InvalidArgument("BuildOwn: the task is not an own-data least squares / logistic / softmax / gmm task");
-  if (spec.kind == config::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
+  if (spec.kind == task::ProblemKind::kUser) return Status::InvalidArgument("BuildOwn: a user model needs BuildOwnUser");
   if (agent >= spec.agents) return Status::InvalidArgument("BuildOwn: agent index outside the task's agents");
   const FedLoss loss = LossOf(spec.kind);
   FedDataset fed;
@@ -315,7 +315,7 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwn(const config::Task& task, u
 
 // The coordinator's side of a user model: no data and no oracles (it has no
 // code for the model), the agents and the initial iterate x_0.
-Status Instance::build_user(const config::Task& task, const DataFiles& files) {
+Status Instance::build_user(const task::Task& task, const DataFiles& files) {
   const size_t d = task.problem.dim;
   if (!files.initial.empty() && files.initial.size() != d)
     return Status(StatusCode::kInvalidArgument,
@@ -325,10 +325,10 @@ Status Instance::build_user(const config::Task& task, const DataFiles& files) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Instance>> Instance::BuildOwnUser(const config::Task& task, uint32_t agent, data::Shard shard,
+Result<std::unique_ptr<Instance>> Instance::BuildOwnUser(const task::Task& task, uint32_t agent, data::Shard shard,
                                                          const UserModel& model) {
-  const config::ProblemSpec& spec = task.problem;
-  if (!spec.own_data || spec.kind != config::ProblemKind::kUser)
+  const task::ProblemSpec& spec = task.problem;
+  if (!spec.own_data || spec.kind != task::ProblemKind::kUser)
     return Status::InvalidArgument("BuildOwnUser: the task does not train a user model on own data");
   if (agent >= spec.agents) return Status::InvalidArgument("BuildOwnUser: agent index outside the task's agents");
   if (model.dim != spec.dim)
@@ -355,7 +355,7 @@ Result<std::unique_ptr<Instance>> Instance::BuildOwnUser(const config::Task& tas
   return inst;
 }
 
-Status Instance::build_gmm(const config::Task& task) {
+Status Instance::build_gmm(const task::Task& task) {
   auto data = GenerateGmm(task.problem);
   if (!data.ok()) return data.status();
   gmm_ = std::move(*data);

@@ -18,10 +18,10 @@ bool EndsWith(const std::string& s, const std::string& t) {
 }
 
 // d of an own-data model from model.features = p, or from data.test's columns.
-Result<uint32_t> OwnModelDim(const config::ProblemSpec& spec, const DataFiles& files) {
+Result<uint32_t> OwnModelDim(const task::ProblemSpec& spec, const DataFiles& files) {
   FedDataset shape;
-  shape.loss = spec.kind == config::ProblemKind::kLeastSquares ? FedLoss::kLeastSquares
-               : spec.kind == config::ProblemKind::kSoftmax    ? FedLoss::kSoftmax
+  shape.loss = spec.kind == task::ProblemKind::kLeastSquares ? FedLoss::kLeastSquares
+               : spec.kind == task::ProblemKind::kSoftmax    ? FedLoss::kSoftmax
                                                                : FedLoss::kLogistic;
   shape.classes = static_cast<int>(spec.classes);
   shape.intercept = spec.intercept;
@@ -35,16 +35,16 @@ Result<uint32_t> OwnModelDim(const config::ProblemSpec& spec, const DataFiles& f
     p = test->dim;
   }
   shape.dim = static_cast<int>(p) + shape.ones_column();
-  if (shape.model_dim() <= 0 || static_cast<uint32_t>(shape.model_dim()) > config::kMaxLinuxDim)
+  if (shape.model_dim() <= 0 || static_cast<uint32_t>(shape.model_dim()) > task::kMaxLinuxDim)
     return Status(StatusCode::kInvalidArgument, fmt::format("{} features give a model of dimension {}, outside [1, {}]", p,
-                                                            shape.model_dim(), config::kMaxLinuxDim));
+                                                            shape.model_dim(), task::kMaxLinuxDim));
   return static_cast<uint32_t>(shape.model_dim());
 }
 
 }  // namespace
 
-Status Instance::build_blind(const config::Task& task, const DataFiles& files) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_blind(const task::Task& task, const DataFiles& files) {
+  const task::ProblemSpec& spec = task.problem;
   if (spec.agents == 0) return Status::InvalidArgument("without the agents' data the task needs problem.agents = N");
   uint32_t d = spec.dim;
   if (spec.own_data) {

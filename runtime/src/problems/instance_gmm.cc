@@ -4,8 +4,8 @@
 // false) knows G, p and the initial means only.
 #include <fmt/format.h>
 
-#include "fedrt/config/fingerprint.h"
-#include "fedrt/config/limits.h"
+#include "fedrt/task/fingerprint.h"
+#include "fedrt/task/limits.h"
 #include "fedrt/problems/instance.h"
 
 namespace fedrt::problems {
@@ -22,8 +22,8 @@ Status CheckMeans(const std::vector<double>& init, int G, int p, const std::stri
 
 }  // namespace
 
-Status Instance::build_gmm_shards(const config::Task& task, const DataFiles& files) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_gmm_shards(const task::Task& task, const DataFiles& files) {
+  const task::ProblemSpec& spec = task.problem;
   const int G = static_cast<int>(spec.gmm.components);
   GmmData g;
   if (files.read_shards) {
@@ -41,8 +41,8 @@ Status Instance::build_gmm_shards(const config::Task& task, const DataFiles& fil
     g.source = files.shards.train;
     if (g.p < 1 || g.p > 1024) return Status::Invalid("gmm without the shards: model.features = p (1 to 1024) is needed");
     g.dim = g.G * (1 + g.p);
-    if (static_cast<uint64_t>(g.dim) > config::kMaxLinuxDim)
-      return Status::Invalid(fmt::format("G (1 + p) = {} statistics, more than the Linux wire's {}", g.dim, config::kMaxLinuxDim));
+    if (static_cast<uint64_t>(g.dim) > task::kMaxLinuxDim)
+      return Status::Invalid(fmt::format("G (1 + p) = {} statistics, more than the Linux wire's {}", g.dim, task::kMaxLinuxDim));
     g.counts.assign(g.n, 0);
     g.points.resize(g.n);
     if (files.initial.empty())
@@ -53,7 +53,7 @@ Status Instance::build_gmm_shards(const config::Task& task, const DataFiles& fil
   FEDRT_TRY(CheckMeans(means, g.G, g.p, fmt::format("the shards '{}' have p = {} columns", g.source, g.p)));
   gmm_ = std::move(g);
   const GmmData& d = *gmm_;
-  config::Fnv1a h;
+  task::Fnv1a h;
   h.u64(static_cast<uint64_t>(d.p));
   for (uint32_t c = 0; c < d.n; ++c) {
     h.u64(d.points[c].size());
@@ -77,8 +77,8 @@ Status Instance::build_gmm_shards(const config::Task& task, const DataFiles& fil
   return Status::Ok();
 }
 
-Status Instance::build_own_gmm(const config::Task& task, uint32_t agent, const data::Shard& s) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_own_gmm(const task::Task& task, uint32_t agent, const data::Shard& s) {
+  const task::ProblemSpec& spec = task.problem;
   if (s.dim != spec.gmm.data_dim)
     return Status::Invalid(fmt::format("{}: {} columns, but the task's Gaussian mixture has p = {}", s.path, s.dim,
                            spec.gmm.data_dim));

@@ -4,7 +4,7 @@
 // evaluation (theta* and FedLSA's bias), and its sampling oracle.
 #include <fmt/format.h>
 
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/problems/td_transitions.h"
@@ -33,7 +33,7 @@ Status CheckTransitionColumns(const data::Shard& s) {
 
 namespace {
 
-Result<data::Shard> ReadTransitions(const config::ProblemSpec& spec, const std::string& path) {
+Result<data::Shard> ReadTransitions(const task::ProblemSpec& spec, const std::string& path) {
   auto s = data::ReadShard(static_cast<data::ShardFormat>(spec.data_format), path, spec.label, data::LabelKind::kReal);
   if (!s.ok()) return s.status();
   FEDRT_TRY(CheckTransitionColumns(*s));
@@ -60,8 +60,8 @@ size_t OracleBytes(const data::Shard& s) {
 
 }  // namespace
 
-Status Instance::build_td_transitions(const config::Task& task, const DataFiles& files) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_td_transitions(const task::Task& task, const DataFiles& files) {
+  const task::ProblemSpec& spec = task.problem;
   const ShardFiles& sf = files.shards;
   if (sf.agents == 0) return Status(StatusCode::kInvalidArgument, "no shards: the data has 0 agents");
   std::vector<data::Shard> shards;
@@ -77,7 +77,7 @@ Status Instance::build_td_transitions(const config::Task& task, const DataFiles&
   td.dim = static_cast<int>(shards[0].dim / 2);
   td.gamma = spec.garnet.gamma;
   td.lsa.dim = td.dim;
-  config::Fnv1a h;
+  task::Fnv1a h;
   h.u64(static_cast<uint64_t>(shards[0].dim));
   size_t bytes = 0;
   for (const data::Shard& s : shards) {
@@ -114,8 +114,8 @@ Status Instance::build_td_transitions(const config::Task& task, const DataFiles&
   return Status::Ok();
 }
 
-Status Instance::build_own_transitions(const config::Task& task, uint32_t agent, const std::string& path) {
-  const config::ProblemSpec& spec = task.problem;
+Status Instance::build_own_transitions(const task::Task& task, uint32_t agent, const std::string& path) {
+  const task::ProblemSpec& spec = task.problem;
   auto s = ReadTransitions(spec, path);
   if (!s.ok()) return s.status();
   if (s->dim != 2 * spec.dim)

@@ -4,19 +4,19 @@
 
 namespace fedrt::protocol {
 
-using config::AlgorithmKind;
-using config::Family;
+using task::AlgorithmKind;
+using task::Family;
 
-Status ServerCore::init(const config::Task& task, uint32_t algorithm, uint32_t run, View<double> initial) {
+Status ServerCore::init(const task::Task& task, uint32_t algorithm, uint32_t run, View<double> initial) {
   if (algorithm >= task.num_algorithms) return Status::InvalidArgument("server: no such algorithm in the task");
   choice_ = task.algorithms[algorithm];
-  family_ = config::FamilyOf(choice_.kind);
+  family_ = task::FamilyOf(choice_.kind);
   dim_ = static_cast<int>(task.problem.dim);
   chains_ = family_ == Family::kOpt && choice_.rr ? 2u : 1u;
   segment_dim_ = choice_.kind == AlgorithmKind::kScaffold ? 2 * dim_ : dim_;
   broadcast_dim_ = family_ == Family::kEm ? 2 * dim_ : static_cast<int>(chains_) * segment_dim_;
   if (static_cast<int>(initial.size) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
-  const config::HyperSpec& h = task.hyper;
+  const task::HyperSpec& h = task.hyper;
   // Only the family's servers, sized for the algorithm (exact sums: core/exact_sum_array.h).
   const auto opt_kind = static_cast<algorithms::FedOptAlgorithm>(
       family_ == Family::kOpt ? static_cast<unsigned>(choice_.kind) - static_cast<unsigned>(AlgorithmKind::kFedAvg) : 0u);

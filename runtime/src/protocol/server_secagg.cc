@@ -8,7 +8,7 @@
 
 namespace fedrt::protocol {
 
-Status ServerSecAgg::begin(const config::Task& task, const RoundId& id, const std::vector<uint32_t>& sampled,
+Status ServerSecAgg::begin(const task::Task& task, const RoundId& id, const std::vector<uint32_t>& sampled,
                            uint32_t dim, uint32_t bits) {
   id_ = id;
   agent_of_ = sampled;

@@ -189,7 +189,7 @@ Announcement ServerSession::announcement(uint32_t agent, uint64_t now_ms) const 
   const Upload& up = uploads_[agent];
   if (up.active && up.header.id == id_) {
     a.resume = true;
-    for (uint32_t k = 0; k < config::kMaxSegments; ++k) a.resume_bytes[k] = up.received[k];
+    for (uint32_t k = 0; k < task::kMaxSegments; ++k) a.resume_bytes[k] = up.received[k];
   }
   if (deadline_ != kNoDeadline)
     a.deadline_ms = deadline_ > now_ms ? static_cast<uint32_t>(std::min<uint64_t>(deadline_ - now_ms, 0xFFFFFFFFu)) : 0;

@@ -12,11 +12,11 @@ namespace fedrt::protocol {
 
 using compression::QuantizerKind;
 
-Status ServerUplink::init(const config::Task& task, const ServerCore& core, uint32_t agents) {
+Status ServerUplink::init(const task::Task& task, const ServerCore& core, uint32_t agents) {
   q_ = task.compression.quantizer;
   chains_ = core.chains();
   seg_ = core.segment_dim();
-  message_only_ = core.family() == config::Family::kEm;
+  message_only_ = core.family() == task::Family::kEm;
   memory_ = message_only_ ? false : task.compression.control_variates;
   if (message_only_) {
     mode_ = q_.kind == QuantizerKind::kRounding ? Mode::kInteger : Mode::kCoded;

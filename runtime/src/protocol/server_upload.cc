@@ -149,7 +149,7 @@ void ServerSession::abort_upload(uint32_t agent) {
   --active_uploads_;
   UploadJournal& j = *journals_[agent];
   if (uplink_.streams_values(up.header.id.round == kInitRound)) {
-    std::vector<uint8_t> buf(config::kChunkBytes);
+    std::vector<uint8_t> buf(task::kChunkBytes);
     for (uint32_t k = 0; k < up.header.segments; ++k) {
       const uint64_t start = SegmentStart(up.header, k);
       for (uint64_t off = 0; off < up.received[k];) {

@@ -26,21 +26,21 @@ namespace {
 
 class BlindEvaluation : public Evaluation {
  public:
-  BlindEvaluation(const config::Task& t, const problems::DataFiles& f, const problems::Instance& i)
+  BlindEvaluation(const task::Task& t, const problems::DataFiles& f, const problems::Instance& i)
       : task_(t), train_(f.shards.train), inst_(i) {}
 
   void set_test(HeldOutSet test) { test_.emplace(std::move(test), task_.rounds); }
 
   void describe(SimResult& out) const override {
-    const config::ProblemSpec& p = task_.problem;
+    const task::ProblemSpec& p = task_.problem;
     const int d = static_cast<int>(p.dim);
     const double l2 = p.synthetic.l2;
     out.problem.agents = static_cast<int>(p.agents);
     out.problem.dim = d;
     out.settings = OptSettingsJson(task_, l2, "uniform mean over the agents that reported");
     if (p.own_data) {
-      const std::string loss = p.kind == config::ProblemKind::kLeastSquares ? std::string("least squares")
-                               : p.kind == config::ProblemKind::kSoftmax
+      const std::string loss = p.kind == task::ProblemKind::kLeastSquares ? std::string("least squares")
+                               : p.kind == task::ProblemKind::kSoftmax
                                    ? fmt::format("softmax regression ({} classes{}, l2={})", p.classes,
                                                  p.intercept ? ", intercept" : "", l2)
                                    : fmt::format("logistic regression (l2={})", l2);
@@ -58,9 +58,9 @@ class BlindEvaluation : public Evaluation {
   }
   // A generated problem whose data only the devices generated.
   void describe_generated(SimResult& out) const {
-    const config::ProblemSpec& p = task_.problem;
-    const config::SyntheticSpec& syn = p.synthetic;
-    const std::string loss = p.kind == config::ProblemKind::kLeastSquares
+    const task::ProblemSpec& p = task_.problem;
+    const task::SyntheticSpec& syn = p.synthetic;
+    const std::string loss = p.kind == task::ProblemKind::kLeastSquares
                                  ? (syn.l2 > 0 ? fmt::format("ridge least squares (l2={})", syn.l2) : "least squares")
                                  : fmt::format("logistic regression (l2={})", syn.l2);
     out.error_metric = "none (problem.coordinator_generates = false: the coordinator holds no agent's data, so no "
@@ -84,7 +84,7 @@ class BlindEvaluation : public Evaluation {
   }
 
  private:
-  const config::Task& task_;
+  const task::Task& task_;
   std::string train_;
   const problems::Instance& inst_;
   std::optional<HeldOutScores> test_;
@@ -92,7 +92,7 @@ class BlindEvaluation : public Evaluation {
 
 }  // namespace
 
-Result<std::unique_ptr<Evaluation>> MakeBlindEvaluation(const config::Task& task, const problems::DataFiles& files,
+Result<std::unique_ptr<Evaluation>> MakeBlindEvaluation(const task::Task& task, const problems::DataFiles& files,
                                                         const problems::Instance& instance) {
   auto e = std::make_unique<BlindEvaluation>(task, files, instance);
   if (!files.test.empty()) {

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/compression/quantizer.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/protocol/messages.h"
@@ -25,7 +25,7 @@ namespace {
 
 class EmEvaluation : public Evaluation {
  public:
-  EmEvaluation(const config::Task& t, const problems::DataFiles& f, const problems::Instance& i, WorkerPool* pool)
+  EmEvaluation(const task::Task& t, const problems::DataFiles& f, const problems::Instance& i, WorkerPool* pool)
       : task_(t), files_(f), inst_(i), d_(*i.gmm()), pool_(pool), own_(t.problem.own_data),
         blind_(own_ && d_.total_points() == 0) {}
 
@@ -67,7 +67,7 @@ class EmEvaluation : public Evaluation {
 
   void describe(SimResult& out) const override {
     if (own_) return describe_own(out);
-    const config::GmmSpec& g = task_.problem.gmm;
+    const task::GmmSpec& g = task_.problem.gmm;
     out.error_metric = "||h(Shat_k)||^2";
     out.error_label = "‖h(Ŝ_k)‖²";
     out.problem.agents = static_cast<int>(d_.n);
@@ -90,7 +90,7 @@ class EmEvaluation : public Evaluation {
                     {"em_step", task_.hyper.em_step},
                     {"batch", task_.hyper.batch},
                     {"inner_iters", task_.hyper.inner_iters},
-                    {"quantizer", config::QuantizerName(q.kind)},
+                    {"quantizer", task::QuantizerName(q.kind)},
                     {"levels", q.levels},
                     {"elias_gamma", q.elias_gamma},
                     {"bits", q.bits},
@@ -202,7 +202,7 @@ class EmEvaluation : public Evaluation {
                     {"em_step", task_.hyper.em_step},
                     {"batch", task_.hyper.batch},
                     {"inner_iters", task_.hyper.inner_iters},
-                    {"quantizer", config::QuantizerName(q.kind)},
+                    {"quantizer", task::QuantizerName(q.kind)},
                     {"levels", q.levels},
                     {"elias_gamma", q.elias_gamma},
                     {"bits", q.bits},
@@ -223,7 +223,7 @@ class EmEvaluation : public Evaluation {
   }
 
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-  const config::Task& task_;
+  const task::Task& task_;
   problems::DataFiles files_;
   const problems::Instance& inst_;
   const problems::GmmData& d_;
@@ -241,7 +241,7 @@ class EmEvaluation : public Evaluation {
 
 }  // namespace
 
-Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::DataFiles& files,
+Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const task::Task& task, const problems::DataFiles& files,
                                                      const problems::Instance& instance, WorkerPool* pool) {
   auto e = std::make_unique<EmEvaluation>(task, files, instance, pool);
   FEDRT_TRY(e->load_test());

@@ -4,15 +4,15 @@
 
 namespace fedrt::report {
 
-Result<std::unique_ptr<Evaluation>> Evaluation::Make(const config::Task& task, const problems::DataFiles& files,
+Result<std::unique_ptr<Evaluation>> Evaluation::Make(const task::Task& task, const problems::DataFiles& files,
                                                      const problems::Instance& instance, WorkerPool* pool) {
-  switch (config::FamilyOf(task.problem.kind)) {
-    case config::Family::kLsa: return MakeLsaEvaluation(task, files, instance);
-    case config::Family::kOpt:
-      if (task.problem.kind == config::ProblemKind::kUser) return MakeUserEvaluation(task, files);
+  switch (task::FamilyOf(task.problem.kind)) {
+    case task::Family::kLsa: return MakeLsaEvaluation(task, files, instance);
+    case task::Family::kOpt:
+      if (task.problem.kind == task::ProblemKind::kUser) return MakeUserEvaluation(task, files);
       if (instance.fed() == nullptr) return MakeBlindEvaluation(task, files, instance);
       return MakeOptEvaluation(task, files, instance);
-    case config::Family::kEm: return MakeEmEvaluation(task, files, instance, pool);
+    case task::Family::kEm: return MakeEmEvaluation(task, files, instance, pool);
   }
   return Status::Unimplemented("evaluation: unknown problem family");
 }

@@ -18,10 +18,10 @@ bool EndsWith(const std::string& s, const std::string& t) {
 
 }  // namespace
 
-Result<HeldOutSet> HeldOutSet::Load(const config::Task& task, const problems::ShardFiles& files, const std::string& path) {
-  const config::ProblemKind kind = task.problem.kind;
-  const problems::FedLoss loss = kind == config::ProblemKind::kLogistic  ? problems::FedLoss::kLogistic
-                                 : kind == config::ProblemKind::kSoftmax ? problems::FedLoss::kSoftmax
+Result<HeldOutSet> HeldOutSet::Load(const task::Task& task, const problems::ShardFiles& files, const std::string& path) {
+  const task::ProblemKind kind = task.problem.kind;
+  const problems::FedLoss loss = kind == task::ProblemKind::kLogistic  ? problems::FedLoss::kLogistic
+                                 : kind == task::ProblemKind::kSoftmax ? problems::FedLoss::kSoftmax
                                                                          : problems::FedLoss::kLeastSquares;
   const data::ShardFormat format = EndsWith(path, ".csv") ? data::ShardFormat::kCsv : files.format;
   auto shard = data::ReadShard(format, path, files.label, problems::LabelKindOf(loss), task.problem.classes);

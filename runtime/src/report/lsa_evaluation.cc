@@ -13,15 +13,15 @@ namespace {
 
 class LsaEvaluation : public Evaluation {
  public:
-  LsaEvaluation(const config::Task& t, const problems::DataFiles& f, const problems::Instance& i)
+  LsaEvaluation(const task::Task& t, const problems::DataFiles& f, const problems::Instance& i)
       : task_(t), files_(f), inst_(i), agents_(i.td()->lsa.agents()), dim_(i.td()->lsa.dim),
         linear_system_(i.td()->linear_system()), theta_star_(i.td()->lsa.theta_star),
         delta_het_(analysis::DeltaHet(i.td()->lsa)),
         bias_(analysis::PredictFedLsaBias(i.td()->lsa, t.hyper.step, t.hyper.local_steps, t.rounds)) {}
 
   void describe(SimResult& out) const override {
-    const config::ProblemSpec& p = inst_.problem();
-    const config::GarnetSpec& g = p.garnet;
+    const task::ProblemSpec& p = inst_.problem();
+    const task::GarnetSpec& g = p.garnet;
     out.problem.agents = agents_;
     out.problem.dim = dim_;
     out.problem.theta_star = theta_star_;
@@ -39,13 +39,13 @@ class LsaEvaluation : public Evaluation {
     }
     if (task_.secagg.enabled)
       out.settings["secure_aggregation"] = SecAggJson(task_.secagg, p.agents, task_.compression.quantizer.bits);
-    const char* het = g.heterogeneity == config::Heterogeneity::kHigh ? "high" : "low";
+    const char* het = g.heterogeneity == task::Heterogeneity::kHigh ? "high" : "low";
     if (p.own_data) {
       out.settings.update({{"train", files_.shards.train}, {"gamma", g.gamma}, {"train_loss", "mean squared TD error"}});
       out.problem.description =
           fmt::format("federated TD(0) on the agents' own transitions '{}', d={}, gamma={}", files_.shards.train, p.dim,
                       g.gamma);
-    } else if (p.kind == config::ProblemKind::kBundle) {
+    } else if (p.kind == task::ProblemKind::kBundle) {
       out.settings["problem_file"] = files_.bundle;
       if (linear_system_) {
         out.settings["oracle"] = "A_c(Z) = Abar_c + sigma_a[c] G, b_c(Z) = bbar_c + sigma_b[c] g, G and g standard Gaussian";
@@ -71,7 +71,7 @@ class LsaEvaluation : public Evaluation {
   bool concurrent_runs() const override { return true; }  // no per-run state
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
-    if (task_.algorithms[a].kind == config::AlgorithmKind::kFedLsa) {
+    if (task_.algorithms[a].kind == task::AlgorithmKind::kFedLsa) {
       if (task_.participation >= 1.0) {
         res.predicted_bias_sq = bias_.after_rounds.squaredNorm();
         res.predicted_bias_sq_stationary = bias_.stationary.squaredNorm();
@@ -83,7 +83,7 @@ class LsaEvaluation : public Evaluation {
   }
 
  private:
-  const config::Task& task_;
+  const task::Task& task_;
   problems::DataFiles files_;
   const problems::Instance& inst_;
   // What the evaluation needs of the agents' systems, taken once: a
@@ -97,7 +97,7 @@ class LsaEvaluation : public Evaluation {
 
 }  // namespace
 
-std::unique_ptr<Evaluation> MakeLsaEvaluation(const config::Task& task, const problems::DataFiles& files,
+std::unique_ptr<Evaluation> MakeLsaEvaluation(const task::Task& task, const problems::DataFiles& files,
                                               const problems::Instance& instance) {
   return std::make_unique<LsaEvaluation>(task, files, instance);
 }

@@ -21,7 +21,7 @@ namespace fedrt::report {
 
 namespace {
 
-using config::AlgorithmKind;
+using task::AlgorithmKind;
 
 std::vector<double> ToVec(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
 
@@ -33,9 +33,9 @@ double MeanOf(const std::vector<double>& v) {
 
 class OptEvaluation : public Evaluation {
  public:
-  OptEvaluation(const config::Task& t, const problems::Instance& i, Eigen::VectorXd x_star)
+  OptEvaluation(const task::Task& t, const problems::Instance& i, Eigen::VectorXd x_star)
       : task_(t), inst_(i), data_(*i.fed()), x_star_(std::move(x_star)),
-        lsq_(t.problem.kind == config::ProblemKind::kLeastSquares),
+        lsq_(t.problem.kind == task::ProblemKind::kLeastSquares),
         runs_(static_cast<size_t>(t.num_algorithms) * t.runs) {}
 
   // Above d = 2048 the host keeps no d x d matrix: no closed-form theory, no
@@ -56,7 +56,7 @@ class OptEvaluation : public Evaluation {
   }
 
   void describe(SimResult& out) const override {
-    const config::SyntheticSpec& syn = task_.problem.synthetic;
+    const task::SyntheticSpec& syn = task_.problem.synthetic;
     const double l2 = syn.l2;
     const int d = data_.model_dim(), n = data_.agents();
     out.error_metric = "||x_t - x_star||^2";
@@ -202,7 +202,7 @@ class OptEvaluation : public Evaluation {
   bool concurrent_runs() const override { return true; }
 
   void algorithm_finished(size_t a, AlgorithmResult& res) override {
-    const config::AlgorithmChoice spec = task_.algorithms[a];
+    const task::AlgorithmChoice spec = task_.algorithms[a];
     if (test_) test_->fill(a, task_.runs, inst_.initial_iterate().data(), res);
     std::vector<double> final_dist, pr_dist, pr2_dist, stat_err;
     std::vector<const Eigen::VectorXd*> finals;  // the finished runs' final iterates, in run order
@@ -271,7 +271,7 @@ class OptEvaluation : public Evaluation {
   double min_parallel_work() const override { return 1u << 16; }
 
  private:
-  const config::Task& task_;
+  const task::Task& task_;
   const problems::Instance& inst_;
   const problems::FedDataset& data_;
   Eigen::VectorXd x_star_;
@@ -293,7 +293,7 @@ class OptEvaluation : public Evaluation {
 
 }  // namespace
 
-Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::DataFiles& files,
+Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const task::Task& task, const problems::DataFiles& files,
                                                       const problems::Instance& instance) {
   auto x_star = problems::ExactSolution(*instance.fed(), task.problem.synthetic.l2);
   if (!x_star.ok()) return x_star.status();

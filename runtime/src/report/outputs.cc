@@ -10,12 +10,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 #include "fedrt/report/npy.h"
 
 namespace fedrt::report {
 
-using config::ProblemKind;
+using task::ProblemKind;
 
 namespace {
 
@@ -24,7 +24,7 @@ namespace {
 nlohmann::json Settings(const SimResult& r) {
   const ExperimentConfig& c = r.config;
   nlohmann::json s;
-  s["problem"] = config::ProblemKindName(c.problem);
+  s["problem"] = task::ProblemKindName(c.problem);
   s["agents"] = r.problem.agents;
   s["dim"] = r.problem.dim;
   std::string names;

@@ -3,16 +3,16 @@
 #include <algorithm>
 
 #include "fedrt/compression/quantizer.h"
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 #include "fedrt/secagg/protocol.h"
 
 #include <fmt/format.h>
 
 namespace fedrt::report {
 
-nlohmann::json CompressionJson(const config::CompressionSpec& k, int dim) {
+nlohmann::json CompressionJson(const task::CompressionSpec& k, int dim) {
   const compression::QuantizerSpec& q = k.quantizer;
-  return {{"quantizer", config::QuantizerName(q.kind)},
+  return {{"quantizer", task::QuantizerName(q.kind)},
           {"levels", q.levels},
           {"elias_gamma", q.elias_gamma},
           {"bits", q.bits},
@@ -23,7 +23,7 @@ nlohmann::json CompressionJson(const config::CompressionSpec& k, int dim) {
           {"downlink", k.downlink}};
 }
 
-nlohmann::json SecAggJson(const config::SecAggSpec& s, uint32_t agents, uint32_t bits) {
+nlohmann::json SecAggJson(const task::SecAggSpec& s, uint32_t agents, uint32_t bits) {
   uint32_t k = 0, t = 0;
   const double design = std::max(0.2, s.dropout);
   secagg::DefaultGraph(agents, k, t, design);
@@ -41,7 +41,7 @@ nlohmann::json SecAggJson(const config::SecAggSpec& s, uint32_t agents, uint32_t
           {"aggregation", "integer sum of the b-bit payloads, dequantized once (same as without secure aggregation)"}};
 }
 
-nlohmann::json SyntheticSettingsJson(const config::SyntheticSpec& syn) {
+nlohmann::json SyntheticSettingsJson(const task::SyntheticSpec& syn) {
   return {{"heterogeneity",
            fmt::format("covariate {}, concept {}, quantity {}", syn.covariate_shift, syn.concept_shift, syn.quantity_skew)},
           {"covariate_shift", syn.covariate_shift},
@@ -51,7 +51,7 @@ nlohmann::json SyntheticSettingsJson(const config::SyntheticSpec& syn) {
           {"noise", syn.noise}};
 }
 
-nlohmann::json OptSettingsJson(const config::Task& t, double l2, const char* aggregation) {
+nlohmann::json OptSettingsJson(const task::Task& t, double l2, const char* aggregation) {
   const uint32_t batch = t.hyper.batch;
   nlohmann::json j = {{"batch", batch},
                       {"gradients", batch == 0 ? "full" : fmt::format("mini-batch of {} (with replacement)", batch)},

@@ -17,7 +17,7 @@ namespace {
 
 class UserEvaluation : public Evaluation {
  public:
-  UserEvaluation(const config::Task& t, const problems::DataFiles& f) : task_(t), train_(f.shards.train),
+  UserEvaluation(const task::Task& t, const problems::DataFiles& f) : task_(t), train_(f.shards.train),
       init_(f.initial.empty() ? "x_0 = 0" : "x_0 = model.init") {}
 
   void describe(SimResult& out) const override {
@@ -46,13 +46,13 @@ class UserEvaluation : public Evaluation {
   bool concurrent_runs() const override { return true; }  // no per-run state
 
  private:
-  const config::Task& task_;
+  const task::Task& task_;
   std::string train_, init_;
 };
 
 }  // namespace
 
-std::unique_ptr<Evaluation> MakeUserEvaluation(const config::Task& task, const problems::DataFiles& files) {
+std::unique_ptr<Evaluation> MakeUserEvaluation(const task::Task& task, const problems::DataFiles& files) {
   return std::make_unique<UserEvaluation>(task, files);
 }
 

@@ -14,7 +14,7 @@ namespace fedrt::sim {
 
 PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool* pool,
                    const PairRoundCallback& on_round) {
-  const config::Task& task = *ctx.task;
+  const task::Task& task = *ctx.task;
   const problems::Instance& inst = *ctx.instance;
   report::Evaluation& eval = *ctx.eval;
   const std::string& name = ctx.names[a];
@@ -88,8 +88,8 @@ namespace {
 
 // Concurrent runs share the agents' oracles; those with a workspace of their
 // own (softmax's logits, the expected operator's A theta) serve one at a time.
-bool OraclesKeepNoWorkspace(const std::vector<protocol::LocalProblem<double>>& agents) {
-  for (const protocol::LocalProblem<double>& p : agents)
+bool OraclesKeepNoWorkspace(const std::vector<problems::LocalProblem<double>>& agents) {
+  for (const problems::LocalProblem<double>& p : agents)
     if (p.softmax != nullptr || p.expected != nullptr || p.user != nullptr) return false;
   return true;
 }
@@ -97,7 +97,7 @@ bool OraclesKeepNoWorkspace(const std::vector<protocol::LocalProblem<double>>& a
 }  // namespace
 
 bool PairsInParallel(const PairContext& ctx, const WorkerPool& pool, const SimOptions& options) {
-  const config::Task& task = *ctx.task;
+  const task::Task& task = *ctx.task;
   const uint64_t pairs = static_cast<uint64_t>(task.num_algorithms) * task.runs;
   if (pool.threads() < 2 || pairs < 2 || !ctx.eval->concurrent_runs() || ctx.ranks != nullptr) return false;
   if (!OraclesKeepNoWorkspace(ctx.instance->locals())) return false;

@@ -15,26 +15,26 @@
 
 #include <Eigen/Dense>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
+#include "fedrt/config/td_kernel.h"
 #include "fedrt/core/status.h"
 #include "fedrt/core/worker_pool.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/sim/simulator.h"
-#include "fedrt/sim/td_kernel.h"
 
 namespace fedrt::sim {
 
 // What every pair shares (read-only, or thread-safe as documented).
 struct PairContext {
-  const config::Task* task = nullptr;
+  const task::Task* task = nullptr;
   const problems::Instance* instance = nullptr;
   report::Evaluation* eval = nullptr;
   std::vector<std::string> names;  // per algorithm, as on the command line
   int dim = 0;                     // the reported model's length (ProblemSummary::dim)
   bool keep_theta_history = false;
   bool park_idle_agents = true;       // DriverOptions::park_idle_agents
-  TdKernel kernel = TdKernel::kAuto;  // TD(0) local steps (sim/td_lanes.h)
+  config::TdKernel kernel = config::TdKernel::kAuto;  // TD(0) local steps (sim/td_lanes.h)
   RankChannel* ranks = nullptr;       // a distributed run: pairs one at a time (docs/architecture.md, "MPI")
 };
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/config/experiment.h"
-#include "fedrt/config/fingerprint.h"
+#include "fedrt/task/fingerprint.h"
 #include "fedrt/config/task_builder.h"
 
 namespace fedrt::sim {
@@ -13,8 +13,8 @@ namespace fedrt::sim {
 Result<uint64_t> ExperimentFingerprint(const config::ExperimentConfig& cfg) {
   auto task = config::MakeTask(cfg);
   if (!task.ok()) return task.status();
-  config::Fnv1a h;
-  h.u64(config::TaskFingerprint(*task));
+  task::Fnv1a h;
+  h.u64(task::TaskFingerprint(*task));
   h.u64(task->problem.agents);
   h.f64(cfg.secagg.dropout);
   h.u64(cfg.noise_free ? 1 : 0);

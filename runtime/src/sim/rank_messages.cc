@@ -98,7 +98,7 @@ Status RankMessages::put(uint32_t agent, const ClientOutput& m) {
     case MessageKind::kUpdate: {
       const protocol::Update& u = m.update;
       if (u.chunked) return Status::Internal("simulator: a chunked update cannot cross ranks");
-      if (u.segments > config::kMaxSegments) return Status::Internal("simulator: an update with too many segments");
+      if (u.segments > task::kMaxSegments) return Status::Internal("simulator: an update with too many segments");
       w.id(u.id);
       w.put(static_cast<uint8_t>(u.encoding));
       w.put(u.segments);
@@ -163,7 +163,7 @@ Status RankMessages::exchange(RankChannel& channel, uint32_t agents, uint64_t sa
         u.id = in.id();
         u.encoding = static_cast<protocol::Encoding>(in.get<uint8_t>());
         u.segments = in.get<uint32_t>();
-        if (u.segments > config::kMaxSegments) return broken(r, "an update with too many segments");
+        if (u.segments > task::kMaxSegments) return broken(r, "an update with too many segments");
         for (uint32_t s = 0; s < u.segments; ++s) {
           const uint32_t n = in.get<uint32_t>();
           const uint8_t* at = in.take(n);

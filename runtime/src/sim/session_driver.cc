@@ -42,7 +42,7 @@ Status SessionDriver::run(const DriverOptions& o, const std::function<Status(con
 
 Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>& on_round) {
   const DriverOptions& o = opt_;
-  const config::Task& task = *o.task;
+  const task::Task& task = *o.task;
   const uint32_t n = task.problem.agents;
   if (o.agents == nullptr || o.agents->size() != n) return Status::InvalidArgument("simulator: one local problem per agent");
   own_ = o.ranks != nullptr ? RangeOf(n, o.ranks->size(), o.ranks->rank()) : AgentRange{0, n};
@@ -113,7 +113,7 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
 }
 
 Status SessionDriver::play_round(uint32_t round) {
-  const config::Task& task = *opt_.task;
+  const task::Task& task = *opt_.task;
   const uint32_t n = task.problem.agents;
   for (uint32_t c = 0; c < n; ++c)
     if (dropped_[c]) {
@@ -204,7 +204,7 @@ Status SessionDriver::seat(uint32_t c) {
     seats_[s].round = serial_;
     return Status::Ok();
   }
-  const protocol::LocalProblem<double>& problem = (*opt_.agents)[c];
+  const problems::LocalProblem<double>& problem = (*opt_.agents)[c];
   uint32_t k = kUnseated;
   while (k == kUnseated && !idle_seats_.empty()) {  // a seat this round has not used
     const uint32_t i = idle_seats_.back();
@@ -259,7 +259,7 @@ Status SessionDriver::deliver_announcements(uint32_t round) {
 // kTdLaneGroup agents (each agent's result is the scalar kernel's, bit for
 // bit); any other work runs through on_announce.
 void SessionDriver::announce_range(size_t b, size_t e) {
-  if (opt_.kernel == TdKernel::kScalar) {
+  if (opt_.kernel == config::TdKernel::kScalar) {
     for (size_t i = b; i < e; ++i) {
       Seat& s = seat_of(batch_[i]);
       s.error = s.session.on_announce(server_.announcement(batch_[i], 0), s.output);

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/config/names.h"
+#include "fedrt/task/names.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/core/worker_pool.h"
@@ -34,14 +34,14 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   FEDRT_TRY(config::Validate(cfg));
   auto task_r = config::MakeTask(cfg);
   if (!task_r.ok()) return task_r.status();
-  config::Task task = *task_r;
-  if (task.problem.kind == config::ProblemKind::kUser)
+  task::Task task = *task_r;
+  if (task.problem.kind == task::ProblemKind::kUser)
     return Status(StatusCode::kInvalidArgument,
                   std::string("[model] kind = \"user\": the simulator has no code for a user-defined model; it trains "
                               "on devices built on fedrt::Device (docs/user-models.md)"));
   for (uint32_t a = 0; a < task.num_algorithms; ++a)
-    if (task.algorithms[a].kind == config::AlgorithmKind::kFedProxExact &&
-        task.problem.kind != config::ProblemKind::kLeastSquares)
+    if (task.algorithms[a].kind == task::AlgorithmKind::kFedProxExact &&
+        task.problem.kind != task::ProblemKind::kLeastSquares)
       return Status(StatusCode::kInvalidArgument,
                     std::string("fedprox-exact needs least squares (--problem lsq): logistic has no closed-form prox"));
   auto instance = config::BuildInstance(cfg);
@@ -64,10 +64,10 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   ctx.instance = &**instance;
   ctx.eval = &eval;
   ctx.dim = out.problem.dim;
-  for (uint32_t a = 0; a < task.num_algorithms; ++a) ctx.names.push_back(config::AlgorithmName(task.algorithms[a]));
+  for (uint32_t a = 0; a < task.num_algorithms; ++a) ctx.names.push_back(task::AlgorithmName(task.algorithms[a]));
   ctx.keep_theta_history = opt.keep_theta_history;
   ctx.park_idle_agents = opt.park_idle_agents;
-  ParseTdKernel(cfg.kernel.c_str(), ctx.kernel);  // checked by Validate
+  config::ParseTdKernel(cfg.kernel.c_str(), ctx.kernel);  // checked by Validate
   ctx.ranks = opt.ranks;
   // Short rounds: whole runs at once, one per thread; otherwise one run after
   // the other, each round's agents on the pool. The same bits either way.

@@ -35,29 +35,29 @@ void ScalarBlock(problems::TdBlock<double>& b) {
   });
 }
 
-bool Lanes(TdKernel k, problems::TdBlock<double>* const* blocks, int groups) {
+bool Lanes(config::TdKernel k, problems::TdBlock<double>* const* blocks, int groups) {
 #if defined(FEDRT_TD_LANES_AVX2)
-  if (k == TdKernel::kAvx2) return TdLanesAvx2(blocks, groups);
+  if (k == config::TdKernel::kAvx2) return TdLanesAvx2(blocks, groups);
 #endif
   return LanesFor(blocks, groups);
 }
 
 }  // namespace
 
-TdKernel ResolveTdKernel(TdKernel k) {
-  if (k == TdKernel::kAuto) return CpuHasAvx2() ? TdKernel::kAvx2 : TdKernel::kPortable;
-  if (k == TdKernel::kAvx2 && !CpuHasAvx2()) return TdKernel::kPortable;
+config::TdKernel ResolveTdKernel(config::TdKernel k) {
+  if (k == config::TdKernel::kAuto) return CpuHasAvx2() ? config::TdKernel::kAvx2 : config::TdKernel::kPortable;
+  if (k == config::TdKernel::kAvx2 && !CpuHasAvx2()) return config::TdKernel::kPortable;
   return k;
 }
 
-void RunTdBlocks(problems::TdBlock<double>* blocks, size_t n, TdKernel kernel) {
+void RunTdBlocks(problems::TdBlock<double>* blocks, size_t n, config::TdKernel kernel) {
   kernel = ResolveTdKernel(kernel);
   problems::TdBlock<double>* group[kTdLaneGroup];
   size_t i = 0;
   while (i < n) {
     size_t end = i + 1;
     while (end < n && SameShape(blocks[i], blocks[end])) ++end;
-    if (kernel != TdKernel::kScalar) {
+    if (kernel != config::TdKernel::kScalar) {
       for (int groups : {2, 1}) {
         const size_t m = 4 * static_cast<size_t>(groups);
         while (end - i >= m && m <= kTdLaneGroup) {

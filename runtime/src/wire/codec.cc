@@ -52,8 +52,8 @@ protocol::WorkReport DecodeReport(const M& m) {
 
 // ---------------------------------------------------------------- task
 
-void EncodeTask(const config::Task& t, Task* out) {
-  const config::ProblemSpec& p = t.problem;
+void EncodeTask(const task::Task& t, Task* out) {
+  const task::ProblemSpec& p = t.problem;
   ProblemSpec* wp = out->mutable_problem();
   wp->set_kind(static_cast<uint32_t>(p.kind));
   wp->set_agents(p.agents);
@@ -118,13 +118,13 @@ void EncodeTask(const config::Task& t, Task* out) {
   out->set_runs(t.runs);
 }
 
-Status DecodeTask(const Task& in, config::Task& t) {
+Status DecodeTask(const Task& in, task::Task& t) {
   auto bad = [](const std::string& m) { return Status(StatusCode::kInvalidArgument, "task: " + m); };
-  t = config::Task{};
+  t = task::Task{};
   const ProblemSpec& wp = in.problem();
-  if (wp.kind() > static_cast<uint32_t>(config::ProblemKind::kUser)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
-  config::ProblemSpec& p = t.problem;
-  p.kind = static_cast<config::ProblemKind>(wp.kind());
+  if (wp.kind() > static_cast<uint32_t>(task::ProblemKind::kUser)) return bad(fmt::format("unknown problem kind {}", wp.kind()));
+  task::ProblemSpec& p = t.problem;
+  p.kind = static_cast<task::ProblemKind>(wp.kind());
   p.agents = wp.agents();
   p.dim = wp.dim();
   p.seed = wp.seed();
@@ -133,14 +133,14 @@ Status DecodeTask(const Task& in, config::Task& t) {
   p.own_data = wp.own_data();
   if (wp.data_format() > 1) return bad(fmt::format("unknown data format {}", wp.data_format()));
   p.data_format = static_cast<uint8_t>(wp.data_format());
-  if (wp.label().size() > config::kMaxLabelChars || wp.label().find('\0') != std::string::npos)
-    return bad(fmt::format("label column name of {} bytes (at most {})", wp.label().size(), config::kMaxLabelChars));
+  if (wp.label().size() > task::kMaxLabelChars || wp.label().find('\0') != std::string::npos)
+    return bad(fmt::format("label column name of {} bytes (at most {})", wp.label().size(), task::kMaxLabelChars));
   std::memcpy(p.label, wp.label().c_str(), wp.label().size() + 1);
   p.classes = wp.classes();
   p.intercept = wp.intercept();
   if (p.agents == 0 || p.agents > (1u << 24)) return bad(fmt::format("{} agents", p.agents));
-  if (p.dim == 0 || p.dim > config::kMaxLinuxStreamDim)
-    return bad(fmt::format("dimension {} outside 1..{}", p.dim, config::kMaxLinuxStreamDim));
+  if (p.dim == 0 || p.dim > task::kMaxLinuxStreamDim)
+    return bad(fmt::format("dimension {} outside 1..{}", p.dim, task::kMaxLinuxStreamDim));
   const GarnetSpec& g = wp.garnet();
   p.garnet.states = g.states();
   p.garnet.actions = g.actions();
@@ -148,7 +148,7 @@ Status DecodeTask(const Task& in, config::Task& t) {
   p.garnet.gamma = g.gamma();
   p.garnet.epsilon = g.epsilon();
   if (g.heterogeneity() > 1) return bad("unknown heterogeneity");
-  p.garnet.heterogeneity = static_cast<config::Heterogeneity>(g.heterogeneity());
+  p.garnet.heterogeneity = static_cast<task::Heterogeneity>(g.heterogeneity());
   p.garnet.noise_free = g.noise_free();
   const SyntheticSpec& s = wp.synthetic();
   p.synthetic.samples = s.samples();
@@ -166,27 +166,27 @@ Status DecodeTask(const Task& in, config::Task& t) {
   for (double v : {p.garnet.gamma, p.garnet.epsilon, p.synthetic.covariate_shift, p.synthetic.concept_shift,
                    p.synthetic.quantity_skew, p.synthetic.noise, p.synthetic.l2, p.gmm.own_weight, p.gmm.separation})
     if (!Finite(v)) return bad("a problem setting is NaN or infinite");
-  if (p.kind == config::ProblemKind::kGmm &&
+  if (p.kind == task::ProblemKind::kGmm &&
       (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
        p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
     return bad("Gaussian-mixture sizes do not match the dimension G (1 + p)");
-  if (p.kind == config::ProblemKind::kSoftmax &&
+  if (p.kind == task::ProblemKind::kSoftmax &&
       (p.classes < 2 || p.classes > 1024 || p.dim % p.classes != 0 || p.dim / p.classes < (p.intercept ? 2u : 1u)))
     return bad(fmt::format("softmax: {} classes do not divide the dimension {} into K (features + intercept)", p.classes,
                            p.dim));
-  if (p.intercept && p.kind != config::ProblemKind::kSoftmax &&
-      ((p.kind != config::ProblemKind::kLeastSquares && p.kind != config::ProblemKind::kLogistic) || p.dim < 2))
+  if (p.intercept && p.kind != task::ProblemKind::kSoftmax &&
+      ((p.kind != task::ProblemKind::kLeastSquares && p.kind != task::ProblemKind::kLogistic) || p.dim < 2))
     return bad(fmt::format("an intercept is for least squares, logistic or softmax models with d >= 2 (d = {})", p.dim));
-  if (in.algorithms_size() == 0 || in.algorithms_size() > static_cast<int>(config::kMaxAlgorithms))
-    return bad(fmt::format("{} algorithms (1..{})", in.algorithms_size(), config::kMaxAlgorithms));
+  if (in.algorithms_size() == 0 || in.algorithms_size() > static_cast<int>(task::kMaxAlgorithms))
+    return bad(fmt::format("{} algorithms (1..{})", in.algorithms_size(), task::kMaxAlgorithms));
   t.num_algorithms = static_cast<uint32_t>(in.algorithms_size());
   for (int a = 0; a < in.algorithms_size(); ++a) {
     const AlgorithmChoice& c = in.algorithms(a);
-    if (c.kind() > static_cast<uint32_t>(config::AlgorithmKind::kVrFedEm)) return bad(fmt::format("unknown algorithm {}", c.kind()));
-    t.algorithms[a] = config::AlgorithmChoice{static_cast<config::AlgorithmKind>(c.kind()), c.rr()};
-    if (config::FamilyOf(t.algorithms[a].kind) != config::FamilyOf(p.kind))
+    if (c.kind() > static_cast<uint32_t>(task::AlgorithmKind::kVrFedEm)) return bad(fmt::format("unknown algorithm {}", c.kind()));
+    t.algorithms[a] = task::AlgorithmChoice{static_cast<task::AlgorithmKind>(c.kind()), c.rr()};
+    if (task::FamilyOf(t.algorithms[a].kind) != task::FamilyOf(p.kind))
       return bad("an algorithm of another family than the problem's");
-    if (c.rr() && config::FamilyOf(t.algorithms[a].kind) != config::Family::kOpt)
+    if (c.rr() && task::FamilyOf(t.algorithms[a].kind) != task::Family::kOpt)
       return bad("Richardson-Romberg wraps optimisation algorithms only");
   }
   const HyperSpec& h = in.hyper();
@@ -243,11 +243,11 @@ void Encode(const protocol::Announcement& m, Envelope& env) {
   a->set_model_version(m.model_version);
   if (m.model_bytes > 0) a->set_model_bytes(m.model_bytes);
   if (m.resume)
-    for (uint32_t k = 0; k < config::kMaxSegments; ++k) a->add_resume_bytes(m.resume_bytes[k]);
+    for (uint32_t k = 0; k < task::kMaxSegments; ++k) a->add_resume_bytes(m.resume_bytes[k]);
   if (m.has_delta) {
     a->set_has_delta(true);
     a->set_delta_base(m.delta_base);
-    for (uint32_t k = 0; k < config::kMaxSegments && m.delta[k].size > 0; ++k)
+    for (uint32_t k = 0; k < task::kMaxSegments && m.delta[k].size > 0; ++k)
       a->add_delta(Bytes(m.delta[k].data, m.delta[k].size));
   }
   if (m.secagg.enabled) {
@@ -378,8 +378,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       const RoundAnnouncement& a = env.announce();
       if (a.kind() > static_cast<uint32_t>(protocol::WorkKind::kInitialStatistic))
         return fail(ERROR_MALFORMED, fmt::format("announcement of unknown kind {}", a.kind()));
-      if (a.model_size() > static_cast<int>(config::kMaxLinuxBroadcastScalars))
-        return fail(ERROR_DIMENSION, fmt::format("broadcast of {} values (at most {})", a.model_size(), config::kMaxLinuxBroadcastScalars));
+      if (a.model_size() > static_cast<int>(task::kMaxLinuxBroadcastScalars))
+        return fail(ERROR_DIMENSION, fmt::format("broadcast of {} values (at most {})", a.model_size(), task::kMaxLinuxBroadcastScalars));
       for (int i = 0; i < a.model_size(); ++i)
         if (!Finite(a.model(i))) return fail(ERROR_NON_FINITE, fmt::format("broadcast value {} is {}", i, a.model(i)));
       announcement_ = protocol::Announcement{};
@@ -392,14 +392,14 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       announcement_.model_version = a.model_version();
       announcement_.model_bytes = a.model_bytes();
       if (a.model_bytes() > 0 && (a.model_size() > 0 || a.has_delta() || a.model_bytes() % 8 != 0 ||
-                                  a.model_bytes() > 8ull * 2 * config::kMaxSegments * config::kMaxLinuxStreamDim))
+                                  a.model_bytes() > 8ull * 2 * task::kMaxSegments * task::kMaxLinuxStreamDim))
         return fail(ERROR_MALFORMED, fmt::format("chunked announcement of {} model bytes with {} inline values{}",
                                                  a.model_bytes(), a.model_size(), a.has_delta() ? " and a delta" : ""));
-      if (a.resume_bytes_size() != 0 && a.resume_bytes_size() != static_cast<int>(config::kMaxSegments))
+      if (a.resume_bytes_size() != 0 && a.resume_bytes_size() != static_cast<int>(task::kMaxSegments))
         return fail(ERROR_MALFORMED, fmt::format("announcement with {} resume offsets", a.resume_bytes_size()));
       announcement_.resume = a.resume_bytes_size() > 0;
       for (int k = 0; k < a.resume_bytes_size(); ++k) announcement_.resume_bytes[k] = a.resume_bytes(k);
-      if (a.delta_size() > static_cast<int>(config::kMaxSegments) || (a.has_delta() != (a.delta_size() > 0)))
+      if (a.delta_size() > static_cast<int>(task::kMaxSegments) || (a.has_delta() != (a.delta_size() > 0)))
         return fail(ERROR_MALFORMED, fmt::format("announcement with {} model delta segments (has_delta {})", a.delta_size(),
                                                  a.has_delta()));
       announcement_.has_delta = a.has_delta();
@@ -411,9 +411,9 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
         // (the round-trip property of tests/fuzz/wire_messages_fuzz.cc, seed
         // tests/fuzz/corpus/wire_messages/announce_empty_delta; docs/fuzzing.md).
         if (p.empty()) return fail(ERROR_MALFORMED, fmt::format("model delta segment {} is empty", k));
-        if (p.size() > config::kMaxLinuxSegmentBytes)
+        if (p.size() > task::kMaxLinuxSegmentBytes)
           return fail(ERROR_DIMENSION, fmt::format("model delta segment of {} bytes (at most {})", p.size(),
-                                                   config::kMaxLinuxSegmentBytes));
+                                                   task::kMaxLinuxSegmentBytes));
         announcement_.delta[k] = View<uint8_t>{reinterpret_cast<const uint8_t*>(p.data()), static_cast<uint32_t>(p.size())};
       }
       if (a.has_secagg()) {
@@ -431,8 +431,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       if (chunked && u.payload_size() > 0)
         return fail(ERROR_MALFORMED, "update with both inline payloads and chunked payload sizes");
       const int segments = chunked ? u.payload_bytes_size() : u.payload_size();
-      if (segments == 0 || segments > static_cast<int>(config::kMaxSegments))
-        return fail(ERROR_MALFORMED, fmt::format("update with {} payload segments (1..{})", segments, config::kMaxSegments));
+      if (segments == 0 || segments > static_cast<int>(task::kMaxSegments))
+        return fail(ERROR_MALFORMED, fmt::format("update with {} payload segments (1..{})", segments, task::kMaxSegments));
       update_ = protocol::Update{};
       update_.id = IdOf(u);
       update_.encoding = static_cast<protocol::Encoding>(u.encoding());
@@ -441,8 +441,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       for (int k = 0; k < u.payload_bytes_size(); ++k) update_.payload_bytes[k] = u.payload_bytes(k);
       for (int k = 0; k < u.payload_size(); ++k) {
         const std::string& p = u.payload(k);
-        if (p.size() > config::kMaxLinuxSegmentBytes)
-          return fail(ERROR_DIMENSION, fmt::format("payload segment of {} bytes (at most {})", p.size(), config::kMaxLinuxSegmentBytes));
+        if (p.size() > task::kMaxLinuxSegmentBytes)
+          return fail(ERROR_DIMENSION, fmt::format("payload segment of {} bytes (at most {})", p.size(), task::kMaxLinuxSegmentBytes));
         update_.payload[k] = View<uint8_t>{reinterpret_cast<const uint8_t*>(p.data()), static_cast<uint32_t>(p.size())};
       }
       update_.sample_count = u.sample_count();
@@ -452,10 +452,10 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kChunk: {
       const Chunk& c = env.chunk();
-      if (c.segment() >= config::kMaxSegments)
-        return fail(ERROR_CHUNK, fmt::format("chunk of segment {} (0..{})", c.segment(), config::kMaxSegments - 1));
-      if (c.data().empty() || c.data().size() > config::kChunkBytes)
-        return fail(ERROR_CHUNK, fmt::format("chunk of {} bytes (1..{})", c.data().size(), config::kChunkBytes));
+      if (c.segment() >= task::kMaxSegments)
+        return fail(ERROR_CHUNK, fmt::format("chunk of segment {} (0..{})", c.segment(), task::kMaxSegments - 1));
+      if (c.data().empty() || c.data().size() > task::kChunkBytes)
+        return fail(ERROR_CHUNK, fmt::format("chunk of {} bytes (1..{})", c.data().size(), task::kChunkBytes));
       chunk_ = protocol::Chunk{};
       chunk_.id = IdOf(c);
       chunk_.segment = c.segment();
@@ -467,8 +467,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kResult: {
       const RoundResult& r = env.result();
-      if (r.model_size() > static_cast<int>(config::kMaxLinuxDim))
-        return fail(ERROR_DIMENSION, fmt::format("round result model of {} values (at most {})", r.model_size(), config::kMaxLinuxDim));
+      if (r.model_size() > static_cast<int>(task::kMaxLinuxDim))
+        return fail(ERROR_DIMENSION, fmt::format("round result model of {} values (at most {})", r.model_size(), task::kMaxLinuxDim));
       for (int i = 0; i < r.model_size(); ++i)
         if (!Finite(r.model(i))) return fail(ERROR_NON_FINITE, fmt::format("round result value {} is {}", i, r.model(i)));
       result_ = protocol::RoundResult{IdOf(r), r.included(), View<double>{r.model().data(), static_cast<uint32_t>(r.model_size())}};
@@ -521,8 +521,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kSecaggMasked: {
       const SecAggMasked& m = env.secagg_masked();
-      if (m.masked_size() > static_cast<int>(config::kMaxLinuxMaskedScalars))
-        return fail(ERROR_DIMENSION, fmt::format("masked input of {} values (at most {})", m.masked_size(), config::kMaxLinuxMaskedScalars));
+      if (m.masked_size() > static_cast<int>(task::kMaxLinuxMaskedScalars))
+        return fail(ERROR_DIMENSION, fmt::format("masked input of {} values (at most {})", m.masked_size(), task::kMaxLinuxMaskedScalars));
       masked_ = protocol::SecAggMaskedMsg{IdOf(m), View<uint32_t>{m.masked().data(), static_cast<uint32_t>(m.masked_size())}, {}};
       masked_.report = DecodeReport(m);
       kind_ = MessageKind::kSecAggMasked;

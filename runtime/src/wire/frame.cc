@@ -32,9 +32,9 @@ int FrameDecoder::next(std::string& body, WireError& error) {
   if (buffered() < kFrameHeaderBytes) return 0;
   const auto* p = reinterpret_cast<const uint8_t*>(buf_.data() + pos_);
   const uint32_t n = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
-  if (n > config::kMaxLinuxFrameBytes) {
+  if (n > task::kMaxLinuxFrameBytes) {
     error = {ERROR_FRAME_TOO_LARGE,
-             fmt::format("frame length {} exceeds the maximum of {} bytes", n, config::kMaxLinuxFrameBytes)};
+             fmt::format("frame length {} exceeds the maximum of {} bytes", n, task::kMaxLinuxFrameBytes)};
     return -1;
   }
   if (buffered() < kFrameHeaderBytes + n) return 0;
@@ -66,23 +66,23 @@ bool ValidateHello(const Hello& hello, WireError& error) {
     return false;
   }
   const uint32_t chunk = hello.max_chunk_bytes();
-  if (chunk != 0 && (chunk < config::kMinChunkBytes || chunk % 8 != 0)) {
+  if (chunk != 0 && (chunk < task::kMinChunkBytes || chunk % 8 != 0)) {
     error = {ERROR_MALFORMED, fmt::format("max_chunk_bytes {}: 0 (the default) or a multiple of 8 of at least {}", chunk,
-                                          config::kMinChunkBytes)};
+                                          task::kMinChunkBytes)};
     return false;
   }
   const std::string& platform = hello.platform();
-  if (platform.size() > config::kMaxPlatformChars ||
+  if (platform.size() > task::kMaxPlatformChars ||
       !std::all_of(platform.begin(), platform.end(), [](char ch) {
         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
       })) {
     error = {ERROR_MALFORMED, fmt::format("platform of {} characters: at most {} of [A-Za-z0-9._-]", platform.size(),
-                                          config::kMaxPlatformChars)};
+                                          task::kMaxPlatformChars)};
     return false;
   }
   const std::string& id = hello.device_id();
-  if (id.empty() || id.size() > config::kMaxIdChars) {
-    error = {ERROR_IDENTITY, fmt::format("device id of {} characters (1..{} allowed)", id.size(), config::kMaxIdChars)};
+  if (id.empty() || id.size() > task::kMaxIdChars) {
+    error = {ERROR_IDENTITY, fmt::format("device id of {} characters (1..{} allowed)", id.size(), task::kMaxIdChars)};
     return false;
   }
   for (char ch : id) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fedrt/algorithms/lsa.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/array_bundle.h"
@@ -75,7 +75,7 @@ struct DataSettings {
 
 struct ExperimentConfig {
   // [problem]
-  ProblemKind problem = ProblemKind::kGarnet;
+  task::ProblemKind problem = task::ProblemKind::kGarnet;
   std::string problem_file;  // array bundle, for ProblemKind::kBundle
   // The bundle given in memory instead (numpy arrays, runtime/python):
   // problem_file then only names it.
@@ -104,7 +104,7 @@ struct ExperimentConfig {
   long runs = 1;       // R
   uint64_t seed = 1;
   int threads = 0;     // 0 = all hardware threads
-  std::string kernel = "auto";  // TD(0) local steps: auto, scalar, portable, avx2 (sim/td_kernel.h; same results)
+  std::string kernel = "auto";  // TD(0) local steps: auto, scalar, portable, avx2 (config/td_kernel.h; same results)
   std::string out = "out/sim";
   bool plot = true;
 
@@ -117,15 +117,15 @@ struct ExperimentConfig {
 Result<std::vector<std::string>> ParseAlgorithms(const std::string& list);
 std::string AlgorithmList(const std::vector<std::string>& algs);
 // The algorithms a problem family runs, e.g. {"fedlsa", "scafflsa", "scafflsa-prob"}.
-std::vector<std::string> KnownAlgorithms(ProblemKind kind);
+std::vector<std::string> KnownAlgorithms(task::ProblemKind kind);
 // The algorithms a family runs when none are named (the comparison it exists for).
-std::vector<std::string> DefaultAlgorithms(ProblemKind kind);
+std::vector<std::string> DefaultAlgorithms(task::ProblemKind kind);
 // Replaces the algorithm list by the family's default unless it was given.
 void ApplyFamilyDefaults(ExperimentConfig& config);
 // Maps a name of the LSA family to its core ("fedlsa" -> kFedLsa).
 Result<algorithms::LsaAlgorithm> LsaAlgorithmFromName(const std::string& name);
 Result<problems::Heterogeneity> ParseHeterogeneity(const std::string& s);
-Result<ProblemKind> ParseProblemKind(const std::string& s);
+Result<task::ProblemKind> ParseProblemKind(const std::string& s);
 
 // Reads a TOML experiment file into `config` (keys absent from the file keep
 // their value). Unknown keys and wrong types are errors naming the key.

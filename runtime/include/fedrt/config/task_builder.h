@@ -1,12 +1,12 @@
 #pragma once
-// The plain task of an experiment (config/task.h) from its host settings:
+// The plain task of an experiment (task/task.h) from its host settings:
 // what the sessions run, whatever the driver, and the problem instance it
 // names. Host code.
 
 #include <memory>
 #include <string>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/config/experiment.h"
 #include "fedrt/problems/instance.h"
@@ -15,8 +15,8 @@ namespace fedrt::config {
 
 // Algorithm names ("fedavg", "scaffold-rr", ...) to the task's choices,
 // with --rr expanding each optimisation algorithm to its Fed-RR twin.
-Result<config::Task> MakeTask(const ExperimentConfig& cfg);
-Result<config::AlgorithmChoice> ParseAlgorithmChoice(const std::string& name);
+Result<task::Task> MakeTask(const ExperimentConfig& cfg);
+Result<task::AlgorithmChoice> ParseAlgorithmChoice(const std::string& name);
 
 // The data files `config` names (an array bundle, CSV data), for Instance::Build.
 // `at_coordinator`: for fedrt-coordinator, which reads the shards only when

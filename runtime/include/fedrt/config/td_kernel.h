@@ -1,10 +1,11 @@
 #pragma once
-// Which kernel runs the simulator's TD(0) local steps (sim/td_lanes.h). A
-// choice of speed only: every kernel gives the same bits.
+// Which kernel runs the simulator's TD(0) local steps (sim/td_lanes.h): the
+// experiment's `kernel` key. A choice of speed only: every kernel gives the
+// same bits.
 
 #include <cstring>
 
-namespace fedrt::sim {
+namespace fedrt::config {
 
 enum class TdKernel {
   kAuto = 0,  // the best this CPU runs: avx2 where supported, else portable
@@ -34,4 +35,4 @@ inline bool ParseTdKernel(const char* name, TdKernel& out) {
   return false;
 }
 
-}  // namespace fedrt::sim
+}  // namespace fedrt::config

@@ -26,7 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/fw/problem_image.h"
 
@@ -131,7 +131,7 @@ class FwClient {
   static size_t ImplBytes();
   // Workspace bytes `task` needs (own data in place): the local oracle plus
   // the largest session of its algorithms, as on_welcome checks them.
-  static size_t TaskBytes(const config::Task& task);
+  static size_t TaskBytes(const task::Task& task);
   // Does what the link allows and says what is needed next: kRead/kWrite
   // (the link would block), kSample (an own-data task and no samples: feed(),
   // then feed_done()), kWait (a backoff), kDone after the coordinator's

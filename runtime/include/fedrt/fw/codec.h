@@ -1,10 +1,10 @@
 #pragma once
 // The firmware's wire codec (docs/architecture.md, "Wire"): the same mapping
-// of the task (config/task.h) and of the round protocol's messages
+// of the task (task/task.h) and of the round protocol's messages
 // (protocol/messages.h) onto runtime/wire/fedrt.proto as the host's
 // protobuf-lite codec (fedrt/wire/codec.h), over nanopb structs. Decoding
 // validates everything that arrives against the wire limits
-// (config/limits.h), once, where it is decoded, with the same checks as the
+// (task/limits.h), once, where it is decoded, with the same checks as the
 // host: enumerations, counts, finite numbers, key and ciphertext sizes.
 // Device code: no heap, no exceptions; views point into the decoded Envelope
 // or into scratch memory the caller lends (the frame buffer once decoded).
@@ -15,14 +15,14 @@
 #include <cstdint>
 
 #include "fedrt.npb.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
 
 namespace fedrt::fw {
 
 // Task of a Welcome; `out` is only meaningful when the status is OK.
-Status DecodeTask(const fedrt_wire_Task& in, config::Task& out);
+Status DecodeTask(const fedrt_wire_Task& in, task::Task& out);
 
 // Device -> coordinator messages into `env` (which they overwrite). An
 // Update with `chunked` is the header of a chunked update (payload_bytes, no
@@ -50,7 +50,7 @@ constexpr uint32_t ChunkBytesFor(size_t frame_bytes) {
   constexpr size_t overhead = fedrt_wire_Chunk_size - data_cap + 2 + 3;  // + the Envelope tag (field 17) and length
   const size_t room = frame_bytes > overhead ? frame_bytes - overhead : 0;
   const size_t n = (room < data_cap ? room : data_cap) / 8 * 8;
-  return n >= config::kMinChunkBytes ? static_cast<uint32_t>(n) : 0u;
+  return n >= task::kMinChunkBytes ? static_cast<uint32_t>(n) : 0u;
 }
 
 // One decoded coordinator -> device round message.

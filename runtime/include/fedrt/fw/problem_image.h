@@ -11,15 +11,15 @@
 //                           (rows = n_c samples; logistic labels are -1 or +1)
 //   Gaussian mixture:       float y[rows * dim] (rows = m_c points, dim = p, aux = G)
 // Little-endian, 8-byte aligned; crc32 (IEEE 802.3) covers every byte after
-// the header. problem_fingerprint is config::ProblemFingerprint of the task's
+// the header. problem_fingerprint is task::ProblemFingerprint of the task's
 // problem: Hello carries it and the coordinator refuses another experiment.
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#include "fedrt/config/limits.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/limits.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/td_oracle.h"
 
@@ -36,7 +36,7 @@ struct ProblemImageHeader {
   uint32_t crc32;                 // of the bytes after the header
   uint64_t problem_fingerprint;   // Hello.provisioned_problem
   uint32_t agent_index;           // c: the coordinator must assign this index (Welcome.device_index)
-  uint32_t kind;                  // config::ProblemKind
+  uint32_t kind;                  // task::ProblemKind
   uint32_t dim;                   // feature dimension d (GMM: data dimension p)
   uint32_t rows;                  // states, samples or points
   uint32_t aux;                   // TD: alias table entries; GMM: components G; else 0
@@ -47,8 +47,8 @@ static_assert(sizeof(ProblemImageHeader) == 64, "problem image header layout");
 static_assert(sizeof(problems::TdTransition<float>) == 24, "alias table entry layout");
 
 constexpr bool IsTdKind(uint32_t kind) {
-  return kind == static_cast<uint32_t>(config::ProblemKind::kGarnet) ||
-         kind == static_cast<uint32_t>(config::ProblemKind::kBundle);
+  return kind == static_cast<uint32_t>(task::ProblemKind::kGarnet) ||
+         kind == static_cast<uint32_t>(task::ProblemKind::kBundle);
 }
 
 // Byte offsets of the tables after the header, and the image size.
@@ -58,7 +58,7 @@ constexpr size_t ProblemImageSecondOffset(uint32_t rows, uint32_t dim) {
 }
 constexpr size_t ProblemImageBytes(uint32_t kind, uint32_t rows, uint32_t dim, uint32_t aux) {
   return IsTdKind(kind) ? ProblemImageSecondOffset(rows, dim) + sizeof(problems::TdTransition<float>) * size_t(aux)
-         : kind == static_cast<uint32_t>(config::ProblemKind::kGmm)
+         : kind == static_cast<uint32_t>(task::ProblemKind::kGmm)
              ? ProblemImageSecondOffset(rows, dim)
              : ProblemImageSecondOffset(rows, dim) + sizeof(float) * size_t(rows);
 }
@@ -77,7 +77,7 @@ inline uint32_t Crc32(const uint8_t* data, size_t n, uint32_t crc = 0) {
 struct ProblemView {
   uint64_t problem_fingerprint = 0;
   uint32_t agent_index = 0;
-  config::ProblemKind kind = config::ProblemKind::kGarnet;
+  task::ProblemKind kind = task::ProblemKind::kGarnet;
   int dim = 0;
   uint32_t rows = 0;
   uint32_t aux = 0;
@@ -105,10 +105,10 @@ inline Result<ProblemView> ParseProblemImage(const uint8_t* data, size_t size) {
   std::memcpy(&h, data, sizeof h);
   if (h.magic != kProblemImageMagic) return Status::InvalidArgument("problem image: bad magic (not provisioned?)");
   if (h.version != kProblemImageVersion) return Status::InvalidArgument("problem image: unsupported version");
-  if (h.kind > static_cast<uint32_t>(config::ProblemKind::kGmm)) return Status::InvalidArgument("problem image: unknown kind");
-  const bool td = IsTdKind(h.kind), gmm = h.kind == static_cast<uint32_t>(config::ProblemKind::kGmm);
+  if (h.kind > static_cast<uint32_t>(task::ProblemKind::kGmm)) return Status::InvalidArgument("problem image: unknown kind");
+  const bool td = IsTdKind(h.kind), gmm = h.kind == static_cast<uint32_t>(task::ProblemKind::kGmm);
   // d is bounded by the partition (a device's memory refuses the task if need be), not by a frame.
-  if (h.dim == 0 || h.dim > config::kMaxLinuxStreamDim) return Status::OutOfRange("problem image: dimension out of range");
+  if (h.dim == 0 || h.dim > task::kMaxLinuxStreamDim) return Status::OutOfRange("problem image: dimension out of range");
   if (h.rows == 0 || h.rows > (td ? 65535u : kProblemImageMaxRows)) return Status::OutOfRange("problem image: row count out of range");
   if (td && (h.aux == 0 || uint64_t(h.aux) > uint64_t(h.rows) * h.rows))
     return Status::OutOfRange("problem image: alias table size out of range");
@@ -122,7 +122,7 @@ inline Result<ProblemView> ParseProblemImage(const uint8_t* data, size_t size) {
   ProblemView v;
   v.problem_fingerprint = h.problem_fingerprint;
   v.agent_index = h.agent_index;
-  v.kind = static_cast<config::ProblemKind>(h.kind);
+  v.kind = static_cast<task::ProblemKind>(h.kind);
   v.dim = static_cast<int>(h.dim);
   v.rows = h.rows;
   v.aux = h.aux;
@@ -142,7 +142,7 @@ inline Result<ProblemView> ParseProblemImage(const uint8_t* data, size_t size) {
   } else if (!gmm) {
     v.labels = reinterpret_cast<const float*>(second);
     if (!internal::AllFinite(v.labels, h.rows)) return Status::InvalidArgument("problem image: non-finite label");
-    if (h.kind == static_cast<uint32_t>(config::ProblemKind::kLogistic))
+    if (h.kind == static_cast<uint32_t>(task::ProblemKind::kLogistic))
       for (uint32_t i = 0; i < h.rows; ++i)
         if (v.labels[i] != 1.0f && v.labels[i] != -1.0f)
           return Status::InvalidArgument("problem image: a logistic label is not -1 or +1");

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fedrt/config/experiment.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/net/network_config.h"
 
 namespace fedrt::net {
@@ -18,7 +18,7 @@ namespace fedrt::net {
 // api/run's fixed part: experiment, problem, agents, dim, algorithms, runs,
 // rounds, local steps, SecAgg+, auth, deadline, quorum, the error metric and
 // a flat "settings" object of the rest.
-nlohmann::json DashboardRun(const std::string& name, const config::Task& task, const config::ExperimentConfig& cfg,
+nlohmann::json DashboardRun(const std::string& name, const task::Task& task, const config::ExperimentConfig& cfg,
                             const NetworkConfig& net, const std::vector<std::string>& algorithms,
                             const std::string& error_metric);
 // mbedTLS's error code of a failed handshake as a metric label

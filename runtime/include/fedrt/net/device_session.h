@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fedrt.pb.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/device.h"
 #include "fedrt/net/device.h"
@@ -55,7 +55,7 @@ class DeviceSession {
   Status send_checked(const wire::Envelope& env);
   Status on_welcome(const wire::Welcome& w, DeviceStop& stop);
   Status refuse(const std::string& why, DeviceStop& stop);
-  Status build_instance(const config::Task& task, uint32_t index, std::string* refusal);
+  Status build_instance(const task::Task& task, uint32_t index, std::string* refusal);
   Status ensure_session(const protocol::RoundId& id);
   Status on_round_message(const wire::Envelope& env);
   Status on_announcement(const protocol::Announcement& a);
@@ -75,12 +75,12 @@ class DeviceSession {
   TlsRandom secrets_;             // SecAgg+ secrets: CTR-DRBG seeded from the OS
   std::optional<SavedSession> saved_;
   bool has_task_ = false;
-  config::Task task_{};
+  task::Task task_{};
   uint64_t task_print_ = 0;
   uint32_t index_ = 0;
   std::unique_ptr<problems::Instance> owned_instance_;
   const problems::Instance* instance_ = nullptr;
-  protocol::LocalProblem<double> local_{};
+  problems::LocalProblem<double> local_{};
   std::vector<uint8_t> arena_;
   std::unique_ptr<Session> session_;
   uint32_t work_ms_ = 0;  // the last local work's wall time (the update's report)
@@ -93,7 +93,7 @@ class DeviceSession {
   bool receiving_ = false;
   uint64_t received_ = 0;
   bool resume_ = false;  // the announcement being answered asked to resume a cut-off upload
-  uint64_t resume_bytes_[config::kMaxSegments] = {};
+  uint64_t resume_bytes_[task::kMaxSegments] = {};
 };
 
 }  // namespace fedrt::net

@@ -15,7 +15,7 @@
 namespace fedrt::net {
 
 struct SavedSession {
-  uint64_t fingerprint = 0;  // config::SessionFingerprint of the task, algorithm and run
+  uint64_t fingerprint = 0;  // task::SessionFingerprint of the task, algorithm and run
   uint32_t algorithm = 0, run = 0, agent = 0;
   bool pending = false;
   uint32_t pending_round = 0;

@@ -6,7 +6,7 @@
 // server state persisted with each round. A run stopped early leaves NaN for
 // the rounds it did not reach. Host code.
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/net/state_store.h"
 #include "fedrt/problems/instance.h"
@@ -17,14 +17,14 @@ namespace fedrt::net {
 
 // `out` arrives with config, settings and problem filled by the caller (and
 // the evaluation's describe()); this adds one AlgorithmResult per algorithm.
-Status FleetResult(const config::Task& task, const problems::Instance& instance, report::Evaluation& eval,
+Status FleetResult(const task::Task& task, const problems::Instance& instance, report::Evaluation& eval,
                    StateStore& store, report::SimResult& out);
 
 // devices.csv: one row per device and round it was a member of, from the
 // round log: algorithm,run,round,device,examples,loss_before,loss_after,
 // duration_ms,bytes_down,bytes_up (docs/data.md, "Reports"). `ids` names the
 // devices by index.
-Status WriteDeviceReports(const config::Task& task, const std::vector<std::string>& names,
+Status WriteDeviceReports(const task::Task& task, const std::vector<std::string>& names,
                           const std::vector<std::string>& ids, StateStore& store, const std::string& path);
 
 }  // namespace fedrt::net

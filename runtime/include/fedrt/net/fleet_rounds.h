@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fedrt.pb.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/net/fleet_events.h"
 #include "fedrt/net/state_store.h"
@@ -27,7 +27,7 @@
 namespace fedrt::net {
 
 struct FleetRoundsOptions {
-  config::Task task;
+  task::Task task;
   protocol::View<double> initial;  // the family's initial iterate (the instance's, alive throughout)
   std::vector<std::string> names;  // algorithm names, for the log
   uint32_t deadline_ms = 30000;    // per round (per SecAgg+ phase)

@@ -11,7 +11,7 @@
 
 #include <Eigen/Dense>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/fed_data.h"
 
@@ -27,7 +27,7 @@ struct GmmData {
   uint64_t total_points() const;
 };
 
-Result<GmmData> GenerateGmm(const config::ProblemSpec& spec);
+Result<GmmData> GenerateGmm(const task::ProblemSpec& spec);
 
 // The runs' start: uniform weights, means halfway between the true ones and
 // (0.5, ..., 0.5); returns Shat_0 = (pi_g, pi_g mu_g) so that T(Shat_0) = theta_0.

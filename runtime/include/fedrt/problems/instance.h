@@ -15,14 +15,14 @@
 
 #include <Eigen/Dense>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/array_bundle.h"
 #include "fedrt/problems/fed_data.h"
 #include "fedrt/problems/gmm_data.h"
+#include "fedrt/problems/local_problem.h"
 #include "fedrt/problems/td_problem.h"
-#include "fedrt/protocol/local_problem.h"
 #include "fedrt/user_model.h"
 
 namespace fedrt::problems {
@@ -54,30 +54,30 @@ struct DataFiles {
 
 // fedprox-exact solves a d x d system per agent and round: refused (by name)
 // for least squares above d = kDenseLeastSquaresMaxDim, whose Abar_c is not kept.
-Status CheckFedProxExact(const config::Task& task, int dim);
+Status CheckFedProxExact(const task::Task& task, int dim);
 
 class Instance {
  public:
   // Builds every agent's data and oracle. For problems read from files the
   // returned instance's problem() has agents, dim and data_fingerprint filled
-  // in (config::ProblemFingerprint covers the data).
-  static Result<std::unique_ptr<Instance>> Build(const config::Task& task, const DataFiles& files);
+  // in (task::ProblemFingerprint covers the data).
+  static Result<std::unique_ptr<Instance>> Build(const task::Task& task, const DataFiles& files);
   // A device's instance of an own-data task (problem().own_data): only
   // `agent`'s shard, read from `shard`; local(agent) is its oracle.
-  static Result<std::unique_ptr<Instance>> BuildOwn(const config::Task& task, uint32_t agent, const std::string& shard);
+  static Result<std::unique_ptr<Instance>> BuildOwn(const task::Task& task, uint32_t agent, const std::string& shard);
   // The same from a shard already in memory (a caller's data source).
-  static Result<std::unique_ptr<Instance>> BuildOwn(const config::Task& task, uint32_t agent, const data::Shard& shard);
+  static Result<std::unique_ptr<Instance>> BuildOwn(const task::Task& task, uint32_t agent, const data::Shard& shard);
   // A device's instance of a user-model task (kind kUser): `agent`'s shard
   // and the program's model, whose dim must be the task's; its features (if
   // not 0) must be the shard's.
-  static Result<std::unique_ptr<Instance>> BuildOwnUser(const config::Task& task, uint32_t agent, data::Shard shard,
+  static Result<std::unique_ptr<Instance>> BuildOwnUser(const task::Task& task, uint32_t agent, data::Shard shard,
                                                         const UserModel& model);
 
-  const config::ProblemSpec& problem() const { return problem_; }
+  const task::ProblemSpec& problem() const { return problem_; }
   uint32_t agents() const { return problem_.agents; }
   // Agent c's oracle, as the client session takes it.
-  protocol::LocalProblem<double> local(uint32_t agent) const;
-  const std::vector<protocol::LocalProblem<double>>& locals() const { return locals_; }
+  problems::LocalProblem<double> local(uint32_t agent) const;
+  const std::vector<problems::LocalProblem<double>>& locals() const { return locals_; }
   // The family's initial iterate (docs/algorithms.md 1): LSA theta* + (1, ..., 1),
   // optimisation x_0 = 0, EM Shat_0.
   const std::vector<double>& initial_iterate() const { return initial_; }
@@ -99,23 +99,23 @@ class Instance {
   void drop_agents();
 
  private:
-  Status build_td(const config::Task& task, const DataFiles& files);
+  Status build_td(const task::Task& task, const DataFiles& files);
   // TD(0) on the agents' own transitions (td_transitions.cc).
-  Status build_td_transitions(const config::Task& task, const DataFiles& files);
-  Status build_own_transitions(const config::Task& task, uint32_t agent, const std::string& path);
-  Status build_fed(const config::Task& task, const DataFiles& files);
-  Status build_fed_oracles(const config::Task& task, int first, int last);
-  Status build_gmm(const config::Task& task);
+  Status build_td_transitions(const task::Task& task, const DataFiles& files);
+  Status build_own_transitions(const task::Task& task, uint32_t agent, const std::string& path);
+  Status build_fed(const task::Task& task, const DataFiles& files);
+  Status build_fed_oracles(const task::Task& task, int first, int last);
+  Status build_gmm(const task::Task& task);
   // Gaussian mixtures on the agents' own shards (instance_gmm.cc): every
   // shard (or, without them, G, p and the init only), and one device's.
-  Status build_gmm_shards(const config::Task& task, const DataFiles& files);
-  Status build_own_gmm(const config::Task& task, uint32_t agent, const data::Shard& shard);
-  Status build_user(const config::Task& task, const DataFiles& files);
+  Status build_gmm_shards(const task::Task& task, const DataFiles& files);
+  Status build_own_gmm(const task::Task& task, uint32_t agent, const data::Shard& shard);
+  Status build_user(const task::Task& task, const DataFiles& files);
   // A coordinator's instance without the agents' data (read_shards = false,
   // or generate = false): agents and d only, x_0 = 0 (instance_blind.cc).
-  Status build_blind(const config::Task& task, const DataFiles& files);
+  Status build_blind(const task::Task& task, const DataFiles& files);
 
-  config::ProblemSpec problem_;
+  task::ProblemSpec problem_;
   std::optional<TdProblem> td_;
   std::optional<FedDataset> fed_;
   std::optional<GmmData> gmm_;
@@ -128,7 +128,7 @@ class Instance {
   std::vector<GmmOracle<double>> gmm_oracles_;
   std::optional<data::Shard> user_shard_;
   std::vector<UserModelOracle<double>> user_oracles_;
-  std::vector<protocol::LocalProblem<double>> locals_;
+  std::vector<problems::LocalProblem<double>> locals_;
   std::vector<double> initial_;
   int max_atoms_ = 0;
 };

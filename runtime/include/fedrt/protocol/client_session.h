@@ -16,15 +16,16 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fedrt/config/fingerprint.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/fingerprint.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/status.h"
+#include "fedrt/problems/gmm_oracle.h"
+#include "fedrt/problems/local_problem.h"
 #include "fedrt/protocol/client_secagg.h"
 #include "fedrt/protocol/client_work.h"
-#include "fedrt/protocol/local_problem.h"
+#include "fedrt/protocol/families.h"
 #include "fedrt/protocol/messages.h"
-#include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/protocol/uplink.h"
 
 namespace fedrt::protocol {
@@ -46,11 +47,11 @@ class ClientSession {
   using Work = ClientWork<S, kFamilies>;
 
   struct Options {
-    const config::Task* task = nullptr;  // copied
+    const task::Task* task = nullptr;  // copied
     uint32_t algorithm = 0;              // index in task->algorithms
     uint32_t run = 0;
     uint32_t agent = 0;  // c: the device's index, keys its random streams
-    LocalProblem<S> problem;
+    problems::LocalProblem<S> problem;
     EntropyFn entropy = nullptr;  // fresh SecAgg+ secrets (secure tasks)
     void* entropy_ctx = nullptr;
   };
@@ -60,8 +61,8 @@ class ClientSession {
   ClientSession& operator=(const ClientSession&) = delete;
 
   // Arena bytes for algorithm `a` of `task`.
-  static size_t WorkspaceBytes(const config::Task& task, uint32_t a) {
-    const config::AlgorithmChoice alg = task.algorithms[a];
+  static size_t WorkspaceBytes(const task::Task& task, uint32_t a) {
+    const task::AlgorithmChoice alg = task.algorithms[a];
     const typename Work::Shape s = Work::ShapeOf(task, alg);
     size_t n = sizeof(State) + Arena::kAlignment + Work::ArenaBytes(task, alg) +
                s.chains * SegmentCoder<S>::ArenaBytes(s.segment_dim, task.compression.quantizer) +
@@ -73,30 +74,30 @@ class ClientSession {
 
   // Whether the task compresses the broadcast (every family; EM compresses
   // its statistic; docs/architecture.md, "Downlink").
-  static bool Downlink(const config::Task& task) {
+  static bool Downlink(const task::Task& task) {
     return task.compression.downlink && task.compression.enabled();
   }
 
   // Why this device cannot take `task` (nullptr: it can), given its local
   // problem and `capacity` bytes of arena: a family not in this build, no
   // data for the problem, a dimension or workspace above its limits.
-  static const char* Refusal(const config::Task& task, const LocalProblem<S>& problem, size_t capacity) {
-    if (task.num_algorithms == 0 || task.num_algorithms > config::kMaxAlgorithms) return "the task names no algorithm";
+  static const char* Refusal(const task::Task& task, const problems::LocalProblem<S>& problem, size_t capacity) {
+    if (task.num_algorithms == 0 || task.num_algorithms > task::kMaxAlgorithms) return "the task names no algorithm";
     for (uint32_t a = 0; a < task.num_algorithms; ++a)
       if (const char* why = RefusalFor(task, a, problem, capacity)) return why;
     return nullptr;
   }
   // The same for algorithm `a` alone.
-  static const char* RefusalFor(const config::Task& task, uint32_t a, const LocalProblem<S>& problem, size_t capacity) {
+  static const char* RefusalFor(const task::Task& task, uint32_t a, const problems::LocalProblem<S>& problem, size_t capacity) {
     // The wire's bounds are the drivers' (a Linux device refuses d above
     // kMaxLinuxDim, a firmware image tasks beyond its frames, fw/client.cc);
     // the simulator has no wire.
     if (task.problem.dim == 0) return "the task's model has no parameters";
-    if (!Has(kFamilies, config::FamilyOf(task.algorithms[a].kind)))
+    if (!Has(kFamilies, task::FamilyOf(task.algorithms[a].kind)))
       return "this device build does not include the task's algorithm family";
-    if (config::FamilyOf(task.algorithms[a].kind) != config::FamilyOf(task.problem.kind))
+    if (task::FamilyOf(task.algorithms[a].kind) != task::FamilyOf(task.problem.kind))
       return "the task's algorithm does not match its problem";
-    if (const char* why = MissingOracle(task.problem, problem)) return why;
+    if (const char* why = problems::MissingOracle(task.problem, problem)) return why;
     if (WorkspaceBytes(task, a) > capacity) return "the task's vectors do not fit this device's memory";
     return nullptr;
   }
@@ -110,13 +111,13 @@ class ClientSession {
     problem_ = o.problem;
     entropy_ = o.entropy;
     entropy_ctx_ = o.entropy_ctx;
-    const config::AlgorithmChoice alg = task_.algorithms[o.algorithm];
+    const task::AlgorithmChoice alg = task_.algorithms[o.algorithm];
     auto st = arena.allocate<State>(1);
     if (!st.ok()) return st.status();
     state_ = st->data;
     state_->magic = kStateMagic;
     state_->scalar_bytes = sizeof(S);
-    state_->fingerprint = config::SessionFingerprint(task_, o.algorithm, o.run);
+    state_->fingerprint = task::SessionFingerprint(task_, o.algorithm, o.run);
     state_->algorithm = o.algorithm;
     state_->run = o.run;
     state_->agent = o.agent;
@@ -125,8 +126,8 @@ class ClientSession {
     state_begin_ = reinterpret_cast<uint8_t*>(state_);
     FEDRT_TRY(work_.create(arena, task_, alg, o.run));
     const typename Work::Shape& s = work_.shape();
-    const bool em = s.family == config::Family::kEm;
-    const bool memory = em ? alg.kind != config::AlgorithmKind::kFedEmNaive : task_.compression.control_variates;
+    const bool em = s.family == task::Family::kEm;
+    const bool memory = em ? alg.kind != task::AlgorithmKind::kFedEmNaive : task_.compression.control_variates;
     for (uint32_t k = 0; k < s.chains; ++k) {
       auto c = SegmentCoder<S>::create(arena, s.segment_dim, task_.compression.quantizer, memory);
       if (!c.ok()) return c.status();
@@ -163,8 +164,8 @@ class ClientSession {
       state_->encoding = static_cast<uint8_t>(Encoding::kRawFloat32);
       return hold_pending(a, out);
     }
-    const S* value[config::kMaxSegments] = {};
-    const S* start[config::kMaxSegments] = {};
+    const S* value[task::kMaxSegments] = {};
+    const S* start[task::kMaxSegments] = {};
     last_samples_ = work_.run(broadcast_, a.id.round, a.local_steps, state_->agent, problem_, value, start);
     return send_update(a, value, start, out);
   }
@@ -188,8 +189,8 @@ class ClientSession {
   }
   Status finish_announce(const Announcement& a, ClientOutput& out) {
     out.kind = MessageKind::kNone;
-    const S* value[config::kMaxSegments] = {};
-    const S* start[config::kMaxSegments] = {};
+    const S* value[task::kMaxSegments] = {};
+    const S* start[task::kMaxSegments] = {};
     last_samples_ = work_.finish_td_block(broadcast_, a.local_steps, value, start);
     return send_update(a, value, start, out);
   }
@@ -219,7 +220,7 @@ class ClientSession {
       return Status::Ok();
     }
     const typename Work::Shape& s = work_.shape();
-    const S* sent[config::kMaxSegments] = {};
+    const S* sent[task::kMaxSegments] = {};
     for (uint32_t k = 0; k < s.chains; ++k) sent[k] = coder_[k].sent();
     if (work_.result_needs_model() && state_->pending_id.round != kInitRound) {
       if (r.model.size != static_cast<uint32_t>(s.dim)) return Status::InvalidArgument("round result: model of the wrong dimension");
@@ -325,7 +326,7 @@ class ClientSession {
     Span<uint8_t> spans[kMaxRestSpans];
     for (uint32_t i = 0, k = rest_spans(spans); i < k; out += spans[i++].size) std::memcpy(out, spans[i].data, spans[i].size);
   }
-  void unpark(uint32_t agent, const LocalProblem<S>& problem, const uint8_t* in) {
+  void unpark(uint32_t agent, const problems::LocalProblem<S>& problem, const uint8_t* in) {
     Span<uint8_t> spans[kMaxRestSpans];
     for (uint32_t i = 0, k = rest_spans(spans); i < k; in += spans[i++].size) std::memcpy(spans[i].data, in, spans[i].size);
     state_->agent = agent;
@@ -378,7 +379,7 @@ class ClientSession {
     return send_pending(a, out);
   }
 
-  static constexpr uint32_t kMaxRestSpans = 2 + Work::kMaxRestSpans + config::kMaxSegments;
+  static constexpr uint32_t kMaxRestSpans = 2 + Work::kMaxRestSpans + task::kMaxSegments;
   uint32_t rest_spans(Span<uint8_t>* out) {
     uint32_t n = 0;
     out[n++] = Span<uint8_t>{reinterpret_cast<uint8_t*>(state_), sizeof(State)};
@@ -399,7 +400,7 @@ class ClientSession {
     uint8_t pending;
     uint8_t encoding;
     RoundId pending_id;
-    uint32_t payload_len[config::kMaxSegments];
+    uint32_t payload_len[task::kMaxSegments];
     uint64_t samples;
     double loss_before, loss_after;  // the pending update's report
     uint64_t examples;
@@ -428,7 +429,7 @@ class ClientSession {
     for (int i = 0; i < moved; ++i) broadcast_[i] += alpha * delta_[i];
     // EM: the delta moves xhat's statistic; its parameters are T(xhat), as the server computes them.
     if constexpr (Work::kEm) {  // an image without EM carries no M-step
-      if (s.family == config::Family::kEm)
+      if (s.family == task::Family::kEm)
         problems::GmmMStep(broadcast_, static_cast<int>(task_.problem.gmm.components),
                            static_cast<int>(task_.problem.gmm.data_dim), broadcast_ + s.dim);
     }
@@ -444,7 +445,7 @@ class ClientSession {
       if (a.model.size != 0 || a.delta_base + 1 != a.model_version)
         return Status::InvalidArgument("announcement: a model delta must come alone and move xhat by one version");
       const size_t cap = compression::MaxPayloadBytes(task_.compression.quantizer, s.segment_dim);
-      for (uint32_t k = 0; k < config::kMaxSegments; ++k)
+      for (uint32_t k = 0; k < task::kMaxSegments; ++k)
         if ((k < s.chains) != (a.delta[k].size > 0) || a.delta[k].size > cap)
           return Status::InvalidArgument("announcement: model delta segments of the wrong number or size");
     } else if (a.model_in_place ? a.model.size != 0 : a.model.size != static_cast<uint32_t>(s.broadcast_dim)) {
@@ -453,12 +454,12 @@ class ClientSession {
     for (uint32_t i = 0; i < a.model.size; ++i)
       if (!(a.model[i] - a.model[i] == 0.0)) return Status::InvalidArgument("announcement: broadcast has a NaN or Inf entry");
     if (a.kind == WorkKind::kInitialStatistic) {
-      const config::AlgorithmKind k = task_.algorithms[state_->algorithm].kind;
-      if (s.family != config::Family::kEm || k == config::AlgorithmKind::kFedEmNaive || a.id.round != kInitRound)
+      const task::AlgorithmKind k = task_.algorithms[state_->algorithm].kind;
+      if (s.family != task::Family::kEm || k == task::AlgorithmKind::kFedEmNaive || a.id.round != kInitRound)
         return Status::InvalidArgument("announcement: an initial exchange for an algorithm without one");
     } else {
       if (a.id.round == kInitRound) return Status::InvalidArgument("announcement: bad round number");
-      if (s.family != config::Family::kEm && (a.local_steps == 0 || a.local_steps > (1u << 30)))
+      if (s.family != task::Family::kEm && (a.local_steps == 0 || a.local_steps > (1u << 30)))
         return Status::InvalidArgument("announcement: local steps out of range");
     }
     if (a.secagg.enabled && !task_.secagg.enabled)
@@ -494,15 +495,15 @@ class ClientSession {
     secagg_.close();
   }
 
-  config::Task task_{};
-  LocalProblem<S> problem_{};
+  task::Task task_{};
+  problems::LocalProblem<S> problem_{};
   EntropyFn entropy_ = nullptr;
   void* entropy_ctx_ = nullptr;
   State* state_ = nullptr;
   uint8_t* state_begin_ = nullptr;
   size_t state_size_ = 0;
   Work work_;
-  SegmentCoder<S> coder_[config::kMaxSegments];
+  SegmentCoder<S> coder_[task::kMaxSegments];
   S* broadcast_ = nullptr;
   S* delta_ = nullptr;     // compressed downlink: decoded deltas
   bool downlink_ = false;

@@ -18,51 +18,52 @@
 #include "fedrt/algorithms/fedem.h"
 #include "fedrt/algorithms/fedopt.h"
 #include "fedrt/algorithms/lsa.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/types.h"
+#include "fedrt/problems/local_problem.h"
 #include "fedrt/problems/td_block.h"
-#include "fedrt/protocol/local_problem.h"
+#include "fedrt/protocol/families.h"
 
 namespace fedrt::protocol {
 
 template <class S, uint32_t kFamilies = kAllFamilies>
 class ClientWork {
  public:
-  static constexpr bool kLsa = Has(kFamilies, config::Family::kLsa);
-  static constexpr bool kOpt = Has(kFamilies, config::Family::kOpt);
-  static constexpr bool kEm = Has(kFamilies, config::Family::kEm);
+  static constexpr bool kLsa = Has(kFamilies, task::Family::kLsa);
+  static constexpr bool kOpt = Has(kFamilies, task::Family::kOpt);
+  static constexpr bool kEm = Has(kFamilies, task::Family::kEm);
 
   // Vector lengths of algorithm `a` of `task`.
   struct Shape {
-    config::Family family = config::Family::kLsa;
+    task::Family family = task::Family::kLsa;
     int dim = 0;           // d (EM: the statistic's G (1 + p))
     uint32_t chains = 1;   // segments of an update (2 for Fed-RR)
     int segment_dim = 0;   // scalars per segment
     int broadcast_dim = 0; // scalars of the broadcast
   };
-  static Shape ShapeOf(const config::Task& task, config::AlgorithmChoice a) {
+  static Shape ShapeOf(const task::Task& task, task::AlgorithmChoice a) {
     Shape s;
-    s.family = config::FamilyOf(a.kind);
+    s.family = task::FamilyOf(a.kind);
     s.dim = static_cast<int>(task.problem.dim);
-    s.chains = s.family == config::Family::kOpt && a.rr ? 2u : 1u;
-    s.segment_dim = a.kind == config::AlgorithmKind::kScaffold ? 2 * s.dim : s.dim;
-    s.broadcast_dim = s.family == config::Family::kEm ? 2 * s.dim : static_cast<int>(s.chains) * s.segment_dim;
+    s.chains = s.family == task::Family::kOpt && a.rr ? 2u : 1u;
+    s.segment_dim = a.kind == task::AlgorithmKind::kScaffold ? 2 * s.dim : s.dim;
+    s.broadcast_dim = s.family == task::Family::kEm ? 2 * s.dim : static_cast<int>(s.chains) * s.segment_dim;
     return s;
   }
 
-  static size_t ArenaBytes(const config::Task& task, config::AlgorithmChoice a) {
+  static size_t ArenaBytes(const task::Task& task, task::AlgorithmChoice a) {
     const Shape s = ShapeOf(task, a);
     switch (s.family) {
-      case config::Family::kLsa: return algorithms::LsaClient<S>::ArenaBytes(s.dim);
-      case config::Family::kOpt: return s.chains * algorithms::FedOptClient<S>::ArenaBytes(s.dim);
-      case config::Family::kEm:  // own data: T(S_{k,c}) for the loss report
+      case task::Family::kLsa: return algorithms::LsaClient<S>::ArenaBytes(s.dim);
+      case task::Family::kOpt: return s.chains * algorithms::FedOptClient<S>::ArenaBytes(s.dim);
+      case task::Family::kEm:  // own data: T(S_{k,c}) for the loss report
         return algorithms::FedEmClient<S>::ArenaBytes(s.dim) +
                (task.problem.own_data ? sizeof(S) * static_cast<size_t>(s.dim) + Arena::kAlignment : 0);
     }
     return 0;
   }
 
-  Status create(Arena& arena, const config::Task& task, config::AlgorithmChoice a, uint32_t run) {
+  Status create(Arena& arena, const task::Task& task, task::AlgorithmChoice a, uint32_t run) {
     shape_ = ShapeOf(task, a);
     seed_ = task.seed;
     run_ = run;
@@ -70,9 +71,9 @@ class ClientWork {
     report_loss_ = task.problem.own_data;
     batch_ = task.hyper.batch;
     noise_free_ = task.problem.garnet.noise_free;
-    const config::HyperSpec& h = task.hyper;
+    const task::HyperSpec& h = task.hyper;
     switch (shape_.family) {
-      case config::Family::kLsa:
+      case task::Family::kLsa:
         if constexpr (kLsa) {
           algorithms::LsaHyper<S> hy;
           hy.algorithm = static_cast<algorithms::LsaAlgorithm>(a.kind);
@@ -85,12 +86,12 @@ class ClientWork {
           return Status::Ok();
         }
         break;
-      case config::Family::kOpt:
+      case task::Family::kOpt:
         if constexpr (kOpt) {
           for (uint32_t k = 0; k < shape_.chains; ++k) {
             algorithms::FedOptHyper<S> hy;
             hy.algorithm = static_cast<algorithms::FedOptAlgorithm>(static_cast<unsigned>(a.kind) -
-                                                                    static_cast<unsigned>(config::AlgorithmKind::kFedAvg));
+                                                                    static_cast<unsigned>(task::AlgorithmKind::kFedAvg));
             hy.step_size = static_cast<S>(h.step * (k == 0 ? 1.0 : 2.0));  // Fed-RR: gamma, 2 gamma
             hy.local_steps = h.local_steps;
             hy.batch = h.batch;
@@ -103,10 +104,10 @@ class ClientWork {
           return Status::Ok();
         }
         break;
-      case config::Family::kEm:
+      case task::Family::kEm:
         if constexpr (kEm) {
           auto c = algorithms::FedEmClient<S>::create(arena, shape_.dim, EmHyperOf(task, a));
-          em_vr_ = a.kind == config::AlgorithmKind::kVrFedEm;
+          em_vr_ = a.kind == task::AlgorithmKind::kVrFedEm;
           if (!c.ok()) return c.status();
           em_ = *c;
           G_ = static_cast<int>(task.problem.gmm.components);
@@ -128,11 +129,11 @@ class ClientWork {
   // Local work from `broadcast` (broadcast_dim scalars). Writes, per chain,
   // the value to send (`value[k]`) and what it is coded relative to
   // (`start[k]`, null = zero). Returns the samples drawn.
-  uint64_t run(const S* broadcast, uint32_t round, uint32_t local_steps, uint32_t agent, const LocalProblem<S>& p,
+  uint64_t run(const S* broadcast, uint32_t round, uint32_t local_steps, uint32_t agent, const problems::LocalProblem<S>& p,
                const S* value[], const S* start[]) {
     uint64_t samples = 0;
     if constexpr (kLsa) {
-      if (shape_.family == config::Family::kLsa) {
+      if (shape_.family == task::Family::kLsa) {
         algorithms::RoundPlan plan;
         plan.round = round;
         plan.local_steps = local_steps;
@@ -158,7 +159,7 @@ class ClientWork {
       }
     }
     if constexpr (kOpt) {
-      if (shape_.family == config::Family::kOpt) {
+      if (shape_.family == task::Family::kOpt) {
         for (uint32_t k = 0; k < shape_.chains; ++k) {
           algorithms::RoundPlan plan;
           plan.round = round;
@@ -170,9 +171,9 @@ class ClientWork {
             loss_before_ = Loss(p, broadcast);
             examples_ = static_cast<uint64_t>(local_steps) * (batch_ > 0 ? batch_ : Samples(p));
           }
-          if (kind_ == config::ProblemKind::kLogistic) opt_[k].run_local_steps(*p.logistic, rng);
-          else if (kind_ == config::ProblemKind::kSoftmax) opt_[k].run_local_steps(*p.softmax, rng);
-          else if (kind_ == config::ProblemKind::kUser) opt_[k].run_local_steps(*p.user, rng);
+          if (kind_ == task::ProblemKind::kLogistic) opt_[k].run_local_steps(*p.logistic, rng);
+          else if (kind_ == task::ProblemKind::kSoftmax) opt_[k].run_local_steps(*p.softmax, rng);
+          else if (kind_ == task::ProblemKind::kUser) opt_[k].run_local_steps(*p.user, rng);
           else opt_[k].run_local_steps(*p.least_squares, rng);
           if (report_loss_ && k == 0) loss_after_ = Loss(p, opt_[0].local_iterate());
           value[k] = opt_[k].update();
@@ -183,7 +184,7 @@ class ClientWork {
       }
     }
     if constexpr (kEm) {
-      if (shape_.family == config::Family::kEm) {
+      if (shape_.family == task::Family::kEm) {
         CounterRng rng(seed_, run_, agent, round, RngStream::kLocalSteps);
         if (report_loss_) {  // own points: the mean NLL at T(Shat_k) and at the local M-step T(S_{k,c})
           loss_before_ = p.gmm->nll(broadcast + shape_.dim);
@@ -205,15 +206,15 @@ class ClientWork {
   // Host lane kernels (sim/td_lanes.h) run the TD(0) local steps of several
   // agents at once: run() in three parts. Whether this round's run() is a
   // plain TD(0) block (LSA family, sampled transitions, no loss report).
-  bool td_block_possible(const LocalProblem<S>& p) const {
+  bool td_block_possible(const problems::LocalProblem<S>& p) const {
     if constexpr (kLsa)
-      return shape_.family == config::Family::kLsa && !report_loss_ && !noise_free_ && p.expected == nullptr &&
+      return shape_.family == task::Family::kLsa && !report_loss_ && !noise_free_ && p.expected == nullptr &&
              p.td != nullptr;
     return false;
   }
   // run()'s start: theta_{t,0}^c = theta_t; `block` describes the H steps.
   void begin_td_block(const S* broadcast, uint32_t round, uint32_t local_steps, uint32_t agent,
-                      const LocalProblem<S>& p, problems::TdBlock<S>& block) {
+                      const problems::LocalProblem<S>& p, problems::TdBlock<S>& block) {
     if constexpr (kLsa) {
       algorithms::RoundPlan plan;
       plan.round = round;
@@ -242,9 +243,9 @@ class ClientWork {
   uint64_t examples() const { return examples_; }
 
   // FedEM's initial exchange: V_{0,c} from the broadcast (Shat_0, T(Shat_0)).
-  uint64_t run_initial(const S* broadcast, const LocalProblem<S>& p, S* v0) {
+  uint64_t run_initial(const S* broadcast, const problems::LocalProblem<S>& p, S* v0) {
     if constexpr (kEm) {
-      if (shape_.family == config::Family::kEm) {
+      if (shape_.family == task::Family::kEm) {
         em_.init(*p.gmm, broadcast, broadcast + shape_.dim, v0);
         return p.gmm->points();
       }
@@ -256,13 +257,13 @@ class ClientWork {
   // and, for the LSA family, the result model theta_{t+1}.
   void commit(const S* const sent[], const S* result_model) {
     if constexpr (kLsa) {
-      if (shape_.family == config::Family::kLsa) {
+      if (shape_.family == task::Family::kLsa) {
         lsa_.set_sent_update(sent[0]);
         lsa_.apply_global(result_model);
       }
     }
     if constexpr (kOpt) {
-      if (shape_.family == config::Family::kOpt)
+      if (shape_.family == task::Family::kOpt)
         for (uint32_t k = 0; k < shape_.chains; ++k) opt_[k].commit(sent[k]);
     }
   }
@@ -272,31 +273,31 @@ class ClientWork {
   // (Scaffold), S_{k,c} and T(Shat_{k-1}) (VR-FedEM's SPIDER state). Everything
   // else is rewritten by each round before it is read. Writes at most
   // kMaxRestSpans spans to `out` and returns their number.
-  static constexpr uint32_t kMaxRestSpans = config::kMaxSegments;
+  static constexpr uint32_t kMaxRestSpans = task::kMaxSegments;
   uint32_t rest_spans(Span<uint8_t>* out) {
     auto bytes = [](S* p, int n) { return Span<uint8_t>{reinterpret_cast<uint8_t*>(p), sizeof(S) * static_cast<size_t>(n)}; };
     uint32_t n = 0;
     if constexpr (kLsa) {
-      if (shape_.family == config::Family::kLsa && lsa_.eta_control_variate() != nullptr)
+      if (shape_.family == task::Family::kLsa && lsa_.eta_control_variate() != nullptr)
         out[n++] = bytes(lsa_.mutable_control_variate(), shape_.dim);
     }
     if constexpr (kOpt) {
-      if (shape_.family == config::Family::kOpt && shape_.segment_dim == 2 * shape_.dim)  // Scaffold
+      if (shape_.family == task::Family::kOpt && shape_.segment_dim == 2 * shape_.dim)  // Scaffold
         for (uint32_t k = 0; k < shape_.chains; ++k) out[n++] = bytes(opt_[k].mutable_control_variate(), shape_.dim);
     }
     if constexpr (kEm) {
-      if (shape_.family == config::Family::kEm && em_vr_) out[n++] = bytes(em_.mutable_spider_state(), 2 * shape_.dim);
+      if (shape_.family == task::Family::kEm && em_vr_) out[n++] = bytes(em_.mutable_spider_state(), 2 * shape_.dim);
     }
     return n;
   }
 
   // Whether the round result must carry the model (LSA: theta_{t+1} for xi_c).
-  bool result_needs_model() const { return shape_.family == config::Family::kLsa; }
+  bool result_needs_model() const { return shape_.family == task::Family::kLsa; }
 
-  static algorithms::EmHyper<S> EmHyperOf(const config::Task& t, config::AlgorithmChoice a) {
+  static algorithms::EmHyper<S> EmHyperOf(const task::Task& t, task::AlgorithmChoice a) {
     algorithms::EmHyper<S> hy;
     hy.algorithm = static_cast<algorithms::EmAlgorithm>(static_cast<unsigned>(a.kind) -
-                                                        static_cast<unsigned>(config::AlgorithmKind::kFedEm));
+                                                        static_cast<unsigned>(task::AlgorithmKind::kFedEm));
     hy.step = static_cast<S>(t.hyper.em_step);
     hy.participation = t.participation;
     hy.batch = t.hyper.batch;
@@ -306,18 +307,18 @@ class ClientWork {
   }
 
  private:
-  double Loss(const LocalProblem<S>& p, const S* x) const {
-    if (kind_ == config::ProblemKind::kLogistic) return static_cast<double>(p.logistic->loss(x));
-    if (kind_ == config::ProblemKind::kSoftmax) return static_cast<double>(p.softmax->loss(x));
-    if (kind_ == config::ProblemKind::kLeastSquares) return static_cast<double>(p.least_squares->loss(x));
-    if (kind_ == config::ProblemKind::kUser) return static_cast<double>(p.user->loss(x));
+  double Loss(const problems::LocalProblem<S>& p, const S* x) const {
+    if (kind_ == task::ProblemKind::kLogistic) return static_cast<double>(p.logistic->loss(x));
+    if (kind_ == task::ProblemKind::kSoftmax) return static_cast<double>(p.softmax->loss(x));
+    if (kind_ == task::ProblemKind::kLeastSquares) return static_cast<double>(p.least_squares->loss(x));
+    if (kind_ == task::ProblemKind::kUser) return static_cast<double>(p.user->loss(x));
     return kNaN;
   }
-  uint64_t Samples(const LocalProblem<S>& p) const {
-    if (kind_ == config::ProblemKind::kLogistic) return p.logistic->samples();
-    if (kind_ == config::ProblemKind::kSoftmax) return p.softmax->samples();
-    if (kind_ == config::ProblemKind::kLeastSquares) return p.least_squares->samples();
-    if (kind_ == config::ProblemKind::kUser) return p.user->samples();
+  uint64_t Samples(const problems::LocalProblem<S>& p) const {
+    if (kind_ == task::ProblemKind::kLogistic) return p.logistic->samples();
+    if (kind_ == task::ProblemKind::kSoftmax) return p.softmax->samples();
+    if (kind_ == task::ProblemKind::kLeastSquares) return p.least_squares->samples();
+    if (kind_ == task::ProblemKind::kUser) return p.user->samples();
     return 0;
   }
   static constexpr double kNaN = __builtin_nan("");
@@ -329,13 +330,13 @@ class ClientWork {
   uint32_t batch_ = 0;
   uint64_t seed_ = 0;
   uint32_t run_ = 0;
-  config::ProblemKind kind_ = config::ProblemKind::kGarnet;
+  task::ProblemKind kind_ = task::ProblemKind::kGarnet;
   bool noise_free_ = false;
   int G_ = 0, p_ = 0;          // EM: components and data dimension
   bool em_vr_ = false;         // VR-FedEM: S_{k,c} carries over between rounds
   S* local_theta_ = nullptr;   // EM on own data: T(S_{k,c}) (arena)
   algorithms::LsaClient<S> lsa_;
-  algorithms::FedOptClient<S> opt_[config::kMaxSegments];
+  algorithms::FedOptClient<S> opt_[task::kMaxSegments];
   algorithms::FedEmClient<S> em_;
 };
 

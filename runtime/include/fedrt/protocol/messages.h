@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "fedrt/config/limits.h"
+#include "fedrt/task/limits.h"
 #include "fedrt/secagg/protocol.h"
 
 namespace fedrt::protocol {
@@ -64,7 +64,7 @@ struct Announcement {
   uint32_t model_version = 0;
   bool has_delta = false;
   uint32_t delta_base = 0;
-  View<uint8_t> delta[config::kMaxSegments];
+  View<uint8_t> delta[task::kMaxSegments];
   // Chunked transfer (docs/architecture.md, "Chunked transfer"): a driver that
   // received the broadcast in chunks wrote it with
   // ClientSession::receive_broadcast and sets model_in_place (`model` empty).
@@ -73,7 +73,7 @@ struct Announcement {
   // A re-announcement after a chunked update was cut off: the server holds
   // the first resume_bytes[k] bytes of segment k.
   bool resume = false;
-  uint64_t resume_bytes[config::kMaxSegments] = {};
+  uint64_t resume_bytes[task::kMaxSegments] = {};
 };
 
 enum class Encoding : uint8_t {
@@ -99,13 +99,13 @@ struct Update {
   RoundId id;
   Encoding encoding = Encoding::kRawFloat64;
   uint32_t segments = 0;
-  View<uint8_t> payload[config::kMaxSegments];
+  View<uint8_t> payload[task::kMaxSegments];
   uint64_t sample_count = 0;  // samples (or statistic evaluations) the local work drew
   WorkReport report;
   // Chunked: the header of a streamed update; segment k's payload_bytes[k]
   // bytes follow in Chunk messages (payload[k] empty).
   bool chunked = false;
-  uint64_t payload_bytes[config::kMaxSegments] = {};
+  uint64_t payload_bytes[task::kMaxSegments] = {};
 };
 
 // A piece of a chunked transfer: bytes [offset, offset + data.size) of

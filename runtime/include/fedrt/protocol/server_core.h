@@ -14,7 +14,7 @@
 #include "fedrt/algorithms/fedopt.h"
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/algorithms/richardson_romberg.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
 
@@ -40,9 +40,9 @@ enum class Reconstruction : uint8_t {
 class ServerCore {
  public:
   // `initial`: LSA theta_0 (d), optimisation x_0 (d), EM Shat_0 (G (1 + p)).
-  Status init(const config::Task& task, uint32_t algorithm, uint32_t run, View<double> initial);
+  Status init(const task::Task& task, uint32_t algorithm, uint32_t run, View<double> initial);
 
-  config::Family family() const { return family_; }
+  task::Family family() const { return family_; }
   uint32_t chains() const { return chains_; }
   int dim() const { return dim_; }
   int segment_dim() const { return segment_dim_; }
@@ -50,7 +50,7 @@ class ServerCore {
   Reconstruction reconstruction(bool quantized) const;
   bool has_initial_exchange() const;  // FedEM, VR-FedEM: V_{0,c} before round 0
   bool informs_all() const;           // VR-FedEM: every agent keeps its estimate current
-  bool result_needs_model() const { return family_ == config::Family::kLsa; }
+  bool result_needs_model() const { return family_ == task::Family::kLsa; }
 
   // Round t: returns its local steps (H, or SCAFFLSA-H1's geometric block).
   uint32_t start_round(uint32_t t);
@@ -79,7 +79,7 @@ class ServerCore {
   // The reported iterate (LSA theta, optimisation x or Fed-RR's x_RR, EM
   // T(Shat)) and what a round result carries (LSA: theta_{t+1}).
   const double* model() const;
-  int model_dim() const { return family_ == config::Family::kEm ? dim_ : dim_; }
+  int model_dim() const { return family_ == task::Family::kEm ? dim_ : dim_; }
   const double* statistic() const;  // EM: Shat_k
   // Fed-RR's Polyak-Ruppert averages of its two chains (after the burn-in);
   // null for a single chain (the evaluation averages a plain run's iterates).
@@ -96,8 +96,8 @@ class ServerCore {
  private:
   void refresh_broadcast();
 
-  config::Family family_ = config::Family::kLsa;
-  config::AlgorithmChoice choice_{};
+  task::Family family_ = task::Family::kLsa;
+  task::AlgorithmChoice choice_{};
   uint32_t chains_ = 1;
   int dim_ = 0, segment_dim_ = 0, broadcast_dim_ = 0;
   int gmm_components_ = 0, gmm_dim_ = 0;  // EM: G and p of the M-step
@@ -109,7 +109,7 @@ class ServerCore {
   std::vector<double> staging_;        // EM's restore; Fed-RR's averaged count
   mutable double averaged_ = 0.0;      // Fed-RR's count, as the state slice holds it
   algorithms::LsaServer<double> lsa_;
-  algorithms::FedOptServer<double> opt_[config::kMaxSegments];
+  algorithms::FedOptServer<double> opt_[task::kMaxSegments];
   algorithms::RichardsonRomberg<double> rr_;
   algorithms::FedEmServer<double> em_;
 };

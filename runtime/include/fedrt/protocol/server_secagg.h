@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
 #include "fedrt/secagg/server.h"
@@ -22,7 +22,7 @@ class ServerSecAgg {
  public:
   // A secure round over `sampled` (ascending agents) with inputs of `dim`
   // b-bit integers; round id (algorithm << 48 | run << 32 | round).
-  Status begin(const config::Task& task, const RoundId& id, const std::vector<uint32_t>& sampled, uint32_t dim,
+  Status begin(const task::Task& task, const RoundId& id, const std::vector<uint32_t>& sampled, uint32_t dim,
                uint32_t bits);
   int phase() const { return phase_; }  // 0: no secure round; 1..5 as above; 6: unmasked
   bool member(uint32_t agent) const { return agent < id_of_.size() && id_of_[agent] >= 0; }

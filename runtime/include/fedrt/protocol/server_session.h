@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "fedrt/compression/diana.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
 #include "fedrt/protocol/server_core.h"
@@ -30,7 +30,7 @@
 namespace fedrt::protocol {
 
 struct ServerOptions {
-  config::Task task;
+  task::Task task;
   uint32_t algorithm = 0;
   uint32_t run = 0;
   View<double> initial;         // the family's initial iterate (read by init only)
@@ -97,7 +97,7 @@ class ServerSession {
   Status init(const ServerOptions& options);
   const ServerCore& core() const { return core_; }
   const ServerUplink& uplink() const { return uplink_; }
-  const config::Task& task() const { return task_; }
+  const task::Task& task() const { return task_; }
 
   // Presence: connected (and registered) devices; refused ones never take part.
   void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
@@ -187,7 +187,7 @@ class ServerSession {
   void abort_upload(uint32_t agent);
   uint32_t quorum_needed() const;
 
-  config::Task task_{};
+  task::Task task_{};
   uint32_t agents_ = 0;
   ServerCore core_;
   ServerUplink uplink_;
@@ -221,11 +221,11 @@ class ServerSession {
   // gets xhat whole).
   bool downlink_ = false;
   std::vector<uint8_t> down_memory_;
-  compression::CompressedDifference<double> down_[config::kMaxSegments];
+  compression::CompressedDifference<double> down_[task::kMaxSegments];
   std::vector<uint8_t> down_wire_;
   std::vector<double> xhat_, down_g_;
   uint32_t down_version_ = 0;
-  std::vector<uint8_t> down_delta_[config::kMaxSegments];
+  std::vector<uint8_t> down_delta_[task::kMaxSegments];
   std::vector<int64_t> synced_;
   bool sends_delta(uint32_t agent) const;
   // Chunked updates in flight, per agent: the header, the segment being
@@ -235,7 +235,7 @@ class ServerSession {
     bool active = false;
     Update header;
     uint32_t segment = 0;
-    uint64_t received[config::kMaxSegments] = {};
+    uint64_t received[task::kMaxSegments] = {};
   };
   std::vector<Upload> uploads_;
   uint32_t active_uploads_ = 0;  // uploads_ with active set (close() scans only when some are)

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/exact_sum_array.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
@@ -31,7 +31,7 @@ class ServerUplink {
  public:
   enum class Mode : uint8_t { kRaw, kCoded, kInteger };
 
-  Status init(const config::Task& task, const ServerCore& core, uint32_t agents);
+  Status init(const task::Task& task, const ServerCore& core, uint32_t agents);
   Mode mode() const { return mode_; }
   // Whether the round's aggregate is formed at close() (integer mode, or
   // compression memories) rather than update by update in accept().

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/protocol/server_core.h"
@@ -29,7 +29,7 @@ class Evaluation {
 
   // The family's evaluation of `task` over `instance` (both must outlive
   // it). `pool` may be null (single-threaded).
-  static Result<std::unique_ptr<Evaluation>> Make(const config::Task& task, const problems::DataFiles& files,
+  static Result<std::unique_ptr<Evaluation>> Make(const task::Task& task, const problems::DataFiles& files,
                                                   const problems::Instance& instance, WorkerPool* pool);
 
   // The problem summary, the error metric's name and the family's settings.

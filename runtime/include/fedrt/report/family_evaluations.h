@@ -8,15 +8,15 @@
 
 namespace fedrt::report {
 
-std::unique_ptr<Evaluation> MakeLsaEvaluation(const config::Task& task, const problems::DataFiles& files,
+std::unique_ptr<Evaluation> MakeLsaEvaluation(const task::Task& task, const problems::DataFiles& files,
                                               const problems::Instance& instance);
-Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const config::Task& task, const problems::DataFiles& files,
+Result<std::unique_ptr<Evaluation>> MakeOptEvaluation(const task::Task& task, const problems::DataFiles& files,
                                                       const problems::Instance& instance);
 // An own-data task at a coordinator without the shards (files.read_shards false).
-Result<std::unique_ptr<Evaluation>> MakeBlindEvaluation(const config::Task& task, const problems::DataFiles& files,
+Result<std::unique_ptr<Evaluation>> MakeBlindEvaluation(const task::Task& task, const problems::DataFiles& files,
                                                         const problems::Instance& instance);
-std::unique_ptr<Evaluation> MakeUserEvaluation(const config::Task& task, const problems::DataFiles& files);
-Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const config::Task& task, const problems::DataFiles& files,
+std::unique_ptr<Evaluation> MakeUserEvaluation(const task::Task& task, const problems::DataFiles& files);
+Result<std::unique_ptr<Evaluation>> MakeEmEvaluation(const task::Task& task, const problems::DataFiles& files,
                                                      const problems::Instance& instance,
                                                      WorkerPool* pool);
 

@@ -14,7 +14,7 @@
 
 #include <Eigen/Dense>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/fed_data.h"
 #include "fedrt/report/results.h"
@@ -34,7 +34,7 @@ class HeldOutSet {
  public:
   // Reads `path` (CSV when it ends in .csv, else the shards' format) for the
   // task's model; its feature count must match the model's dimension.
-  static Result<HeldOutSet> Load(const config::Task& task, const problems::ShardFiles& files, const std::string& path);
+  static Result<HeldOutSet> Load(const task::Task& task, const problems::ShardFiles& files, const std::string& path);
 
   TestScore score(const double* x) const;
   long examples() const { return static_cast<long>(data_.y[0].size()); }

@@ -20,7 +20,7 @@ struct ExperimentConfig;
 namespace fedrt::sim {
 
 // What every rank must agree on before a distributed run: FNV-1a of the task
-// (config/fingerprint.h) and the simulator's own settings (SecAgg+ dropouts).
+// (task/fingerprint.h) and the simulator's own settings (SecAgg+ dropouts).
 Result<uint64_t> ExperimentFingerprint(const config::ExperimentConfig& config);
 
 // The agents [lo, hi) of one rank: the first n mod K ranks own one more.

@@ -13,27 +13,27 @@
 #include <memory>
 #include <vector>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
+#include "fedrt/core/worker_pool.h"
 #include "fedrt/protocol/client_session.h"
 #include "fedrt/protocol/server_session.h"
-#include "fedrt/core/worker_pool.h"
-#include "fedrt/sim/td_lanes.h"
 #include "fedrt/sim/rank_messages.h"
+#include "fedrt/sim/td_lanes.h"
 
 namespace fedrt::sim {
 
 struct DriverOptions {
-  const config::Task* task = nullptr;
+  const task::Task* task = nullptr;
   uint32_t algorithm = 0;
   uint32_t run = 0;
-  const std::vector<protocol::LocalProblem<double>>* agents = nullptr;
+  const std::vector<problems::LocalProblem<double>>* agents = nullptr;
   protocol::View<double> initial;  // the family's initial iterate (alive while the driver runs)
   WorkerPool* pool = nullptr;
   // Local work below this many samples per round runs inline (waking the
   // workers costs tens of microseconds).
   double min_parallel_work = 0;
   double work_per_sample = 1;
-  TdKernel kernel = TdKernel::kAuto;  // TD(0) local steps: lanes of agents or one by one (same results)
+  config::TdKernel kernel = config::TdKernel::kAuto;  // TD(0) local steps: lanes of agents or one by one (same results)
   // A distributed run (docs/architecture.md, "MPI"): this rank's server replica
   // sees every agent, its client sessions are those of RangeOf(agents,
   // ranks->size(), ranks->rank()), and the agents' messages cross here.

@@ -8,14 +8,14 @@
 
 #include <cstddef>
 
+#include "fedrt/config/td_kernel.h"
 #include "fedrt/problems/td_block.h"
-#include "fedrt/sim/td_kernel.h"
 
 namespace fedrt::sim {
 
 // kAuto resolved for this CPU and build; an explicit choice the CPU lacks
 // (avx2 on a non-AVX2 machine) resolves to portable.
-TdKernel ResolveTdKernel(TdKernel k);
+config::TdKernel ResolveTdKernel(config::TdKernel k);
 
 // Agents in one lane call: blocks are handed over in groups of this many.
 constexpr size_t kTdLaneGroup = 8;
@@ -23,6 +23,6 @@ constexpr size_t kTdLaneGroup = 8;
 // Runs blocks[0..n) (n <= kTdLaneGroup): consecutive blocks with the same
 // dimension, step count, step size and algorithm share lanes; the rest run
 // one by one. theta_{t,H}^c of every block equals the scalar kernel's bit for bit.
-void RunTdBlocks(problems::TdBlock<double>* blocks, size_t n, TdKernel kernel);
+void RunTdBlocks(problems::TdBlock<double>* blocks, size_t n, config::TdKernel kernel);
 
 }  // namespace fedrt::sim

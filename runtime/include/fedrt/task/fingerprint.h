@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 
-namespace fedrt::config {
+namespace fedrt::task {
 
 class Fnv1a {
  public:
@@ -84,9 +84,9 @@ inline uint64_t ProblemFingerprint(const ProblemSpec& p) {
   return h.value();
 }
 
-}  // namespace fedrt::config
+}  // namespace fedrt::task
 
-namespace fedrt::config {
+namespace fedrt::task {
 
 // FNV-1a of what a device's persisted state depends on: the problem, one
 // algorithm with its hyper-parameters, the uplink codec, the seed and the run.
@@ -117,9 +117,9 @@ inline uint64_t SessionFingerprint(const Task& t, uint32_t algorithm, uint32_t r
   return h.value();
 }
 
-}  // namespace fedrt::config
+}  // namespace fedrt::task
 
-namespace fedrt::config {
+namespace fedrt::task {
 
 // FNV-1a of the whole task: every algorithm's session, the schedule and SecAgg+.
 inline uint64_t TaskFingerprint(const Task& t) {
@@ -135,4 +135,4 @@ inline uint64_t TaskFingerprint(const Task& t) {
   return h.value();
 }
 
-}  // namespace fedrt::config
+}  // namespace fedrt::task

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace fedrt::config {
+namespace fedrt::task {
 
 constexpr uint32_t kMaxAlgorithms = 8;  // algorithms per experiment
 constexpr uint32_t kMaxDim = 256;       // model dimension d on the wire
@@ -26,7 +26,7 @@ constexpr uint32_t kMaxBroadcastScalars = kMaxSegments * 2 * kMaxDim;
 constexpr uint32_t kMaxSegmentBytes = 8 * kMaxSegmentScalars;
 constexpr uint32_t kMaxMaskedScalars = kMaxSegments * kMaxSegmentScalars;  // SecAgg+ input length
 constexpr uint32_t kMaxIdChars = 63;      // device ids
-constexpr uint32_t kMaxPlatformChars = 31;  // Hello.platform (config/platform.h)
+constexpr uint32_t kMaxPlatformChars = 31;  // Hello.platform (task/platform.h)
 constexpr uint32_t kMaxReasonChars = 127;  // error and refusal messages
 constexpr uint32_t kMaxLabelChars = 63;    // the label column's name ([data] label)
 constexpr uint32_t kMaxFrameBytes = 64 * 1024;  // largest frame body a microcontroller accepts
@@ -66,4 +66,4 @@ static_assert(1ull * kMaxSegments * kMaxLinuxSegmentBytes + 4096 <= kMaxLinuxFra
 static_assert(5ull * kMaxLinuxMaskedScalars + 4096 <= kMaxLinuxFrameBytes, "masked input fits a Linux frame");
 static_assert(kMaxDim <= kMaxLinuxDim && kMaxFrameBytes <= kMaxLinuxFrameBytes, "the microcontroller profile is the tighter");
 
-}  // namespace fedrt::config
+}  // namespace fedrt::task

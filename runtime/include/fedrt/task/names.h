@@ -2,9 +2,9 @@
 // Names of the task's enums as they appear in experiment files, on command
 // lines and in outputs. Device code (static strings).
 
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 
-namespace fedrt::config {
+namespace fedrt::task {
 
 inline const char* AlgorithmName(AlgorithmChoice a) {
   static const char* const kPlain[] = {"fedlsa", "scafflsa", "scafflsa-prob", "fedavg", "scaffold",
@@ -48,4 +48,4 @@ inline const char* QuantizerName(compression::QuantizerKind k) {
   return "?";
 }
 
-}  // namespace fedrt::config
+}  // namespace fedrt::task

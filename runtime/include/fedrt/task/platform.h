@@ -1,9 +1,9 @@
 #pragma once
 // The platform a device binary was compiled for, as its Hello names it to the
 // coordinator's devices table (wire/fedrt.proto, docs/dashboard.md). Device
-// code: a compile-time string, at most config::kMaxPlatformChars characters.
+// code: a compile-time string, at most task::kMaxPlatformChars characters.
 
-namespace fedrt::config {
+namespace fedrt::task {
 
 constexpr const char* kPlatformName =
 #if defined(__linux__) && defined(__x86_64__)
@@ -28,4 +28,4 @@ constexpr const char* kPlatformName =
     "unknown";
 #endif
 
-}  // namespace fedrt::config
+}  // namespace fedrt::task

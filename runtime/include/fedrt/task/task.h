@@ -10,9 +10,9 @@
 #include <cstdint>
 
 #include "fedrt/compression/quantizer.h"
-#include "fedrt/config/limits.h"
+#include "fedrt/task/limits.h"
 
-namespace fedrt::config {
+namespace fedrt::task {
 
 // The problem families; each has one pair of client/server cores per algorithm.
 enum class Family : uint8_t {
@@ -153,4 +153,4 @@ struct Task {
   uint32_t runs = 1;           // R
 };
 
-}  // namespace fedrt::config
+}  // namespace fedrt::task

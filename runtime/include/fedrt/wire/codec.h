@@ -1,8 +1,8 @@
 #pragma once
 // The round protocol's messages (protocol/messages.h) and the task
-// (config/task.h) on the wire, with protobuf-lite (docs/architecture.md,
+// (task/task.h) on the wire, with protobuf-lite (docs/architecture.md,
 // "Wire"). Encoding fills an Envelope; decoding validates everything that
-// arrives against the wire limits (config/limits.h) once, where it is decoded,
+// arrives against the wire limits (task/limits.h) once, where it is decoded,
 // and yields views into the Envelope and into the decoder's own storage.
 // Host and Linux devices; the firmware has the same mapping over nanopb.
 
@@ -10,16 +10,16 @@
 #include <vector>
 
 #include "fedrt.pb.h"
-#include "fedrt/config/task.h"
+#include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
 #include "fedrt/wire/frame.h"
 
 namespace fedrt::wire {
 
-void EncodeTask(const config::Task& in, Task* out);
+void EncodeTask(const task::Task& in, Task* out);
 // Validates ranges (enumerations, counts within the limits, finite numbers).
-Status DecodeTask(const Task& in, config::Task& out);
+Status DecodeTask(const Task& in, task::Task& out);
 
 void Encode(const protocol::Announcement& m, Envelope& env);
 void Encode(const protocol::Update& m, Envelope& env);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fedrt.pb.h"
-#include "fedrt/config/limits.h"
+#include "fedrt/task/limits.h"
 
 namespace fedrt::wire {
 
