@@ -217,6 +217,19 @@ void mps2_panic(const char* msg) {
   mps2_exit(3);
 }
 
+// ---- Stack (the linker script's region, painted by startup.c).
+extern uint32_t __stack_limit, __stack_top;
+
+uint32_t mps2_stack_size(void) {
+  return (uint32_t)((uintptr_t)&__stack_top - (uintptr_t)&__stack_limit);
+}
+
+uint32_t mps2_stack_high_water(void) {
+  const uint32_t* p = &__stack_limit;
+  while (p < &__stack_top && *p == MPS2_STACK_PAINT) ++p;
+  return (uint32_t)((uintptr_t)&__stack_top - (uintptr_t)p);
+}
+
 void mps2_platform_init(void) {
   mps2_uart_init(kMps2UartConsole);
   systick_start();

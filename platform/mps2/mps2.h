@@ -70,7 +70,9 @@ int mps2_has_arg(const char* arg);
 // Prints msg on the console and exits with code 3 (used by HardFault, abort, assert).
 __attribute__((noreturn)) void mps2_panic(const char* msg);
 
-// ---- Stack: bytes of the stack region ever written (painted at reset).
+// ---- Stack: bytes of the stack region ever written. startup.c paints the
+// region below its frame with MPS2_STACK_PAINT at reset; mps2.c measures.
+#define MPS2_STACK_PAINT 0xC5C5C5C5u
 uint32_t mps2_stack_high_water(void);
 uint32_t mps2_stack_size(void);
 

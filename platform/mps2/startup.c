@@ -16,8 +16,6 @@ void mps2_platform_init(void);     // mps2.c
 void mps2_systick_handler(void);   // mps2.c
 void mps2_uart_rx_handler(void);   // mps2.c
 
-#define MPS2_STACK_PAINT 0xC5C5C5C5u
-
 __attribute__((noreturn)) void Reset_Handler(void);
 
 static void Default_Handler(void) { mps2_panic("unexpected interrupt"); }
@@ -70,14 +68,4 @@ void Reset_Handler(void) {
   mps2_platform_init();
   __libc_init_array();
   mps2_exit(main());
-}
-
-uint32_t mps2_stack_size(void) {
-  return (uint32_t)((uintptr_t)&__stack_top - (uintptr_t)&__stack_limit);
-}
-
-uint32_t mps2_stack_high_water(void) {
-  const uint32_t* p = &__stack_limit;
-  while (p < &__stack_top && *p == MPS2_STACK_PAINT) ++p;
-  return (uint32_t)((uintptr_t)&__stack_top - (uintptr_t)p);
 }
