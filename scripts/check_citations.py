@@ -21,6 +21,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_common  # noqa: E402  (scripts/ is not a package)
+
 _args = [a for a in sys.argv[1:] if not a.startswith("--")]
 ROOT = os.path.abspath(_args[0] if _args else os.path.join(os.path.dirname(__file__), ".."))
 TOP = ("runtime", "platform", "examples", "toolchains", "tests", "docs", "scripts", "cmake", "bench", ".ci")
@@ -148,10 +151,7 @@ def self_test():
             "runtime/a.cc": "// runtime/a.cc (docs/guide.md, \"Round protocol\"); runtime/b.cc; fedrt/x.h\n"
                             "// docs/guide.md \"Rounds\"; tests/*.cc and device-{id}.csv are patterns\n",
         }
-        for name, text in files.items():
-            os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
-            with open(os.path.join(tmp, name), "w") as f:
-                f.write(text)
+        check_common.write_tree(tmp, files)
         got = check_tree()
     want = [
         "docs/guide.md:5: broken link: notes.md",
@@ -159,21 +159,12 @@ def self_test():
         "runtime/a.cc:1: no such header: fedrt/x.h (runtime/include/fedrt/x.h)",
         "runtime/a.cc:2: docs/guide.md has no section \"Rounds\"",
     ]
-    if got != want:
-        print("check_citations --self-test: FAILED\n  got:  %s\n  want: %s" % (got, want))
-        return 1
-    print("check_citations --self-test: the 4 dead citations found, nothing else")
-    return 0
-
+    return check_common.self_test_result("check_citations", got, want, "the 4 dead citations found, nothing else")
 
 def main():
     if "--self-test" in sys.argv[1:]:
         return self_test()
-    problems = check_tree()
-    for p in problems:
-        print(p)
-    print(f"check_citations: {len(problems)} dead citation(s)" if problems else "check_citations: every citation resolves")
-    return 1 if problems else 0
+    return check_common.report("check_citations", check_tree(), "dead citation(s)", "every citation resolves")
 
 
 if __name__ == "__main__":

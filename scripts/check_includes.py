@@ -25,6 +25,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_common  # noqa: E402  (scripts/ is not a package)
+
 _args = [a for a in sys.argv[1:] if not a.startswith("--")]
 ROOT = os.path.abspath(_args[0] if _args else os.path.join(os.path.dirname(__file__), ".."))
 SCANNED = ("runtime", "platform", "bench")
@@ -161,10 +164,7 @@ def self_test():
             "runtime/include/fedrt/sim/s.h": '#include "fedrt/core/a.h"\n',
             "runtime/src/core/a.cc": '#include <vector>\n#include "fedrt/core/a.h"\n#include "fedrt/sim/s.h"\n',
         }
-        for name, text in files.items():
-            os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
-            with open(os.path.join(tmp, name), "w") as f:
-                f.write(text)
+        check_common.write_tree(tmp, files)
         got = check()
         # core may include sim, and sim core: a cycle.
         text = open(os.path.join(tmp, DOC)).read().replace("| core | runtime/include/fedrt/core runtime/src/core | - |",
@@ -177,21 +177,13 @@ def self_test():
         f"{DOC}: exception 'runtime/src/core/b.cc' -> 'fedrt/sim/gone.h' no longer occurs; remove it from the list",
     ]
     want_cycle = [f"{DOC}: the allowed dependencies form a cycle: core -> sim -> core"]
-    if got != want or got_cycle != want_cycle:
-        print("check_includes --self-test: FAILED\n  got:  %s\n  want: %s" % (got + got_cycle, want + want_cycle))
-        return 1
-    print("check_includes --self-test: the wrong include, the stale exception and the cycle found, nothing else")
-    return 0
-
+    return check_common.self_test_result("check_includes", got + got_cycle, want + want_cycle,
+                                         "the wrong include, the stale exception and the cycle found, nothing else")
 
 def main():
     if "--self-test" in sys.argv[1:]:
         return self_test()
-    problems = check()
-    for p in problems:
-        print(p)
-    print(f"check_includes: {len(problems)} problem(s)" if problems else "check_includes: every include follows the layers")
-    return 1 if problems else 0
+    return check_common.report("check_includes", check(), "problem(s)", "every include follows the layers")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,6 @@
 
 namespace fedrt::config {
 
-using task::AlgorithmChoice;
-using task::AlgorithmKind;
-
 Result<task::AlgorithmChoice> ParseAlgorithmChoice(const std::string& name) {
   for (unsigned k = 0; k <= static_cast<unsigned>(task::AlgorithmKind::kVrFedEm); ++k) {
     for (bool rr : {false, true}) {
