@@ -88,7 +88,7 @@ target_compile_definitions(fedrt_fw_secagg_device PUBLIC FEDRT_SCALAR_FLOAT FEDR
 # ClientSession<float>: every family (fedrt_fw_client) or LSA only
 # (fedrt_fw_client_lsa). Device code: no exceptions, RTTI or heap.
 set(_fw_client_sources "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/client_poll.cc"
-    "${CMAKE_SOURCE_DIR}/runtime/src/fw/client_chunks.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/own_samples.cc"
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/own_samples.cc"
     "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
     "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/capi.cc")
 foreach(_v "" "_lsa")

@@ -42,7 +42,6 @@ if(FEDRT_DEVICE_ONLY)
     runtime/src/net/device_state.cc
     runtime/src/net/device_cli.cc
     runtime/src/net/device_session.cc
-    runtime/src/net/device_chunks.cc
     runtime/src/net/device_connection.cc
     runtime/src/net/device_api.cc
     runtime/src/net/device.cc)
@@ -93,7 +92,6 @@ add_library(fedrt_net STATIC
   runtime/src/net/device_state.cc
   runtime/src/net/device_cli.cc
   runtime/src/net/device_session.cc
-  runtime/src/net/device_chunks.cc
   runtime/src/net/device_connection.cc
   runtime/src/net/device_api.cc
   runtime/src/net/device.cc)

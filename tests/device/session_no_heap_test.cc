@@ -68,7 +68,7 @@ void RunTask(const char* name, task::Task task, const problems::LocalProblem<S>&
   double model[4 * kDim] = {};
   for (int i = 0; i < b; ++i) model[i] = 0.25 + 0.01 * i;
   const long before = g_allocations;
-  protocol::ClientOutput out;
+  protocol::ClientMessage out;
   uint32_t first = 0;
   if (task.algorithms[0].kind == AlgorithmKind::kFedEm) {  // the initial exchange of V_{0,c}
     protocol::Announcement a;

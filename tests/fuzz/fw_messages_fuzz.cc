@@ -41,15 +41,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RequireMessage(st.message(), "fw::Inbound::decode");
     return 0;
   }
-  if (in.kind() == protocol::MessageKind::kChunk) {
-    const protocol::Chunk c = in.chunk();
+  if (in.message().kind == protocol::MessageKind::kChunk) {
+    const protocol::Chunk c = in.message().chunk;
     env2 = fedrt_wire_Envelope_init_zero;
     st = fw::Encode(c, env2);
     Require(st.ok(), "fw::Encode of a decoded chunk", st.message());
     fw::Inbound again;
     st = again.decode(env2, scratch, sizeof(scratch));
     Require(st.ok(), "a re-encoded chunk decodes", st.message());
-    const protocol::Chunk& d = again.chunk();
+    const protocol::Chunk& d = again.message().chunk;
     Require(d.id == c.id && d.segment == c.segment && d.offset == c.offset && d.total == c.total &&
                 d.data.size == c.data.size && std::memcmp(d.data.data, c.data.data, c.data.size) == 0,
             "chunk round trip changed the chunk");

@@ -173,6 +173,10 @@ TEST(FwCodec, RejectsTheTasksTheHostRejects) {
       {"secagg without rounding", [](task::Task& t) { t.compression.quantizer.kind = compression::QuantizerKind::kDither; t.compression.quantizer.levels = 4; }},
       {"no rounds", [](task::Task& t) { t.rounds = 0; }},
       {"rounding with 0 bits", [](task::Task& t) { t.compression.quantizer.bits = 0; }},
+      {"softmax classes that do not divide d", [](task::Task& t) {
+         t.problem.kind = task::ProblemKind::kSoftmax;
+         t.problem.classes = 3;  // d = 7 in the sample task
+       }},
       {"gmm sizes", [](task::Task& t) {
          t.problem.kind = task::ProblemKind::kGmm;
          t.num_algorithms = 1;
@@ -188,6 +192,9 @@ TEST(FwCodec, RejectsTheTasksTheHostRejects) {
     EXPECT_FALSE(v.host.ok()) << what;
     EXPECT_FALSE(v.fw.ok()) << what << " (the firmware accepted what the host rejects)";
     EXPECT_NE(std::string(v.fw.message()), "") << what;
+    // One check (task/check.h) behind both codecs: the same reason, word for word.
+    EXPECT_NE(std::string(v.host.message()).find(v.fw.message()), std::string::npos)
+        << what << ": host \"" << v.host.message() << "\", firmware \"" << v.fw.message() << "\"";
   }
 }
 
@@ -207,10 +214,10 @@ TEST(FwCodec, AnnouncementAndResultDecodeAsOnTheHost) {
   ASSERT_TRUE(ToNanopb(env, f.env));
   Inbound in;
   ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  ASSERT_EQ(in.kind(), MessageKind::kAnnouncement);
-  const protocol::Announcement& b = in.announcement();
+  ASSERT_EQ(in.message().kind, MessageKind::kAnnouncement);
+  const protocol::Announcement& b = in.message().announcement;
   EXPECT_EQ(b.id, a.id);
-  EXPECT_EQ(in.id(), a.id);
+  EXPECT_EQ(in.message().id(), a.id);
   EXPECT_EQ(b.local_steps, 123u);
   EXPECT_TRUE(b.report);
   EXPECT_EQ(b.deadline_ms, 4567u);
@@ -239,11 +246,11 @@ TEST(FwCodec, AnnouncementAndResultDecodeAsOnTheHost) {
   wire::Encode(r, renv);
   ASSERT_TRUE(ToNanopb(renv, f.env));
   ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  ASSERT_EQ(in.kind(), MessageKind::kRoundResult);
-  EXPECT_EQ(in.result().id, r.id);
-  EXPECT_TRUE(in.result().included);
-  ASSERT_EQ(in.result().model.size, 4u);
-  EXPECT_EQ(in.result().model[3], 3e-7);
+  ASSERT_EQ(in.message().kind, MessageKind::kRoundResult);
+  EXPECT_EQ(in.message().result.id, r.id);
+  EXPECT_TRUE(in.message().result.included);
+  ASSERT_EQ(in.message().result.model.size, 4u);
+  EXPECT_EQ(in.message().result.model[3], 3e-7);
 }
 
 TEST(FwCodec, SecAggPhasesDecodeAsOnTheHost) {
@@ -261,10 +268,10 @@ TEST(FwCodec, SecAggPhasesDecodeAsOnTheHost) {
   wire::Encode(protocol::SecAggKeysMsg{RoundId{1, 0, 4}, View<secagg::Advertise>{ads, 3}}, env);
   ASSERT_TRUE(ToNanopb(env, f.env));
   ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  ASSERT_EQ(in.kind(), MessageKind::kSecAggKeys);
-  ASSERT_EQ(in.keys().peers.size, 3u);
-  EXPECT_EQ(in.keys().peers[2].id, 12u);
-  EXPECT_EQ(std::memcmp(in.keys().peers[1].s_pk, ads[1].s_pk, secagg::kKeyBytes), 0);
+  ASSERT_EQ(in.message().kind, MessageKind::kSecAggKeys);
+  ASSERT_EQ(in.message().keys.peers.size, 3u);
+  EXPECT_EQ(in.message().keys.peers[2].id, 12u);
+  EXPECT_EQ(std::memcmp(in.message().keys.peers[1].s_pk, ads[1].s_pk, secagg::kKeyBytes), 0);
   f.env.body.secagg_keys.peers[0].c_pk.size = 31;  // a short key
   EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
 
@@ -278,20 +285,20 @@ TEST(FwCodec, SecAggPhasesDecodeAsOnTheHost) {
   wire::Encode(protocol::SecAggSharesMsg{RoundId{1, 0, 4}, View<secagg::ShareCiphertext>{cts, 2}}, /*incoming=*/true, senv);
   ASSERT_TRUE(ToNanopb(senv, f.env));
   ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  ASSERT_EQ(in.kind(), MessageKind::kSecAggSharesIn);
-  ASSERT_EQ(in.shares().shares.size, 2u);
-  EXPECT_EQ(in.shares().shares[1].from, 6u);
-  EXPECT_EQ(std::memcmp(in.shares().shares[1].ct, cts[1].ct, sizeof cts[1].ct), 0);
-  EXPECT_EQ(std::memcmp(in.shares().shares[0].tag, cts[0].tag, sizeof cts[0].tag), 0);
+  ASSERT_EQ(in.message().kind, MessageKind::kSecAggSharesIn);
+  ASSERT_EQ(in.message().shares.shares.size, 2u);
+  EXPECT_EQ(in.message().shares.shares[1].from, 6u);
+  EXPECT_EQ(std::memcmp(in.message().shares.shares[1].ct, cts[1].ct, sizeof cts[1].ct), 0);
+  EXPECT_EQ(std::memcmp(in.message().shares.shares[0].tag, cts[0].tag, sizeof cts[0].tag), 0);
 
   const uint32_t survivors[] = {3, 5, 8};
   wire::Envelope uenv;
   wire::Encode(protocol::SecAggUnmaskRequestMsg{RoundId{1, 0, 4}, View<uint32_t>{survivors, 3}}, uenv);
   ASSERT_TRUE(ToNanopb(uenv, f.env));
   ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  ASSERT_EQ(in.kind(), MessageKind::kSecAggUnmaskRequest);
-  ASSERT_EQ(in.unmask_request().survivors.size, 3u);
-  EXPECT_EQ(in.unmask_request().survivors[2], 8u);
+  ASSERT_EQ(in.message().kind, MessageKind::kSecAggUnmaskRequest);
+  ASSERT_EQ(in.message().unmask_request.survivors.size, 3u);
+  EXPECT_EQ(in.message().unmask_request.survivors[2], 8u);
   // Too little scratch for the SecAgg+ tables is an error, not an overflow.
   ASSERT_TRUE(ToNanopb(senv, f.env));
   EXPECT_FALSE(in.decode(f.env, f.scratch, 16).ok());
@@ -389,11 +396,11 @@ TEST(FwCodec, ChunkedBroadcastAndUpdateDecodeAsOnTheHost) {
   wire::Encode(a, env);
   ASSERT_TRUE(ToNanopb(env, f.env));
   ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  ASSERT_EQ(in.kind(), MessageKind::kAnnouncement);
-  EXPECT_EQ(in.announcement().model_bytes, 32768u);
-  EXPECT_EQ(in.announcement().model.size, 0u);
-  EXPECT_TRUE(in.announcement().resume);
-  EXPECT_EQ(in.announcement().resume_bytes[0], 4096u);
+  ASSERT_EQ(in.message().kind, MessageKind::kAnnouncement);
+  EXPECT_EQ(in.message().announcement.model_bytes, 32768u);
+  EXPECT_EQ(in.message().announcement.model.size, 0u);
+  EXPECT_TRUE(in.message().announcement.resume);
+  EXPECT_EQ(in.message().announcement.resume_bytes[0], 4096u);
   // Inline values next to model_bytes, or bytes that are not whole float64 values: rejected.
   f.env.body.announce.model_count = 1;
   EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
@@ -407,12 +414,12 @@ TEST(FwCodec, ChunkedBroadcastAndUpdateDecodeAsOnTheHost) {
   wire::Encode(protocol::Chunk{a.id, 0, 1024, 32768, View<uint8_t>{data.data(), static_cast<uint32_t>(data.size())}}, cenv);
   ASSERT_TRUE(ToNanopb(cenv, f.env));
   ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  ASSERT_EQ(in.kind(), MessageKind::kChunk);
-  EXPECT_EQ(in.id(), a.id);
-  EXPECT_EQ(in.chunk().offset, 1024u);
-  EXPECT_EQ(in.chunk().total, 32768u);
-  ASSERT_EQ(in.chunk().data.size, data.size());
-  EXPECT_EQ(std::memcmp(in.chunk().data.data, data.data(), data.size()), 0);
+  ASSERT_EQ(in.message().kind, MessageKind::kChunk);
+  EXPECT_EQ(in.message().id(), a.id);
+  EXPECT_EQ(in.message().chunk.offset, 1024u);
+  EXPECT_EQ(in.message().chunk.total, 32768u);
+  ASSERT_EQ(in.message().chunk.data.size, data.size());
+  EXPECT_EQ(std::memcmp(in.message().chunk.data.data, data.data(), data.size()), 0);
   // A chunk the firmware's frame cannot hold is undecodable (nanopb bound), not truncated.
   data.resize(MaxChunkData() + 8);
   wire::Encode(protocol::Chunk{a.id, 0, 0, 32768, View<uint8_t>{data.data(), static_cast<uint32_t>(data.size())}}, cenv);

@@ -85,12 +85,12 @@ class Sessions {
     }
   }
   // Opens round t and returns every agent's reply (in agent order).
-  std::vector<std::pair<uint32_t, ClientOutput>> announce(uint32_t t, uint64_t now = 0) {
+  std::vector<std::pair<uint32_t, ClientMessage>> announce(uint32_t t, uint64_t now = 0) {
     EXPECT_TRUE(server.open_round(t, now).ok());
-    std::vector<std::pair<uint32_t, ClientOutput>> replies;
+    std::vector<std::pair<uint32_t, ClientMessage>> replies;
     Outgoing out;
     while (server.next_outgoing(out)) {
-      ClientOutput r;
+      ClientMessage r;
       EXPECT_TRUE(clients[out.agent].on_announce(server.announcement(out.agent, now), r).ok());
       if (r.kind != MessageKind::kNone) replies.emplace_back(out.agent, r);
     }

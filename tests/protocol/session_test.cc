@@ -122,7 +122,7 @@ TEST(ClientSession, ResubmitsTheSameUpdate) {
   auto r = s.announce(0);
   const Update& first = r[2].second.update;
   std::vector<uint8_t> bytes(first.payload[0].data, first.payload[0].data + first.payload[0].size);
-  ClientOutput again;
+  ClientMessage again;
   ASSERT_TRUE(s.clients[2].on_announce(s.server.announcement(2, 0), again).ok());
   ASSERT_EQ(again.kind, MessageKind::kUpdate);
   EXPECT_EQ(std::vector<uint8_t>(again.update.payload[0].data, again.update.payload[0].data + again.update.payload[0].size),
@@ -192,7 +192,7 @@ TEST(ClientSession, RejectsBadAnnouncements) {
   ASSERT_TRUE(s.server.open_round(0, 0).ok());
   const Announcement good = s.server.announcement(0, 0);
   std::vector<double> model(good.model.data, good.model.data + good.model.size);
-  ClientOutput out;
+  ClientMessage out;
   Announcement a = good;
   a.model.size -= 1;
   EXPECT_FALSE(s.clients[0].on_announce(a, out).ok());
@@ -229,7 +229,7 @@ TEST(ClientSession, FollowsTheCompressedDownlink) {
       const Announcement a = s.server.announcement(out.agent, 0);
       EXPECT_EQ(a.has_delta, t > 0) << "round " << t;
       EXPECT_EQ(a.model_version, t);
-      ClientOutput r;
+      ClientMessage r;
       ASSERT_TRUE(s.clients[out.agent].on_announce(a, r).ok());
       ASSERT_TRUE(s.server.on_update(out.agent, r.update, 0).ok());
     }
@@ -247,13 +247,13 @@ TEST(ClientSession, FollowsTheCompressedDownlink) {
   g.task.compression.downlink = true;
   Sessions stale(g);
   ASSERT_TRUE(stale.server.open_round(0, 0).ok());
-  ClientOutput r0;
+  ClientMessage r0;
   ASSERT_TRUE(stale.clients[0].on_announce(stale.server.announcement(0, 0), r0).ok());  // holds version 0
-  ClientOutput r;
+  ClientMessage r;
   const Status st = stale.clients[0].on_announce(a, r);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.message();
   // The up-to-date client applies it once; a repeat sends the same update.
-  ClientOutput first, again;
+  ClientMessage first, again;
   ASSERT_TRUE(s.clients[0].on_announce(a, first).ok());
   ASSERT_TRUE(s.clients[0].on_announce(a, again).ok());
   ASSERT_EQ(first.update.payload[0].size, again.update.payload[0].size);

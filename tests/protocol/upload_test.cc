@@ -162,7 +162,7 @@ TEST(ChunkedUpdates, ResumeAfterAReconnectCountsTheUpdateOnce) {
   const uint64_t seg0 = b[2].second.update.payload[0].size;
   EXPECT_EQ(again.resume_bytes[0], seg0);
   EXPECT_EQ(again.resume_bytes[0] + again.resume_bytes[1], 8 * half);
-  ClientOutput r;
+  ClientMessage r;
   ASSERT_TRUE(resumed.clients[agent].on_announce(again, r).ok());  // the pending update, sent again
   ASSERT_EQ(r.kind, MessageKind::kUpdate);
   ASSERT_TRUE(resumed.server.on_update(agent, Header(r.update), 0).ok());

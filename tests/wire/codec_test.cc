@@ -112,7 +112,7 @@ TEST(WireCodec, SoftmaxTaskCarriesClassesAndIntercept) {
   Task w;
   EncodeTask(t, &w);
   w.mutable_problem()->set_classes(7);  // 7 does not divide d = 40
-  EXPECT_NE(std::string(DecodeTask(w, u).message()).find("softmax: 7 classes do not divide the dimension 40"),
+  EXPECT_NE(std::string(DecodeTask(w, u).message()).find("softmax: the classes do not divide the dimension"),
             std::string::npos);
   w.mutable_problem()->set_classes(1);
   EXPECT_FALSE(DecodeTask(w, u).ok());
@@ -147,7 +147,7 @@ TEST(WireCodec, BadTasksAreRefusedWithTheReason) {
   refused([](Task& w) { w.mutable_problem()->set_kind(9); }, "unknown problem kind");
   refused([](Task& w) { w.mutable_problem()->set_dim(task::kMaxLinuxStreamDim + 1); }, "dimension");
   refused([](Task& w) { w.mutable_algorithms(0)->set_kind(1); }, "another family");
-  refused([](Task& w) { w.clear_algorithms(); }, "0 algorithms");
+  refused([](Task& w) { w.clear_algorithms(); }, "algorithms outside 1..8");
   refused([](Task& w) { w.mutable_hyper()->set_step(std::nan("")); }, "step size");
   refused([](Task& w) { w.mutable_compression()->set_bits(40); }, "bits");
   refused([](Task& w) { w.set_participation(1.5); }, "participation");

@@ -1,7 +1,7 @@
-// The firmware's device driver (fedrt/fw/client.h): moves frames between the
-// TLS link and the protocol session, as runtime/src/net/device_connection.cc
-// and device_session.cc do on POSIX (docs/architecture.md, "Round protocol");
-// it holds no round logic.
+// The firmware's device driver (fedrt/fw/client.h): Welcome and the task
+// check, and the host of the device agent (protocol/device_agent.h), which
+// holds the round logic, as the Linux device's runtime/src/net/device_session.cc
+// is (docs/architecture.md, "Device agent"); the frames move in client_poll.cc.
 #include "client_impl.h"
 #include "fedrt/task/fingerprint.h"
 #include "fedrt/task/platform.h"
@@ -15,7 +15,7 @@ using client_detail::kBodyOffset;
 using client_detail::kFamilies;
 using client_detail::kMaxFrame;
 using client_detail::kProtocolVersion;
-using Session = client_detail::Session;
+using Session = FwClient::Impl::Session;
 
 // Why this image's frames cannot carry `task` (nullptr: they can).
 // Broadcasts and updates longer than a frame travel in chunks; what still
@@ -47,7 +47,7 @@ Status FwClient::Impl::send_hello() {
   h.provisioned_problem = opt.problem.table != nullptr ? opt.problem.problem_fingerprint : 0;
   h.max_chunk_bytes = kChunk;  // longer broadcasts arrive in chunks of this size
   protocol::RoundId pending;
-  if (session != nullptr && session->pending(&pending)) {
+  if (agent.pending(&pending)) {
     h.has_pending = true;
     h.pending_algorithm = pending.algorithm;
     h.pending_run = pending.run;
@@ -72,53 +72,42 @@ Status FwClient::Impl::reply(const char* refusal) {
 }
 
 // Welcome: the agent index and the task. Builds the local oracle over the
-// provisioned data once per task and says whether this device can run it.
+// provisioned data or the device's own samples once per task, and says
+// whether this device can run it.
 Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
   task::Task t;
   Status st = DecodeTask(w.task, t);
   if (!st.ok()) return reply(st.message());
+  const float *x = nullptr, *y = nullptr;
+  uint32_t rows = 0;
   if (t.problem.own_data) {
-    const float *x = nullptr, *y = nullptr;
-    uint32_t rows = 0;
     const char* why = own_samples(t, &x, &y, &rows);
     if (need_samples) return Status::Ok();  // poll() asks for samples, then comes back here
     if (why != nullptr) return reply(why);
-    const uint64_t print = task::TaskFingerprint(t);
-    if (!has_task || print != task_print || w.device_index != index) {
-      drop_session();
-      has_task = false;
-      task = t;
-      task_print = print;
-      index = w.device_index;
-      arena->release_to(store_mark);
-      st = data.build_own(x, y, rows, task, *arena, local);
-      if (!st.ok()) return reply(st.message());
-      data_mark = arena->used();
-      has_task = true;
+  } else {
+    if (opt.problem.table == nullptr) return reply("this device holds no provisioned problem image: it takes tasks on its own data only");
+    if (w.device_index != opt.problem.agent_index) {
+      LogLine l;
+      l.add("provisioned for agent ").add_u(opt.problem.agent_index).add(", assigned ").add_u(w.device_index);
+      log(l);
+      return reply("the device's data was provisioned for another agent index");
     }
-    return accept(w);
+    if (task::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)
+      return reply("the provisioned data is of another problem than the task's");
   }
-  if (opt.problem.table == nullptr) return reply("this device holds no provisioned problem image: it takes tasks on its own data only");
-  if (w.device_index != opt.problem.agent_index) {
-    LogLine l;
-    l.add("provisioned for agent ").add_u(opt.problem.agent_index).add(", assigned ").add_u(w.device_index);
-    log(l);
-    return reply("the device's data was provisioned for another agent index");
-  }
-  if (task::ProblemFingerprint(t.problem) != opt.problem.problem_fingerprint)
-    return reply("the provisioned data is of another problem than the task's");
   const uint64_t print = task::TaskFingerprint(t);
   if (!has_task || print != task_print || w.device_index != index) {
-    drop_session();
+    agent.assign(nullptr, 0, nullptr);
     has_task = false;
     task = t;
     task_print = print;
     index = w.device_index;
     arena->release_to(store_mark);
-    st = data.build(opt.problem, task, *arena, local);
+    st = task.problem.own_data ? data.build_own(x, y, rows, task, *arena, local) : data.build(opt.problem, task, *arena, local);
     if (!st.ok()) return reply(st.message());
     data_mark = arena->used();
     has_task = true;
+    agent.assign(&task, index, &local);
   }
   return accept(w);
 }
@@ -138,117 +127,55 @@ Status FwClient::Impl::accept(const fedrt_wire_Welcome& w) {
   return reply(nullptr);
 }
 
-// The session of (algorithm, run); a new one starts from zero state (the
-// board keeps no state file: a session lives as long as the firmware runs).
-Status FwClient::Impl::ensure_session(const protocol::RoundId& id) {
-  if (session != nullptr && session->algorithm() == id.algorithm && session->run() == id.run) return Status::Ok();
-  if (!has_task) return Status::FailedPrecondition("a round message before Welcome");
-  if (id.algorithm >= task.num_algorithms) return Status::InvalidArgument("a round of an algorithm the task does not name");
-  drop_session();
-  arena->release_to(data_mark);
-  session = new (session_mem) Session();
-  Session::Options o;
-  o.task = &task;
-  o.algorithm = id.algorithm;
-  o.run = id.run;
-  o.agent = index;
-  o.problem = local;
-  o.entropy = &Impl::Entropy;
-  o.entropy_ctx = this;
-  const Status st = session->init(*arena, o);
-  if (arena->high_water() > stats.workspace_max_bytes) stats.workspace_max_bytes = arena->high_water();
-  if (!st.ok()) drop_session();
-  return st;
+// Appends "alg=A run=R round=T" to a log line.
+LogLine& AddRound(LogLine& l, const protocol::RoundId& id) {
+  return l.add("alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_i(static_cast<int32_t>(id.round));
 }
 
-Status FwClient::Impl::send_output(const protocol::ClientOutput& out) {
-  switch (out.kind) {
-    case protocol::MessageKind::kNone: return Status::Ok();
-    case protocol::MessageKind::kUpdate: return send_update(out.update);  // inline or chunked (client_chunks.cc)
-    case protocol::MessageKind::kSecAggAdvertise: FEDRT_TRY(Encode(out.advertise, env)); break;
-    case protocol::MessageKind::kSecAggShares: FEDRT_TRY(Encode(out.shares, env)); break;
-    case protocol::MessageKind::kSecAggMasked: FEDRT_TRY(Encode(out.masked, env)); break;
-    case protocol::MessageKind::kSecAggCheck: FEDRT_TRY(Encode(out.check, env)); break;
-    case protocol::MessageKind::kSecAggUnmask: FEDRT_TRY(Encode(out.unmask, env)); break;
-    default: return Status::Internal("unexpected session output");
-  }
-  return send();
-}
-
-// An announcement (its broadcast inline, or written in place from chunks):
-// the local work, then the update.
-Status FwClient::Impl::on_announcement(const protocol::Announcement& a) {
-  const protocol::RoundId id = a.id;
-  protocol::ClientOutput out;
+void FwClient::Impl::worked(const protocol::RoundId& id, const protocol::ClientMessage& out, bool again, uint32_t ms) {
   LogLine l;
-  FEDRT_TRY(ensure_session(id));
-  resume = a.resume;
-  for (uint32_t k = 0; k < task::kMaxSegments; ++k) resume_bytes[k] = a.resume_bytes[k];
-  protocol::RoundId pending;
-  const bool again = session->pending(&pending) && pending == id;
-  const uint32_t t0 = tls.now();
-  FEDRT_TRY(session->on_announce(a, out));
-  if (!again) work_ms = tls.now() - t0;
-  out.update.report.duration_ms = work_ms;
-  if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
-    l.add(out.kind == protocol::MessageKind::kUpdate ? (again ? "resubmit" : "update") : "secagg advertise");
-    l.add(" alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_i(static_cast<int32_t>(id.round));
-    l.add(" ms=").add_u(work_ms);
-    if (out.update.report.loss_before == out.update.report.loss_before)  // own data: f_c before and after
-      l.add(" loss_before=").add_float(out.update.report.loss_before).add(" loss_after=").add_float(out.update.report.loss_after);
-    log(l);
-    if (out.kind == protocol::MessageKind::kUpdate && !again) ++stats.rounds;
-  }
-  return send_output(out);
+  l.add(out.kind == protocol::MessageKind::kUpdate ? (again ? "resubmit " : "update ") : "secagg advertise ");
+  AddRound(l, id).add(" ms=").add_u(ms);
+  if (out.update.report.loss_before == out.update.report.loss_before)  // own data: f_c before and after
+    l.add(" loss_before=").add_float(out.update.report.loss_before).add(" loss_after=").add_float(out.update.report.loss_after);
+  log(l);
+  if (out.kind == protocol::MessageKind::kUpdate && !again) ++stats.rounds;
 }
 
-Status FwClient::Impl::on_round_message() {
-  FEDRT_TRY(inbound.decode(env, frame, sizeof frame));
-  const protocol::RoundId id = inbound.id();
-  protocol::ClientOutput out;
+void FwClient::Impl::masked(const protocol::RoundId& id) {
+  ++stats.rounds;  // the masked input is this round's update
   LogLine l;
-  switch (inbound.kind()) {
-    case protocol::MessageKind::kAnnouncement:
-      if (inbound.announcement().model_bytes > 0) return begin_broadcast(inbound.announcement());  // chunks follow
-      return on_announcement(inbound.announcement());
-    case protocol::MessageKind::kChunk: return on_chunk(inbound.chunk());
-    case protocol::MessageKind::kRoundResult: {
-      if (session == nullptr || session->algorithm() != id.algorithm || session->run() != id.run) return Status::Ok();
-      protocol::RoundId pending;
-      const bool had = session->pending(&pending) && pending == id;
-      FEDRT_TRY(session->on_result(inbound.result()));
-      if (had) {
-        ++stats.results;
-        l.add("committed alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=")
-            .add_i(static_cast<int32_t>(id.round)).add(" included=").add(inbound.result().included ? "true" : "false");
-        log(l);
-      }
-      return Status::Ok();
-    }
-    case protocol::MessageKind::kSecAggKeys:
-      if (session == nullptr) return Status::Ok();
-      FEDRT_TRY(session->on_secagg_keys(inbound.keys(), out));
-      return send_output(out);
-    case protocol::MessageKind::kSecAggSharesIn:
-      if (session == nullptr) return Status::Ok();
-      FEDRT_TRY(session->on_secagg_shares_in(inbound.shares(), out));
-      out.masked.report.duration_ms = work_ms;
-      if (out.kind == protocol::MessageKind::kSecAggMasked) {
-        ++stats.rounds;  // the masked input is this round's update
-        l.add("secagg masked alg=").add_u(id.algorithm).add(" run=").add_u(id.run).add(" round=").add_u(id.round);
-        log(l);
-      }
-      return send_output(out);
-    case protocol::MessageKind::kSecAggUnmaskRequest:
-      if (session == nullptr) return Status::Ok();
-      FEDRT_TRY(session->on_secagg_unmask_request(inbound.unmask_request(), out));
-      return send_output(out);
-    case protocol::MessageKind::kSecAggChecks:
-      if (session == nullptr) return Status::Ok();
-      FEDRT_TRY(session->on_secagg_checks(inbound.checks(), out));
-      return send_output(out);
-    default: return Status::InvalidArgument("a message a device does not take");
+  log(AddRound(l.add("secagg masked "), id));
+}
+
+void FwClient::Impl::settled(const protocol::Settled& s) {
+  ++stats.results;
+  LogLine l;
+  AddRound(l.add("committed "), s.id).add(" included=").add(s.included ? "true" : "false");
+  log(l);
+}
+
+void FwClient::Impl::broadcast_received(const protocol::RoundId& id, uint64_t bytes, uint32_t chunks) {
+  stats.chunks_in += chunks;
+  LogLine l;
+  AddRound(l.add("broadcast "), id).add(" bytes=").add_u(bytes).add(" chunks=").add_u(chunks);
+  log(l);
+}
+
+void FwClient::Impl::upload_done(const protocol::RoundId& id, uint32_t chunks, bool resumed, uint64_t skipped) {
+  LogLine l;
+  AddRound(l.add("update chunks "), id).add(" chunks=").add_u(chunks);
+  if (resumed) l.add(" resumed from_bytes=").add_u(skipped);
+  log(l);
+}
+
+bool FwClient::Impl::next_chunk() {
+  if (!agent.uploading()) return false;
+  if (!agent.send_next_chunk().ok()) {
+    log(LogLine().add("update chunk not encoded: transfer dropped"));
+    return false;
   }
+  return out_pending;
 }
 
 Status FwClient::Impl::handle() {
@@ -269,8 +196,8 @@ Status FwClient::Impl::handle() {
       return Status::Ok();
     }
     default:
-      if (!has_task) return Status::FailedPrecondition("a round message before Welcome");
-      return on_round_message();
+      FEDRT_TRY(inbound.decode(env, frame, sizeof frame));
+      return agent.on_message(inbound.message());
   }
 }
 

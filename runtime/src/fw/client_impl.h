@@ -1,8 +1,9 @@
 #pragma once
 // The firmware client's state (fedrt/fw/client.h), shared by its translation
-// units: client.cc (messages, init), client_chunks.cc (chunked broadcasts and
-// updates), client_poll.cc (the poll() state machine), own_samples.cc
-// (own-data samples). Private to runtime/src/fw.
+// units: client.cc (Welcome, the device agent's host, init), client_poll.cc
+// (the poll() state machine), own_samples.cc (own-data samples). The round
+// messages, chunked transfers included, are the device agent's
+// (protocol/device_agent.h). Private to runtime/src/fw.
 // Device code.
 
 #include <cstring>
@@ -15,7 +16,7 @@
 #include "fedrt/fw/client.h"
 #include "fedrt/fw/codec.h"
 #include "fedrt/fw/log_line.h"
-#include "fedrt/protocol/client_session.h"
+#include "fedrt/protocol/device_agent.h"
 #include "local_data.h"
 #include "tls_link.h"
 
@@ -28,7 +29,6 @@ namespace fedrt::fw {
 namespace client_detail {
 constexpr uint32_t kProtocolVersion = 2;  // wire::kProtocolVersion
 constexpr uint32_t kFamilies = FEDRT_FW_FAMILIES;
-using Session = protocol::ClientSession<float, kFamilies>;
 constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope this image's .options allow
 constexpr size_t kBodyOffset = 8;                        // frame header at 4, body 8-aligned
 static_assert(kMaxFrame + kBodyOffset >= Inbound::kScratchBytes, "frame buffer too small for the SecAgg+ tables");
@@ -43,7 +43,8 @@ static_assert(sizeof(fedrt_wire_RoundAnnouncement::model) / sizeof(double) >= kC
 }  // namespace client_detail
 
 struct FwClient::Impl {
-  using Session = client_detail::Session;
+  using Agent = protocol::DeviceAgent<float, client_detail::kFamilies, Impl>;
+  using Session = Agent::Session;
   static constexpr size_t kMaxFrame = client_detail::kMaxFrame;
   static constexpr size_t kBodyOffset = client_detail::kBodyOffset;
   static constexpr uint32_t kFamilies = client_detail::kFamilies;
@@ -62,15 +63,13 @@ struct FwClient::Impl {
   Arena* arena = nullptr;
   size_t store_mark = 0;  // workspace bytes of the sample store
   size_t data_mark = 0;   // ... and of the local oracle
-  uint32_t work_ms = 0;   // the last local work's duration on the link's clock (the update's report)
   bool has_task = false;
   task::Task task{};
   uint64_t task_print = 0;
   uint32_t index = 0;
   LocalData<kFamilies> data;
   problems::LocalProblem<float> local{};
-  alignas(Session) uint8_t session_mem[sizeof(Session)];
-  Session* session = nullptr;
+  Agent agent{*this};
   bool welcomed = false;  // in this TLS session
   bool refused = false;
   bool shutdown = false;
@@ -90,29 +89,6 @@ struct FwClient::Impl {
   uint32_t store_dim = 0;   // features per stored example (the first feed's)
   bool store_sealed = false;
   char why[128] = {};  // a formatted refusal or feed error (Status keeps the pointer)
-  // A chunked broadcast being received: its header (no model) and the bytes written so far.
-  struct Incoming {
-    bool active = false;
-    protocol::Announcement header;
-    uint64_t received = 0;
-    uint32_t chunks = 0;
-  } down;
-  // A chunked update being sent: the pending update's segments (views into the
-  // session's payload buffers) and the next chunk's place.
-  struct Outgoing {
-    bool active = false;
-    protocol::RoundId id;
-    uint32_t segments = 0;
-    protocol::View<uint8_t> payload[task::kMaxSegments];
-    uint64_t from[task::kMaxSegments] = {};  // first byte sent per segment (resume offsets, else 0)
-    uint32_t segment = 0;
-    uint64_t offset = 0;
-    uint32_t chunks = 0;
-    bool resumed = false;
-    uint64_t skipped = 0;  // bytes the coordinator held already
-  } up;
-  bool resume = false;  // the last announcement's resume offsets (a cut chunked update)
-  uint64_t resume_bytes[task::kMaxSegments] = {};
 
   const char* format(const LogLine& l) {
     const size_t n = std::strlen(l.c_str());
@@ -134,26 +110,40 @@ struct FwClient::Impl {
     out_pending = true;
     return Status::Ok();
   }
-  void drop_session() {
-    if (session != nullptr) session->~Session();
-    session = nullptr;
-  }
   Status send_hello();
   Status reply(const char* refusal);
   Status on_welcome(const fedrt_wire_Welcome& w);
   Status accept(const fedrt_wire_Welcome& w);
   const char* own_samples(const task::Task& t, const float** x, const float** y, uint32_t* rows);
-  Status ensure_session(const protocol::RoundId& id);
-  Status send_output(const protocol::ClientOutput& out);
-  Status on_round_message();
-  Status on_announcement(const protocol::Announcement& a);
-  Status begin_broadcast(const protocol::Announcement& a);
-  Status on_chunk(const protocol::Chunk& c);
-  Status send_update(const protocol::Update& u);
+  // Queues the next chunk of an update being uploaded; false when none is.
   bool next_chunk();
   Status handle();
   void on_frame(size_t len);
   Poll step(bool& again);
+
+  // The device agent's host (protocol/device_agent.h): the session's memory
+  // is the workspace above the local oracle; the board keeps no state file.
+  Arena* session_arena(size_t) {
+    arena->release_to(data_mark);
+    return arena;
+  }
+  void session_opened(Session&, const protocol::RoundId&) {
+    if (arena->high_water() > stats.workspace_max_bytes) stats.workspace_max_bytes = arena->high_water();
+  }
+  bool has_saved(const protocol::RoundId&) const { return false; }
+  static protocol::AgentLimits limits() { return protocol::AgentLimits{MaxUpdateSegments(), MaxSegmentBytes(), kChunk}; }
+  uint32_t now_ms() { return tls.now(); }
+  Status persist(bool) { return Status::Ok(); }
+  Status send(const protocol::ClientMessage& m) {
+    FEDRT_TRY(Encode(m, env));
+    if (m.kind == protocol::MessageKind::kChunk) ++stats.chunks_out;
+    return send();
+  }
+  void worked(const protocol::RoundId& id, const protocol::ClientMessage& out, bool again, uint32_t ms);
+  void masked(const protocol::RoundId& id);
+  void settled(const protocol::Settled& s);
+  void broadcast_received(const protocol::RoundId& id, uint64_t bytes, uint32_t chunks);
+  void upload_done(const protocol::RoundId& id, uint32_t chunks, bool resumed, uint64_t skipped);
 };
 
 }  // namespace fedrt::fw

@@ -48,8 +48,7 @@ FwClient::Poll FwClient::Impl::step(bool& again) {
     case State::kStart:
       sessions_before = stats.sessions;
       welcomed = false;
-      down.active = false;  // a transfer cut off with the last session is announced again
-      up.active = false;
+      agent.cut_transfers();  // a transfer cut off with the last session is announced again
       if (!tls.reset().ok()) {
         state = State::kRetry;
         return p;

@@ -1,11 +1,13 @@
 // nanopb mapping of fedrt.proto (see fedrt/fw/codec.h); the field-by-field
-// twin of runtime/src/wire/codec.cc, with the same validation.
+// twin of runtime/src/wire/codec.cc. The task's semantic checks are
+// task/check.h's, shared with the host's codec.
 #include "fedrt/fw/codec.h"
 
 #include <cstring>
 #include <new>
 
 #include "fedrt/compression/quantizer.h"
+#include "fedrt/task/check.h"
 
 namespace fedrt::fw {
 
@@ -78,10 +80,6 @@ Status DecodeTask(const fedrt_wire_Task& in, task::Task& t) {
   p.label[sizeof p.label - 1] = '\0';
   p.classes = wp.classes;
   p.intercept = wp.intercept;
-  if (p.agents == 0 || p.agents > (1u << 24)) return bad("task: agents outside 1..2^24");
-  // The wire's bound, as on the host: broadcasts and updates travel in chunks,
-  // so what else limits d (memory, round results) is the client's to refuse.
-  if (p.dim == 0 || p.dim > task::kMaxLinuxStreamDim) return bad("task: dimension outside 1..2^27");
   const fedrt_wire_GarnetSpec& g = wp.garnet;
   p.garnet.states = g.states;
   p.garnet.actions = g.actions;
@@ -104,29 +102,12 @@ Status DecodeTask(const fedrt_wire_Task& in, task::Task& t) {
   p.gmm.points = m.points;
   p.gmm.own_weight = m.own_weight;
   p.gmm.separation = m.separation;
-  const double reals[] = {p.garnet.gamma, p.garnet.epsilon, p.synthetic.covariate_shift, p.synthetic.concept_shift,
-                          p.synthetic.quantity_skew, p.synthetic.noise, p.synthetic.l2, p.gmm.own_weight,
-                          p.gmm.separation};
-  for (double v : reals)
-    if (!Finite(v)) return bad("task: a problem setting is NaN or infinite");
-  if (p.kind == task::ProblemKind::kGmm &&
-      (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
-       p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
-    return bad("task: Gaussian-mixture sizes do not match the dimension G (1 + p)");
-  if (p.intercept && p.kind != task::ProblemKind::kSoftmax &&
-      ((p.kind != task::ProblemKind::kLeastSquares && p.kind != task::ProblemKind::kLogistic) || p.dim < 2))
-    return bad("task: an intercept is for least squares, logistic or softmax models with d >= 2");
-  if (in.algorithms_count == 0 || in.algorithms_count > task::kMaxAlgorithms)
-    return bad("task: algorithms outside 1..kMaxAlgorithms (8)");
+  if (in.algorithms_count > task::kMaxAlgorithms) return bad("task: algorithms outside 1..kMaxAlgorithms (8)");
   t.num_algorithms = in.algorithms_count;
   for (uint32_t a = 0; a < t.num_algorithms; ++a) {
     const fedrt_wire_AlgorithmChoice& c = in.algorithms[a];
     if (c.kind > static_cast<uint32_t>(task::AlgorithmKind::kVrFedEm)) return bad("task: unknown algorithm");
     t.algorithms[a] = task::AlgorithmChoice{static_cast<task::AlgorithmKind>(c.kind), c.rr};
-    if (task::FamilyOf(t.algorithms[a].kind) != task::FamilyOf(p.kind))
-      return bad("task: an algorithm of another family than the problem's");
-    if (c.rr && task::FamilyOf(t.algorithms[a].kind) != task::Family::kOpt)
-      return bad("task: Richardson-Romberg wraps optimisation algorithms only");
   }
   const fedrt_wire_HyperSpec& h = in.hyper;
   t.hyper.step = h.step;
@@ -138,13 +119,6 @@ Status DecodeTask(const fedrt_wire_Task& in, task::Task& t) {
   t.hyper.burn_in = h.burn_in;
   t.hyper.em_step = h.em_step;
   t.hyper.inner_iters = h.inner_iters;
-  if (!(t.hyper.step > 0) || !Finite(t.hyper.step)) return bad("task: the step size must be positive");
-  if (t.hyper.local_steps == 0 || t.hyper.local_steps > (1u << 30)) return bad("task: local steps outside 1..2^30");
-  if (!(t.hyper.comm_prob > 0 && t.hyper.comm_prob <= 1)) return bad("task: communication probability outside (0, 1]");
-  if (!(t.hyper.prox_mu >= 0) || !Finite(t.hyper.prox_mu)) return bad("task: prox mu must be >= 0");
-  if (!(t.hyper.server_step > 0) || !Finite(t.hyper.server_step)) return bad("task: server step must be positive");
-  if (!(t.hyper.em_step > 0 && t.hyper.em_step <= 1)) return bad("task: EM step outside (0, 1]");
-  if (t.hyper.inner_iters == 0) return bad("task: VR-FedEM inner iterations must be positive");
   const fedrt_wire_CompressionSpec& c = in.compression;
   if (c.quantizer > static_cast<uint32_t>(compression::QuantizerKind::kRounding)) return bad("task: unknown quantizer");
   t.compression.quantizer.kind = static_cast<compression::QuantizerKind>(c.quantizer);
@@ -154,18 +128,13 @@ Status DecodeTask(const fedrt_wire_Task& in, task::Task& t) {
   t.compression.quantizer.clip = c.clip;
   t.compression.control_variates = c.control_variates;
   t.compression.downlink = c.downlink;
-  const Status q = compression::ValidateSpec(t.compression.quantizer);
-  if (!q.ok()) return bad(q.message());
   t.secagg.enabled = in.secagg.enabled;
   t.secagg.neighbours = in.secagg.neighbours;
-  if (t.secagg.enabled && t.compression.quantizer.kind != compression::QuantizerKind::kRounding)
-    return bad("task: secure aggregation without the rounding quantizer");
   t.participation = in.participation;
-  if (!(t.participation > 0 && t.participation <= 1)) return bad("task: participation outside (0, 1]");
   t.seed = in.seed;
   t.rounds = in.rounds;
   t.runs = in.runs;
-  if (t.rounds == 0 || t.runs == 0) return bad("task: no rounds or no runs");
+  if (const char* why = task::Invalid(t)) return bad(why);
   return Status::Ok();
 }
 
@@ -294,21 +263,21 @@ Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env) {
 
 // ---------------------------------------------------------------- coordinator -> device
 
-protocol::RoundId Inbound::id() const {
-  switch (kind_) {
-    case MessageKind::kAnnouncement: return announcement_.id;
-    case MessageKind::kChunk: return chunk_.id;
-    case MessageKind::kRoundResult: return result_.id;
-    case MessageKind::kSecAggKeys: return keys_.id;
-    case MessageKind::kSecAggSharesIn: return shares_.id;
-    case MessageKind::kSecAggUnmaskRequest: return unmask_request_.id;
-    case MessageKind::kSecAggChecks: return checks_.id;
-    default: return protocol::RoundId{};
+Status Encode(const protocol::ClientMessage& m, fedrt_wire_Envelope& env) {
+  switch (m.kind) {
+    case MessageKind::kUpdate: return Encode(m.update, env);
+    case MessageKind::kChunk: return Encode(m.chunk, env);
+    case MessageKind::kSecAggAdvertise: return Encode(m.advertise, env);
+    case MessageKind::kSecAggShares: return Encode(m.shares, env);
+    case MessageKind::kSecAggMasked: return Encode(m.masked, env);
+    case MessageKind::kSecAggCheck: return Encode(m.check, env);
+    case MessageKind::kSecAggUnmask: return Encode(m.unmask, env);
+    default: return Status::Internal("unexpected session output");
   }
 }
 
 Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scratch_bytes) {
-  kind_ = MessageKind::kNone;
+  m_.kind = MessageKind::kNone;
   const bool room = scratch != nullptr && scratch_bytes >= kScratchBytes && (reinterpret_cast<uintptr_t>(scratch) & 7u) == 0;
   switch (env.which_body) {
     case fedrt_wire_Envelope_announce_tag: {
@@ -325,30 +294,30 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
         return Status::InvalidArgument("an announcement whose resume offsets are not one per segment");
       for (pb_size_t i = 0; i < a.model_count; ++i)
         if (!Finite(a.model[i])) return Status::InvalidArgument("broadcast value is NaN or infinite");
-      announcement_ = protocol::Announcement{};
-      announcement_.id = IdOf(a);
-      announcement_.kind = static_cast<protocol::WorkKind>(a.kind);
-      announcement_.local_steps = a.local_steps;
-      announcement_.report = a.report;
-      announcement_.deadline_ms = a.deadline_ms;
-      announcement_.model = View<double>{a.model, a.model_count};
-      announcement_.model_version = a.model_version;
-      announcement_.model_bytes = a.model_bytes;
-      announcement_.resume = a.resume_bytes_count > 0;
-      for (pb_size_t k = 0; k < a.resume_bytes_count; ++k) announcement_.resume_bytes[k] = a.resume_bytes[k];
+      m_.announcement = protocol::Announcement{};
+      m_.announcement.id = IdOf(a);
+      m_.announcement.kind = static_cast<protocol::WorkKind>(a.kind);
+      m_.announcement.local_steps = a.local_steps;
+      m_.announcement.report = a.report;
+      m_.announcement.deadline_ms = a.deadline_ms;
+      m_.announcement.model = View<double>{a.model, a.model_count};
+      m_.announcement.model_version = a.model_version;
+      m_.announcement.model_bytes = a.model_bytes;
+      m_.announcement.resume = a.resume_bytes_count > 0;
+      for (pb_size_t k = 0; k < a.resume_bytes_count; ++k) m_.announcement.resume_bytes[k] = a.resume_bytes[k];
       if (a.has_secagg) {
         const fedrt_wire_SecAggParams& p = a.secagg;
-        announcement_.secagg = protocol::SecAggRound{true, p.round_id, p.graph_seed, p.n, p.k, p.t, p.id};
+        m_.announcement.secagg = protocol::SecAggRound{true, p.round_id, p.graph_seed, p.n, p.k, p.t, p.id};
       }
-      kind_ = MessageKind::kAnnouncement;
+      m_.kind = MessageKind::kAnnouncement;
       return Status::Ok();
     }
     case fedrt_wire_Envelope_chunk_tag: {
       const fedrt_wire_Chunk& c = env.body.chunk;
       if (c.segment >= task::kMaxSegments) return Status::InvalidArgument("chunk of a segment other than 0..1");
       if (c.data.size == 0) return Status::InvalidArgument("chunk without data");
-      chunk_ = protocol::Chunk{IdOf(c), c.segment, c.offset, c.total, View<uint8_t>{c.data.bytes, c.data.size}};
-      kind_ = MessageKind::kChunk;
+      m_.chunk = protocol::Chunk{IdOf(c), c.segment, c.offset, c.total, View<uint8_t>{c.data.bytes, c.data.size}};
+      m_.kind = MessageKind::kChunk;
       return Status::Ok();
     }
     case fedrt_wire_Envelope_result_tag: {
@@ -356,8 +325,8 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       if (r.model_count > MaxModelDim()) return Status::OutOfRange("round result model longer than this image's bound");
       for (pb_size_t i = 0; i < r.model_count; ++i)
         if (!Finite(r.model[i])) return Status::InvalidArgument("round result value is NaN or infinite");
-      result_ = protocol::RoundResult{IdOf(r), r.included, View<double>{r.model, r.model_count}};
-      kind_ = MessageKind::kRoundResult;
+      m_.result = protocol::RoundResult{IdOf(r), r.included, View<double>{r.model, r.model_count}};
+      m_.kind = MessageKind::kRoundResult;
       return Status::Ok();
     }
     case fedrt_wire_Envelope_secagg_keys_tag: {
@@ -371,8 +340,8 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
         if (!Key(k.peers[i].c_pk, ads[i].c_pk) || !Key(k.peers[i].s_pk, ads[i].s_pk))
           return Status::InvalidArgument("SecAggKeys: keys must be 32 bytes");
       }
-      keys_ = protocol::SecAggKeysMsg{IdOf(k), View<secagg::Advertise>{ads, k.peers_count}};
-      kind_ = MessageKind::kSecAggKeys;
+      m_.keys = protocol::SecAggKeysMsg{IdOf(k), View<secagg::Advertise>{ads, k.peers_count}};
+      m_.kind = MessageKind::kSecAggKeys;
       return Status::Ok();
     }
     case fedrt_wire_Envelope_secagg_shares_in_tag: {
@@ -387,16 +356,16 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
                                            0, cts[i]))
           return Status::InvalidArgument("SecAggSharesIn: a ciphertext must be 89 bytes");
       }
-      shares_ = protocol::SecAggSharesMsg{IdOf(s), View<secagg::ShareCiphertext>{cts, s.shares_count}};
-      kind_ = MessageKind::kSecAggSharesIn;
+      m_.shares = protocol::SecAggSharesMsg{IdOf(s), View<secagg::ShareCiphertext>{cts, s.shares_count}};
+      m_.kind = MessageKind::kSecAggSharesIn;
       return Status::Ok();
     }
     case fedrt_wire_Envelope_secagg_unmask_request_tag: {
       const fedrt_wire_SecAggUnmaskRequest& r = env.body.secagg_unmask_request;
       if (r.survivors_count > secagg::kMaxNeighbours + 1)
         return Status::InvalidArgument("SecAggUnmaskRequest: more survivors than neighbours + 1");
-      unmask_request_ = protocol::SecAggUnmaskRequestMsg{IdOf(r), View<uint32_t>{r.survivors, r.survivors_count}};
-      kind_ = MessageKind::kSecAggUnmaskRequest;
+      m_.unmask_request = protocol::SecAggUnmaskRequestMsg{IdOf(r), View<uint32_t>{r.survivors, r.survivors_count}};
+      m_.kind = MessageKind::kSecAggUnmaskRequest;
       return Status::Ok();
     }
     case fedrt_wire_Envelope_secagg_checks_tag: {
@@ -410,8 +379,8 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
         tags[i].from = c.tags[i].peer;  // the session fills in this device as the recipient
         std::memcpy(tags[i].tag, c.tags[i].tag.bytes, secagg::kTagBytes);
       }
-      checks_ = protocol::SecAggCheckMsg{IdOf(c), View<secagg::ConsistencyTag>{tags, c.tags_count}};
-      kind_ = MessageKind::kSecAggChecks;
+      m_.checks = protocol::SecAggCheckMsg{IdOf(c), View<secagg::ConsistencyTag>{tags, c.tags_count}};
+      m_.kind = MessageKind::kSecAggChecks;
       return Status::Ok();
     }
     default: return Status::InvalidArgument("not a round message a device takes");

@@ -133,9 +133,8 @@ Status DeviceConnection::drain(bool until_round, DeviceStop& stop, bool* round) 
       log_("error {}", hs.message());
       if (hs.code() == StatusCode::kUnavailable || hs.code() == StatusCode::kDataLoss) return hs;
     }
-    if (env.body_case() == wire::Envelope::kWelcome) {
+    if (uint32_t every = 0; session_.take_welcome(&every)) {
       backoff_ = 100;
-      const uint32_t every = env.welcome().heartbeat_ms();
       heartbeat_ms_ = every == 0 ? 0 : std::max(every, kMinHeartbeatMs);
     }
     *round = until_round && session_.settled();

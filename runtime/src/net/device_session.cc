@@ -41,11 +41,12 @@ const char* WireRefusal(const task::Task& t) {
 
 }  // namespace
 
-DeviceSession::DeviceSession(const DeviceOptions& options, const DeviceLog& log) : opt_(options), log_(log) {}
+DeviceSession::DeviceSession(const DeviceOptions& options, const DeviceLog& log)
+    : opt_(options), log_(log), agent_(*this) {}
 DeviceSession::~DeviceSession() = default;
 
 int DeviceSession::Entropy(void* ctx, uint64_t, uint32_t, uint8_t* out, size_t n) {
-  return mbedtls_ctr_drbg_random(static_cast<TlsRandom*>(ctx)->drbg(), out, n) == 0 ? 0 : -1;
+  return mbedtls_ctr_drbg_random(static_cast<DeviceSession*>(ctx)->secrets_.drbg(), out, n) == 0 ? 0 : -1;
 }
 
 Status DeviceSession::init() {
@@ -61,12 +62,12 @@ Status DeviceSession::init() {
 
 void DeviceSession::fill_hello(wire::Hello* h) const {
   protocol::RoundId pending;
-  if (session_ != nullptr && session_->pending(&pending)) {
+  if (agent_.session() != nullptr && agent_.pending(&pending)) {
     h->set_has_pending(true);
     h->set_pending_algorithm(pending.algorithm);
     h->set_pending_run(pending.run);
     h->set_pending_round(pending.round);
-  } else if (session_ == nullptr && saved_ && saved_->pending) {
+  } else if (agent_.session() == nullptr && saved_ && saved_->pending) {
     h->set_has_pending(true);
     h->set_pending_algorithm(saved_->algorithm);
     h->set_pending_run(saved_->run);
@@ -84,18 +85,19 @@ bool DeviceSession::take_settled(RoundReport* report) {
 Status DeviceSession::send_checked(const wire::Envelope& env) { return (*send_)(env); }
 
 Status DeviceSession::persist(bool durable) {
-  if (session_ == nullptr || opt_.state_dir.empty()) return Status::Ok();
+  const Session* session = agent_.session();
+  if (session == nullptr || opt_.state_dir.empty()) return Status::Ok();
   SavedSession s;
-  s.fingerprint = task::SessionFingerprint(task_, session_->algorithm(), session_->run());
-  s.algorithm = session_->algorithm();
-  s.run = session_->run();
+  s.fingerprint = task::SessionFingerprint(task_, session->algorithm(), session->run());
+  s.algorithm = session->algorithm();
+  s.run = session->run();
   s.agent = index_;
   protocol::RoundId pending;
-  s.pending = session_->pending(&pending);
+  s.pending = session->pending(&pending);
   s.pending_round = pending.round;
   // Written from the session's region, and not kept here: the file has it
   // (a session rebuilt for this algorithm and run reloads it).
-  FEDRT_TRY(SaveSession(opt_.state_dir, s, session_->state(), session_->state_size(), durable));
+  FEDRT_TRY(SaveSession(opt_.state_dir, s, session->state(), session->state_size(), durable));
   saved_ = std::move(s);
   return Status::Ok();
 }
@@ -173,7 +175,8 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
   if (!st.ok()) return refuse(st.message(), stop);
   const uint64_t print = task::TaskFingerprint(task);
   if (!has_task_ || print != task_print_ || w.device_index() != index_) {
-    session_.reset();  // a new task (or agent): sessions restart from the state file if it matches
+    agent_.assign(nullptr, 0, nullptr);  // a new task (or agent): sessions restart from the state file if it matches
+    has_task_ = false;
     instance_ = nullptr;
     owned_instance_.reset();
     std::string refusal;
@@ -188,6 +191,7 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
     index_ = w.device_index();
     local_ = instance_->local(index_);
     has_task_ = true;
+    agent_.assign(&task_, index_, &local_);
     if (saved_ && saved_->agent != index_) {
       log_("warning state was for agent {}, the coordinator says {}: starting fresh", saved_->agent, index_);
       saved_.reset();
@@ -206,161 +210,98 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
   return send_checked(env);
 }
 
-// The session of (algorithm, run), restored from the state file when it was saved for it.
-Status DeviceSession::ensure_session(const protocol::RoundId& id) {
-  if (session_ != nullptr && session_->algorithm() == id.algorithm && session_->run() == id.run) return Status::Ok();
-  if (!has_task_) return Status::FailedPrecondition("a round message before Welcome");
-  if (id.algorithm >= task_.num_algorithms) return Status::InvalidArgument("a round of an algorithm the task does not name");
-  session_.reset();
-  arena_.assign(Session::WorkspaceBytes(task_, id.algorithm) + 64, 0);
-  Arena arena(arena_.data(), arena_.size());
-  Session::Options o;
-  o.task = &task_;
-  o.algorithm = id.algorithm;
-  o.run = id.run;
-  o.agent = index_;
-  o.problem = local_;
-  o.entropy = &DeviceSession::Entropy;
-  o.entropy_ctx = &secrets_;
-  auto s = std::make_unique<Session>();
-  FEDRT_TRY(s->init(arena, o));
+Arena* DeviceSession::session_arena(size_t bytes) {
+  session_arena_.reset();
+  arena_.assign(bytes + 64, 0);
+  return &session_arena_.emplace(arena_.data(), arena_.size());
+}
+
+// A new session of (algorithm, run): restored from the state file when it was saved for it.
+void DeviceSession::session_opened(Session& s, const protocol::RoundId& id) {
   if (saved_ && saved_->state.empty() && saved_->algorithm == id.algorithm && saved_->run == id.run) {
     auto loaded = LoadSavedSession(opt_.state_dir);  // saved by this process: only the file holds the state
     if (loaded.ok() && loaded->has_value()) saved_ = std::move(*loaded);
   }
   if (saved_ && saved_->algorithm == id.algorithm && saved_->run == id.run &&
       saved_->fingerprint == task::SessionFingerprint(task_, id.algorithm, id.run)) {
-    Status st = s->restore(saved_->state.data(), saved_->state.size());
+    Status st = s.restore(saved_->state.data(), saved_->state.size());
     if (st.ok())
       log_("restored alg={} run={} pending={} state={:016x}", id.algorithm, id.run,
-           saved_->pending ? std::to_string(saved_->pending_round) : "none", StateDigest(s->state(), s->state_size()));
+           saved_->pending ? std::to_string(saved_->pending_round) : "none", StateDigest(s.state(), s.state_size()));
     else log_("warning state file not restored: {}", st.message());
   }
-  session_ = std::move(s);
-  return Status::Ok();
 }
 
-Status DeviceSession::send_output(const protocol::ClientOutput& out) {
+uint32_t DeviceSession::now_ms() const {
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+Status DeviceSession::send(const protocol::ClientMessage& m) {
   wire::Envelope env;
-  switch (out.kind) {
-    case protocol::MessageKind::kNone: return Status::Ok();
-    case protocol::MessageKind::kUpdate: return send_update(out.update);
-    case protocol::MessageKind::kSecAggAdvertise: wire::Encode(out.advertise, env); break;
-    case protocol::MessageKind::kSecAggShares: wire::Encode(out.shares, /*incoming=*/false, env); break;
-    case protocol::MessageKind::kSecAggMasked: wire::Encode(out.masked, env); break;
-    case protocol::MessageKind::kSecAggCheck: wire::Encode(out.check, /*incoming=*/false, env); break;
-    case protocol::MessageKind::kSecAggUnmask: wire::Encode(out.unmask, env); break;
-    default: return Status::Internal("device: unexpected session output");
-  }
+  if (!wire::Encode(m, env)) return Status::Internal("device: unexpected session output");
   return send_checked(env);
 }
 
-// The RoundResult of this device's pending update: its report, to the
-// progress callback and to take_settled().
-void DeviceSession::settle(const protocol::RoundResult& r) {
+// An update or a secure round's advertisement is out: the local work's log line.
+void DeviceSession::worked(const protocol::RoundId& id, const protocol::ClientMessage& out, bool again, uint32_t ms) {
+  const protocol::WorkReport& r = out.update.report;  // the session's report, in both kinds
+  if (std::isnan(r.loss_before))
+    log_("{} alg={} run={} round={} ms={}", again ? "resubmit" : "update", id.algorithm, id.run, id.round, ms);
+  else  // own data: the local objective before and after the local work
+    log_("{} alg={} run={} round={} ms={} loss_before={:.6g} loss_after={:.6g}", again ? "resubmit" : "update",
+         id.algorithm, id.run, id.round, ms, r.loss_before, r.loss_after);
+}
+
+// The RoundResult of this device's pending update (persisted): its log line,
+// and its report to the progress callback and to take_settled().
+void DeviceSession::settled(const protocol::Settled& s) {
+  // The digest of what the state file now holds; without one, hashing the
+  // whole state every round (~100 bytes a parameter) buys nothing.
+  const Session& session = *agent_.session();
+  if (opt_.state_dir.empty())
+    log_("committed alg={} run={} round={} included={}", s.id.algorithm, s.id.run, s.id.round, s.included);
+  else
+    log_("committed alg={} run={} round={} included={} state={:016x}", s.id.algorithm, s.id.run, s.id.round, s.included,
+         StateDigest(session.state(), session.state_size()));
   RoundReport rep;
-  rep.algorithm = task::AlgorithmName(task_.algorithms[r.id.algorithm]);
-  rep.algorithm_index = r.id.algorithm;
-  rep.run = r.id.run;
-  rep.round = r.id.round;
-  rep.included = r.included;
-  const bool known = work_id_ == r.id;  // else a result replayed after a restart: the work is not known
-  rep.examples = known ? work_report_.examples : 0;
-  rep.loss_before = known ? work_report_.loss_before : std::nan("");
-  rep.loss_after = known ? work_report_.loss_after : std::nan("");
-  rep.duration_ms = known ? work_ms_ : 0;
+  rep.algorithm = task::AlgorithmName(task_.algorithms[s.id.algorithm]);
+  rep.algorithm_index = s.id.algorithm;
+  rep.run = s.id.run;
+  rep.round = s.id.round;
+  rep.included = s.included;
+  rep.examples = s.report.examples;
+  rep.loss_before = s.report.loss_before;
+  rep.loss_after = s.report.loss_after;
+  rep.duration_ms = s.report.duration_ms;
   settled_report_ = rep;
   settled_ = true;
   if (opt_.progress) opt_.progress(rep);
 }
 
-// An announcement (its broadcast whole, or written in place from chunks):
-// the local work, then the update.
-Status DeviceSession::on_announcement(const protocol::Announcement& a) {
-  protocol::ClientOutput out;
-  FEDRT_TRY(ensure_session(a.id));
-  resume_ = a.resume;
-  for (uint32_t k = 0; k < task::kMaxSegments; ++k) resume_bytes_[k] = a.resume_bytes[k];
-  protocol::RoundId pending;
-  const bool again = session_->pending(&pending) && pending == a.id;
-  const auto t0 = std::chrono::steady_clock::now();
-  FEDRT_TRY(session_->on_announce(a, out));
-  if (!again) {
-    work_ms_ = static_cast<uint32_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
-    work_id_ = a.id;
-    work_report_ = session_->report();
-  }
-  out.update.report.duration_ms = work_ms_;
-  FEDRT_TRY(persist(/*durable=*/true));  // before the update leaves
-  if (out.kind == protocol::MessageKind::kUpdate || out.kind == protocol::MessageKind::kSecAggAdvertise) {
-    if (std::isnan(session_->report().loss_before))
-      log_("{} alg={} run={} round={} ms={}", again ? "resubmit" : "update", a.id.algorithm, a.id.run, a.id.round,
-           work_ms_);
-    else  // own data: the local objective before and after the local work (out.update holds the report in both kinds)
-      log_("{} alg={} run={} round={} ms={} loss_before={:.6g} loss_after={:.6g}", again ? "resubmit" : "update",
-           a.id.algorithm, a.id.run, a.id.round, work_ms_, session_->report().loss_before,
-           session_->report().loss_after);
-  }
-  return send_output(out);
+void DeviceSession::upload_done(const protocol::RoundId& id, uint32_t, bool resumed, uint64_t skipped) {
+  if (resumed) log_("resumed alg={} run={} round={} from_bytes={}", id.algorithm, id.run, id.round, skipped);
 }
 
+// A round message: to the agent, then every chunk of an update it cut.
 Status DeviceSession::on_round_message(const wire::Envelope& env) {
   wire::WireError err;
   if (!inbound_.decode(env, err)) return Status(StatusCode::kInvalidArgument, "from coordinator: " + err.message);
-  protocol::ClientOutput out;
-  switch (inbound_.kind()) {
-    case protocol::MessageKind::kAnnouncement:
-      if (inbound_.announcement().model_bytes > 0) return begin_broadcast(env);  // chunks follow
-      return on_announcement(inbound_.announcement());
-    case protocol::MessageKind::kChunk: return on_chunk(inbound_.chunk());
-    case protocol::MessageKind::kRoundResult: {
-      const protocol::RoundResult& r = inbound_.result();
-      if (session_ == nullptr || session_->algorithm() != r.id.algorithm || session_->run() != r.id.run) {
-        if (!saved_ || saved_->algorithm != r.id.algorithm || saved_->run != r.id.run) return Status::Ok();
-        FEDRT_TRY(ensure_session(r.id));  // a result replayed after a restart
-      }
-      protocol::RoundId pending;
-      const bool had = session_->pending(&pending) && pending == r.id;
-      FEDRT_TRY(session_->on_result(r));
-      if (had) {
-        FEDRT_TRY(persist(/*durable=*/false));  // a lost commit is replayed (device_state.h)
-        // The digest of what the state file now holds; without one, hashing
-        // the whole state every round (~100 bytes a parameter) buys nothing.
-        if (opt_.state_dir.empty())
-          log_("committed alg={} run={} round={} included={}", r.id.algorithm, r.id.run, r.id.round, r.included);
-        else
-          log_("committed alg={} run={} round={} included={} state={:016x}", r.id.algorithm, r.id.run, r.id.round,
-               r.included, StateDigest(session_->state(), session_->state_size()));
-        settle(r);
-      }
-      return Status::Ok();
-    }
-    case protocol::MessageKind::kSecAggKeys:
-      if (session_ == nullptr) return Status::Ok();
-      FEDRT_TRY(session_->on_secagg_keys(inbound_.keys(), out));
-      return send_output(out);
-    case protocol::MessageKind::kSecAggSharesIn:
-      if (session_ == nullptr) return Status::Ok();
-      FEDRT_TRY(session_->on_secagg_shares_in(inbound_.shares(), out));
-      out.masked.report.duration_ms = work_ms_;
-      return send_output(out);
-    case protocol::MessageKind::kSecAggUnmaskRequest:
-      if (session_ == nullptr) return Status::Ok();
-      FEDRT_TRY(session_->on_secagg_unmask_request(inbound_.unmask_request(), out));
-      return send_output(out);
-    case protocol::MessageKind::kSecAggChecks:
-      if (session_ == nullptr) return Status::Ok();
-      FEDRT_TRY(session_->on_secagg_checks(inbound_.check(), out));
-      return send_output(out);
-    default: return Status::InvalidArgument("from coordinator: a message a device does not take");
-  }
+  const protocol::ServerMessage m = inbound_.from_coordinator();
+  if (m.kind == protocol::MessageKind::kNone)
+    return Status::InvalidArgument("from coordinator: a message a device does not take");
+  Status st = agent_.on_message(m);
+  if (!st.ok()) return Status(st.code(), std::string("from coordinator: ") + st.message());
+  while (agent_.uploading()) FEDRT_TRY(agent_.send_next_chunk());
+  return Status::Ok();
 }
 
 Status DeviceSession::handle(const wire::Envelope& env, const Sender& send, DeviceStop& stop) {
   send_ = &send;
   switch (env.body_case()) {
-    case wire::Envelope::kWelcome: return on_welcome(env.welcome(), stop);
+    case wire::Envelope::kWelcome:
+      welcome_ = WelcomeSeen{true, env.welcome().heartbeat_ms()};
+      return on_welcome(env.welcome(), stop);
     case wire::Envelope::kAck: return Status::Ok();
     case wire::Envelope::kShutdown:
       log_("shutdown reason={}", env.shutdown().reason());

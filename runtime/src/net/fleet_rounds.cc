@@ -9,6 +9,7 @@
 
 #include "fedrt/net/coordinator_log.h"
 #include "fedrt/net/tls.h"
+#include "fedrt/protocol/chunk_cursor.h"
 
 namespace fedrt::net {
 
@@ -151,28 +152,21 @@ Status FleetRounds::open(uint64_t now_ms) {
 void FleetRounds::deliver(uint64_t now_ms) {
   protocol::Outgoing out;
   while (session_ != nullptr && session_->next_outgoing(out)) {
-    wire::Envelope env;
-    switch (out.kind) {
-      case MessageKind::kAnnouncement: announce(out.agent, now_ms); continue;
-      case MessageKind::kRoundResult: wire::Encode(session_->result(out.agent), env); break;
-      case MessageKind::kSecAggKeys: wire::Encode(session_->secagg_keys(out.agent), env); break;
-      case MessageKind::kSecAggSharesIn: wire::Encode(session_->secagg_shares_in(out.agent), true, env); break;
-      case MessageKind::kSecAggUnmaskRequest: {
-        protocol::SecAggUnmaskRequestMsg m = session_->secagg_unmask_request(out.agent);
-        std::vector<uint32_t> lie;  // test hook: a coordinator that lies about who survived
-        const auto& sa = session_->secagg();
-        if (opt_.secagg_lie_round >= 0 && m.id.round == static_cast<uint32_t>(opt_.secagg_lie_round) &&
-            sa.params_for(out.agent).id < sa.n() / 2) {
-          for (uint32_t i = 0; i < m.survivors.size; ++i)
-            if (m.survivors[i] != sa.n() - 1) lie.push_back(m.survivors[i]);
-          m.survivors = protocol::View<uint32_t>{lie.data(), static_cast<uint32_t>(lie.size())};
-        }
-        wire::Encode(m, env);
-        break;
-      }
-      case MessageKind::kSecAggChecks: wire::Encode(session_->secagg_checks(out.agent), true, env); break;
-      default: continue;
+    if (out.kind == MessageKind::kAnnouncement) {
+      announce(out.agent, now_ms);
+      continue;
     }
+    protocol::ServerMessage m = session_->message(out, now_ms);
+    std::vector<uint32_t> lie;  // test hook: a coordinator that lies about who survived
+    const auto& sa = session_->secagg();
+    if (m.kind == MessageKind::kSecAggUnmaskRequest && opt_.secagg_lie_round >= 0 &&
+        m.unmask_request.id.round == static_cast<uint32_t>(opt_.secagg_lie_round) && sa.params_for(out.agent).id < sa.n() / 2) {
+      for (uint32_t i = 0; i < m.unmask_request.survivors.size; ++i)
+        if (m.unmask_request.survivors[i] != sa.n() - 1) lie.push_back(m.unmask_request.survivors[i]);
+      m.unmask_request.survivors = protocol::View<uint32_t>{lie.data(), static_cast<uint32_t>(lie.size())};
+    }
+    wire::Envelope env;
+    if (!wire::Encode(m, env)) continue;
     if (out.agent < agents_) {
       const uint64_t bytes = env.ByteSizeLong() + 4;  // + the frame's length prefix
       bytes_down_[out.agent] += bytes;
@@ -210,14 +204,16 @@ void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
   if (!chunked) return;
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "chunks are the model's little-endian float64 bytes");
   const protocol::RoundId id = a.id;
-  auto offset = std::make_shared<uint64_t>(0);
-  stream_(agent, [this, agent, id, total, limit, offset](wire::Envelope& next) {
-    if (session_ == nullptr || !session_->round_open() || session_->current() != id || *offset >= total) return false;
-    const auto* bytes = reinterpret_cast<const uint8_t*>(session_->announced_model().data);
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(limit, total - *offset));
-    protocol::Chunk c{id, 0, *offset, total, protocol::View<uint8_t>{bytes + *offset, n}};
+  const protocol::View<uint8_t> model{reinterpret_cast<const uint8_t*>(session_->announced_model().data),
+                                      static_cast<uint32_t>(total)};
+  auto cursor = std::make_shared<protocol::ChunkCursor>();
+  cursor->start(id, 1, &model, nullptr, limit);
+  stream_(agent, [this, agent, id, cursor](wire::Envelope& next) {
+    if (session_ == nullptr || !session_->round_open() || session_->current() != id) return false;
+    cursor->repoint(reinterpret_cast<const uint8_t*>(session_->announced_model().data));
+    protocol::Chunk c;
+    if (!cursor->next(c)) return false;
     wire::Encode(c, next);
-    *offset += n;
     if (agent < bytes_down_.size()) {
       const uint64_t bytes = next.ByteSizeLong() + 4;
       bytes_down_[agent] += bytes;
@@ -386,37 +382,13 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
     bytes_up_[agent] += bytes;
     events_->traffic(agent, bytes, 0);
   }
-  Verdict v;
-  switch (in.kind()) {
-    case MessageKind::kUpdate: v = session_->on_update(agent, in.update(), now_ms); break;
-    case MessageKind::kChunk: v = session_->on_chunk(agent, in.chunk(), now_ms); break;
-    case MessageKind::kSecAggAdvertise:
-      dump(agent, env);
-      v = session_->on_secagg_advertise(agent, in.advertise(), now_ms);
-      break;
-    case MessageKind::kSecAggShares:
-      dump(agent, env);
-      v = session_->on_secagg_shares(agent, in.shares(), now_ms);
-      break;
-    case MessageKind::kSecAggMasked:
-      dump(agent, env);
-      v = session_->on_secagg_masked(agent, in.masked(), now_ms);
-      break;
-    case MessageKind::kSecAggCheck:
-      dump(agent, env);
-      v = session_->on_secagg_check(agent, in.check(), now_ms);
-      break;
-    case MessageKind::kSecAggUnmask:
-      dump(agent, env);
-      v = session_->on_secagg_unmask(agent, in.unmask(), now_ms);
-      break;
-    default: return Verdict{Refusal::kMalformed, "a message devices do not send"};
-  }
+  const MessageKind k = in.kind();
+  const bool secure = k == MessageKind::kSecAggAdvertise || k == MessageKind::kSecAggShares ||
+                      k == MessageKind::kSecAggMasked || k == MessageKind::kSecAggCheck || k == MessageKind::kSecAggUnmask;
+  if (secure) dump(agent, env);
+  const Verdict v = session_->on_message(agent, in.from_device(), now_ms);
   if (v.ok()) {
-    const MessageKind k = in.kind();
-    if (k == MessageKind::kSecAggAdvertise || k == MessageKind::kSecAggShares || k == MessageKind::kSecAggMasked ||
-        k == MessageKind::kSecAggCheck || k == MessageKind::kSecAggUnmask)
-      events_->secagg_answer(agent);
+    if (secure) events_->secagg_answer(agent);
     if (((k == MessageKind::kUpdate || k == MessageKind::kChunk) && v.whole) || k == MessageKind::kSecAggMasked)
       events_->submitted(agent);
   }

@@ -206,6 +206,34 @@ RoundResult ServerSession::result(uint32_t agent) const {
   return r;
 }
 
+ServerMessage ServerSession::message(const Outgoing& out, uint64_t now_ms) {
+  ServerMessage m;
+  m.kind = out.kind;
+  switch (out.kind) {
+    case MessageKind::kAnnouncement: m.announcement = announcement(out.agent, now_ms); break;
+    case MessageKind::kRoundResult: m.result = result(out.agent); break;
+    case MessageKind::kSecAggKeys: m.keys = secagg_keys(out.agent); break;
+    case MessageKind::kSecAggSharesIn: m.shares = secagg_shares_in(out.agent); break;
+    case MessageKind::kSecAggUnmaskRequest: m.unmask_request = secagg_unmask_request(out.agent); break;
+    case MessageKind::kSecAggChecks: m.checks = secagg_checks(out.agent); break;
+    default: m.kind = MessageKind::kNone; break;
+  }
+  return m;
+}
+
+Verdict ServerSession::on_message(uint32_t agent, const ClientMessage& m, uint64_t now_ms) {
+  switch (m.kind) {
+    case MessageKind::kUpdate: return on_update(agent, m.update, now_ms);
+    case MessageKind::kChunk: return on_chunk(agent, m.chunk, now_ms);
+    case MessageKind::kSecAggAdvertise: return on_secagg_advertise(agent, m.advertise, now_ms);
+    case MessageKind::kSecAggShares: return on_secagg_shares(agent, m.shares, now_ms);
+    case MessageKind::kSecAggMasked: return on_secagg_masked(agent, m.masked, now_ms);
+    case MessageKind::kSecAggCheck: return on_secagg_check(agent, m.check, now_ms);
+    case MessageKind::kSecAggUnmask: return on_secagg_unmask(agent, m.unmask, now_ms);
+    default: return Verdict{Refusal::kMalformed, "a message devices do not send"};
+  }
+}
+
 Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_ms) {
   now_ = now_ms;
   auto refuse = [](Refusal r, std::string why) { return Verdict{r, std::move(why)}; };

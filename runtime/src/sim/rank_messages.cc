@@ -7,7 +7,7 @@
 
 namespace fedrt::sim {
 
-using protocol::ClientOutput;
+using protocol::ClientMessage;
 using protocol::MessageKind;
 
 namespace {
@@ -89,7 +89,7 @@ class Reader {
 
 }  // namespace
 
-Status RankMessages::put(uint32_t agent, const ClientOutput& m) {
+Status RankMessages::put(uint32_t agent, const ClientMessage& m) {
   Writer w(mine_);
   w.put(agent);
   w.put(static_cast<uint8_t>(m.kind));
@@ -154,7 +154,7 @@ Status RankMessages::exchange(RankChannel& channel, uint32_t agents, uint64_t sa
     const auto kind = static_cast<MessageKind>(in.get<uint8_t>());
     if (!in.ok()) return broken(r, fmt::format("no message for agent {}", agent).c_str());
     if (who != agent) return broken(r, fmt::format("agent {}'s message where agent {}'s was due", who, agent).c_str());
-    ClientOutput m;
+    ClientMessage m;
     m.kind = kind;
     switch (kind) {
       case MessageKind::kNone: break;

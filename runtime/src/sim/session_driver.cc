@@ -10,7 +10,7 @@
 
 namespace fedrt::sim {
 
-using protocol::ClientOutput;
+using protocol::ClientMessage;
 using protocol::ClientSession;
 using protocol::MessageKind;
 using protocol::Outgoing;
@@ -91,7 +91,7 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
     Outgoing out;
     while (server_.next_outgoing(out)) {  // a parked agent holds no update: its result changes nothing
       if (out.kind != MessageKind::kRoundResult || !own_.owns(out.agent) || !seated(out.agent)) continue;
-      Status st = seat_of(out.agent).session.on_result(server_.result(out.agent));
+      Status st = seat_of(out.agent).session.on_message(server_.message(out, 0), seat_of(out.agent).output);
       if (!st.ok()) return AgentError(out.agent, st);
     }
     if (opt_.park_idle_agents) {  // every seat may serve the next round
@@ -154,36 +154,16 @@ Status SessionDriver::play_round(uint32_t round) {
       const bool mine = own_.owns(out.agent);
       if (mine) FEDRT_TRY(seat(out.agent));
       ClientSession<double>* client = mine ? &seat_of(out.agent).session : nullptr;
-      ClientOutput* reply = mine ? &seat_of(out.agent).output : nullptr;
-      Status st = Status::Ok();
-      switch (out.kind) {
-        case MessageKind::kSecAggKeys: {
-          const protocol::SecAggKeysMsg m = server_.secagg_keys(out.agent);
-          if (mine) st = client->on_secagg_keys(m, *reply);
-          break;
-        }
-        case MessageKind::kSecAggSharesIn: {
-          const protocol::SecAggSharesMsg m = server_.secagg_shares_in(out.agent);
-          if (!vanish.empty() && vanish[out.agent]) {  // it received its shares, then vanished before its masked input
-            dropped_[out.agent] = 1;
-            server_.set_connected(out.agent, false, 0);
-            continue;
-          }
-          if (mine) st = client->on_secagg_shares_in(m, *reply);
-          break;
-        }
-        case MessageKind::kSecAggUnmaskRequest: {
-          const protocol::SecAggUnmaskRequestMsg m = server_.secagg_unmask_request(out.agent);
-          if (mine) st = client->on_secagg_unmask_request(m, *reply);
-          break;
-        }
-        case MessageKind::kSecAggChecks: {
-          const protocol::SecAggCheckMsg m = server_.secagg_checks(out.agent);
-          if (mine) st = client->on_secagg_checks(m, *reply);
-          break;
-        }
-        default: continue;
+      ClientMessage* reply = mine ? &seat_of(out.agent).output : nullptr;
+      if (out.kind == MessageKind::kRoundResult) continue;  // results are finish()'s, after publish()
+      const protocol::ServerMessage m = server_.message(out, 0);
+      if (m.kind == MessageKind::kNone) continue;
+      if (m.kind == MessageKind::kSecAggSharesIn && !vanish.empty() && vanish[out.agent]) {
+        dropped_[out.agent] = 1;  // it received its shares, then vanished before its masked input
+        server_.set_connected(out.agent, false, 0);
+        continue;
       }
+      const Status st = mine ? client->on_message(m, *reply) : Status::Ok();
       if (!st.ok()) return AgentError(out.agent, st);
       if (opt_.ranks != nullptr) messages_.expect(out.agent);
       if (mine) FEDRT_TRY(feed(out.agent, *reply));
@@ -301,29 +281,20 @@ Status SessionDriver::exchange() {
   announced_.clear();
   uint64_t all = 0;
   FEDRT_TRY(messages_.exchange(*opt_.ranks, opt_.task->problem.agents, samples_ - samples_shared_, all,
-                               [this](uint32_t agent, const ClientOutput& m) { return send(agent, m); }));
+                               [this](uint32_t agent, const ClientMessage& m) { return send(agent, m); }));
   samples_ = samples_shared_ + all;
   samples_shared_ = samples_;
   return Status::Ok();
 }
 
-Status SessionDriver::feed(uint32_t agent, const ClientOutput& out) {
+Status SessionDriver::feed(uint32_t agent, const ClientMessage& out) {
   if (opt_.ranks != nullptr) return messages_.put(agent, out);  // sent to the server by exchange()
   return send(agent, out);
 }
 
-Status SessionDriver::send(uint32_t agent, const ClientOutput& out) {
-  protocol::Verdict v;
-  switch (out.kind) {
-    case MessageKind::kNone: return Status::Ok();
-    case MessageKind::kUpdate: v = server_.on_update(agent, out.update, 0); break;
-    case MessageKind::kSecAggAdvertise: v = server_.on_secagg_advertise(agent, out.advertise, 0); break;
-    case MessageKind::kSecAggShares: v = server_.on_secagg_shares(agent, out.shares, 0); break;
-    case MessageKind::kSecAggMasked: v = server_.on_secagg_masked(agent, out.masked, 0); break;
-    case MessageKind::kSecAggCheck: v = server_.on_secagg_check(agent, out.check, 0); break;
-    case MessageKind::kSecAggUnmask: v = server_.on_secagg_unmask(agent, out.unmask, 0); break;
-    default: return Status::Internal("simulator: unexpected message from an agent");
-  }
+Status SessionDriver::send(uint32_t agent, const ClientMessage& out) {
+  if (out.kind == MessageKind::kNone) return Status::Ok();
+  const protocol::Verdict v = server_.on_message(agent, out, 0);
   if (!v.ok()) return Status(StatusCode::kInternal, fmt::format("agent {}: the server refused its message: {}", agent, v.why));
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/compression/quantizer.h"
+#include "fedrt/task/check.h"
 
 namespace fedrt::wire {
 
@@ -138,9 +139,6 @@ Status DecodeTask(const Task& in, task::Task& t) {
   std::memcpy(p.label, wp.label().c_str(), wp.label().size() + 1);
   p.classes = wp.classes();
   p.intercept = wp.intercept();
-  if (p.agents == 0 || p.agents > (1u << 24)) return bad(fmt::format("{} agents", p.agents));
-  if (p.dim == 0 || p.dim > task::kMaxLinuxStreamDim)
-    return bad(fmt::format("dimension {} outside 1..{}", p.dim, task::kMaxLinuxStreamDim));
   const GarnetSpec& g = wp.garnet();
   p.garnet.states = g.states();
   p.garnet.actions = g.actions();
@@ -163,31 +161,13 @@ Status DecodeTask(const Task& in, task::Task& t) {
   p.gmm.points = m.points();
   p.gmm.own_weight = m.own_weight();
   p.gmm.separation = m.separation();
-  for (double v : {p.garnet.gamma, p.garnet.epsilon, p.synthetic.covariate_shift, p.synthetic.concept_shift,
-                   p.synthetic.quantity_skew, p.synthetic.noise, p.synthetic.l2, p.gmm.own_weight, p.gmm.separation})
-    if (!Finite(v)) return bad("a problem setting is NaN or infinite");
-  if (p.kind == task::ProblemKind::kGmm &&
-      (p.gmm.components == 0 || p.gmm.components > 64 || p.gmm.data_dim == 0 ||
-       p.dim != p.gmm.components * (1 + p.gmm.data_dim)))
-    return bad("Gaussian-mixture sizes do not match the dimension G (1 + p)");
-  if (p.kind == task::ProblemKind::kSoftmax &&
-      (p.classes < 2 || p.classes > 1024 || p.dim % p.classes != 0 || p.dim / p.classes < (p.intercept ? 2u : 1u)))
-    return bad(fmt::format("softmax: {} classes do not divide the dimension {} into K (features + intercept)", p.classes,
-                           p.dim));
-  if (p.intercept && p.kind != task::ProblemKind::kSoftmax &&
-      ((p.kind != task::ProblemKind::kLeastSquares && p.kind != task::ProblemKind::kLogistic) || p.dim < 2))
-    return bad(fmt::format("an intercept is for least squares, logistic or softmax models with d >= 2 (d = {})", p.dim));
-  if (in.algorithms_size() == 0 || in.algorithms_size() > static_cast<int>(task::kMaxAlgorithms))
+  if (in.algorithms_size() > static_cast<int>(task::kMaxAlgorithms))
     return bad(fmt::format("{} algorithms (1..{})", in.algorithms_size(), task::kMaxAlgorithms));
   t.num_algorithms = static_cast<uint32_t>(in.algorithms_size());
   for (int a = 0; a < in.algorithms_size(); ++a) {
     const AlgorithmChoice& c = in.algorithms(a);
     if (c.kind() > static_cast<uint32_t>(task::AlgorithmKind::kVrFedEm)) return bad(fmt::format("unknown algorithm {}", c.kind()));
     t.algorithms[a] = task::AlgorithmChoice{static_cast<task::AlgorithmKind>(c.kind()), c.rr()};
-    if (task::FamilyOf(t.algorithms[a].kind) != task::FamilyOf(p.kind))
-      return bad("an algorithm of another family than the problem's");
-    if (c.rr() && task::FamilyOf(t.algorithms[a].kind) != task::Family::kOpt)
-      return bad("Richardson-Romberg wraps optimisation algorithms only");
   }
   const HyperSpec& h = in.hyper();
   t.hyper.step = h.step();
@@ -199,13 +179,6 @@ Status DecodeTask(const Task& in, task::Task& t) {
   t.hyper.burn_in = h.burn_in();
   t.hyper.em_step = h.em_step();
   t.hyper.inner_iters = h.inner_iters();
-  if (!(t.hyper.step > 0) || !Finite(t.hyper.step)) return bad("the step size must be positive");
-  if (t.hyper.local_steps == 0 || t.hyper.local_steps > (1u << 30)) return bad("local steps outside 1..2^30");
-  if (!(t.hyper.comm_prob > 0 && t.hyper.comm_prob <= 1)) return bad("communication probability outside (0, 1]");
-  if (!(t.hyper.prox_mu >= 0) || !Finite(t.hyper.prox_mu)) return bad("prox mu must be >= 0");
-  if (!(t.hyper.server_step > 0) || !Finite(t.hyper.server_step)) return bad("server step must be positive");
-  if (!(t.hyper.em_step > 0 && t.hyper.em_step <= 1)) return bad("EM step outside (0, 1]");
-  if (t.hyper.inner_iters == 0) return bad("VR-FedEM inner iterations must be positive");
   const CompressionSpec& c = in.compression();
   if (c.quantizer() > static_cast<uint32_t>(compression::QuantizerKind::kRounding)) return bad("unknown quantizer");
   t.compression.quantizer.kind = static_cast<compression::QuantizerKind>(c.quantizer());
@@ -215,18 +188,13 @@ Status DecodeTask(const Task& in, task::Task& t) {
   t.compression.quantizer.clip = c.clip();
   t.compression.control_variates = c.control_variates();
   t.compression.downlink = c.downlink();
-  Status q = compression::ValidateSpec(t.compression.quantizer);
-  if (!q.ok()) return bad(q.message());
   t.secagg.enabled = in.secagg().enabled();
   t.secagg.neighbours = in.secagg().neighbours();
-  if (t.secagg.enabled && t.compression.quantizer.kind != compression::QuantizerKind::kRounding)
-    return bad("secure aggregation without the rounding quantizer");
   t.participation = in.participation();
-  if (!(t.participation > 0 && t.participation <= 1)) return bad("participation outside (0, 1]");
   t.seed = in.seed();
   t.rounds = in.rounds();
   t.runs = in.runs();
-  if (t.rounds == 0 || t.runs == 0) return bad("no rounds or no runs");
+  if (const char* why = task::Invalid(t)) return bad(why);
   return Status::Ok();
 }
 
@@ -361,6 +329,64 @@ void Encode(const protocol::SecAggUnmaskMsg& m, Envelope& env) {
 }
 
 // ---------------------------------------------------------------- decoding
+
+bool Encode(const protocol::ClientMessage& m, Envelope& env) {
+  switch (m.kind) {
+    case MessageKind::kUpdate: Encode(m.update, env); return true;
+    case MessageKind::kChunk: Encode(m.chunk, env); return true;
+    case MessageKind::kSecAggAdvertise: Encode(m.advertise, env); return true;
+    case MessageKind::kSecAggShares: Encode(m.shares, /*incoming=*/false, env); return true;
+    case MessageKind::kSecAggMasked: Encode(m.masked, env); return true;
+    case MessageKind::kSecAggCheck: Encode(m.check, /*incoming=*/false, env); return true;
+    case MessageKind::kSecAggUnmask: Encode(m.unmask, env); return true;
+    default: return false;
+  }
+}
+
+bool Encode(const protocol::ServerMessage& m, Envelope& env) {
+  switch (m.kind) {
+    case MessageKind::kAnnouncement: Encode(m.announcement, env); return true;
+    case MessageKind::kChunk: Encode(m.chunk, env); return true;
+    case MessageKind::kRoundResult: Encode(m.result, env); return true;
+    case MessageKind::kSecAggKeys: Encode(m.keys, env); return true;
+    case MessageKind::kSecAggSharesIn: Encode(m.shares, /*incoming=*/true, env); return true;
+    case MessageKind::kSecAggUnmaskRequest: Encode(m.unmask_request, env); return true;
+    case MessageKind::kSecAggChecks: Encode(m.checks, /*incoming=*/true, env); return true;
+    default: return false;
+  }
+}
+
+protocol::ClientMessage Inbound::from_device() const {
+  protocol::ClientMessage m;
+  m.kind = kind_;
+  switch (kind_) {
+    case MessageKind::kUpdate: m.update = update_; break;
+    case MessageKind::kChunk: m.chunk = chunk_; break;
+    case MessageKind::kSecAggAdvertise: m.advertise = advertise_; break;
+    case MessageKind::kSecAggShares: m.shares = shares_; break;
+    case MessageKind::kSecAggMasked: m.masked = masked_; break;
+    case MessageKind::kSecAggCheck: m.check = check_; break;
+    case MessageKind::kSecAggUnmask: m.unmask = unmask_; break;
+    default: m.kind = MessageKind::kNone; break;
+  }
+  return m;
+}
+
+protocol::ServerMessage Inbound::from_coordinator() const {
+  protocol::ServerMessage m;
+  m.kind = kind_;
+  switch (kind_) {
+    case MessageKind::kAnnouncement: m.announcement = announcement_; break;
+    case MessageKind::kChunk: m.chunk = chunk_; break;
+    case MessageKind::kRoundResult: m.result = result_; break;
+    case MessageKind::kSecAggKeys: m.keys = keys_; break;
+    case MessageKind::kSecAggSharesIn: m.shares = shares_; break;
+    case MessageKind::kSecAggUnmaskRequest: m.unmask_request = unmask_request_; break;
+    case MessageKind::kSecAggChecks: m.checks = check_; break;
+    default: m.kind = MessageKind::kNone; break;
+  }
+  return m;
+}
 
 bool Inbound::decode(const Envelope& env, WireError& error) {
   kind_ = MessageKind::kNone;

@@ -34,6 +34,8 @@ Status Encode(const protocol::SecAggSharesMsg& m, fedrt_wire_Envelope& env);  //
 Status Encode(const protocol::SecAggMaskedMsg& m, fedrt_wire_Envelope& env);
 Status Encode(const protocol::SecAggCheckMsg& m, fedrt_wire_Envelope& env);  // each tag names its recipient
 Status Encode(const protocol::SecAggUnmaskMsg& m, fedrt_wire_Envelope& env);
+// Whichever message the variant holds.
+Status Encode(const protocol::ClientMessage& m, fedrt_wire_Envelope& env);
 
 // Largest Envelope payloads this image's nanopb code holds (for the task checks).
 uint32_t MaxModelDim();          // RoundResult.model: the largest model dimension d this image decodes
@@ -67,26 +69,10 @@ class Inbound {
   // the SecAgg+ tables; the views stay valid while `env` and `scratch` do.
   Status decode(const fedrt_wire_Envelope& env, void* scratch, size_t scratch_bytes);
 
-  protocol::MessageKind kind() const { return kind_; }
-  const protocol::Announcement& announcement() const { return announcement_; }
-  const protocol::RoundResult& result() const { return result_; }
-  const protocol::Chunk& chunk() const { return chunk_; }
-  const protocol::SecAggKeysMsg& keys() const { return keys_; }
-  const protocol::SecAggSharesMsg& shares() const { return shares_; }  // kSecAggSharesIn
-  const protocol::SecAggUnmaskRequestMsg& unmask_request() const { return unmask_request_; }
-  const protocol::SecAggCheckMsg& checks() const { return checks_; }  // kSecAggChecks
-  // The (algorithm, run, round) the message names.
-  protocol::RoundId id() const;
+  const protocol::ServerMessage& message() const { return m_; }
 
  private:
-  protocol::MessageKind kind_ = protocol::MessageKind::kNone;
-  protocol::Announcement announcement_;
-  protocol::RoundResult result_;
-  protocol::Chunk chunk_;
-  protocol::SecAggKeysMsg keys_;
-  protocol::SecAggSharesMsg shares_;
-  protocol::SecAggUnmaskRequestMsg unmask_request_;
-  protocol::SecAggCheckMsg checks_;
+  protocol::ServerMessage m_;
 };
 static_assert(sizeof(secagg::ConsistencyTag) * secagg::kMaxNeighbours <= Inbound::kScratchBytes,
               "the consistency tags fit the scratch of the keys and ciphertexts");

@@ -1,10 +1,11 @@
 #pragma once
-// The device driver's task and rounds (net/device.h): Welcome builds the local
-// problem from the task and this device's data (or refuses with the reason),
-// round messages go to the client session (protocol/client_session.h), its
-// state region is persisted before every update leaves, and each settled
-// round (the RoundResult of this device's update) becomes a RoundReport.
-// Moves no bytes itself: replies go through the sender it is given. Host code.
+// The Linux device's task and rounds (net/device.h): Welcome builds the local
+// problem from the task and this device's data (or refuses with the reason);
+// round messages go to the device agent (protocol/device_agent.h), whose host
+// this is: it gives the session its memory and its saved state, persists the
+// state region before every update leaves, logs, and turns each settled
+// round (the RoundResult of this device's update) into a RoundReport. Moves
+// no bytes itself: replies go through the sender it is given. Host code.
 
 #include <cstdint>
 #include <functional>
@@ -22,7 +23,7 @@
 #include "fedrt/net/device_state.h"
 #include "fedrt/net/tls.h"
 #include "fedrt/problems/instance.h"
-#include "fedrt/protocol/client_session.h"
+#include "fedrt/protocol/device_agent.h"
 #include "fedrt/wire/codec.h"
 
 namespace fedrt::net {
@@ -48,26 +49,41 @@ class DeviceSession {
   Status handle(const wire::Envelope& env, const Sender& send, DeviceStop& stop);
   // The report of a round settled since the last call, if any.
   bool take_settled(RoundReport* report);
+  // Whether a Welcome came since the last call, and the heartbeat interval it asked for (ms, 0: none).
+  bool take_welcome(uint32_t* heartbeat_ms) {
+    const WelcomeSeen w = welcome_;
+    welcome_ = WelcomeSeen{};
+    *heartbeat_ms = w.heartbeat_ms;
+    return w.seen;
+  }
   bool settled() const { return settled_; }
 
  private:
-  using Session = protocol::ClientSession<double>;
+  using Agent = protocol::DeviceAgent<double, protocol::kAllFamilies, DeviceSession>;
+  using Session = Agent::Session;
+  friend Agent;
   Status send_checked(const wire::Envelope& env);
   Status on_welcome(const wire::Welcome& w, DeviceStop& stop);
   Status refuse(const std::string& why, DeviceStop& stop);
   Status build_instance(const task::Task& task, uint32_t index, std::string* refusal);
-  Status ensure_session(const protocol::RoundId& id);
   Status on_round_message(const wire::Envelope& env);
-  Status on_announcement(const protocol::Announcement& a);
-  Status send_output(const protocol::ClientOutput& out);
-  // Chunked transfer (device_chunks.cc): a broadcast received in chunks
-  // straight into the session, and updates sent in chunks.
-  Status begin_broadcast(const wire::Envelope& env);
-  Status on_chunk(const protocol::Chunk& c);
-  Status send_update(const protocol::Update& u);
+  static int Entropy(void* self, uint64_t round_id, uint32_t u, uint8_t* out, size_t n);  // from secrets_
+
+  // The agent's host (protocol/device_agent.h): inline updates up to one chunk.
+  static protocol::AgentLimits limits() { return protocol::AgentLimits{}; }
+  Arena* session_arena(size_t bytes);
+  void session_opened(Session& s, const protocol::RoundId& id);
+  bool has_saved(const protocol::RoundId& id) const {
+    return saved_ && saved_->algorithm == id.algorithm && saved_->run == id.run;
+  }
+  uint32_t now_ms() const;
   Status persist(bool durable);
-  void settle(const protocol::RoundResult& r);
-  static int Entropy(void* ctx, uint64_t round_id, uint32_t u, uint8_t* out, size_t n);
+  Status send(const protocol::ClientMessage& m);
+  void worked(const protocol::RoundId& id, const protocol::ClientMessage& out, bool again, uint32_t ms);
+  void masked(const protocol::RoundId&) {}
+  void settled(const protocol::Settled& s);
+  void broadcast_received(const protocol::RoundId&, uint64_t, uint32_t) {}
+  void upload_done(const protocol::RoundId& id, uint32_t chunks, bool resumed, uint64_t skipped);
 
   const DeviceOptions& opt_;
   const DeviceLog& log_;
@@ -81,19 +97,16 @@ class DeviceSession {
   std::unique_ptr<problems::Instance> owned_instance_;
   const problems::Instance* instance_ = nullptr;
   problems::LocalProblem<double> local_{};
-  std::vector<uint8_t> arena_;
-  std::unique_ptr<Session> session_;
-  uint32_t work_ms_ = 0;  // the last local work's wall time (the update's report)
-  protocol::RoundId work_id_{};
-  protocol::WorkReport work_report_{};  // what the last update reported
+  std::vector<uint8_t> arena_;  // the session's workspace
+  std::optional<Arena> session_arena_;
   bool settled_ = false;
   RoundReport settled_report_;
+  struct WelcomeSeen {
+    bool seen = false;
+    uint32_t heartbeat_ms = 0;
+  } welcome_;
   wire::Inbound inbound_;
-  wire::Envelope chunked_announce_;  // the header of the broadcast being received in chunks
-  bool receiving_ = false;
-  uint64_t received_ = 0;
-  bool resume_ = false;  // the announcement being answered asked to resume a cut-off upload
-  uint64_t resume_bytes_[task::kMaxSegments] = {};
+  Agent agent_;
 };
 
 }  // namespace fedrt::net

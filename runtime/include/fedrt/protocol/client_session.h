@@ -30,17 +30,6 @@
 
 namespace fedrt::protocol {
 
-// What the session asks its driver to send (views into session memory).
-struct ClientOutput {
-  MessageKind kind = MessageKind::kNone;
-  Update update;
-  SecAggAdvertiseMsg advertise;
-  SecAggSharesMsg shares;
-  SecAggMaskedMsg masked;
-  SecAggCheckMsg check;
-  SecAggUnmaskMsg unmask;
-};
-
 template <class S, uint32_t kFamilies = kAllFamilies>
 class ClientSession {
  public:
@@ -151,7 +140,7 @@ class ClientSession {
   // An announcement: runs the local work (once per round: a repeated
   // announcement of the pending round sends the same update again, with fresh
   // SecAgg+ keys in a secure round).
-  Status on_announce(const Announcement& a, ClientOutput& out) {
+  Status on_announce(const Announcement& a, ClientMessage& out) {
     out.kind = MessageKind::kNone;
     FEDRT_TRY(check_announcement(a));
     if (state_->pending && state_->pending_id == a.id) return send_pending(a, out);
@@ -187,7 +176,7 @@ class ClientSession {
     deferred = true;
     return Status::Ok();
   }
-  Status finish_announce(const Announcement& a, ClientOutput& out) {
+  Status finish_announce(const Announcement& a, ClientMessage& out) {
     out.kind = MessageKind::kNone;
     const S* value[task::kMaxSegments] = {};
     const S* start[task::kMaxSegments] = {};
@@ -238,14 +227,14 @@ class ClientSession {
     return Status::Ok();
   }
 
-  Status on_secagg_keys(const SecAggKeysMsg& m, ClientOutput& out) {
+  Status on_secagg_keys(const SecAggKeysMsg& m, ClientMessage& out) {
     out.kind = MessageKind::kNone;
     if (!secagg_.open_for(m.id)) return Status::Ok();  // another round's message
     FEDRT_TRY(secagg_.on_keys(m, out.shares));
     out.kind = MessageKind::kSecAggShares;
     return Status::Ok();
   }
-  Status on_secagg_shares_in(const SecAggSharesMsg& m, ClientOutput& out) {
+  Status on_secagg_shares_in(const SecAggSharesMsg& m, ClientMessage& out) {
     out.kind = MessageKind::kNone;
     if (!secagg_.open_for(m.id)) return Status::Ok();
     FEDRT_TRY(secagg_.on_shares_in(m, out.masked));
@@ -253,19 +242,36 @@ class ClientSession {
     out.kind = MessageKind::kSecAggMasked;
     return Status::Ok();
   }
-  Status on_secagg_unmask_request(const SecAggUnmaskRequestMsg& m, ClientOutput& out) {
+  Status on_secagg_unmask_request(const SecAggUnmaskRequestMsg& m, ClientMessage& out) {
     out.kind = MessageKind::kNone;
     if (!secagg_.open_for(m.id)) return Status::Ok();
     FEDRT_TRY(secagg_.on_unmask_request(m, out.check));
     out.kind = MessageKind::kSecAggCheck;
     return Status::Ok();
   }
-  Status on_secagg_checks(const SecAggCheckMsg& m, ClientOutput& out) {
+  Status on_secagg_checks(const SecAggCheckMsg& m, ClientMessage& out) {
     out.kind = MessageKind::kNone;
     if (!secagg_.open_for(m.id)) return Status::Ok();
     FEDRT_TRY(secagg_.on_checks(m, out.unmask));
     out.kind = MessageKind::kSecAggUnmask;
     return Status::Ok();
+  }
+
+  // One server message: the device side's dispatch, for every driver. An
+  // announcement (its broadcast whole, or written in place from chunks), a
+  // round result, or a SecAgg+ phase; a broadcast's chunks are the device
+  // agent's to assemble (protocol/device_agent.h).
+  Status on_message(const ServerMessage& m, ClientMessage& out) {
+    out.kind = MessageKind::kNone;
+    switch (m.kind) {
+      case MessageKind::kAnnouncement: return on_announce(m.announcement, out);
+      case MessageKind::kRoundResult: return on_result(m.result);
+      case MessageKind::kSecAggKeys: return on_secagg_keys(m.keys, out);
+      case MessageKind::kSecAggSharesIn: return on_secagg_shares_in(m.shares, out);
+      case MessageKind::kSecAggUnmaskRequest: return on_secagg_unmask_request(m.unmask_request, out);
+      case MessageKind::kSecAggChecks: return on_secagg_checks(m.checks, out);
+      default: return Status::InvalidArgument("a message a device does not take");
+    }
   }
 
   // The update not yet settled by a round result (for Hello after a restart).
@@ -352,7 +358,7 @@ class ClientSession {
   // Codes the local work's result (per chain: `value`, relative to `start`) and sends it.
   // Inlined: a firmware image calls it from on_announce only, and a call of
   // its own would cost the image bytes it does not have (fedrt-fw-lsa's budget).
-  [[gnu::always_inline]] Status send_update(const Announcement& a, const S* const value[], const S* const start[], ClientOutput& out) {
+  [[gnu::always_inline]] Status send_update(const Announcement& a, const S* const value[], const S* const start[], ClientMessage& out) {
     if (!a.report) return Status::Ok();  // VR-FedEM: the estimate moved, nothing to send
     for (uint32_t k = 0; k < work_.shape().chains; ++k) {
       if (coded_) {
@@ -367,7 +373,7 @@ class ClientSession {
   }
 
   // The coded update is this round's pending one until the server has it.
-  Status hold_pending(const Announcement& a, ClientOutput& out) {
+  Status hold_pending(const Announcement& a, ClientMessage& out) {
     state_->pending = 1;
     state_->pending_id = a.id;
     state_->samples = last_samples_;
@@ -467,7 +473,7 @@ class ClientSession {
     return Status::Ok();
   }
 
-  Status send_pending(const Announcement& a, ClientOutput& out) {
+  Status send_pending(const Announcement& a, ClientMessage& out) {
     const typename Work::Shape& s = work_.shape();
     if (a.secagg.enabled && state_->encoding != static_cast<uint8_t>(Encoding::kRawFloat32)) {
       uint32_t* x = secagg_.input();

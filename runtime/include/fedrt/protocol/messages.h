@@ -174,4 +174,44 @@ enum class MessageKind : uint8_t {
   kChunk,
 };
 
+// One device -> server message: `kind` says which member holds it (kUpdate,
+// kChunk, or a device's SecAgg+ phase). ServerSession::on_message takes it;
+// ClientSession::on_message produces it.
+struct ClientMessage {
+  MessageKind kind = MessageKind::kNone;
+  Update update;
+  Chunk chunk;  // a piece of a chunked update
+  SecAggAdvertiseMsg advertise;
+  SecAggSharesMsg shares;
+  SecAggMaskedMsg masked;
+  SecAggCheckMsg check;
+  SecAggUnmaskMsg unmask;
+};
+
+// One server -> device message: `kind` says which member holds it
+// (kAnnouncement, kChunk, kRoundResult, or a server's SecAgg+ phase).
+struct ServerMessage {
+  MessageKind kind = MessageKind::kNone;
+  Announcement announcement;
+  Chunk chunk;  // a piece of a chunked broadcast
+  RoundResult result;
+  SecAggKeysMsg keys;
+  SecAggSharesMsg shares;  // kSecAggSharesIn
+  SecAggUnmaskRequestMsg unmask_request;
+  SecAggCheckMsg checks;   // kSecAggChecks
+  // The (algorithm, run, round) the message names.
+  RoundId id() const {
+    switch (kind) {
+      case MessageKind::kAnnouncement: return announcement.id;
+      case MessageKind::kChunk: return chunk.id;
+      case MessageKind::kRoundResult: return result.id;
+      case MessageKind::kSecAggKeys: return keys.id;
+      case MessageKind::kSecAggSharesIn: return shares.id;
+      case MessageKind::kSecAggUnmaskRequest: return unmask_request.id;
+      case MessageKind::kSecAggChecks: return checks.id;
+      default: return RoundId{};
+    }
+  }
+};
+
 }  // namespace fedrt::protocol

@@ -126,8 +126,13 @@ class ServerSession {
   SecAggUnmaskRequestMsg secagg_unmask_request(uint32_t agent) { return secagg_.survivors_for(agent); }
   SecAggCheckMsg secagg_checks(uint32_t agent) { return secagg_.checks_for(agent); }
   RoundResult result(uint32_t agent) const;
+  // The message next_outgoing() named, whatever its kind (views as above).
+  ServerMessage message(const Outgoing& out, uint64_t now_ms);
 
   // Device messages.
+  // One message of agent c: the server side's dispatch, for every driver
+  // (the simulator, the coordinator); it calls one of the handlers below.
+  Verdict on_message(uint32_t agent, const ClientMessage& m, uint64_t now_ms);
   // An update, inline or the header of a chunked one (u.chunked): its chunks
   // then come through on_chunk. A header for the update already in flight
   // (the device reconnected) resumes it where it was cut off.

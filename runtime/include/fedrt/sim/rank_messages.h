@@ -17,12 +17,12 @@ namespace fedrt::sim {
 
 class RankMessages {
  public:
-  using Feed = std::function<Status(uint32_t agent, const protocol::ClientOutput& message)>;
+  using Feed = std::function<Status(uint32_t agent, const protocol::ClientMessage& message)>;
 
   // The server takes agent's message next (every rank says this for every agent).
   void expect(uint32_t agent) { order_.push_back(agent); }
   // The message of an agent this rank owns (in the order of expect() among its agents).
-  Status put(uint32_t agent, const protocol::ClientOutput& message);
+  Status put(uint32_t agent, const protocol::ClientMessage& message);
   bool empty() const { return order_.empty(); }
   // Exchanges the messages and this rank's samples, then feeds every message
   // in the expected order; `samples` gets the sum over the ranks.

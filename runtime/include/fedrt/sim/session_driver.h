@@ -70,8 +70,8 @@ class SessionDriver {
   Status play_round(uint32_t round);
   Status deliver_announcements(uint32_t round);
   void announce_range(size_t begin, size_t end);
-  Status feed(uint32_t agent, const protocol::ClientOutput& out);
-  Status send(uint32_t agent, const protocol::ClientOutput& out);  // to the server
+  Status feed(uint32_t agent, const protocol::ClientMessage& out);
+  Status send(uint32_t agent, const protocol::ClientMessage& out);  // to the server
   Status run_rounds(const std::function<Status(const DriverRound&)>& on_round);
   Status exchange();  // distributed: the messages of this step, to every replica
 
@@ -82,7 +82,7 @@ class SessionDriver {
   static constexpr uint32_t kUnseated = ~0u;
   struct Seat {
     protocol::ClientSession<double> session;
-    protocol::ClientOutput output;
+    protocol::ClientMessage output;
     Status error;
     std::unique_ptr<uint8_t[]> arena;
     uint32_t agent = kUnseated;

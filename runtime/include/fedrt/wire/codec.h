@@ -36,6 +36,9 @@ void Encode(const protocol::SecAggUnmaskRequestMsg& m, Envelope& env);
 // server -> device (`incoming`: SecAggChecks, each names its sender).
 void Encode(const protocol::SecAggCheckMsg& m, bool incoming, Envelope& env);
 void Encode(const protocol::SecAggUnmaskMsg& m, Envelope& env);
+// Whichever message the variant holds (false: kind kNone, nothing encoded).
+bool Encode(const protocol::ClientMessage& m, Envelope& env);
+bool Encode(const protocol::ServerMessage& m, Envelope& env);
 
 // One decoded protocol message. Its views point into the Envelope given to
 // decode() (which must outlive them) and into this object.
@@ -57,6 +60,10 @@ class Inbound {
   const protocol::SecAggUnmaskRequestMsg& unmask_request() const { return unmask_request_; }
   const protocol::SecAggCheckMsg& check() const { return check_; }  // kSecAggCheck or kSecAggChecks
   const protocol::SecAggUnmaskMsg& unmask() const { return unmask_; }
+  // The message as the protocol's variant of its direction (kind kNone when
+  // it is one the other side sends).
+  protocol::ClientMessage from_device() const;
+  protocol::ServerMessage from_coordinator() const;
 
  private:
   protocol::MessageKind kind_ = protocol::MessageKind::kNone;
