@@ -37,7 +37,7 @@ using namespace fedrt::bench;
 
 namespace {
 
-// The record size fedrt-device asks for (runtime/src/net/tls.cc, kDeviceMaxFragment).
+// The record size fedrt-device asks for (runtime/src/tls/tls.cc, kDeviceMaxFragment).
 constexpr size_t kRecordBytes = 2048;
 
 // Seals `total` bytes in kRecordBytes records with seal(seq, in, out) (each with a TLS record's

@@ -1,6 +1,6 @@
 // fedrt-net-bench: load benchmark of the real system on loopback. Starts a
 // fedrt-coordinator process and N authenticated device sessions (PSK, TLS
-// 1.2) driven by the real device code (net/device.h RunDevice, one thread
+// 1.2) driven by the real device code (device/driver.h RunDevice, one thread
 // per device, many devices per process), runs a few rounds, and prints
 // handshakes per second, round latency and the coordinator's memory:
 // baseline (code, and each provisioned device's registry entry), per
@@ -34,8 +34,8 @@
 #include <fmt/format.h>
 #include <mbedtls/ctr_drbg.h>
 
-#include "fedrt/net/device.h"
-#include "fedrt/net/tls.h"
+#include "fedrt/device/driver.h"
+#include "fedrt/tls/tls.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/config/experiment.h"
 #include "fedrt/config/task_builder.h"

@@ -1,5 +1,6 @@
-# The real system: wire format (protobuf-lite), TLS (mbedTLS 2.28),
-# the coordinator (standalone Asio, SQLite) and the POSIX device.
+# The real system: wire format (protobuf-lite), TLS (mbedTLS 2.28), the
+# Linux device, keys, the operator's view and the coordinator (standalone
+# Asio, SQLite): one library each (docs/architecture.md, "Layers").
 find_package(Protobuf REQUIRED)
 find_package(PkgConfig REQUIRED)
 if(NOT FEDRT_DEVICE_ONLY)  # coordinator only
@@ -33,26 +34,30 @@ target_compile_options(fedrt_wire_proto PRIVATE -w)
 add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/codec.cc)
 target_link_libraries(fedrt_wire PUBLIC fedrt_config fedrt_wire_proto)
 
-if(FEDRT_DEVICE_ONLY)
-  # ARM boards (cmake/cross_linux.cmake): the device side only; no
-  # coordinator, SQLite or Asio. Keep this list in step with fedrt_net below.
-  add_library(fedrt_net STATIC
-    runtime/src/net/tls.cc
-    runtime/src/net/network_config.cc
-    runtime/src/net/device_state.cc
-    runtime/src/net/device_cli.cc
-    runtime/src/net/device_session.cc
-    runtime/src/net/device_connection.cc
-    runtime/src/net/device_api.cc
-    runtime/src/net/device.cc)
-  target_link_libraries(fedrt_net PUBLIC fedrt_config fedrt_wire CLI11::CLI11
-    ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
-  add_executable(fedrt-device runtime/apps/fedrt_device.cc)
-  target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
+# TLS (mbedTLS) for both sides: sessions, credentials, the random source.
+add_library(fedrt_tls STATIC runtime/src/tls/tls.cc)
+target_link_libraries(fedrt_tls PUBLIC fedrt_core ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
+
+# The Linux device (docs/device-api.md): the public fedrt::Device, its
+# session and connection over TLS. Exactly what the ARM boards build.
+add_library(fedrt_linux_device STATIC
+  runtime/src/device/state.cc
+  runtime/src/device/cli.cc
+  runtime/src/device/session.cc
+  runtime/src/device/connection.cc
+  runtime/src/device/device_api.cc
+  runtime/src/device/driver.cc)
+target_link_libraries(fedrt_linux_device PUBLIC fedrt_tls fedrt_config fedrt_wire CLI11::CLI11)
+add_executable(fedrt-device runtime/apps/fedrt_device.cc)
+target_link_libraries(fedrt-device PRIVATE fedrt_linux_device CLI11::CLI11)
+
+if(FEDRT_DEVICE_ONLY)  # ARM boards (cmake/cross_linux.cmake): no coordinator, SQLite or Asio
+  add_library(fedrt_net INTERFACE)
+  target_link_libraries(fedrt_net INTERFACE fedrt_linux_device)
   return()
 endif()
 
-# The dashboard's static files, compiled into the coordinator (net/dashboard_assets.h).
+# The dashboard's static files, compiled into the coordinator (ops/dashboard_assets.h).
 set(FEDRT_DASHBOARD_DIR ${CMAKE_CURRENT_SOURCE_DIR}/runtime/web/dashboard)
 set(FEDRT_DASHBOARD_FILES index.html format.js charts.js dashboard.js dashboard.css)
 set(FEDRT_DASHBOARD_CC ${CMAKE_BINARY_DIR}/generated/dashboard_assets.cc)
@@ -65,51 +70,55 @@ add_custom_command(
   DEPENDS ${FEDRT_DASHBOARD_PATHS} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_assets.cmake
   COMMENT "embedding the dashboard (runtime/web/dashboard)" VERBATIM)
 
-add_library(fedrt_net STATIC
-  runtime/src/net/tls.cc
-  runtime/src/net/network_config.cc
-  runtime/src/net/state_store.cc
-  runtime/src/net/state_vectors.cc
-  runtime/src/net/state_devices.cc
-  runtime/src/net/private_file.cc
-  runtime/src/net/revocations.cc
-  runtime/src/net/refusal_log.cc
-  runtime/src/net/peer_rate_limit.cc
-  runtime/src/net/keys_provision.cc
-  runtime/src/net/connection.cc
-  runtime/src/net/registry.cc
-  runtime/src/net/fleet_rounds.cc
-  runtime/src/net/fleet_result.cc
-  runtime/src/net/coordinator.cc
-  runtime/src/net/coordinator_operator.cc
-  runtime/src/net/coordinator_admission.cc
-  runtime/src/net/coordinator_cli.cc
-  runtime/src/net/fleet_monitor.cc
-  runtime/src/net/keys_watch.cc
-  runtime/src/net/coordinator_view.cc
-  runtime/src/net/http_endpoint.cc
-  ${FEDRT_DASHBOARD_CC}
-  runtime/src/net/device_state.cc
-  runtime/src/net/device_cli.cc
-  runtime/src/net/device_session.cc
-  runtime/src/net/device_connection.cc
-  runtime/src/net/device_api.cc
-  runtime/src/net/device.cc)
-target_include_directories(fedrt_net SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
-target_compile_definitions(fedrt_net PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
-target_link_libraries(fedrt_net PUBLIC fedrt_config fedrt_protocol fedrt_report fedrt_wire fedrt_log CLI11::CLI11
-  PkgConfig::FEDRT_SQLITE PkgConfig::FEDRT_HTTPLIB
-  ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
+# Keys: provisioning (fedrt-keys), the registry, revocations, and the watch
+# that brings changes into a running coordinator.
+add_library(fedrt_keys STATIC
+  runtime/src/keys/provision.cc
+  runtime/src/keys/watch.cc
+  runtime/src/keys/registry.cc
+  runtime/src/keys/revocations.cc
+  runtime/src/keys/private_file.cc)
+target_link_libraries(fedrt_keys PUBLIC fedrt_tls fmt::fmt)
+
+# The operator's view: the fleet monitor, the HTTP endpoint and its dashboard.
+add_library(fedrt_ops STATIC
+  runtime/src/ops/fleet_monitor.cc
+  runtime/src/ops/http_endpoint.cc
+  ${FEDRT_DASHBOARD_CC})
+target_include_directories(fedrt_ops SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
+target_compile_definitions(fedrt_ops PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
+target_link_libraries(fedrt_ops PUBLIC fedrt_tls fedrt_protocol nlohmann_json::nlohmann_json fmt::fmt PkgConfig::FEDRT_HTTPLIB)
+
+# The coordinator: event loop, connections, admission, the rounds, SQLite state.
+add_library(fedrt_coordinator STATIC
+  runtime/src/coordinator/network_config.cc
+  runtime/src/coordinator/state_store.cc
+  runtime/src/coordinator/state_vectors.cc
+  runtime/src/coordinator/state_devices.cc
+  runtime/src/coordinator/refusal_log.cc
+  runtime/src/coordinator/peer_rate_limit.cc
+  runtime/src/coordinator/connection.cc
+  runtime/src/coordinator/fleet_rounds.cc
+  runtime/src/coordinator/fleet_result.cc
+  runtime/src/coordinator/coordinator.cc
+  runtime/src/coordinator/operator.cc
+  runtime/src/coordinator/admission.cc
+  runtime/src/coordinator/cli.cc
+  runtime/src/coordinator/view.cc)
+target_link_libraries(fedrt_coordinator PUBLIC fedrt_ops fedrt_keys fedrt_tls fedrt_config fedrt_protocol fedrt_report
+  fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE)
+
+# Everything networked, for tests and benchmarks that run both sides.
+add_library(fedrt_net INTERFACE)
+target_link_libraries(fedrt_net INTERFACE fedrt_coordinator fedrt_linux_device fedrt_keys)
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)
-target_link_libraries(fedrt-keys PRIVATE fedrt_net CLI11::CLI11)
+target_link_libraries(fedrt-keys PRIVATE fedrt_keys fedrt_log CLI11::CLI11 fmt::fmt)
 # The run's state from the coordinator's SQLite file, up or down (README.md, "Devices during a run").
 add_executable(fedrt-status runtime/apps/fedrt_status.cc)
-target_link_libraries(fedrt-status PRIVATE fedrt_net CLI11::CLI11 nlohmann_json::nlohmann_json)
+target_link_libraries(fedrt-status PRIVATE fedrt_coordinator CLI11::CLI11 nlohmann_json::nlohmann_json)
 add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)
-target_link_libraries(fedrt-coordinator PRIVATE fedrt_net CLI11::CLI11)
-add_executable(fedrt-device runtime/apps/fedrt_device.cc)
-target_link_libraries(fedrt-device PRIVATE fedrt_net CLI11::CLI11)
+target_link_libraries(fedrt-coordinator PRIVATE fedrt_coordinator CLI11::CLI11)
 
 if(FEDRT_BUILD_BENCH)
   # Load benchmark (./fedrt bench runs it after fedrt-bench).

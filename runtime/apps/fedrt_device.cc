@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fedrt/device.h"
-#include "fedrt/net/device_cli.h"
+#include "fedrt/device/cli.h"
 
 using namespace fedrt;
 

@@ -1,4 +1,4 @@
-// fedrt-keys: the keys folder of a fleet (fedrt/net/keys_provision.h; README.md,
+// fedrt-keys: the keys folder of a fleet (fedrt/keys/provision.h; README.md,
 // "Deployment on a real network" and "Devices during a run").
 //
 //   fedrt-keys --out DIR --devices N [--prefix P]         a new fleet: CA, coordinator, N devices
@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/log/log.h"
-#include "fedrt/net/keys_provision.h"
+#include "fedrt/keys/provision.h"
 
 namespace {
 

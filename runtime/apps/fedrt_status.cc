@@ -2,7 +2,7 @@
 // the coordinator is up or down (README.md, "Devices during a run"): the
 // experiment, per algorithm and run the rounds committed and the last one,
 // the totals, the devices with their part in the rounds, the revoked ones.
-// Opens the file read-only (fedrt/net/state_store.h).
+// Opens the file read-only (fedrt/coordinator/state_store.h).
 //
 // Exit codes: 0 printed, 1 the file is missing or not a readable state
 // database, 2 bad command line.
@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "fedrt/net/state_store.h"
+#include "fedrt/coordinator/state_store.h"
 #include "fedrt/protocol/messages.h"
 
 namespace {

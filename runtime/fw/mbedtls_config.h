@@ -4,7 +4,7 @@
  *
  * What it is: a TLS 1.2 client with one cipher suite,
  * TLS-PSK-WITH-CHACHA20-POLY1305-SHA256 (the coordinator accepts it:
- * runtime/src/net/tls.cc kPskSuites), no certificates, no public-key crypto.
+ * runtime/src/tls/tls.cc kPskSuites), no certificates, no public-key crypto.
  * Memory: mbedTLS allocates only from a static buffer handed to
  * mbedtls_memory_buffer_alloc_init() (MEMORY_BUFFER_ALLOC_C); before that,
  * every allocation fails (PLATFORM_NO_STD_FUNCTIONS: calloc/free are never

@@ -30,7 +30,7 @@
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/ssl.h>
 
-#include "fedrt/net/tls.h"
+#include "fedrt/tls/tls.h"
 #include "fedrt/wire/codec.h"
 #include "fedrt/wire/frame.h"
 

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 
 #include "fedrt/algorithms/lsa.h"
-#include "fedrt/net/device.h"
-#include "fedrt/net/tls.h"
+#include "fedrt/device/driver.h"
+#include "fedrt/tls/tls.h"
 #include "fedrt/wire/frame.h"
 #include "net_harness.h"
 

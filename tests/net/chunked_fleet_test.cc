@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "fedrt/net/device.h"
+#include "fedrt/device/driver.h"
 #include "fedrt/wire/frame.h"
 #include "net_harness.h"
 

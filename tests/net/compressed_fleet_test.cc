@@ -11,8 +11,8 @@
 #include <set>
 #include <thread>
 
-#include "fedrt/net/device.h"
-#include "fedrt/net/network_config.h"
+#include "fedrt/device/driver.h"
+#include "fedrt/coordinator/network_config.h"
 #include "fedrt/wire/frame.h"
 #include "net_harness.h"
 

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "fedrt/task/fingerprint.h"
-#include "fedrt/net/device_state.h"
+#include "fedrt/device/state.h"
 
 namespace fedrt::net {
 namespace {

@@ -1,4 +1,4 @@
-// FleetMonitor (net/fleet_monitor.h): the devices table follows the round
+// FleetMonitor (ops/fleet_monitor.h): the devices table follows the round
 // events (sampled, submitted, dropped, refused, revoked), api/rounds pages
 // by `since`, and /metrics counts what happened in the exposition format.
 #include <cstring>
@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fedrt/net/fleet_monitor.h"
-#include "fedrt/net/state_store.h"
+#include "fedrt/ops/fleet_monitor.h"
+#include "fedrt/coordinator/state_store.h"
 
 namespace fedrt::net {
 namespace {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/task/fingerprint.h"
-#include "fedrt/net/device_state.h"
+#include "fedrt/device/state.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {

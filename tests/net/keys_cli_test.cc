@@ -11,8 +11,8 @@
 #include <mbedtls/x509_crt.h>
 
 #include "cli_run.h"
-#include "fedrt/net/revocations.h"
-#include "fedrt/net/tls.h"
+#include "fedrt/keys/revocations.h"
+#include "fedrt/tls/tls.h"
 
 namespace fedrt::net::testing {
 namespace {

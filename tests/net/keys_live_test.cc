@@ -7,9 +7,9 @@
 // with the new one (read from its files) and its training state.
 #include <regex>
 
-#include "fedrt/net/tls.h"
+#include "fedrt/tls/tls.h"
 
-#include "fedrt/net/revocations.h"
+#include "fedrt/keys/revocations.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {

@@ -18,9 +18,9 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/net/device.h"
-#include "fedrt/net/device_state.h"
-#include "fedrt/net/state_store.h"
+#include "fedrt/device/driver.h"
+#include "fedrt/device/state.h"
+#include "fedrt/coordinator/state_store.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/protocol/client_session.h"
 #include "fedrt/config/task_builder.h"

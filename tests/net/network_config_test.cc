@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/net/network_config.h"
-#include "fedrt/net/tls.h"
+#include "fedrt/coordinator/network_config.h"
+#include "fedrt/tls/tls.h"
 
 namespace fedrt::net {
 namespace {

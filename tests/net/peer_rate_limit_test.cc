@@ -1,8 +1,8 @@
-// net/peer_rate_limit.h: the token bucket per address, the exempt networks,
+// coordinator/peer_rate_limit.h: the token bucket per address, the exempt networks,
 // IPv6 grouped by /64, and the bounded table.
 #include <gtest/gtest.h>
 
-#include "fedrt/net/peer_rate_limit.h"
+#include "fedrt/coordinator/peer_rate_limit.h"
 
 namespace fedrt::net {
 namespace {

@@ -1,5 +1,5 @@
 // Abuse limits (issue 19): a flood of bad connections is logged at a bounded
-// rate (net/refusal_log.h), every refusal accounted for; connections beyond
+// rate (coordinator/refusal_log.h), every refusal accounted for; connections beyond
 // network.max_connections are closed at once; at network.max_handshakes the
 // oldest handshake in progress makes room, so idle half-open connections do
 // not keep honest devices out. The honest devices' round completes.

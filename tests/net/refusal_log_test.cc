@@ -1,6 +1,6 @@
-// Refusals logged at a bounded rate (net/refusal_log.h): per key, `lines` lines
+// Refusals logged at a bounded rate (coordinator/refusal_log.h): per key, `lines` lines
 // per interval, the rest counted into one summary line when the interval ends.
-#include "fedrt/net/refusal_log.h"
+#include "fedrt/coordinator/refusal_log.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// KEYS/revoked.tsv (fedrt/net/revocations.h) and the prefix fedrt-keys add
-// gives new devices (fedrt/net/keys_provision.h).
+// KEYS/revoked.tsv (fedrt/keys/revocations.h) and the prefix fedrt-keys add
+// gives new devices (fedrt/keys/provision.h).
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "fedrt/net/keys_provision.h"
-#include "fedrt/net/revocations.h"
+#include "fedrt/keys/provision.h"
+#include "fedrt/keys/revocations.h"
 
 namespace fedrt::net {
 namespace {

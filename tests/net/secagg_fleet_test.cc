@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "fedrt/algorithms/lsa.h"
-#include "fedrt/net/device.h"
-#include "fedrt/net/state_store.h"
+#include "fedrt/device/driver.h"
+#include "fedrt/coordinator/state_store.h"
 #include "fedrt/wire/frame.h"
 #include "fedrt.pb.h"
 #include "net_harness.h"

@@ -1,4 +1,4 @@
-// net/secret_bytes.h: key buffers are zeroized before they go back to the
+// tls/secret_bytes.h: key buffers are zeroized before they go back to the
 // heap (destroyed, grown, reassigned), and the PSK readers hand out such buffers.
 #include <unistd.h>
 
@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/net/secret_bytes.h"
-#include "fedrt/net/tls.h"
+#include "fedrt/tls/secret_bytes.h"
+#include "fedrt/tls/tls.h"
 
 namespace fedrt::net {
 namespace {

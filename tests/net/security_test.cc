@@ -5,7 +5,7 @@
 // serving legitimate devices.
 #include <arpa/inet.h>
 
-#include "fedrt/net/tls.h"
+#include "fedrt/tls/tls.h"
 #include "fedrt/wire/frame.h"
 #include "net_harness.h"
 

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <vector>
 
-#include "fedrt/net/state_store.h"
+#include "fedrt/coordinator/state_store.h"
 
 namespace fedrt::net {
 namespace {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
-#include "fedrt/net/state_store.h"
+#include "fedrt/coordinator/state_store.h"
 
 namespace fedrt::net::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "fedrt/net/coordinator_cli.h"
+#include "fedrt/coordinator/cli.h"
 
 using namespace fedrt;
 

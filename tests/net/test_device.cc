@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "fedrt/net/device_cli.h"
+#include "fedrt/device/cli.h"
 #include "fedrt/wire/frame.h"
 #include "fedrt.pb.h"
 

@@ -18,7 +18,7 @@
 #include <fstream>
 #include <thread>
 
-#include "fedrt/net/tls.h"
+#include "fedrt/tls/tls.h"
 
 namespace fedrt::net {
 namespace {

@@ -135,7 +135,7 @@ std::map<std::string, std::vector<std::string>> ExperimentKeys() {
 Status LoadExperimentTable(const toml::table& root, const std::string& path, const std::string& base_dir,
                            ExperimentConfig& cfg) {
   const std::filesystem::path base(base_dir);
-  // [network] is read by the coordinator and devices (net/network_config.cc).
+  // [network] is read by the coordinator and devices (coordinator/network_config.cc).
   static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
                                                 "network", "compression", "gmm", "data", "model"};
   for (auto& [k, v] : root) {

@@ -1,6 +1,6 @@
 // The firmware's device driver (fedrt/fw/client.h): Welcome and the task
 // check, and the host of the device agent (protocol/device_agent.h), which
-// holds the round logic, as the Linux device's runtime/src/net/device_session.cc
+// holds the round logic, as the Linux device's runtime/src/device/session.cc
 // is (docs/architecture.md, "Device agent"); the frames move in client_poll.cc.
 #include "client_impl.h"
 #include "fedrt/task/fingerprint.h"
@@ -20,7 +20,7 @@ using Session = FwClient::Impl::Session;
 // Why this image's frames cannot carry `task` (nullptr: they can).
 // Broadcasts and updates longer than a frame travel in chunks; what still
 // travels in one frame bounds the rest, as on a Linux device
-// (runtime/src/net/device_session.cc): the LSA round result (theta_{t+1}),
+// (runtime/src/device/session.cc): the LSA round result (theta_{t+1}),
 // and the SecAgg+ masked input.
 const char* WireRefusal(const task::Task& t) {
   if (Session::Downlink(t)) return "compression.downlink: this firmware takes the broadcast whole (no model deltas)";

@@ -1,0 +1,91 @@
+#pragma once
+// Connection: one device's TLS session on the coordinator, driven by the
+// readiness notifications of the event loop (non-blocking mbedTLS over an
+// Asio socket): handshake with a timeout, length-prefixed frames in and out,
+// orderly close. It knows nothing of rounds: frames go to its owner. Host code.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <asio.hpp>
+#include <mbedtls/ssl.h>
+
+#include "fedrt/core/status.h"
+#include "fedrt/tls/tls.h"
+#include "fedrt/wire/frame.h"
+
+namespace fedrt::net {
+
+class Connection;
+
+// What a connection reports to the coordinator.
+class ConnectionOwner {
+ public:
+  virtual ~ConnectionOwner() = default;
+  virtual void on_handshake_done(Connection& c) = 0;
+  virtual void on_handshake_failed(Connection& c, int rc) = 0;
+  virtual void on_frame(Connection& c, const std::string& body) = 0;
+  virtual void on_closed(Connection& c, const std::string& why) = 0;
+  virtual TlsServerConfig& tls() = 0;
+  virtual asio::io_context& io() = 0;
+  // Counts a refusal of `key` ("timeout/handshake", ...); true when its line is to be logged (coordinator/refusal_log.h).
+  virtual bool log_refusal(std::string_view key) = 0;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  enum class State { kHandshake, kAwaitHello, kRegistered, kClosed };
+  static constexpr int kHandshakeTimeoutMs = 10000;
+
+  Connection(ConnectionOwner* owner, asio::ip::tcp::socket sock, uint64_t serial);
+  ~Connection() { mbedtls_ssl_free(&ssl_); }
+
+  Status start(const mbedtls_ssl_config* conf);
+  void pump();
+  void send(const wire::Envelope& env);
+  // A stream of frames made one at a time as the previous ones are written
+  // (a chunked broadcast: one chunk per connection in memory). The source
+  // fills the next envelope, or returns false when the stream is over. A new
+  // stream replaces the one in progress.
+  using Source = std::function<bool(wire::Envelope& next)>;
+  void stream(Source source);
+  // Sends an Error; with then_close the connection closes once it is written.
+  void send_error(wire::ErrorReason reason, const std::string& message, bool then_close);
+  void close(const std::string& why);
+
+  State state() const { return state_; }
+  void set_registered(int agent);
+  const mbedtls_ssl_context* ssl() const { return &ssl_; }
+  const std::string& peer() const { return peer_; }
+  const std::string& identity() const { return identity_; }
+  int agent() const { return agent_; }  // agent index once registered, else -1
+  uint64_t serial() const { return serial_; }
+
+ private:
+  static int BioSend(void* ctx, const unsigned char* buf, size_t len);
+  static int BioRecv(void* ctx, unsigned char* buf, size_t len);
+  void wait_read();
+  void wait_write();
+  bool flush();  // false when the connection failed
+
+  ConnectionOwner* owner_;
+  asio::ip::tcp::socket sock_;
+  asio::steady_timer hs_timer_;
+  uint64_t serial_;
+  mbedtls_ssl_context ssl_;
+  wire::FrameDecoder dec_;
+  std::string out_;
+  size_t out_off_ = 0;
+  Source source_;
+  State state_ = State::kHandshake;
+  std::string peer_;
+  std::string identity_;
+  int agent_ = -1;
+  bool reading_ = false, writing_ = false, close_after_flush_ = false;
+  std::string close_reason_;
+};
+
+}  // namespace fedrt::net

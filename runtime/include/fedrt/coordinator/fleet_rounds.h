@@ -1,0 +1,136 @@
+#pragma once
+// FleetRounds: the coordinator's driver of the server sessions
+// (protocol/server_session.h; docs/architecture.md, "Layers"). It walks the
+// task's schedule (every algorithm, every run, FedEM's initial exchange and
+// then rounds 0..T-1) with one ServerSession per (algorithm, run), turns the
+// session's messages into wire envelopes and the devices' envelopes into
+// session calls, gives the session the clock, and keeps the round log in
+// SQLite: a closed round is durable before any device learns its result, and
+// a restart resumes after the last committed round. It holds no round logic
+// of its own. Host code.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fedrt.pb.h"
+#include "fedrt/task/task.h"
+#include "fedrt/core/status.h"
+#include "fedrt/ops/fleet_events.h"
+#include "fedrt/coordinator/state_store.h"
+#include "fedrt/protocol/server_session.h"
+#include "fedrt/wire/codec.h"
+
+namespace fedrt::net {
+
+struct FleetRoundsOptions {
+  task::Task task;
+  protocol::View<double> initial;  // the family's initial iterate (the instance's, alive throughout)
+  std::vector<std::string> names;  // algorithm names, for the log
+  uint32_t deadline_ms = 30000;    // per round (per SecAgg+ phase)
+  double quorum = 0.5;
+  long stop_after_rounds = 0;      // test hook: stop after this many rounds closed here (0 = never)
+  std::string secagg_dump;         // test hook: append every SecAgg+ message received to this file
+  long crash_in_commit = 0;        // test hook: SIGKILL in the N-th commit here, before COMMIT (0 = never)
+  long crash_after_commit = 0;     // test hook: SIGKILL after the N-th commit here, before publishing it
+  long secagg_lie_round = -1;      // test hook: in this secure round, tell devices 0..n/2-1 that device n-1 dropped
+  FleetEvents* events = nullptr;   // the operator's view (ops/fleet_monitor.h); may be null
+  // Called after a secure round closed, for each agent convicted of wrong SecAgg+
+  // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
+  std::function<void(uint32_t agent, const std::string& why)> on_cheater;
+};
+
+class FleetRounds {
+ public:
+  // Sends one envelope to an agent's connection (dropped when it has none).
+  using Send = std::function<void(uint32_t agent, const wire::Envelope& env)>;
+  // Attaches a stream of envelopes to an agent's connection, pulled one at a
+  // time as the connection drains (coordinator/connection.h).
+  using Source = std::function<bool(wire::Envelope& next)>;
+  using Stream = std::function<void(uint32_t agent, Source source)>;
+  // The family's error metric of the server state after a round (report/evaluation.h).
+  using Measure = std::function<double(const protocol::ServerCore& core)>;
+
+  // Loads the round log: rounds already committed are not run again.
+  Status init(const FleetRoundsOptions& options, StateStore* store, Send send, Stream stream, Measure measure);
+  // The largest chunk an agent takes (its Hello's max_chunk_bytes; 0: kChunkBytes).
+  void set_chunk_limit(uint32_t agent, uint32_t bytes);
+
+  size_t rounds_done() const { return done_count_; }
+  bool finished() const { return finished_; }  // every round of the schedule is durable
+  bool complete() const { return !next_slot().valid; }  // nothing left to run (also before start)
+  bool stopped() const { return stopped_; }    // stop_after_rounds reached
+  const Status& fatal() const { return fatal_; }
+  // Once finished: frees the last run's server session (its exact sums cost
+  // hundreds of bytes per coordinate) before the outputs rebuild every run's.
+  void release_session() {
+    if (finished_) session_.reset();
+  }
+
+  // Opens the first round not yet committed.
+  void start(uint64_t now_ms);
+  bool started() const { return started_; }
+  // Presence: an agent that accepted the task is connected until its connection closes.
+  void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
+  void set_refused(uint32_t agent);
+  // The agent is sampled in the open round: it owes an update (or a SecAgg+
+  // message) and may be busy with its local work, so its silence is not idleness.
+  bool owes(uint32_t agent) const {
+    return session_ != nullptr && session_->round_open() && session_->sampled(agent);
+  }
+  // A protocol message of a registered agent (the inbound's views point into
+  // `env`); a refusal becomes an Error to the device.
+  protocol::Verdict on_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in, uint64_t now_ms);
+  void tick(uint64_t now_ms);
+  uint64_t next_deadline_ms() const;
+
+  // The result of a closed round for a device that restarted with its update
+  // pending: false when the round is not closed (the device resubmits).
+  Result<bool> replay(uint32_t agent, const protocol::RoundId& id, wire::Envelope& out);
+
+ private:
+  struct Slot {
+    uint32_t algorithm = 0, run = 0, round = 0;
+    bool valid = false;
+  };
+  Slot next_slot() const;
+  bool done(uint32_t a, uint32_t r, uint32_t t) const;
+  Status ensure_session(uint32_t a, uint32_t r);
+  void pump(uint64_t now_ms);
+  Status open(uint64_t now_ms);
+  Status persist();
+  std::vector<uint64_t> bytes_down_, bytes_up_;  // frame bytes per agent in the open round
+  void deliver(uint64_t now_ms);
+  void announce(uint32_t agent, uint64_t now_ms);
+  void log_phases(uint64_t now_ms);
+  void dump(uint32_t agent, const wire::Envelope& env);
+  std::string round_name(uint32_t t) const;
+
+  FleetRoundsOptions opt_;
+  StateStore* store_ = nullptr;
+  Send send_;
+  Stream stream_;
+  Measure measure_;
+  std::vector<uint32_t> chunk_limit_;
+  uint32_t agents_ = 0;
+  std::vector<std::vector<char>> done_;  // [algorithm * runs + run][round + 1] (slot 0: initial exchange)
+  size_t done_count_ = 0;
+  std::vector<char> connected_, refused_;
+  std::unique_ptr<protocol::ServerSession> session_;
+  uint32_t session_alg_ = ~0u, session_run_ = ~0u;
+  bool started_ = false, finished_ = false, stopped_ = false;
+  Status fatal_ = Status::Ok();
+  long closed_here_ = 0;
+  bool pumping_ = false, repump_ = false;
+  double last_error_ = 0.0;
+  // Timing of the open round, for the log (latency per phase).
+  std::chrono::steady_clock::time_point t_open_, t_phase_;
+  std::vector<double> state_scratch_;
+  FleetEvents no_events_;
+  FleetEvents* events_ = &no_events_;
+};
+
+}  // namespace fedrt::net

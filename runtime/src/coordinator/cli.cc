@@ -1,0 +1,59 @@
+#include "fedrt/coordinator/cli.h"
+
+#include <filesystem>
+
+#include "fedrt/log/log.h"
+#include "fedrt/ops/http_endpoint.h"
+
+namespace fedrt::net {
+
+void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
+  config::AddExperimentFlags(app, f.experiment);
+  app.get_option("--config")->required();
+  app.add_option("--state", f.state, "network.state: SQLite state file; a restart resumes from it");
+  app.add_option("--keys", f.keys, "network.keys: provisioning directory of ./fedrt keys");
+  app.add_option("--listen", f.listen, "network.listen: listen address");
+  app.add_option("--port", f.port, "network.port: TCP port, 0 = any free port");
+  app.add_option("--port-file", f.port_file, "write the bound port to this file once listening");
+  app.add_option("--auth", f.auth, "network.auth: any | psk | cert");
+  app.add_option("--deadline-ms", f.deadline_ms, "network.deadline_ms: round deadline in ms");
+  app.add_option("--quorum", f.quorum, "network.quorum: fraction of sampled devices needed at the deadline");
+  app.add_option("--start-timeout-ms", f.start_timeout_ms,
+                 "network.start_timeout_ms: wait at most this long for every device to answer the task");
+  app.add_option("--http", f.http,
+                 "network.http: serve the dashboard, JSON and /metrics on PORT or ADDRESS:PORT (docs/dashboard.md); "
+                 "a non-loopback ADDRESS requires the token in KEYS/http.token");
+  log::AddLevelFlag(app, f.log_level);
+}
+
+Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& f, CoordinatorOptions& opt) {
+  FEDRT_TRY(log::SetLevel(f.log_level));
+  FEDRT_TRY(config::ExperimentFromFlags(app, f.experiment, opt.experiment));
+  FEDRT_TRY(LoadNetworkToml(f.experiment.config, opt.network));
+  auto given = [&](const char* n) { return app.count(n) > 0; };
+  if (given("--state")) opt.network.state = f.state;
+  if (given("--keys")) opt.network.keys = f.keys;
+  if (given("--listen")) opt.network.listen = f.listen;
+  if (given("--port")) opt.network.port = f.port;
+  if (given("--auth")) opt.network.auth = f.auth;
+  if (given("--deadline-ms")) opt.network.deadline_ms = f.deadline_ms;
+  if (given("--quorum")) opt.network.quorum = f.quorum;
+  if (given("--start-timeout-ms")) opt.network.start_timeout_ms = f.start_timeout_ms;
+  if (given("--http")) opt.network.http = f.http;
+  if (!opt.network.http.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    FEDRT_TRY(ParseHttpAddress(opt.network.http, &host, &port));
+  }
+  opt.name = std::filesystem::path(f.experiment.config).parent_path().filename().string();
+  opt.name += (opt.name.empty() ? "" : "/") + std::filesystem::path(f.experiment.config).stem().string();
+  FEDRT_TRY(ValidateNetwork(opt.network));
+  // The outputs go where the experiment says ([run] out, or --out), as
+  // fedrt-sim's; without either, to out/coordinator rather than the simulator's default.
+  opt.out = opt.experiment.out == config::ExperimentConfig{}.out ? std::string("out/coordinator") : opt.experiment.out;
+  opt.port_file = f.port_file;
+  opt.plot = opt.experiment.plot;
+  return Status::Ok();
+}
+
+}  // namespace fedrt::net

@@ -1,0 +1,216 @@
+#include "fedrt/coordinator/connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "fedrt/coordinator/log.h"
+
+namespace fedrt::net {
+
+namespace {
+// What an emptied output buffer keeps of its capacity: a frame of a few
+// records. A chunked broadcast's frame is up to task::kChunkBytes plus
+// framing, so a connection that carried one gives the memory back.
+constexpr size_t kKeptOutBytes = 4096;
+}  // namespace
+
+Connection::Connection(ConnectionOwner* owner, asio::ip::tcp::socket sock, uint64_t serial)
+    : owner_(owner), sock_(std::move(sock)), hs_timer_(owner->io()), serial_(serial) {
+  mbedtls_ssl_init(&ssl_);
+  std::error_code ec;
+  auto ep = sock_.remote_endpoint(ec);
+  peer_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
+Status Connection::start(const mbedtls_ssl_config* conf) {
+  std::error_code ec;
+  sock_.non_blocking(true, ec);
+  // Small frames answered by small frames: Nagle's algorithm would hold each
+  // one for the peer's delayed acknowledgement (about 40 ms on Linux).
+  sock_.set_option(asio::ip::tcp::no_delay(true), ec);
+  int rc = mbedtls_ssl_setup(&ssl_, conf);
+  if (rc != 0) return Status(StatusCode::kInternal, "ssl setup: " + TlsErrorString(rc));
+  mbedtls_ssl_set_bio(&ssl_, this, &Connection::BioSend, &Connection::BioRecv, nullptr);
+  auto self = shared_from_this();
+  hs_timer_.expires_after(std::chrono::milliseconds(kHandshakeTimeoutMs));
+  hs_timer_.async_wait([self](const std::error_code& e) {
+    if (!e && self->state_ != State::kRegistered && self->state_ != State::kClosed) {
+      const char* stage = self->state_ == State::kHandshake ? "handshake" : "registration";
+      if (self->owner_->log_refusal(std::string("timeout/") + stage))
+        CoordinatorWarn("refused peer={} stage={} reason=timeout: no completed handshake/registration within {} ms",
+                        self->peer_, stage, kHandshakeTimeoutMs);
+      self->close("handshake timeout");
+    }
+  });
+  return Status::Ok();
+}
+
+void Connection::set_registered(int agent) {
+  state_ = State::kRegistered;
+  agent_ = agent;
+  hs_timer_.cancel();
+}
+
+int Connection::BioSend(void* ctx, const unsigned char* buf, size_t len) {
+  auto* c = static_cast<Connection*>(ctx);
+  const ssize_t n = ::send(c->sock_.native_handle(), buf, len, MSG_NOSIGNAL);
+  if (n >= 0) return static_cast<int>(n);
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_WRITE;
+  return MBEDTLS_ERR_NET_SEND_FAILED;
+}
+
+int Connection::BioRecv(void* ctx, unsigned char* buf, size_t len) {
+  auto* c = static_cast<Connection*>(ctx);
+  const ssize_t n = ::recv(c->sock_.native_handle(), buf, len, 0);
+  if (n > 0) return static_cast<int>(n);
+  if (n == 0) return MBEDTLS_ERR_NET_CONN_RESET;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_READ;
+  return MBEDTLS_ERR_NET_RECV_FAILED;
+}
+
+void Connection::wait_read() {
+  if (reading_ || state_ == State::kClosed) return;
+  reading_ = true;
+  auto self = shared_from_this();
+  sock_.async_wait(asio::ip::tcp::socket::wait_read, [self](const std::error_code& ec) {
+    self->reading_ = false;
+    if (!ec) self->pump();
+  });
+}
+
+void Connection::wait_write() {
+  if (writing_ || state_ == State::kClosed) return;
+  writing_ = true;
+  auto self = shared_from_this();
+  sock_.async_wait(asio::ip::tcp::socket::wait_write, [self](const std::error_code& ec) {
+    self->writing_ = false;
+    if (!ec) self->pump();
+  });
+}
+
+bool Connection::flush() {
+  for (;;) {
+    while (out_off_ < out_.size()) {
+      const int rc = mbedtls_ssl_write(&ssl_, reinterpret_cast<const unsigned char*>(out_.data()) + out_off_,
+                                       out_.size() - out_off_);
+      if (rc == MBEDTLS_ERR_SSL_WANT_WRITE || rc == MBEDTLS_ERR_SSL_WANT_READ) {
+        wait_write();
+        return true;
+      }
+      if (rc < 0) {
+        close("write failed: " + TlsErrorString(rc));
+        return false;
+      }
+      out_off_ += static_cast<size_t>(rc);
+    }
+    // A broadcast's frames grew out_; ten thousand idle connections should not each keep that.
+    if (out_.capacity() > kKeptOutBytes)
+      std::string().swap(out_);
+    else
+      out_.clear();
+    out_off_ = 0;
+    if (close_after_flush_) {
+      close(close_reason_);
+      return false;
+    }
+    if (!source_) return true;
+    wire::Envelope next;
+    if (!source_(next)) {
+      source_ = nullptr;
+      return true;
+    }
+    out_ = wire::EncodeFrame(next);
+  }
+}
+
+void Connection::stream(Source source) {
+  if (state_ == State::kClosed || state_ == State::kHandshake || close_after_flush_) return;
+  source_ = std::move(source);
+  flush();
+}
+
+void Connection::send(const wire::Envelope& env) {
+  if (state_ == State::kClosed || state_ == State::kHandshake || close_after_flush_) return;
+  out_ += wire::EncodeFrame(env);
+  flush();
+}
+
+void Connection::send_error(wire::ErrorReason reason, const std::string& message, bool then_close) {
+  wire::Envelope env;
+  env.mutable_error()->set_reason(reason);
+  env.mutable_error()->set_message(message.substr(0, task::kMaxReasonChars));
+  send(env);
+  if (then_close && state_ != State::kClosed) {
+    close_after_flush_ = true;
+    close_reason_ = std::string(wire::ErrorReasonName(reason)) + ": " + message;
+    flush();
+  }
+}
+
+void Connection::pump() {
+  if (state_ == State::kClosed) return;
+  auto self = shared_from_this();  // callbacks may drop the owner's reference
+  if (state_ == State::kHandshake) {
+    const int rc = mbedtls_ssl_handshake(&ssl_);
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ) return wait_read();
+    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE) return wait_write();
+    if (rc != 0) {
+      owner_->on_handshake_failed(*this, rc);
+      close("handshake failed");
+      return;
+    }
+    bool used_psk = false;
+    identity_ = PeerIdentity(owner_->tls(), &ssl_, &used_psk);
+    state_ = State::kAwaitHello;
+    owner_->on_handshake_done(*this);
+    if (state_ == State::kClosed) return;
+  }
+  if (!flush()) return;
+  if (close_after_flush_) return;  // stop reading; waiting for the error to drain
+  unsigned char buf[16384];
+  for (;;) {
+    const int rc = mbedtls_ssl_read(&ssl_, buf, sizeof buf);
+    if (rc > 0) {
+      dec_.feed(buf, static_cast<size_t>(rc));
+      std::string body;
+      wire::WireError err;
+      int k;
+      while ((k = dec_.next(body, err)) == 1) {
+        owner_->on_frame(*this, body);
+        if (state_ == State::kClosed || close_after_flush_) return;
+      }
+      if (k < 0) {
+        CoordinatorWarn("rejected device={} peer={} reason={}: {} (connection closed)", identity_, peer_,
+                       wire::ErrorReasonName(err.reason), err.message);
+        send_error(err.reason, err.message, true);
+        return;
+      }
+      continue;
+    }
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ) return wait_read();
+    if (rc == MBEDTLS_ERR_SSL_WANT_WRITE) return wait_write();
+    if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || rc == MBEDTLS_ERR_NET_CONN_RESET)
+      close("closed by peer");
+    else
+      close("read failed: " + TlsErrorString(rc));
+    return;
+  }
+}
+
+void Connection::close(const std::string& why) {
+  if (state_ == State::kClosed) return;
+  const bool was_open = state_ != State::kHandshake;
+  state_ = State::kClosed;
+  std::error_code ec;
+  hs_timer_.cancel();
+  if (was_open) mbedtls_ssl_close_notify(&ssl_);
+  sock_.close(ec);
+  owner_->on_closed(*this, why);
+}
+
+}  // namespace fedrt::net

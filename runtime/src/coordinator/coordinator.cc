@@ -1,0 +1,564 @@
+#include "coordinator_impl.h"
+
+#include <malloc.h>  // malloc_trim (glibc)
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <asio.hpp>
+#include <fmt/format.h>
+
+#include "fedrt/task/fingerprint.h"
+#include "fedrt/task/names.h"
+#include "fedrt/coordinator/connection.h"
+#include "fedrt/coordinator/log.h"
+#include "fedrt/coordinator/view.h"
+#include "fedrt/coordinator/fleet_result.h"
+#include "fedrt/ops/fleet_monitor.h"
+#include "fedrt/coordinator/fleet_rounds.h"
+#include "fedrt/ops/http_endpoint.h"
+#include "fedrt/keys/watch.h"
+#include "fedrt/keys/registry.h"
+#include "fedrt/coordinator/state_store.h"
+#include "fedrt/report/evaluation.h"
+#include "fedrt/report/outputs.h"
+#include "fedrt/config/task_builder.h"
+
+namespace fedrt::net::detail {
+
+namespace {
+
+wire::ErrorReason ReasonOf(protocol::Refusal r) {
+  switch (r) {
+    case protocol::Refusal::kStaleRound: return wire::ERROR_STALE_ROUND;
+    case protocol::Refusal::kFutureRound: return wire::ERROR_FUTURE_ROUND;
+    case protocol::Refusal::kDuplicate: return wire::ERROR_DUPLICATE;
+    case protocol::Refusal::kNotSampled: return wire::ERROR_NOT_SAMPLED;
+    case protocol::Refusal::kDimension: return wire::ERROR_DIMENSION;
+    case protocol::Refusal::kNonFinite: return wire::ERROR_NON_FINITE;
+    case protocol::Refusal::kChunk: return wire::ERROR_CHUNK;
+    default: return wire::ERROR_MALFORMED;
+  }
+}
+
+}  // namespace
+
+// The task every device receives, and the fleet's limits on it.
+Status Coordinator::prepare_task() {
+  const config::ExperimentConfig& cfg = opt_.experiment;
+  FEDRT_TRY(config::Validate(cfg));
+  FEDRT_TRY(ValidateNetwork(opt_.network));
+  auto task = config::MakeTask(cfg);
+  if (!task.ok()) return task.status();
+  task_ = *task;
+  if (task_.secagg.enabled && task_.secagg.dropout > 0.0)
+    return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
+  auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
+  if (!inst.ok()) return inst.status();
+  instance_ = std::move(*inst);
+  task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files
+  auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg, /*at_coordinator=*/true), *instance_, nullptr);
+  if (!eval.ok()) return eval.status();
+  eval_ = std::move(*eval);
+  // The evaluation holds what it needs of the agents' systems; the rest would
+  // make the coordinator's memory grow with the fleet (docs/scale.md).
+  instance_->drop_agents();
+#ifdef __GLIBC__
+  malloc_trim(0);  // hand the freed pages back before the first connection
+#endif
+  for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(task::AlgorithmName(task_.algorithms[a]));
+  return Status::Ok();
+}
+
+Status Coordinator::init() {
+  FEDRT_TRY(prepare_task());
+  const uint32_t agents = task_.problem.agents;
+  const std::string keys = opt_.network.keys;
+  FEDRT_TRY(registry_.load(keys + "/registry.tsv", agents));
+  if (registry_.provisioned() < agents)
+    CoordinatorWarn("warning registry={} provisions {} of the experiment's {} agents", keys + "/registry.tsv",
+                   registry_.provisioned(), agents);
+  FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", registry_.entries(),
+                      opt_.network.auth, opt_.network.psk_forward_secrecy));
+  auto st = StateStore::Open(opt_.network.state);
+  if (!st.ok()) return st.status();
+  store_ = std::move(*st);
+  std::string algs;
+  for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
+  FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", task::TaskFingerprint(task_), algs)));
+
+  {
+    report::SimResult described;
+    eval_->describe(described);
+    monitor_ = std::make_unique<FleetMonitor>(
+        agents, DashboardRun(opt_.name, task_, opt_.experiment, opt_.network, names_, described.error_metric));
+    for (const RegistryEntry& e : registry_.entries())
+      if (e.index < agents) monitor_->provisioned(e.index, e.id);
+    auto committed = store_->load_rounds(kNoVectors);
+    if (!committed.ok()) return committed.status();
+    monitor_->history(*committed);
+  }
+  FleetRoundsOptions fo;
+  fo.task = task_;
+  fo.initial = protocol::View<double>{instance_->initial_iterate().data(),
+                                      static_cast<uint32_t>(instance_->initial_iterate().size())};
+  fo.names = names_;
+  fo.deadline_ms = static_cast<uint32_t>(opt_.network.deadline_ms);
+  fo.quorum = opt_.network.quorum;
+  fo.stop_after_rounds = opt_.hooks.stop_after_rounds;
+  fo.secagg_dump = opt_.hooks.secagg_dump;
+  fo.crash_in_commit = opt_.hooks.crash_in_commit;
+  fo.crash_after_commit = opt_.hooks.crash_after_commit;
+  fo.secagg_lie_round = opt_.hooks.secagg_lie_round;
+  fo.events = monitor_.get();
+  // A device convicted of wrong SecAgg+ shares is revoked like `keys revoke` (refused from its
+  // next handshake on, recorded in the state db), after the round that named it is published.
+  fo.on_cheater = [this](uint32_t agent, const std::string& why) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    asio::post(io_, [this, r = Revocation{registry_.id_of(agent), now, why}] { revoke(r); });
+  };
+  auto send = [this](uint32_t agent, const wire::Envelope& env) {
+    if (Connection* c = registry_.connection(agent)) c->send(env);
+  };
+  auto stream = [this](uint32_t agent, FleetRounds::Source source) {
+    if (Connection* c = registry_.connection(agent)) c->stream(std::move(source));
+  };
+  auto measure = [this](const protocol::ServerCore& core) {
+    monitor_->scored(eval_->test_accuracy(core));
+    return eval_->error(core);
+  };
+  FEDRT_TRY(rounds_.init(fo, store_.get(), send, stream, measure));
+  if (rounds_.rounds_done() > 0) CoordinatorLog("resume state={} completed_rounds={}", opt_.network.state, rounds_.rounds_done());
+  pending_.assign(agents, std::nullopt);
+  last_rejection_.assign(agents, std::string());
+  repeated_rejections_.assign(agents, 0);
+  heartbeats_.assign(agents, 0);
+  heard_ms_.assign(agents, 0);
+  keys_ = std::make_unique<KeysWatch>(keys);
+  auto first = keys_->poll();
+  if (!first.ok()) return first.status();
+  apply_keys(*first);
+  // Devices this run convicted of wrong SecAgg+ shares stay out after a restart (they are
+  // in the state db only; the operator's revoked.tsv is the keys folder's).
+  auto earlier = store_->load_revocations();
+  if (!earlier.ok()) return earlier.status();
+  for (const Revocation& r : *earlier)
+    if (r.reason.rfind("secagg:", 0) == 0) revoke(r);
+  FEDRT_TRY(listen());
+  return serve_http();
+}
+
+
+Status Coordinator::listen() {
+  asio::ip::tcp::endpoint ep(asio::ip::make_address(opt_.network.listen), static_cast<uint16_t>(opt_.network.port));
+  std::error_code ec;
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(4096, ec);
+  if (ec)
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("cannot listen on {}:{}: {}", opt_.network.listen, opt_.network.port, ec.message()));
+  const uint16_t port = acceptor_.local_endpoint().port();
+  monitor_->set_address(fmt::format("{}:{}", opt_.network.listen, port));
+  if (!opt_.port_file.empty()) {
+    const std::string tmp = opt_.port_file + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::rename(tmp.c_str(), opt_.port_file.c_str());
+  }
+  std::string algs;
+  for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
+  CoordinatorLog("listening address={}:{} agents={} problem={} d={} algorithms={} auth={} deadline_ms={} quorum={}",
+                 opt_.network.listen, port, task_.problem.agents, task::ProblemKindName(task_.problem.kind),
+                 task_.problem.dim, algs, opt_.network.auth, opt_.network.deadline_ms, opt_.network.quorum);
+  const config::DataSettings& data = opt_.experiment.data;
+  const bool em = task::FamilyOf(task_.problem.kind) == task::Family::kEm;
+  if (task_.problem.own_data)  // which of the devices' data this coordinator holds (docs/data.md)
+    CoordinatorLog("data shards={} {}", data.train,
+                   data.coordinator_reads_shards
+                       ? fmt::format("read_by_coordinator=yes (agents and d from the shards, error = {})",
+                                     em ? "||h(Shat_k)||^2" : "||x_t - x_star||^2")
+                       : fmt::format("read_by_coordinator=no (coordinator_reads_shards = false: agents and d from the "
+                                     "experiment file, no {}, error = nan{})",
+                                     em ? "h(Shat_k)" : "x_star", data.test.empty() ? "" : ", test scored on " + data.test));
+  else if (!opt_.experiment.opt.coordinator_generates)  // a generated problem's data only on the devices
+    CoordinatorLog("data generated_by=devices (problem.coordinator_generates = false: the coordinator holds no "
+                   "agent's data, no x_star, error = nan; the final iterates go to model_<algorithm>.npy)");
+  return Status::Ok();
+}
+
+void Coordinator::on_handshake_failed(Connection& c, int rc) {
+  // Reason as mbedTLS reports it, plus the unknown PSK identity if that was it.
+  const std::string rejected = tls_.take_rejected_identity(c.ssl());
+  const std::string label = HandshakeFailureLabel(rc);
+  monitor_->handshake_failed(label);
+  if (!log_refusal("handshake/" + label)) return;
+  std::string why = TlsErrorString(rc);
+  if (!rejected.empty()) why += fmt::format(" [PSK identity '{}' is not provisioned]", rejected);
+  if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD || rc == MBEDTLS_ERR_SSL_BAD_HS_CLIENT_HELLO)
+    why += " [not a TLS 1.2 client hello / plaintext or corrupt record]";
+  if (rc == MBEDTLS_ERR_SSL_INVALID_MAC) why += " [record MAC check failed: wrong pre-shared key or tampered record]";
+  if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) why += " [client certificate not signed by the fleet CA]";
+  if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
+  if (rc == MBEDTLS_ERR_SSL_BAD_HS_FINISHED) why += " [wrong pre-shared key]";
+  CoordinatorWarn("refused peer={} stage=handshake reason={}", c.peer(), why);
+}
+
+void Coordinator::on_handshake_done(Connection& c) {
+  if (c.identity().empty()) {
+    refused("handshake/no_identity", "refused peer={} stage=handshake reason=no authenticated identity", c.peer());
+    monitor_->handshake_failed("no_identity");
+    c.close("no identity");
+    return;
+  }
+  if (const std::string* why = registry_.revoked(c.identity())) {
+    refused("handshake/revoked", "refused device={} peer={} stage=handshake reason=revoked: {}", c.identity(), c.peer(),
+            *why);
+    monitor_->handshake_failed("revoked");
+    c.send_error(wire::ERROR_IDENTITY, fmt::format("device '{}' is revoked: {}", c.identity(), *why), true);
+    return;
+  }
+  CoordinatorDebug("tls peer={} identity={}", c.peer(), c.identity());
+}
+
+void Coordinator::on_closed(Connection& c, const std::string& why) {
+  tls_.take_rejected_identity(c.ssl());
+  if (why == "handshake timeout") monitor_->handshake_failed("timeout");
+  if (c.agent() >= 0) {
+    const uint32_t agent = static_cast<uint32_t>(c.agent());
+    const bool was_ready = registry_.state(agent) == Registry::State::kReady;
+    const bool refused = registry_.state(agent) == Registry::State::kRefused;
+    if (registry_.detach(agent, &c)) {
+      CoordinatorLog("disconnected device={} index={} reason={}", c.identity(), agent, why);
+      if (!refused) monitor_->link(agent, FleetMonitor::Link::kDisconnected, why);
+      (void)store_->upsert_device(c.identity(), agent, "disconnected");
+      if (was_ready) rounds_.set_connected(agent, false, now_ms());
+    }
+  }
+  handshaking_.erase(c.serial());
+  if (auto it = conns_.find(&c); it != conns_.end()) {
+    auto keep = it->second;  // alive until the current handler returns
+    conns_.erase(it);
+    asio::post(io_, [keep] {});
+  }
+  after_event();
+}
+
+void Coordinator::on_frame(Connection& c, const std::string& body) {
+  wire::Envelope env;
+  wire::WireError err;
+  if (c.agent() >= 0) monitor_->seen(static_cast<uint32_t>(c.agent()));
+  if (!wire::ParseEnvelope(body, env, err)) {
+    refused(std::string("rejected/") + wire::ErrorReasonName(err.reason),
+            "rejected device={} peer={} reason={}: {} (connection closed)", c.identity(), c.peer(),
+            wire::ErrorReasonName(err.reason), err.message);
+    monitor_->frame_rejected(wire::ErrorReasonName(err.reason));
+    c.send_error(err.reason, err.message, true);
+    return;
+  }
+  if (c.agent() >= 0) heard_ms_[static_cast<size_t>(c.agent())] = now_ms();
+  if (c.state() == Connection::State::kRegistered && env.body_case() == wire::Envelope::kHeartbeat) return;
+  if (c.state() == Connection::State::kAwaitHello) {
+    if (env.body_case() != wire::Envelope::kHello) {
+      refused("rejected/not_registered",
+              "rejected device={} peer={} reason=not_registered: first message must be hello (connection closed)",
+              c.identity(), c.peer());
+      monitor_->frame_rejected("not_registered");
+      c.send_error(wire::ERROR_NOT_REGISTERED, "first message must be hello", true);
+      return;
+    }
+    on_hello(c, env.hello());
+  } else if (env.body_case() == wire::Envelope::kTaskReply) {
+    on_task_reply(c, env.task_reply());
+  } else {
+    on_round_message(c, env);
+  }
+  after_event();
+}
+
+void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
+  wire::WireError err;
+  if (!wire::ValidateHello(h, err)) {
+    refused(std::string("registration/") + wire::ErrorReasonName(err.reason),
+            "refused device={} peer={} stage=registration reason={}: {}", c.identity(), c.peer(),
+            wire::ErrorReasonName(err.reason), err.message);
+    monitor_->handshake_failed(wire::ErrorReasonName(err.reason));
+    c.send_error(err.reason, err.message, true);
+    return;
+  }
+  if (h.device_id() != c.identity()) {
+    const std::string m = fmt::format("device id '{}' does not match the TLS identity '{}'", h.device_id(), c.identity());
+    refused("registration/identity", "refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    monitor_->handshake_failed("identity");
+    c.send_error(wire::ERROR_IDENTITY, m, true);
+    return;
+  }
+  const auto idx = registry_.index_of(h.device_id());
+  if (!idx) {
+    const std::string m = fmt::format("device '{}' is not in the registry of this experiment", h.device_id());
+    refused("registration/identity", "refused peer={} stage=registration reason=identity: {}", c.peer(), m);
+    monitor_->handshake_failed("identity");
+    c.send_error(wire::ERROR_IDENTITY, m, true);
+    return;
+  }
+  const uint64_t want = task::ProblemFingerprint(task_.problem);
+  if (h.provisioned_problem() != 0 && h.provisioned_problem() != want) {
+    const std::string m = fmt::format("the device holds data of problem {:016x}, this experiment's is {:016x}",
+                                      h.provisioned_problem(), want);
+    refused("registration/config_mismatch", "refused device={} stage=registration reason=config_mismatch: {}",
+            h.device_id(), m);
+    monitor_->handshake_failed("config_mismatch");
+    c.send_error(wire::ERROR_CONFIG_MISMATCH, m, true);
+    return;
+  }
+  const uint32_t agent = *idx;
+  if (Connection* old = registry_.attach(agent, &c)) {
+    CoordinatorWarn("superseded device={} old_peer={} new_peer={}", h.device_id(), old->peer(), c.peer());
+    if (registry_.state(agent) == Registry::State::kReady) rounds_.set_connected(agent, false, now_ms());
+    old->close("superseded by a new connection");  // no longer the agent's: on_closed leaves the agent alone
+  }
+  c.set_registered(static_cast<int>(agent));
+  handshaking_.erase(c.serial());
+  rounds_.set_chunk_limit(agent, std::min(h.max_chunk_bytes() == 0 ? task::kChunkBytes : h.max_chunk_bytes(),
+                                          task::kChunkBytes));
+  registry_.set_state(agent, Registry::State::kAwaitingReply);
+  monitor_->link(agent, FleetMonitor::Link::kRegistering, "", c.peer());
+  monitor_->platform(agent, h.platform().empty() ? std::string("unknown") : h.platform());
+  pending_[agent].reset();
+  heartbeats_[agent] = h.heartbeats() ? 1 : 0;
+  heard_ms_[agent] = now_ms();
+  if (h.has_pending()) pending_[agent] = protocol::RoundId{h.pending_algorithm(), h.pending_run(), h.pending_round()};
+  (void)store_->upsert_device(h.device_id(), agent, "registered");
+  CoordinatorLog("registered device={} index={} peer={} pending={}", h.device_id(), agent, c.peer(),
+                 h.has_pending() ? fmt::format("alg:{} run:{} round:{}", h.pending_algorithm(), h.pending_run(),
+                                               h.pending_round())
+                                 : std::string("none"));
+  wire::Envelope env;
+  wire::Welcome* w = env.mutable_welcome();
+  w->set_protocol_version(wire::kProtocolVersion);
+  w->set_device_index(agent);
+  w->set_num_devices(task_.problem.agents);
+  wire::EncodeTask(task_, w->mutable_task());
+  if (h.heartbeats() && opt_.network.idle_timeout_ms > 0)
+    w->set_heartbeat_ms(static_cast<uint32_t>(heartbeat_ms()));
+  c.send(env);
+}
+
+void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
+  const uint32_t agent = static_cast<uint32_t>(c.agent());
+  if (registry_.state(agent) != Registry::State::kAwaitingReply) {
+    CoordinatorWarn("rejected device={} reason=malformed: a second TaskReply", c.identity());
+    c.send_error(wire::ERROR_MALFORMED, "a TaskReply answers Welcome once", false);
+    return;
+  }
+  if (!r.accepted()) {
+    const std::string why = r.reason().substr(0, task::kMaxReasonChars);
+    registry_.set_state(agent, Registry::State::kRefused, why);
+    monitor_->link(agent, FleetMonitor::Link::kRefused, why);
+    (void)store_->upsert_device(c.identity(), agent, "refused: " + why);
+    CoordinatorWarn("refused device={} index={} stage=task reason={}", c.identity(), agent, why);
+    rounds_.set_refused(agent);
+    maybe_start(false);
+    return;
+  }
+  registry_.set_state(agent, Registry::State::kReady);
+  monitor_->link(agent, FleetMonitor::Link::kConnected);
+  CoordinatorLog("ready device={} index={}", c.identity(), agent);
+  // A device that computed an update whose round has since closed learns the result.
+  if (pending_[agent]) {
+    wire::Envelope env;
+    auto replayed = rounds_.replay(agent, *pending_[agent], env);
+    if (replayed.ok() && *replayed) {
+      c.send(env);
+      CoordinatorLog("replayed result device={} alg={} run={} round={} included={}", c.identity(),
+                     pending_[agent]->algorithm, pending_[agent]->run, pending_[agent]->round, env.result().included());
+    }
+    pending_[agent].reset();
+  }
+  rounds_.set_connected(agent, true, now_ms());
+  maybe_start(false);
+}
+
+void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
+  const uint32_t agent = static_cast<uint32_t>(c.agent());
+  // The count of identical rejections, once something else happens.
+  auto close_repeats = [&] {
+    if (repeated_rejections_[agent] > 0)
+      CoordinatorWarn("rejected device={} {} more times: {}", c.identity(), repeated_rejections_[agent],
+                      last_rejection_[agent]);
+    repeated_rejections_[agent] = 0;
+  };
+  auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what) {
+    std::string line = fmt::format("{}reason={}: {}", what, wire::ErrorReasonName(reason), why);
+    if (agent < last_rejection_.size()) {
+      if (line == last_rejection_[agent]) {  // the same again (the refused update's next chunk): counted only
+        ++repeated_rejections_[agent];
+        monitor_->frame_rejected(wire::ErrorReasonName(reason));
+        return;
+      }
+      close_repeats();
+      last_rejection_[agent] = line;
+    }
+    CoordinatorWarn("rejected device={} {}", c.identity(), line);
+    monitor_->frame_rejected(wire::ErrorReasonName(reason));
+    c.send_error(reason, why, false);
+  };
+  const Registry::State s = registry_.state(agent);
+  if (s == Registry::State::kRefused)
+    return reject(wire::ERROR_TASK_REFUSED, "this device refused the task", "");
+  if (s != Registry::State::kReady)
+    return reject(wire::ERROR_NOT_REGISTERED, "answer the task (TaskReply) before taking part in rounds", "");
+  wire::WireError err;
+  if (!inbound_.decode(env, err)) return reject(err.reason, err.message, "");
+  const protocol::MessageKind kind = inbound_.kind();
+  protocol::RoundId id{};
+  const bool update = kind == protocol::MessageKind::kUpdate || kind == protocol::MessageKind::kChunk;
+  if (kind == protocol::MessageKind::kUpdate) id = inbound_.update().id;
+  if (kind == protocol::MessageKind::kChunk) id = inbound_.chunk().id;
+  const protocol::Verdict v = rounds_.on_message(agent, env, inbound_, now_ms());
+  const std::string where = update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
+                                   : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
+  if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
+  if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
+    close_repeats();
+    last_rejection_[agent].clear();
+  }
+  if (update && v.whole) {
+    wire::Envelope ack;
+    ack.mutable_ack()->set_algorithm_index(id.algorithm);
+    ack.mutable_ack()->set_run(id.run);
+    ack.mutable_ack()->set_round(id.round);
+    c.send(ack);
+  }
+}
+
+// Round 0 starts when every agent answered the task, or at the start timeout.
+void Coordinator::maybe_start(bool timeout) {
+  if (rounds_.started() || finished_) return;
+  const uint32_t agents = task_.problem.agents;
+  const uint32_t ready = registry_.count(Registry::State::kReady);
+  const uint32_t refused = registry_.count(Registry::State::kRefused);
+  if (!timeout && ready + refused < agents) return;
+  start_timer_.cancel();
+  CoordinatorLog("start devices={} of {} refused={}{}", ready, agents, refused, timeout ? " (start timeout)" : "");
+  rounds_.start(now_ms());
+  after_event();
+}
+
+// After every event: re-arm the round's deadline, and end the run when the schedule is done.
+void Coordinator::after_event() {
+  if (finished_) return;
+  if (!rounds_.fatal().ok()) {
+    fatal_ = rounds_.fatal();
+    monitor_->set_status("failed");
+    finished_ = true;
+    io_.stop();
+    return;
+  }
+  if (rounds_.stopped()) {
+    finished_ = true;
+    io_.stop();
+    return;
+  }
+  if (rounds_.finished()) {
+    Status st = finish();
+    if (!st.ok()) fatal_ = st;
+    return;
+  }
+  arm_deadline();
+}
+
+void Coordinator::arm_deadline() {
+  const uint64_t at = rounds_.next_deadline_ms();
+  if (at == armed_for_) return;
+  armed_for_ = at;
+  deadline_.cancel();
+  if (at == protocol::ServerSession::kNoDeadline) return;
+  deadline_.expires_at(t0_ + std::chrono::milliseconds(at));
+  deadline_.async_wait([this, at](const std::error_code& ec) {
+    if (ec || at != armed_for_) return;
+    armed_for_ = protocol::ServerSession::kNoDeadline;
+    rounds_.tick(std::max(at, now_ms()));
+    after_event();
+  });
+}
+
+Status Coordinator::finish() {
+  finished_ = true;
+  refusals_.flush(std::chrono::steady_clock::now(), true);
+  monitor_->set_status("finished");
+  keys_timer_.cancel();
+  idle_timer_.cancel();
+  deadline_.cancel();
+  start_timer_.cancel();
+  CoordinatorLog("finished rounds={} writing outputs to {}", rounds_.rounds_done(), opt_.out);
+  if (!opt_.out.empty()) {
+    report::SimResult res;
+    res.config = opt_.experiment;
+    res.config.plot = opt_.plot;
+    eval_->describe(res);
+    res.settings["driver"] = "fedrt-coordinator";
+    res.settings["deadline_ms"] = opt_.network.deadline_ms;
+    res.settings["quorum"] = opt_.network.quorum;
+    res.settings["auth"] = opt_.network.auth;
+    res.problem.description += fmt::format(", {} agents over TLS", task_.problem.agents);
+    rounds_.release_session();  // FleetResult replays each run in a session of its own
+    FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res));
+    Status plot = Status::Ok();
+    FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));
+    std::vector<std::string> ids;
+    for (uint32_t a = 0; a < task_.problem.agents; ++a) ids.push_back(registry_.id_of(a));
+    FEDRT_TRY(WriteDeviceReports(task_, names_, ids, *store_, opt_.out + "/devices.csv"));
+    if (!plot.ok()) CoordinatorWarn("warning plot={}", plot.message());
+  }
+  wire::Envelope env;
+  env.mutable_shutdown()->set_reason("experiment complete");
+  // A send that fails closes its connection, and on_closed erases it from conns_: iterate a copy.
+  std::vector<std::shared_ptr<Connection>> registered;
+  for (const auto& [p, c] : conns_)
+    if (c->state() == Connection::State::kRegistered) registered.push_back(c);
+  for (const auto& c : registered) c->send(env);
+  std::error_code ec;
+  acceptor_.close(ec);
+  accept_retry_.cancel();
+  // Let the shutdown messages drain, then stop.
+  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));
+  t->async_wait([this, t](const std::error_code&) { io_.stop(); });
+  return Status::Ok();
+}
+
+Status Coordinator::run() {
+  set_limits();
+  accept();
+  watch_keys();
+  watch_idle();
+  if (rounds_.complete()) {  // a finished experiment's state: write the outputs again
+    asio::post(io_, [this] { maybe_start(true); });
+  } else if (opt_.network.start_timeout_ms > 0) {
+    start_timer_.expires_after(std::chrono::milliseconds(opt_.network.start_timeout_ms));
+    start_timer_.async_wait([this](const std::error_code& ec) {
+      if (!ec) maybe_start(true);
+    });
+  } else {
+    asio::post(io_, [this] { maybe_start(true); });
+  }
+  io_.run();
+  return fatal_;
+}
+
+}  // namespace fedrt::net::detail
+
+namespace fedrt::net {
+
+Status RunCoordinator(const CoordinatorOptions& options) {
+  detail::Coordinator co(options);
+  FEDRT_TRY(co.init());
+  return co.run();
+}
+
+}  // namespace fedrt::net

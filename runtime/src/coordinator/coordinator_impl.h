@@ -1,0 +1,129 @@
+#pragma once
+// The coordinator's event loop object (coordinator/coordinator.h), shared by its two
+// source files: coordinator.cc (devices, rounds, outputs) and
+// coordinator_operator.cc (the keys folder while running, the HTTP endpoint).
+// Private to the net library. Host code.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <map>
+#include <unordered_map>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "fedrt/coordinator/connection.h"
+#include "fedrt/coordinator/log.h"
+#include "fedrt/coordinator/coordinator.h"
+#include "fedrt/ops/fleet_monitor.h"
+#include "fedrt/coordinator/fleet_rounds.h"
+#include "fedrt/ops/http_endpoint.h"
+#include "fedrt/keys/watch.h"
+#include "fedrt/coordinator/peer_rate_limit.h"
+#include "fedrt/coordinator/refusal_log.h"
+#include "fedrt/keys/registry.h"
+#include "fedrt/coordinator/state_store.h"
+#include "fedrt/problems/instance.h"
+#include "fedrt/report/evaluation.h"
+
+namespace fedrt::net::detail {
+
+using Registry = DeviceRegistry;
+
+class Coordinator : public ConnectionOwner {
+ public:
+  explicit Coordinator(const CoordinatorOptions& opt)
+      : opt_(opt),
+        acceptor_(io_),
+        refusals_(static_cast<uint32_t>(opt.network.refusal_log_lines), opt.network.refusal_log_interval_ms,
+                  [](const std::string& line) { CoordinatorWarn("{}", line); }) {}
+  Status init();
+  Status run();
+
+  void on_handshake_done(Connection& c) override;
+  void on_handshake_failed(Connection& c, int rc) override;
+  void on_frame(Connection& c, const std::string& body) override;
+  void on_closed(Connection& c, const std::string& why) override;
+  TlsServerConfig& tls() override { return tls_; }
+  asio::io_context& io() override { return io_; }
+  bool log_refusal(std::string_view key) override { return refusals_.admit(key, std::chrono::steady_clock::now()); }
+
+ private:
+  Status prepare_task();
+  Status listen();
+  Status serve_http();
+  void watch_keys();
+  void apply_keys(const KeysWatch::Changes& changes);
+  void revoke(const Revocation& r);
+  void set_limits();
+  void accept();
+  void admit(asio::ip::tcp::socket sock);
+  // A refusal's warning, written only while its key's quota lasts (refusals_).
+  template <class... Args>
+  void refused(std::string_view key, fmt::format_string<Args...> f, Args&&... args) {
+    if (log_refusal(key)) CoordinatorWarn(f, std::forward<Args>(args)...);
+  }
+  void on_hello(Connection& c, const wire::Hello& h);
+  void on_task_reply(Connection& c, const wire::TaskReply& r);
+  void on_round_message(Connection& c, const wire::Envelope& env);
+  void maybe_start(bool timeout);
+  // network.idle_timeout_ms: drops registered devices that heartbeat but fell silent.
+  // heartbeat_ms = idle_timeout_ms / 4: the devices' heartbeat interval (Welcome) and the idle
+  // check's period, so a silent device is dropped 1 to 1.25 timeouts after it was last heard.
+  long heartbeat_ms() const { return opt_.network.idle_timeout_ms / 4; }
+  void watch_idle();
+  void drop_idle();
+  void after_event();
+  void arm_deadline();
+  Status finish();
+  uint64_t now_ms() const {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0_).count());
+  }
+
+  CoordinatorOptions opt_;
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  RefusalLog refusals_;  // refusals and rejections logged at a bounded rate
+  asio::steady_timer deadline_{io_};
+  asio::steady_timer start_timer_{io_};
+  uint64_t armed_for_ = protocol::ServerSession::kNoDeadline;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  TlsServerConfig tls_;
+  std::unique_ptr<StateStore> store_;
+  Registry registry_;
+  std::unordered_map<const Connection*, std::shared_ptr<Connection>> conns_;
+  std::map<uint64_t, Connection*> handshaking_;  // not yet registered, by serial (accept order)
+  size_t max_connections_ = 0;                   // set_limits: network.max_connections or the open-file limit
+  size_t max_handshakes_ = 0;
+  PeerRateLimit peer_rate_;                      // set_limits: network.peer_connections_per_s
+  asio::steady_timer accept_retry_{io_};
+  uint64_t next_serial_ = 0;
+  bool finished_ = false;
+  Status fatal_ = Status::Ok();
+
+  task::Task task_{};
+  std::vector<std::string> names_;
+  std::unique_ptr<problems::Instance> instance_;
+  std::unique_ptr<report::Evaluation> eval_;
+  FleetRounds rounds_;
+  std::vector<std::optional<protocol::RoundId>> pending_;  // per agent, from its Hello
+  // Per agent: the last round-message rejection and how many identical ones
+  // followed it (the rest of a refused update's chunks): logged and answered once.
+  std::vector<std::string> last_rejection_;
+  std::vector<uint64_t> repeated_rejections_;
+  // Per agent: its Hello asked for heartbeats, and when (now_ms) it was last
+  // heard from or last owed the open round something (drop_idle).
+  std::vector<char> heartbeats_;
+  std::vector<uint64_t> heard_ms_;
+  asio::steady_timer idle_timer_{io_};
+  wire::Inbound inbound_;
+  std::unique_ptr<FleetMonitor> monitor_;  // the operator's view (dashboard, metrics)
+  std::unique_ptr<HttpEndpoint> http_;     // --http: serves monitor_
+  std::unique_ptr<KeysWatch> keys_;        // `keys add` / `keys revoke` while running
+  asio::steady_timer keys_timer_{io_};
+};
+
+}  // namespace fedrt::net::detail

@@ -1,0 +1,99 @@
+#include "fedrt/coordinator/fleet_result.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fedrt/task/names.h"
+#include "fedrt/protocol/server_session.h"
+
+namespace fedrt::net {
+
+Status FleetResult(const task::Task& task, const problems::Instance& instance, report::Evaluation& eval,
+                   StateStore& store, report::SimResult& out) {
+  const uint32_t T = task.rounds;
+  for (uint32_t a = 0; a < task.num_algorithms; ++a) {
+    report::AlgorithmResult res;
+    res.name = task::AlgorithmName(task.algorithms[a]);
+    uint64_t secagg_failed = 0;
+    for (uint32_t r = 0; r < task.runs; ++r) {
+      std::vector<double> err(T + 1, std::nan(""));
+      std::vector<uint32_t> members(T + 1, 0);
+      std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
+      std::vector<double> train(T + 1, std::nan("")), local(T + 1, std::nan(""));
+      err[0] = eval.initial_error();
+      // A server session to hold each committed state while the evaluation reads it.
+      protocol::ServerSession session;
+      protocol::ServerOptions so;
+      so.task = task;
+      so.algorithm = a;
+      so.run = r;
+      so.initial = protocol::View<double>{instance.initial_iterate().data(), static_cast<uint32_t>(instance.initial_iterate().size())};
+      FEDRT_TRY(session.init(so));
+      // One record at a time, the initial exchange first: a run's records
+      // together would be rounds x (model + server state) at the peak.
+      std::vector<protocol::StateTarget> into;
+      FEDRT_TRY(store.for_each_round(a, r, [&](const RoundRecord& rec) -> Status {
+        if (rec.round != protocol::kInitRound && rec.round >= T) return Status::Ok();
+        session.import_targets(into);
+        Status st = store.read_state(a, r, rec.round, into);  // into the session's memory: no copy
+        if (st.ok()) st = session.finish_import();
+        if (!st.ok())
+          return Status(st.code(), fmt::format("state db: {} run {} round {}: {}", res.name, r, rec.round, st.message()));
+        eval.round_finished(a, r, rec.round, session.core());
+        res.agent_steps += rec.samples;
+        if (rec.round == protocol::kInitRound) {  // FedEM's V_{0,c} and the first broadcast: round 0's row
+          up[0] = rec.bits_up;
+          down[0] = rec.bits_down;
+          return Status::Ok();
+        }
+        const uint32_t t = rec.round;
+        err[t + 1] = rec.error;
+        members[t + 1] = rec.agents;
+        up[t + 1] = rec.bits_up;
+        down[t + 1] = rec.bits_down;
+        train[t + 1] = rec.train_loss;
+        local[t + 1] = rec.local_loss;
+        if (!rec.failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = rec.failure;
+        return Status::Ok();
+      }, kNoVectors));
+      const protocol::ServerCore& core = session.core();
+      const int dim = out.problem.dim;
+      res.error.push_back(std::move(err));
+      res.agents.push_back(std::move(members));
+      res.bits_up.push_back(std::move(up));
+      res.bits_down.push_back(std::move(down));
+      if (task.problem.own_data) {
+        res.train_loss.push_back(std::move(train));
+        res.local_loss.push_back(std::move(local));
+      }
+      res.final_theta.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
+      eval.run_finished(a, r, core);
+    }
+    if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
+    eval.algorithm_finished(a, res);
+    out.algorithms.push_back(std::move(res));
+  }
+  return Status::Ok();
+}
+
+Status WriteDeviceReports(const task::Task& task, const std::vector<std::string>& names,
+                          const std::vector<std::string>& ids, StateStore& store, const std::string& path) {
+  auto rows = store.load_reports();
+  if (!rows.ok()) return rows.status();
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
+  std::fputs("algorithm,run,round,device,examples,loss_before,loss_after,duration_ms,bytes_down,bytes_up\n", f);
+  for (const MemberRow& m : *rows) {
+    if (m.algorithm >= names.size() || m.round == protocol::kInitRound || m.round >= task.rounds) continue;
+    const MemberReport& r = m.report;
+    const std::string id = r.device < ids.size() && !ids[r.device].empty() ? ids[r.device] : std::to_string(r.device);
+    std::fprintf(f, "%s,%u,%u,%s,%llu,%.17g,%.17g,%u,%llu,%llu\n", names[m.algorithm].c_str(), m.run, m.round + 1,
+                 id.c_str(), static_cast<unsigned long long>(r.examples), r.loss_before, r.loss_after, r.duration_ms,
+                 static_cast<unsigned long long>(r.bytes_down), static_cast<unsigned long long>(r.bytes_up));
+  }
+  if (std::fclose(f) != 0) return Status(StatusCode::kDataLoss, fmt::format("error writing '{}'", path));
+  return Status::Ok();
+}
+
+}  // namespace fedrt::net

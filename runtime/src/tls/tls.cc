@@ -1,0 +1,379 @@
+#include "fedrt/tls/tls.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cctype>
+#include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <mbedtls/error.h>
+#include <mbedtls/oid.h>
+#include <mbedtls/platform_util.h>
+
+namespace fedrt::net {
+
+namespace {
+
+// PSK suites in order of preference (the server's order decides, and mbedTLS
+// takes the first of its own list that the client offers). ECDHE-PSK first:
+// an ephemeral X25519 exchange keyed by the PSK gives forward secrecy, so a
+// leaked PSK does not decrypt recorded sessions; the plain PSK suites stay
+// for the firmware, which cannot afford the exchange (docs/architecture.md, "TLS").
+const int kEcdhePskSuites[] = {MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256};
+const int kPlainPskSuites[] = {MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256, MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256};
+const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+                           MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256};
+
+// ECDHE groups in order of preference (a TLS 1.2 server picks the first the client offers too):
+// X25519, then P-256. mbedTLS's default order starts with P-521, which costs the coordinator
+// about 30% more CPU per certificate handshake (docs/architecture.md, "TLS"). The certificates
+// are P-256 (keys/provision.cc), so a peer must offer P-256.
+const mbedtls_ecp_group_id kCurves[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1,
+                                        MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_NONE};
+
+constexpr uint32_t kHandshakeTimeoutMs = 15000;
+
+// The Linux device's max_fragment_length (RFC 6066): 2048-byte records cost
+// 1.4% of a large update in record overhead and let the coordinator keep
+// about 4.7 KB of record buffers per session instead of 33 KB.
+constexpr unsigned char kDeviceMaxFragment = MBEDTLS_SSL_MAX_FRAG_LEN_2048;
+
+// mbedtls_net_recv_timeout uses select(), which fails for descriptors >=
+// FD_SETSIZE (1024): a process with many sessions (the load driver) needs poll().
+int RecvTimeoutPoll(void* ctx, unsigned char* buf, size_t len, uint32_t timeout_ms) {
+  auto* net = static_cast<mbedtls_net_context*>(ctx);
+  pollfd p{net->fd, POLLIN, 0};
+  const int r = ::poll(&p, 1, timeout_ms == 0 ? -1 : static_cast<int>(timeout_ms));
+  if (r == 0) return MBEDTLS_ERR_SSL_TIMEOUT;
+  if (r < 0) return errno == EINTR ? MBEDTLS_ERR_SSL_WANT_READ : MBEDTLS_ERR_NET_RECV_FAILED;
+  return mbedtls_net_recv(ctx, buf, len);
+}
+
+Status TlsFail(const std::string& what, int rc) {
+  return Status(StatusCode::kUnavailable, fmt::format("{}: {}", what, TlsErrorString(rc)));
+}
+
+// TLS 1.2 only (Debian's mbedTLS 2.28 has no TLS 1.3 server), with kCurves for ECDHE.
+void TlsOnly12(mbedtls_ssl_config* conf) {
+  mbedtls_ssl_conf_min_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+  mbedtls_ssl_conf_max_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+  mbedtls_ssl_conf_curves(conf, kCurves);
+}
+
+}  // namespace
+
+std::string TlsErrorString(int code) {
+  char buf[200];
+  mbedtls_strerror(code, buf, sizeof buf);
+  return fmt::format("{} (-0x{:04x})", buf, static_cast<unsigned>(-code));
+}
+
+namespace {
+
+int Nibble(char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+// Appends the bytes `hex` spells to `out` (false on an odd length or a non-hex digit).
+template <class Bytes>
+bool DecodeHex(const std::string& hex, Bytes& out) {
+  if (hex.size() % 2 != 0) return false;
+  out.reserve(hex.size() / 2);  // one allocation: no copy left behind by growth
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    const int hi = Nibble(hex[i]), lo = Nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<uint8_t>(hi * 16 + lo));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<uint8_t> HexToBytes(const std::string& hex, bool* ok) {
+  std::vector<uint8_t> out;
+  *ok = DecodeHex(hex, out);
+  return out;
+}
+
+SecretBytes HexToSecret(const std::string& hex, bool* ok) {
+  SecretBytes out;
+  *ok = DecodeHex(hex, out);
+  return out;
+}
+
+std::string BytesToHex(const uint8_t* data, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", data[i]);
+  return s;
+}
+
+Result<SecretBytes> LoadPskFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status(StatusCode::kNotFound, fmt::format("cannot read PSK file '{}'", path));
+  std::string hex;
+  in >> hex;
+  bool ok = false;
+  SecretBytes bytes = HexToSecret(hex, &ok);
+  mbedtls_platform_zeroize(hex.data(), hex.size());
+  if (!ok || bytes.size() < 16 || bytes.size() > 64)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("PSK file '{}' must hold 16..64 bytes as hex on one line", path));
+  return bytes;
+}
+
+Result<std::vector<RegistryEntry>> LoadRegistry(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status(StatusCode::kNotFound, fmt::format("cannot read device registry '{}'", path));
+  std::vector<RegistryEntry> out;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    RegistryEntry e;
+    std::string hex;
+    long index = -1;
+    if (!(ls >> e.id >> index >> hex) || index < 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}:{}: expected 'id index psk_hex'", path, lineno));
+    }
+    bool ok = false;
+    e.psk = HexToSecret(hex, &ok);
+    mbedtls_platform_zeroize(hex.data(), hex.size());
+    if (!ok || e.psk.size() < 16)
+      return Status(StatusCode::kInvalidArgument, fmt::format("{}:{}: bad PSK hex", path, lineno));
+    e.index = static_cast<uint32_t>(index);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+TlsRandom::TlsRandom() {
+  mbedtls_entropy_init(&entropy_);
+  mbedtls_ctr_drbg_init(&drbg_);
+}
+TlsRandom::~TlsRandom() {
+  mbedtls_ctr_drbg_free(&drbg_);
+  mbedtls_entropy_free(&entropy_);
+}
+Status TlsRandom::init(const std::string& pers) {
+  const int rc = mbedtls_ctr_drbg_seed(&drbg_, mbedtls_entropy_func, &entropy_,
+                                       reinterpret_cast<const unsigned char*>(pers.data()), pers.size());
+  return rc == 0 ? Status::Ok() : TlsFail("seeding the random generator", rc);
+}
+
+TlsServerConfig::TlsServerConfig() {
+  mbedtls_ssl_config_init(&conf_);
+  mbedtls_x509_crt_init(&ca_);
+  mbedtls_x509_crt_init(&cert_);
+  mbedtls_pk_init(&key_);
+}
+TlsServerConfig::~TlsServerConfig() {
+  mbedtls_pk_free(&key_);
+  mbedtls_x509_crt_free(&cert_);
+  mbedtls_x509_crt_free(&ca_);
+  mbedtls_ssl_config_free(&conf_);
+}
+
+int TlsServerConfig::PskCallback(void* p, mbedtls_ssl_context* ssl, const unsigned char* id, size_t id_len) {
+  auto* self = static_cast<TlsServerConfig*>(p);
+  std::string identity(reinterpret_cast<const char*>(id), id_len);
+  auto it = self->psks_.find(identity);
+  if (it == self->psks_.end()) {
+    self->rejected_[ssl] = identity;
+    return -1;
+  }
+  self->identities_[ssl] = identity;
+  return mbedtls_ssl_set_hs_psk(ssl, it->second.data(), it->second.size());
+}
+
+std::string TlsServerConfig::take_psk_identity(const mbedtls_ssl_context* ssl) {
+  auto it = identities_.find(ssl);
+  if (it == identities_.end()) return "";
+  std::string id = it->second;
+  identities_.erase(it);
+  return id;
+}
+
+std::string TlsServerConfig::take_rejected_identity(const mbedtls_ssl_context* ssl) {
+  identities_.erase(ssl);
+  auto it = rejected_.find(ssl);
+  if (it == rejected_.end()) return "";
+  std::string id = it->second;
+  rejected_.erase(it);
+  return id;
+}
+
+Status TlsServerConfig::init(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
+                             const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe) {
+  const bool psk = auth == "any" || auth == "psk";
+  const bool cert = auth == "any" || auth == "cert";
+  if (!psk && !cert)
+    return Status(StatusCode::kInvalidArgument, fmt::format("network.auth '{}' (expected any, psk or cert)", auth));
+  FEDRT_TRY(rng_.init("fedrt-coordinator"));
+  int rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
+                                       MBEDTLS_SSL_PRESET_DEFAULT);
+  if (rc != 0) return TlsFail("TLS server defaults", rc);
+  TlsOnly12(&conf_);
+  mbedtls_ssl_conf_rng(&conf_, mbedtls_ctr_drbg_random, rng_.drbg());
+  if (cert) {
+    if ((rc = mbedtls_x509_crt_parse_file(&ca_, ca_file.c_str())) != 0)
+      return TlsFail(fmt::format("CA certificate '{}'", ca_file), rc);
+    if ((rc = mbedtls_x509_crt_parse_file(&cert_, cert_file.c_str())) != 0)
+      return TlsFail(fmt::format("coordinator certificate '{}'", cert_file), rc);
+    if ((rc = mbedtls_pk_parse_keyfile(&key_, key_file.c_str(), nullptr)) != 0)
+      return TlsFail(fmt::format("coordinator key '{}'", key_file), rc);
+    if ((rc = mbedtls_ssl_conf_own_cert(&conf_, &cert_, &key_)) != 0) return TlsFail("coordinator certificate", rc);
+    mbedtls_ssl_conf_ca_chain(&conf_, &ca_, nullptr);
+    mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_REQUIRED);  // mutual authentication
+    for (int s : kCertSuites) suites_.push_back(s);
+  }
+  if (psk) {
+    for (const auto& e : registry) psks_[e.id] = e.psk;
+    mbedtls_ssl_conf_psk_cb(&conf_, &TlsServerConfig::PskCallback, this);
+    if (psk_ecdhe) suites_.insert(suites_.end(), std::begin(kEcdhePskSuites), std::end(kEcdhePskSuites));
+    suites_.insert(suites_.end(), std::begin(kPlainPskSuites), std::end(kPlainPskSuites));
+  }
+  suites_.push_back(0);
+  mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());
+  return Status::Ok();
+}
+
+std::string PeerIdentity(TlsServerConfig& config, const mbedtls_ssl_context* ssl, bool* used_psk) {
+  std::string id = config.take_psk_identity(ssl);
+  *used_psk = !id.empty();
+  if (!id.empty()) return id;
+  const mbedtls_x509_crt* peer = mbedtls_ssl_get_peer_cert(ssl);
+  if (peer == nullptr) return "";
+  for (const mbedtls_x509_name* n = &peer->subject; n != nullptr; n = n->next) {
+    if (n->oid.p != nullptr && MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) == 0)
+      return std::string(reinterpret_cast<const char*>(n->val.p), n->val.len);
+  }
+  return "";
+}
+
+TlsClient::TlsClient() {
+  mbedtls_ssl_config_init(&conf_);
+  mbedtls_ssl_init(&ssl_);
+  mbedtls_net_init(&net_);
+  mbedtls_x509_crt_init(&ca_);
+  mbedtls_x509_crt_init(&cert_);
+  mbedtls_pk_init(&key_);
+}
+TlsClient::~TlsClient() {
+  close();
+  mbedtls_pk_free(&key_);
+  mbedtls_x509_crt_free(&cert_);
+  mbedtls_x509_crt_free(&ca_);
+  mbedtls_ssl_free(&ssl_);
+  mbedtls_ssl_config_free(&conf_);
+}
+
+Status TlsClient::init(const TlsClientCredentials& creds) {
+  FEDRT_TRY(rng_.init("fedrt-device-" + creds.identity));
+  int rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
+                                       MBEDTLS_SSL_PRESET_DEFAULT);
+  if (rc != 0) return TlsFail("TLS client defaults", rc);
+  TlsOnly12(&conf_);
+  // Records of at most kDeviceMaxFragment bytes: a coordinator whose mbedTLS
+  // has variable buffers (cmake/host_mbedtls.cmake) shrinks this session's
+  // record buffers to that size once the handshake ends (docs/scale.md).
+  if ((rc = mbedtls_ssl_conf_max_frag_len(&conf_, kDeviceMaxFragment)) != 0) return TlsFail("max_fragment_length", rc);
+  mbedtls_ssl_conf_rng(&conf_, mbedtls_ctr_drbg_random, rng_.drbg());
+  if (!creds.psk_file.empty()) {
+    auto psk = LoadPskFile(creds.psk_file);  // mbedTLS keeps (and zeroizes) its own copy; ours goes with `psk`
+    if (!psk.ok()) return psk.status();
+    rc = mbedtls_ssl_conf_psk(&conf_, psk->data(), psk->size(),
+                              reinterpret_cast<const unsigned char*>(creds.identity.data()), creds.identity.size());
+    if (rc != 0) return TlsFail("PSK", rc);
+    suites_.insert(suites_.end(), std::begin(kEcdhePskSuites), std::end(kEcdhePskSuites));
+    suites_.insert(suites_.end(), std::begin(kPlainPskSuites), std::end(kPlainPskSuites));
+    mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_NONE);  // PSK authenticates both sides
+  } else {
+    if ((rc = mbedtls_x509_crt_parse_file(&ca_, creds.ca_file.c_str())) != 0)
+      return TlsFail(fmt::format("CA certificate '{}'", creds.ca_file), rc);
+    if ((rc = mbedtls_x509_crt_parse_file(&cert_, creds.cert_file.c_str())) != 0)
+      return TlsFail(fmt::format("device certificate '{}'", creds.cert_file), rc);
+    if ((rc = mbedtls_pk_parse_keyfile(&key_, creds.key_file.c_str(), nullptr)) != 0)
+      return TlsFail(fmt::format("device key '{}'", creds.key_file), rc);
+    if ((rc = mbedtls_ssl_conf_own_cert(&conf_, &cert_, &key_)) != 0) return TlsFail("device certificate", rc);
+    mbedtls_ssl_conf_ca_chain(&conf_, &ca_, nullptr);
+    mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_REQUIRED);
+    for (int s : kCertSuites) suites_.push_back(s);
+  }
+  suites_.push_back(0);
+  mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());
+  if ((rc = mbedtls_ssl_setup(&ssl_, &conf_)) != 0) return TlsFail("TLS setup", rc);
+  if (creds.psk_file.empty()) mbedtls_ssl_set_hostname(&ssl_, "fedrt-coordinator");
+  ssl_ready_ = true;
+  return Status::Ok();
+}
+
+Status TlsClient::connect(const std::string& host, uint16_t port, uint32_t read_timeout_ms) {
+  close();
+  mbedtls_ssl_session_reset(&ssl_);
+  const std::string p = std::to_string(port);
+  int rc = mbedtls_net_connect(&net_, host.c_str(), p.c_str(), MBEDTLS_NET_PROTO_TCP);
+  if (rc != 0) return TlsFail(fmt::format("connect {}:{}", host, port), rc);
+  // The protocol sends small frames and waits for the answer: without
+  // TCP_NODELAY, Nagle's algorithm holds each one until the peer's delayed
+  // acknowledgement (about 40 ms on Linux).
+  const int one = 1;
+  ::setsockopt(net_.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // A busy coordinator serves handshakes one after the other: allow it time.
+  mbedtls_ssl_conf_read_timeout(&conf_, kHandshakeTimeoutMs);
+  mbedtls_ssl_set_bio(&ssl_, &net_, mbedtls_net_send, nullptr, RecvTimeoutPoll);
+  while ((rc = mbedtls_ssl_handshake(&ssl_)) != 0) {
+    if (rc != MBEDTLS_ERR_SSL_WANT_READ && rc != MBEDTLS_ERR_SSL_WANT_WRITE) {
+      mbedtls_net_free(&net_);
+      return TlsFail("TLS handshake", rc);
+    }
+  }
+  mbedtls_ssl_conf_read_timeout(&conf_, read_timeout_ms);
+  connected_ = true;
+  return Status::Ok();
+}
+
+Status TlsClient::write_all(const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    const int rc = mbedtls_ssl_write(&ssl_, reinterpret_cast<const unsigned char*>(bytes.data()) + off,
+                                     bytes.size() - off);
+    if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE) continue;
+    if (rc < 0) {
+      close();
+      return TlsFail("TLS write", rc);
+    }
+    off += static_cast<size_t>(rc);
+  }
+  return Status::Ok();
+}
+
+Result<size_t> TlsClient::read_some(uint8_t* buf, size_t cap) {
+  const int rc = mbedtls_ssl_read(&ssl_, buf, cap);
+  if (rc > 0) return static_cast<size_t>(rc);
+  if (rc == MBEDTLS_ERR_SSL_TIMEOUT || rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE)
+    return size_t(0);
+  close();
+  if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
+    return Status(StatusCode::kUnavailable, std::string("connection closed by the coordinator"));
+  return TlsFail("TLS read", rc);
+}
+
+void TlsClient::close() {
+  if (connected_) mbedtls_ssl_close_notify(&ssl_);
+  connected_ = false;
+  mbedtls_net_free(&net_);
+}
+
+}  // namespace fedrt::net
