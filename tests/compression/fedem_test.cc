@@ -70,7 +70,7 @@ TEST(FedEm, UncompressedFullParticipationStepIsAnEmStep) {
     Arena arena(mem.data(), mem.size());
     std::vector<FedEmClient<double>> clients;
     std::vector<compression::CompressedDifference<double>> links;  // V_c: the uplink's memory
-    auto server = FedEmServer<double>::create(arena, dim, G, p, n, h, shat0.data());
+    auto server = FedEmServer<double, problems::GmmMStepOf<double>>::create(arena, dim, problems::GmmMStepOf<double>{G, p}, n, h, shat0.data());
     ASSERT_TRUE(server.ok());
     std::vector<double> v0(dim), g(dim), sent(dim);
     for (int c = 0; c < n; ++c) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "fedrt/algorithms/fedem.h"
+#include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/algorithms/fedopt.h"
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/core/exact_sum.h"
@@ -266,7 +267,7 @@ TEST(ExactSumArray, BytesPerCoordinate) {
   // The coordinator's servers: their own vectors and these sums.
   EXPECT_LE(static_cast<double>(algorithms::LsaServer<double>::ArenaBytes(d)) / d, 8 + 30.5);
   EXPECT_LE(static_cast<double>(algorithms::FedOptServer<double>::ArenaBytes(d)) / d, 2 * (8 + 30.5));
-  EXPECT_LE(static_cast<double>(algorithms::FedEmServer<double>::ArenaBytes(d)) / d, 4 * 8 + 2 * 30.5);
+  EXPECT_LE(static_cast<double>(algorithms::FedEmServer<double, problems::GmmMStepOf<double>>::ArenaBytes(d)) / d, 4 * 8 + 2 * 30.5);
 }
 
 }  // namespace

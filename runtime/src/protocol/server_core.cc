@@ -22,7 +22,7 @@ Status ServerCore::init(const task::Task& task, uint32_t algorithm, uint32_t run
       family_ == Family::kOpt ? static_cast<unsigned>(choice_.kind) - static_cast<unsigned>(AlgorithmKind::kFedAvg) : 0u);
   const size_t family_bytes =
       family_ == Family::kLsa   ? algorithms::LsaServer<double>::ArenaBytes(dim_)
-      : family_ == Family::kEm  ? algorithms::FedEmServer<double>::ArenaBytes(dim_)
+      : family_ == Family::kEm  ? EmServer::ArenaBytes(dim_)
                                 : chains_ * algorithms::FedOptServer<double>::ArenaBytes(dim_, opt_kind) +
                                       (chains_ == 2 ? algorithms::RichardsonRomberg<double>::ArenaBytes(dim_) : 0);
   memory_.reset(static_cast<uint8_t*>(std::calloc(family_bytes + 256, 1)));
@@ -75,7 +75,8 @@ Status ServerCore::init(const task::Task& task, uint32_t algorithm, uint32_t run
       const int G = static_cast<int>(task.problem.gmm.components), p = static_cast<int>(task.problem.gmm.data_dim);
       gmm_components_ = G;
       gmm_dim_ = p;
-      auto s = algorithms::FedEmServer<double>::create(arena, dim_, G, p, task.problem.agents, hy, initial.data);
+      if (dim_ != G * (1 + p)) return Status::InvalidArgument("fedem server: dim must be G (1 + p)");
+      auto s = EmServer::create(arena, dim_, problems::GmmMStepOf<double>{G, p}, task.problem.agents, hy, initial.data);
       if (!s.ok()) return s.status();
       em_ = *s;
       break;

@@ -4,6 +4,12 @@
 // naive FedEM (no V's) and VR-FedEM (SPIDER local statistics in cycles of
 // k_in iterations). The M-step T runs on the server only; agents receive
 // Shat_k and T(Shat_k). Pure: no I/O, no threads, memory from an Arena.
+//
+// Generic over the EM model, as the other cores are over their oracles: the
+// client takes any oracle with points(), mean_stat(theta, out) = sbar_c(theta)
+// and add_stat(theta, i, w, out) += w s_i(theta); the server any M-step
+// object with operator()(shat, theta) = T(shat) (the Gaussian mixture's:
+// problems/gmm_oracle.h, GmmMStepOf).
 
 #include <cstdint>
 #include <cstring>
@@ -14,7 +20,6 @@
 #include "fedrt/core/exact_sum_array.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/core/status.h"
-#include "fedrt/problems/gmm_oracle.h"
 
 namespace fedrt::algorithms {
 
@@ -71,7 +76,8 @@ class FedEmClient {
   // V_{0,c} = sbar_c(T(Shat_0)) - Shat_0 rounded to float32 (it is sent once,
   // as float32, so that the server's V_0 = mean_c V_{0,c} is exact); naive
   // FedEM: 0. Writes V_{0,c} to `v0` (dim values) and starts the SPIDER state.
-  void init(const problems::GmmOracle<S>& oracle, const S* shat0, const S* theta0, S* v0) {
+  template <class Oracle>
+  void init(const Oracle& oracle, const S* shat0, const S* theta0, S* v0) {
     oracle.mean_stat(theta0, stat_);
     std::memcpy(prev_theta_, theta0, sizeof(S) * dim_);
     for (int i = 0; i < dim_; ++i) {
@@ -86,7 +92,8 @@ class FedEmClient {
   //   mini-batch:        b^{-1} sum_B s_i(theta_k)                         b
   //   VR-FedEM, k % k_in == 0: sbar_c(theta_k)                             m
   //   VR-FedEM otherwise: S_{k,c} + b^{-1} sum_B (s_i(theta_k) - s_i(theta_{k-1}))   2b
-  uint64_t compute_statistic(const problems::GmmOracle<S>& oracle, const S* theta, uint32_t k, CounterRng& rng) {
+  template <class Oracle>
+  uint64_t compute_statistic(const Oracle& oracle, const S* theta, uint32_t k, CounterRng& rng) {
     const uint32_t m = oracle.points();
     const uint32_t b = hyper_.batch == 0 || hyper_.batch > m ? m : hyper_.batch;
     uint64_t evals = 0;
@@ -129,8 +136,9 @@ class FedEmClient {
 };
 
 // Server: Shat_{k+1} = Shat_k + gamma/(n p) sum_{c in A} Q(Delta_c) + gamma V_k,
-// V_{k+1} = V_k + alpha/n sum_{c in A} Q(Delta_c), theta_{k+1} = T(Shat_{k+1}).
-template <class S>
+// V_{k+1} = V_k + alpha/n sum_{c in A} Q(Delta_c), theta_{k+1} = T(Shat_{k+1}),
+// with T the model's M-step (MStep: operator()(const S* shat, S* theta)).
+template <class S, class MStep>
 class FedEmServer {
  public:
   FedEmServer() = default;
@@ -140,9 +148,9 @@ class FedEmServer {
            2 * ExactSumArray::ArenaBytes(static_cast<size_t>(dim));
   }
 
-  static Result<FedEmServer> create(Arena& arena, int dim, int components, int data_dim, uint32_t agents,
+  static Result<FedEmServer> create(Arena& arena, int dim, const MStep& m_step, uint32_t agents,
                                     const EmHyper<S>& hyper, const S* shat0) {
-    if (dim != components * (1 + data_dim)) return Status::InvalidArgument("fedem server: dim must be G (1 + p)");
+    if (dim <= 0) return Status::InvalidArgument("fedem server: dimension must be positive");
     if (agents == 0) return Status::InvalidArgument("fedem server: no agents");
     if (!(hyper.participation > 0 && hyper.participation <= 1))
       return Status::InvalidArgument("fedem server: participation must be in (0, 1]");
@@ -155,8 +163,7 @@ class FedEmServer {
     if (!v0_sums.ok()) return v0_sums.status();
     FedEmServer s;
     s.dim_ = dim;
-    s.G_ = components;
-    s.p_ = data_dim;
+    s.m_step_ = m_step;
     s.n_ = agents;
     s.hyper_ = hyper;
     s.alpha_ = hyper.algorithm == EmAlgorithm::kFedEmNaive
@@ -169,7 +176,7 @@ class FedEmServer {
     s.sum_ = *sums;
     s.v0_sum_ = *v0_sums;
     std::memcpy(s.shat_, shat0, sizeof(S) * dim);
-    problems::GmmMStep(s.shat_, components, data_dim, s.theta_);
+    s.m_step_(s.shat_, s.theta_);
     return s;
   }
 
@@ -206,7 +213,7 @@ class FedEmServer {
       shat_[i] += scale * sum + g * v_[i];
       v_[i] += a * sum;
     }
-    problems::GmmMStep(shat_, G_, p_, theta_);
+    m_step_(shat_, theta_);
   }
 
   const S* statistic() const { return shat_; }  // Shat_k
@@ -217,11 +224,12 @@ class FedEmServer {
   void restore(const S* shat, const S* v) {
     std::memcpy(shat_, shat, sizeof(S) * dim_);
     std::memcpy(v_, v, sizeof(S) * dim_);
-    problems::GmmMStep(shat_, G_, p_, theta_);
+    m_step_(shat_, theta_);
   }
 
  private:
-  int dim_ = 0, G_ = 0, p_ = 0;
+  int dim_ = 0;
+  MStep m_step_{};
   uint32_t n_ = 0;
   EmHyper<S> hyper_{};
   S alpha_ = 0;

@@ -31,6 +31,14 @@ inline void GmmMStep(const S* s, int G, int p, S* theta) {
   }
 }
 
+// The M-step as an object, for the EM cores (algorithms/fedem.h):
+// theta = T(shat) for G components of p values.
+template <class S>
+struct GmmMStepOf {
+  int components = 0, data_dim = 0;  // G, p
+  void operator()(const S* shat, S* theta) const { GmmMStep(shat, components, data_dim, theta); }
+};
+
 template <class S>
 class GmmOracle {
  public:

@@ -16,6 +16,7 @@
 #include "fedrt/algorithms/richardson_romberg.h"
 #include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
+#include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/protocol/messages.h"
 
 namespace fedrt::protocol {
@@ -111,7 +112,8 @@ class ServerCore {
   algorithms::LsaServer<double> lsa_;
   algorithms::FedOptServer<double> opt_[task::kMaxSegments];
   algorithms::RichardsonRomberg<double> rr_;
-  algorithms::FedEmServer<double> em_;
+  using EmServer = algorithms::FedEmServer<double, problems::GmmMStepOf<double>>;
+  EmServer em_;
 };
 
 }  // namespace fedrt::protocol
