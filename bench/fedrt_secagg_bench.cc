@@ -22,7 +22,7 @@
 
 #include "fedrt/core/rng.h"
 #include "fedrt/secagg/device.h"
-#include "fedrt/secagg/simulated_round.h"
+#include "secagg_round.h"
 
 using namespace fedrt;
 using namespace fedrt::secagg;

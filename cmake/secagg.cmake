@@ -25,7 +25,7 @@ endif()
 add_library(fedrt_secagg STATIC
   runtime/src/secagg/server.cc
   runtime/src/secagg/shamir_decode.cc
-  runtime/src/secagg/simulated_round.cc)
+  runtime/src/secagg/simulated_entropy.cc)
 target_link_libraries(fedrt_secagg PUBLIC fedrt_secagg_device fmt::fmt)
 target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 # The simulator runs the same state machines (secure_aggregation = true).
@@ -35,5 +35,5 @@ target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 
 if(FEDRT_BUILD_BENCH)
   add_executable(fedrt-secagg-bench bench/fedrt_secagg_bench.cc)
-  target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_secagg)
+  target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_test_support)
 endif()

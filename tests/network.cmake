@@ -20,7 +20,7 @@ gtest_discover_tests(fedrt_admin_cli_tests PROPERTIES LABELS cli TIMEOUT 60 DISC
 add_executable(fedrt-test-device net/test_device.cc)
 target_link_libraries(fedrt-test-device PRIVATE fedrt_net CLI11::CLI11)
 add_executable(fedrt-test-coordinator net/test_coordinator.cc)
-target_link_libraries(fedrt-test-coordinator PRIVATE fedrt_net CLI11::CLI11)
+target_link_libraries(fedrt-test-coordinator PRIVATE fedrt_net fedrt_test_faults CLI11::CLI11)
 set_target_properties(fedrt-test-device fedrt-test-coordinator PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/bin)
 

@@ -1,12 +1,14 @@
-// fedrt-test-coordinator: fedrt-coordinator plus the test hooks (a stop
-// between rounds, a SIGKILL in or after a commit, a dump of the SecAgg+
-// messages it receives, a lie about who survived a secure round). Built with the tests only; the product's
-// fedrt-coordinator has none of these flags.
+// fedrt-test-coordinator: fedrt-coordinator plus the fault hooks of
+// tests/support/fault_hooks.h (a stop between rounds, a SIGKILL in or after a
+// commit, a dump of the SecAgg+ messages it receives, a lie about who
+// survived a secure round). Built with the tests only; the product's
+// fedrt-coordinator has none of these flags and links none of the hooks.
 
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
 
+#include "fault_hooks.h"
 #include "fedrt/coordinator/cli.h"
 
 using namespace fedrt;
@@ -15,7 +17,7 @@ int main(int argc, char** argv) {
   CLI::App app{"fedrt-test-coordinator: fedrt-coordinator with test hooks"};
   net::CoordinatorFlags flags;
   net::AddCoordinatorFlags(app, flags);
-  net::CoordinatorHooks hooks;
+  test::FaultSettings hooks;
   app.add_option("--stop-after-rounds", hooks.stop_after_rounds, "exit after closing this many rounds (a crash)");
   app.add_option("--secagg-dump", hooks.secagg_dump, "append every SecAgg+ message received to FILE");
   app.add_option("--crash-in-commit", hooks.crash_in_commit,
@@ -27,7 +29,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   net::CoordinatorOptions opt;
   Status st = net::CoordinatorOptionsFromFlags(app, flags, opt);
-  opt.hooks = hooks;
+  test::FaultHooks faults(hooks);
+  opt.faults = &faults;
   if (st.ok()) st = net::RunCoordinator(opt);
   if (!st.ok()) {
     std::fprintf(stderr, "fedrt-test-coordinator: error: %s\n", st.message());

@@ -10,7 +10,7 @@
 
 #include "fedrt/core/rng.h"
 #include "fedrt/secagg/server.h"
-#include "fedrt/secagg/simulated_round.h"
+#include "secagg_round.h"
 #include "round_fixture.h"
 
 namespace fedrt::secagg {

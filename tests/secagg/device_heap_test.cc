@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "fedrt/secagg/device.h"
-#include "fedrt/secagg/simulated_round.h"
+#include "secagg_round.h"
 
 extern "C" void* __libc_malloc(size_t);
 extern "C" void* __libc_calloc(size_t, size_t);

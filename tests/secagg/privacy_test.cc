@@ -14,7 +14,7 @@
 #include "fedrt/secagg/device.h"
 #include "fedrt/secagg/server.h"
 #include "fedrt/secagg/shamir.h"
-#include "fedrt/secagg/simulated_round.h"
+#include "secagg_round.h"
 
 namespace fedrt::secagg {
 namespace {

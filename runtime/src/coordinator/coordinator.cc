@@ -110,11 +110,7 @@ Status Coordinator::init() {
   fo.names = names_;
   fo.deadline_ms = static_cast<uint32_t>(opt_.network.deadline_ms);
   fo.quorum = opt_.network.quorum;
-  fo.stop_after_rounds = opt_.hooks.stop_after_rounds;
-  fo.secagg_dump = opt_.hooks.secagg_dump;
-  fo.crash_in_commit = opt_.hooks.crash_in_commit;
-  fo.crash_after_commit = opt_.hooks.crash_after_commit;
-  fo.secagg_lie_round = opt_.hooks.secagg_lie_round;
+  fo.faults = opt_.faults;
   fo.events = monitor_.get();
   // A device convicted of wrong SecAgg+ shares is revoked like `keys revoke` (refused from its
   // next handshake on, recorded in the state db), after the round that named it is published.

@@ -1,8 +1,6 @@
 #include "fedrt/coordinator/fleet_rounds.h"
 
 #include <algorithm>
-#include <csignal>
-#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -157,14 +155,7 @@ void FleetRounds::deliver(uint64_t now_ms) {
       continue;
     }
     protocol::ServerMessage m = session_->message(out, now_ms);
-    std::vector<uint32_t> lie;  // test hook: a coordinator that lies about who survived
-    const auto& sa = session_->secagg();
-    if (m.kind == MessageKind::kSecAggUnmaskRequest && opt_.secagg_lie_round >= 0 &&
-        m.unmask_request.id.round == static_cast<uint32_t>(opt_.secagg_lie_round) && sa.params_for(out.agent).id < sa.n() / 2) {
-      for (uint32_t i = 0; i < m.unmask_request.survivors.size; ++i)
-        if (m.unmask_request.survivors[i] != sa.n() - 1) lie.push_back(m.unmask_request.survivors[i]);
-      m.unmask_request.survivors = protocol::View<uint32_t>{lie.data(), static_cast<uint32_t>(lie.size())};
-    }
+    if (opt_.faults != nullptr) opt_.faults->sending(*session_, out.agent, m);
     wire::Envelope env;
     if (!wire::Encode(m, env)) continue;
     if (out.agent < agents_) {
@@ -272,9 +263,9 @@ Status FleetRounds::persist() {
     rec.reports.push_back(m);
   }
   const long n = closed_here_ + 1;  // this commit's number in this process
-  if (opt_.crash_in_commit == n) store_->set_before_commit([] { raise(SIGKILL); });
+  if (opt_.faults != nullptr) opt_.faults->before_save(n, *store_);
   FEDRT_TRY(store_->save_round(rec, c.members, vectors));
-  if (opt_.crash_after_commit == n) raise(SIGKILL);
+  if (opt_.faults != nullptr) opt_.faults->after_save(n);
   events_->round_closed(rec, MsSince(t_open_));
   const size_t slot = c.id.round == protocol::kInitRound ? 0 : static_cast<size_t>(c.id.round) + 1;
   done_[c.id.algorithm * opt_.task.runs + c.id.run][slot] = 1;
@@ -329,7 +320,7 @@ void FleetRounds::pump(uint64_t now_ms) {
                      name, c.id.run, round_name(c.id.round), c.members.size(), c.sampled, c.closed_by,
                      last_error_, c.bits_up, MsSince(t_open_), collect_ms, persist_ms);
       ++closed_here_;
-      if (opt_.stop_after_rounds > 0 && closed_here_ >= opt_.stop_after_rounds) {
+      if (opt_.faults != nullptr && opt_.faults->stop_after(closed_here_)) {
         CoordinatorLog("stop after_rounds={}", closed_here_);
         stopped_ = true;
         break;
@@ -361,17 +352,6 @@ void FleetRounds::set_refused(uint32_t agent) {
   }
 }
 
-void FleetRounds::dump(uint32_t agent, const wire::Envelope& env) {
-  if (opt_.secagg_dump.empty() || session_ == nullptr) return;
-  std::ofstream out(opt_.secagg_dump, std::ios::app);
-  std::string bytes;
-  env.SerializeToString(&bytes);
-  const protocol::RoundId& id = session_->current();
-  out << id.algorithm << ' ' << id.run << ' ' << id.round << ' ' << session_->secagg().params_for(agent).id << ' '
-      << static_cast<int>(env.body_case()) << ' '
-      << BytesToHex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()) << '\n';
-}
-
 protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in,
                                           uint64_t now_ms) {
   using protocol::Refusal;
@@ -385,7 +365,7 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
   const MessageKind k = in.kind();
   const bool secure = k == MessageKind::kSecAggAdvertise || k == MessageKind::kSecAggShares ||
                       k == MessageKind::kSecAggMasked || k == MessageKind::kSecAggCheck || k == MessageKind::kSecAggUnmask;
-  if (secure) dump(agent, env);
+  if (secure && opt_.faults != nullptr) opt_.faults->received(*session_, agent, env);
   const Verdict v = session_->on_message(agent, in.from_device(), now_ms);
   if (v.ok()) {
     if (secure) events_->secagg_answer(agent);

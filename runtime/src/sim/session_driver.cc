@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/core/rng.h"
-#include "fedrt/secagg/simulated_round.h"
+#include "fedrt/secagg/simulated_entropy.h"
 
 namespace fedrt::sim {
 

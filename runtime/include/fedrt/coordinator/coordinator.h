@@ -16,14 +16,7 @@
 
 namespace fedrt::net {
 
-// Test hooks; the fedrt-coordinator command line exposes none.
-struct CoordinatorHooks {
-  long stop_after_rounds = 0;  // exit after closing this many rounds (0 = never): a crash between rounds
-  std::string secagg_dump;     // append every SecAgg+ message received: "alg run round u body_case hex(Envelope)"
-  long crash_in_commit = 0;     // SIGKILL itself in its N-th round commit, before SQLite's COMMIT (0 = never)
-  long crash_after_commit = 0;  // SIGKILL itself after its N-th round commit, before devices hear of it
-  long secagg_lie_round = -1;   // in this secure round (0-based), tell the first half of the devices that the last dropped
-};
+class RoundFaults;
 
 struct CoordinatorOptions {
   config::ExperimentConfig experiment;
@@ -32,7 +25,7 @@ struct CoordinatorOptions {
   std::string port_file;  // written with the bound port once listening
   std::string name;       // the experiment's name on the dashboard (its file: folder/stem)
   bool plot = true;
-  CoordinatorHooks hooks;
+  RoundFaults* faults = nullptr;  // tests only (coordinator/fleet_rounds.h); the command line sets none
 };
 
 // Runs the experiment to completion (or until a hook stops it). Returns the

@@ -26,17 +26,33 @@
 
 namespace fedrt::net {
 
+// Fault injection: a seam for tests (tests/support/fault_hooks.h crashes the
+// coordinator in or after a commit, stops it between rounds, dumps the
+// SecAgg+ messages it receives, makes it lie); the product sets none. Every
+// call comes from the event loop; each default does nothing.
+class RoundFaults {
+ public:
+  virtual ~RoundFaults() = default;
+  // The n-th round commit of this process (1, 2, ...) is about to be saved in `store` ...
+  virtual void before_save(long n, StateStore& store) {}
+  // ... and was saved, before any device learns of it.
+  virtual void after_save(long n) {}
+  // True: stop the coordinator now that n rounds closed in this process.
+  virtual bool stop_after(long n) { return false; }
+  // A SecAgg+ message of `agent`, as received.
+  virtual void received(const protocol::ServerSession& session, uint32_t agent, const wire::Envelope& env) {}
+  // A message about to be encoded for `agent`; it may be rewritten (views
+  // into the hook's storage stay valid until its next call).
+  virtual void sending(const protocol::ServerSession& session, uint32_t agent, protocol::ServerMessage& m) {}
+};
+
 struct FleetRoundsOptions {
   task::Task task;
   protocol::View<double> initial;  // the family's initial iterate (the instance's, alive throughout)
   std::vector<std::string> names;  // algorithm names, for the log
   uint32_t deadline_ms = 30000;    // per round (per SecAgg+ phase)
   double quorum = 0.5;
-  long stop_after_rounds = 0;      // test hook: stop after this many rounds closed here (0 = never)
-  std::string secagg_dump;         // test hook: append every SecAgg+ message received to this file
-  long crash_in_commit = 0;        // test hook: SIGKILL in the N-th commit here, before COMMIT (0 = never)
-  long crash_after_commit = 0;     // test hook: SIGKILL after the N-th commit here, before publishing it
-  long secagg_lie_round = -1;      // test hook: in this secure round, tell devices 0..n/2-1 that device n-1 dropped
+  RoundFaults* faults = nullptr;   // tests only (not owned)
   FleetEvents* events = nullptr;   // the operator's view (ops/fleet_monitor.h); may be null
   // Called after a secure round closed, for each agent convicted of wrong SecAgg+
   // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
@@ -62,7 +78,7 @@ class FleetRounds {
   size_t rounds_done() const { return done_count_; }
   bool finished() const { return finished_; }  // every round of the schedule is durable
   bool complete() const { return !next_slot().valid; }  // nothing left to run (also before start)
-  bool stopped() const { return stopped_; }    // stop_after_rounds reached
+  bool stopped() const { return stopped_; }    // a fault hook stopped the rounds
   const Status& fatal() const { return fatal_; }
   // Once finished: frees the last run's server session (its exact sums cost
   // hundreds of bytes per coordinate) before the outputs rebuild every run's.
@@ -106,7 +122,6 @@ class FleetRounds {
   void deliver(uint64_t now_ms);
   void announce(uint32_t agent, uint64_t now_ms);
   void log_phases(uint64_t now_ms);
-  void dump(uint32_t agent, const wire::Envelope& env);
   std::string round_name(uint32_t t) const;
 
   FleetRoundsOptions opt_;

@@ -1,5 +1,6 @@
-// In-process SecAgg+ round: device and server state machines, messages by value.
-#include "fedrt/secagg/simulated_round.h"
+// In-process SecAgg+ round for tests and benchmarks: device and server state
+// machines, messages by value (secagg_round.h).
+#include "secagg_round.h"
 
 #include <time.h>
 
@@ -15,23 +16,6 @@ double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-DeviceEntropy SimulatedEntropy(uint64_t entropy_seed, uint64_t round_id, uint32_t id) {
-  uint8_t ikm[20];
-  for (int i = 0; i < 8; ++i) ikm[i] = static_cast<uint8_t>(entropy_seed >> (8 * i));
-  for (int i = 0; i < 8; ++i) ikm[8 + i] = static_cast<uint8_t>(round_id >> (8 * i));
-  for (int i = 0; i < 4; ++i) ikm[16 + i] = static_cast<uint8_t>(id >> (8 * i));
-  static const uint8_t kSalt[] = "fedrt simulated device entropy";
-  DeviceEntropy e;
-  uint8_t okm[sizeof(DeviceEntropy)];
-  const Status st = HkdfSha256(kSalt, sizeof kSalt - 1, ikm, sizeof ikm, nullptr, 0, okm, sizeof okm);
-  (void)st;  // cannot fail: fixed, valid lengths
-  std::copy(okm, okm + kKeyBytes, e.c_sk);
-  std::copy(okm + kKeyBytes, okm + 2 * kKeyBytes, e.s_sk);
-  std::copy(okm + 2 * kKeyBytes, okm + 3 * kKeyBytes, e.b);
-  std::copy(okm + 3 * kKeyBytes, okm + 4 * kKeyBytes, e.shamir);
-  return e;
 }
 
 SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const uint32_t*>& inputs,

@@ -1,9 +1,10 @@
 #pragma once
-// One SecAgg+ round with every device and the server in one process: the
-// simulator, the tests and the benchmark run exactly the device and server
-// state machines (device.h, server.h) and pass their messages by value. Host
-// code. Device secrets come from HKDF of a seed (simulation only: real devices
-// draw them from a hardware RNG / CTR-DRBG).
+// One SecAgg+ round with every device and the server in one process, for
+// the tests and the benchmark (a test-support library: no product binary
+// links it): they run exactly the device and server state machines
+// (secagg/device.h, secagg/server.h) and pass their messages by value, with
+// devices that drop out or cheat and a server that lies. Device secrets come
+// from secagg/simulated_entropy.h. Host code.
 
 #include <cstdint>
 #include <string>
@@ -12,6 +13,7 @@
 #include "fedrt/core/status.h"
 #include "fedrt/secagg/protocol.h"
 #include "fedrt/secagg/server.h"
+#include "fedrt/secagg/simulated_entropy.h"
 
 namespace fedrt::secagg {
 
@@ -82,8 +84,5 @@ SimulatedRound RunSimulatedRound(const RoundParams& p, const std::vector<const u
 
 // CPU time of the calling thread (the cost figures are CPU, not wall, time).
 double ThreadCpuSeconds();
-
-// The per-round entropy of device `id` in the simulator.
-DeviceEntropy SimulatedEntropy(uint64_t entropy_seed, uint64_t round_id, uint32_t id);
 
 }  // namespace fedrt::secagg
