@@ -89,7 +89,7 @@ target_compile_definitions(fedrt_fw_secagg_device PUBLIC FEDRT_SCALAR_FLOAT FEDR
 # (fedrt_fw_client_lsa). Device code: no exceptions, RTTI or heap.
 set(_fw_client_sources "${CMAKE_SOURCE_DIR}/runtime/src/fw/client.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/client_poll.cc"
     "${CMAKE_SOURCE_DIR}/runtime/src/fw/own_samples.cc"
-    "${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc"
+    "${CMAKE_SOURCE_DIR}/runtime/src/fw/nanopb_codec.cc"
     "${CMAKE_SOURCE_DIR}/runtime/src/fw/tls_link.cc" "${CMAKE_SOURCE_DIR}/runtime/src/fw/capi.cc")
 foreach(_v "" "_lsa")
   add_library(fedrt_fw_client${_v} STATIC ${_fw_client_sources})
@@ -133,7 +133,7 @@ if(COMMAND fedrt_add_firmware)
     FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/lsa-fleet/dev0000.log")  # fw_link_qemu_lsa_fleet
   target_compile_definitions(fedrt-fw-lsa PRIVATE FEDRT_FW_WORKSPACE_BYTES=10240)
   # examples/mcu-own-data: a C99 firmware on the C API alone
-  # (fedrt/fedrt_device.h), training on the shard compiled into its flash
+  # (fedrt/mcu_device.h), training on the shard compiled into its flash
   # (device-0.csv as const arrays, shard_to_c.py at build time). Its static
   # buffer holds the whole device (client state and frames, TLS heap, arena);
   # the firmware checks it against fedrt_workspace_size() at boot.

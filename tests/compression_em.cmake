@@ -58,7 +58,7 @@ if(FEDRT_CLANGXX)
             -fno-sanitize-recover=undefined -fno-exceptions -fno-rtti
             -I${PROJECT_SOURCE_DIR}/runtime/include ${_fuzz_src} -o ${_fuzz_bin}
     DEPENDS ${_fuzz_src}
-            ${PROJECT_SOURCE_DIR}/runtime/include/fedrt/compression/codec.h
+            ${PROJECT_SOURCE_DIR}/runtime/include/fedrt/compression/payload.h
             ${PROJECT_SOURCE_DIR}/runtime/include/fedrt/compression/dithering.h
             ${PROJECT_SOURCE_DIR}/runtime/include/fedrt/compression/stochastic_rounding.h
             ${PROJECT_SOURCE_DIR}/runtime/include/fedrt/compression/bit_stream.h

@@ -1,6 +1,6 @@
 /* fedrt-fw-own: a Cortex-M4F device (QEMU mps2-an386) that trains on the shard
  * compiled into its flash, written in C99 against the C API alone
- * (fedrt/fedrt_device.h). The shard is a const array generated at build time
+ * (fedrt/mcu_device.h). The shard is a const array generated at build time
  * from a CSV shard (shard_to_c.py). Built with FEDRT_OWN_SHARD_BLOB
  * (fedrt-fw-digits), the shard is instead a per-device blob in the flash
  * region at fedrt_shard_block (shard_to_blob.py, loaded by qemu-run.sh
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fedrt/fedrt_device.h"
+#include "fedrt/mcu_device.h"
 #include "mps2.h"
 #include "provision.h"
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fedrt/compression/codec.h"
+#include "fedrt/compression/payload.h"
 #include "fedrt/compression/diana.h"
 
 namespace fedrt::compression {

@@ -1,7 +1,7 @@
 // libFuzzer target: chunked uploads at the server session
 // (runtime/src/protocol/server_upload.cc, docs/architecture.md "Chunked
 // transfer"): Update headers and Chunk messages, decoded by the wire codec
-// (runtime/src/wire/codec.cc) and taken by ServerSession::on_update /
+// (runtime/src/wire/protobuf_codec.cc) and taken by ServerSession::on_update /
 // on_chunk of an open round of FedAvg on least squares (2 agents, d = 8).
 // Input: one byte choosing the task (bit 0: 4-level dithering, coded
 // payloads decoded once whole; else raw float64 summed chunk by chunk;
@@ -20,7 +20,7 @@
 
 #include "fuzz_util.h"
 #include "fedrt/protocol/server_session.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 using namespace fedrt;
 using namespace fedrt::protocol;

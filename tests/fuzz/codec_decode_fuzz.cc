@@ -1,4 +1,4 @@
-// libFuzzer target for the wire decoder (runtime/include/fedrt/compression/codec.h).
+// libFuzzer target for the wire decoder (runtime/include/fedrt/compression/payload.h).
 // Input: 4 bytes choosing the session (quantizer kind, levels / bits, Elias
 // gamma, dimension, scalar type), then the untrusted payload. Properties:
 // no out-of-bounds access or UB (ASan/UBSan), and every accepted payload
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fedrt/compression/codec.h"
+#include "fedrt/compression/payload.h"
 
 using namespace fedrt;
 using namespace fedrt::compression;

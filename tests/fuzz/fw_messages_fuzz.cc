@@ -1,4 +1,4 @@
-// libFuzzer target: the firmware's nanopb decoder (runtime/src/fw/codec.cc)
+// libFuzzer target: the firmware's nanopb decoder (runtime/src/fw/nanopb_codec.cc)
 // compiled for the host, with the bounds of the fedrt-fw image
 // (runtime/fw/fedrt_fw.options): the bytes of one frame body go through
 // pb_decode into a fedrt_wire_Envelope, as in runtime/src/fw/client_poll.cc,
@@ -14,7 +14,7 @@
 #include <pb_decode.h>
 
 #include "fuzz_util.h"
-#include "fedrt/fw/codec.h"
+#include "fedrt/fw/nanopb_codec.h"
 
 using namespace fedrt;
 using fedrt::fuzz::Require;

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "fedrt/compression/codec.h"
+#include "fedrt/compression/payload.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/array_bundle.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 using namespace fedrt;
 using namespace fedrt::protocol;

@@ -6,7 +6,7 @@
 // forged neighbour keys, ciphertexts or survivor lists to device 0; an
 // honest step of device u (the real protocol, so a script reaches every
 // phase); a phase close; the final unmasking. Forged values keep the shapes
-// the wire decoders (runtime/src/wire/codec.cc) let through: at most
+// the wire decoders (runtime/src/wire/protobuf_codec.cc) let through: at most
 // kMaxNeighbours ciphertexts, share kind 1 or 2, x in [1, 255], d values.
 // Properties:
 // - no out-of-bounds access or undefined behaviour (ASan, UBSan);

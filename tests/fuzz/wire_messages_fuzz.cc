@@ -1,5 +1,5 @@
 // libFuzzer target: the protobuf-lite message decoders of the host and Linux
-// devices (runtime/src/wire/codec.cc). Input: one byte choosing the Envelope
+// devices (runtime/src/wire/protobuf_codec.cc). Input: one byte choosing the Envelope
 // field (Hello, Welcome, the round messages, the SecAgg+ phases, Chunk, Heartbeat:
 // byte % 20 + 1, the field number in runtime/wire/fedrt.proto), then that
 // message's bytes. Properties:
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 using namespace fedrt;
 using fedrt::fuzz::Require;

@@ -1,4 +1,4 @@
-/* c_api_test: a device written in C99 over the C API (fedrt/fedrt_device.h).
+/* c_api_test: a device written in C99 over the C API (fedrt/mcu_device.h).
  * It reads its own-data CSV shard (header row, a label column), gives the
  * samples to the device in place, through the pull callback or with
  * fedrt_feed, and drives the device with fedrt_poll over an in-memory
@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fedrt/fedrt_device.h"
+#include "fedrt/mcu_device.h"
 
 #define MAX_COLS 300
 #define MAX_ROWS 4096

@@ -1,5 +1,5 @@
 /* c_api_unit_test: the C API's contracts without a coordinator, in C99
- * (fedrt/fedrt_device.h): workspace sizing, init on the caller's buffer and
+ * (fedrt/mcu_device.h): workspace sizing, init on the caller's buffer and
  * its refusals, the sample store (fedrt_feed: order, NaN/Inf, dimension,
  * capacity, after fedrt_feed_done), and a first poll that needs the transport.
  * Exits 0 when every check holds, 1 with the failed checks printed. */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fedrt/fedrt_device.h"
+#include "fedrt/mcu_device.h"
 
 static int failures = 0;
 

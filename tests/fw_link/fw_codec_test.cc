@@ -1,5 +1,5 @@
-// The firmware's nanopb codec (runtime/src/fw/codec.cc) against the host's
-// protobuf-lite codec (runtime/src/wire/codec.cc): the same .proto mapping
+// The firmware's nanopb codec (runtime/src/fw/nanopb_codec.cc) against the host's
+// protobuf-lite codec (runtime/src/wire/protobuf_codec.cc): the same .proto mapping
 // both ways. What the coordinator encodes, the firmware decodes to the same
 // task and round messages; what the firmware encodes, the coordinator
 // decodes to the same messages; and a task one decoder rejects, the other
@@ -15,8 +15,8 @@
 #include <pb_encode.h>
 
 #include "fedrt/task/fingerprint.h"
-#include "fedrt/fw/codec.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/fw/nanopb_codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 namespace fedrt::fw {
 namespace {

@@ -16,7 +16,7 @@ gtest_discover_tests(fw_problem_image_test PROPERTIES LABELS device DISCOVERY_TI
 
 if(TARGET fedrt_fw_nanopb AND TARGET fedrt_wire)
   # codec.cc compiled here (with the host's Status), nanopb code of the all-families image.
-  add_executable(fw_codec_test ${CMAKE_CURRENT_LIST_DIR}/fw_codec_test.cc ${CMAKE_SOURCE_DIR}/runtime/src/fw/codec.cc)
+  add_executable(fw_codec_test ${CMAKE_CURRENT_LIST_DIR}/fw_codec_test.cc ${CMAKE_SOURCE_DIR}/runtime/src/fw/nanopb_codec.cc)
   target_link_libraries(fw_codec_test PRIVATE fedrt_wire fedrt_fw_nanopb GTest::gtest_main)
   gtest_discover_tests(fw_codec_test PROPERTIES LABELS device DISCOVERY_TIMEOUT 60)
 endif()
@@ -58,7 +58,7 @@ if(TARGET fedrt-fw-host)
   set_tests_properties(fw_link_host_secagg PROPERTIES TIMEOUT 600)
 endif()
 
-# The C API (runtime/include/fedrt/fedrt_device.h): a device written in C99
+# The C API (runtime/include/fedrt/mcu_device.h): a device written in C99
 # (-pedantic) drives full rounds through fedrt_poll over an in-memory
 # transport against the real coordinator, on own-data shards; run_c_api.sh
 # compares the rounds with a fleet of C++ devices (fedrt-device) on the same shards.

@@ -31,7 +31,7 @@
 #include <mbedtls/ssl.h>
 
 #include "fedrt/tls/tls.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 #include "fedrt/wire/frame.h"
 
 using namespace fedrt;

@@ -3,7 +3,7 @@
 # train on their own CSV shards (docs/data.md) with a real fedrt-coordinator,
 # twice: (A) every device is fedrt-device --data SHARD; (B) device 0 is
 # c_api_test, a C99 program that drives the C API's poll loop over an
-# in-memory transport (fedrt/fedrt_device.h), the others are fedrt-device.
+# in-memory transport (fedrt/mcu_device.h), the others are fedrt-device.
 # Every round of B must match A: the error e_t = ||x_t - x*||^2 within the
 # float32 bound of run_fw_link.sh --compare-sim (|sqrt(e_B) - sqrt(e_A)| <=
 # ||x_B - x_A|| <= T H u |x|_inf sqrt(d) = 1.1e-3 for T = 8, H <= 200,

@@ -1,4 +1,4 @@
-// The wire codec (runtime/include/fedrt/wire/codec.h): every round message
+// The wire codec (runtime/include/fedrt/wire/protobuf_codec.h): every round message
 // and the task survive encode -> bytes -> decode unchanged, and what breaks
 // a wire limit is rejected with its reason where it is decoded.
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "fedrt/task/fingerprint.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 namespace fedrt::wire {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "fedrt/task/limits.h"
 #include "fedrt/secagg/protocol.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 #include "fedrt/wire/frame.h"
 
 namespace fedrt::task {

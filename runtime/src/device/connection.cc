@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 namespace fedrt::net {
 

@@ -1,15 +1,15 @@
-// The C API (fedrt/fedrt_device.h) over the firmware device client
+// The C API (fedrt/mcu_device.h) over the firmware device client
 // (fedrt/fw/client.h): the device, the client's state, mbedTLS's heap and
 // the workspace (sample store, local oracle, session arena) all lie in the
 // caller's buffer, in that order. Device code: no heap, no exceptions.
-#include "fedrt/fedrt_device.h"
+#include "fedrt/mcu_device.h"
 
 #include <cstring>
 #include <new>
 
 #include "fedrt/core/arena.h"
 #include "fedrt/fw/client.h"
-#include "fedrt/fw/codec.h"
+#include "fedrt/fw/nanopb_codec.h"
 
 #ifndef FEDRT_CAPI_TLS_HEAP_BYTES
 #define FEDRT_CAPI_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase

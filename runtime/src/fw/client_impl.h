@@ -14,7 +14,7 @@
 
 #include "fedrt.npb.h"
 #include "fedrt/fw/client.h"
-#include "fedrt/fw/codec.h"
+#include "fedrt/fw/nanopb_codec.h"
 #include "fedrt/fw/log_line.h"
 #include "fedrt/protocol/device_agent.h"
 #include "local_data.h"

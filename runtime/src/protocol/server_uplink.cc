@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/compression/bit_stream.h"
-#include "fedrt/compression/codec.h"
+#include "fedrt/compression/payload.h"
 
 namespace fedrt::protocol {
 

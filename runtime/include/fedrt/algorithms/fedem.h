@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fedrt/compression/codec.h"
+#include "fedrt/compression/payload.h"
 #include "fedrt/compression/quantizer.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/exact_sum_array.h"

@@ -22,7 +22,7 @@
 #include "fedrt/ops/fleet_events.h"
 #include "fedrt/coordinator/state_store.h"
 #include "fedrt/protocol/server_session.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 namespace fedrt::net {
 

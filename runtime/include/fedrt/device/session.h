@@ -24,7 +24,7 @@
 #include "fedrt/tls/tls.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/protocol/device_agent.h"
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 namespace fedrt::net {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "fedrt/compression/bit_stream.h"
-#include "fedrt/compression/codec.h"
+#include "fedrt/compression/payload.h"
 #include "fedrt/compression/diana.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"

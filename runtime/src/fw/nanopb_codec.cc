@@ -1,7 +1,7 @@
-// nanopb mapping of fedrt.proto (see fedrt/fw/codec.h); the field-by-field
-// twin of runtime/src/wire/codec.cc. The task's semantic checks are
+// nanopb mapping of fedrt.proto (see fedrt/fw/nanopb_codec.h); the field-by-field
+// twin of runtime/src/wire/protobuf_codec.cc. The task's semantic checks are
 // task/check.h's, shared with the host's codec.
-#include "fedrt/fw/codec.h"
+#include "fedrt/fw/nanopb_codec.h"
 
 #include <cstring>
 #include <new>

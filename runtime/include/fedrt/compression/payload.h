@@ -1,5 +1,5 @@
 #pragma once
-// The wire codec: a vector -> the exact bytes that go on the wire -> back
+// The payload codec: a vector -> the exact bytes of an update payload -> back
 // (docs/algorithms.md 4). Dispatches on the quantizer of the session; `kNone`
 // sends raw little-endian float64 values. Bits on the wire = 8 * bytes.
 // Device code: caller buffers, no heap, no exceptions; float or double.

@@ -1,4 +1,4 @@
-#include "fedrt/wire/codec.h"
+#include "fedrt/wire/protobuf_codec.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-/* fedrt_device.h: the device API for microcontrollers, in C99.
+/* mcu_device.h: the device API for microcontrollers, in C99.
  *
  * A device trains on its own samples with a coordinator over TLS 1.2 PSK
  * (docs/architecture.md, "Round protocol"; docs/data.md). The caller owns all
@@ -14,8 +14,8 @@
  * the TLS heap, which lives in the workspace): one device per program.
  * No heap, no exceptions; float32 arithmetic.
  */
-#ifndef FEDRT_DEVICE_H
-#define FEDRT_DEVICE_H
+#ifndef FEDRT_MCU_DEVICE_H
+#define FEDRT_MCU_DEVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -152,4 +152,4 @@ const char* fedrt_strerror(int status);
 }
 #endif
 
-#endif /* FEDRT_DEVICE_H */
+#endif /* FEDRT_MCU_DEVICE_H */

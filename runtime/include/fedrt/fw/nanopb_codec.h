@@ -2,7 +2,7 @@
 // The firmware's wire codec (docs/architecture.md, "Wire"): the same mapping
 // of the task (task/task.h) and of the round protocol's messages
 // (protocol/messages.h) onto runtime/wire/fedrt.proto as the host's
-// protobuf-lite codec (fedrt/wire/codec.h), over nanopb structs. Decoding
+// protobuf-lite codec (fedrt/wire/protobuf_codec.h), over nanopb structs. Decoding
 // validates everything that arrives against the wire limits
 // (task/limits.h), once, where it is decoded, with the same checks as the
 // host: enumerations, counts, finite numbers, key and ciphertext sizes.
