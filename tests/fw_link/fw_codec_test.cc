@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -251,6 +252,57 @@ TEST(FwCodec, AnnouncementAndResultDecodeAsOnTheHost) {
   EXPECT_TRUE(in.message().result.included);
   ASSERT_EQ(in.message().result.model.size, 4u);
   EXPECT_EQ(in.message().result.model[3], 3e-7);
+}
+
+// One check (protocol/message_check.h) behind both decoders: a server
+// message the protocol refuses is refused by the host's and the firmware's
+// codec with the same reason.
+TEST(FwCodec, RejectsTheServerMessagesTheHostRejects) {
+  static Fixture f;
+  const double nan_model[] = {1.0, std::nan("")};
+  const double inf_model[] = {std::numeric_limits<double>::infinity()};
+  const uint8_t byte = 7;
+  std::vector<std::pair<const char*, wire::Envelope>> bad;
+  {
+    protocol::Announcement a;
+    a.id = RoundId{0, 0, 3};
+    a.local_steps = 1;
+    a.model = View<double>{nan_model, 2};
+    bad.emplace_back("a NaN broadcast", wire::Envelope{});
+    wire::Encode(a, bad.back().second);
+    a.model = View<double>{inf_model, 1};
+    a.model_bytes = 64;  // a chunked header that also carries a value
+    bad.emplace_back("a chunked header with a value", wire::Envelope{});
+    wire::Encode(a, bad.back().second);
+    a.model = View<double>{};
+    a.model_bytes = 63;  // not whole float64 values
+    bad.emplace_back("a chunked header of 63 bytes", wire::Envelope{});
+    wire::Encode(a, bad.back().second);
+  }
+  {
+    protocol::Chunk c{RoundId{0, 0, 3}, 2, 0, 8, View<uint8_t>{&byte, 1}};
+    bad.emplace_back("a chunk of segment 2", wire::Envelope{});
+    wire::Encode(c, bad.back().second);
+    c.segment = 0;
+    c.data = View<uint8_t>{};
+    bad.emplace_back("a chunk without data", wire::Envelope{});
+    wire::Encode(c, bad.back().second);
+  }
+  {
+    protocol::RoundResult r{RoundId{0, 0, 3}, true, View<double>{inf_model, 1}};
+    bad.emplace_back("an infinite round result", wire::Envelope{});
+    wire::Encode(r, bad.back().second);
+  }
+  for (const auto& [what, env] : bad) {
+    wire::Inbound host;
+    wire::WireError err;
+    EXPECT_FALSE(host.decode(env, err)) << what;
+    ASSERT_TRUE(ToNanopb(env, f.env)) << what;
+    Inbound fw;
+    const Status st = fw.decode(f.env, f.scratch, sizeof f.scratch);
+    EXPECT_FALSE(st.ok()) << what << " (the firmware accepted what the host rejects)";
+    EXPECT_EQ(err.message, std::string(st.message())) << what;
+  }
 }
 
 TEST(FwCodec, SecAggPhasesDecodeAsOnTheHost) {

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "fedrt/compression/quantizer.h"
+#include "fedrt/protocol/message_check.h"
 #include "fedrt/task/check.h"
 
 namespace fedrt::fw {
@@ -16,7 +17,6 @@ using protocol::View;
 
 namespace {
 
-bool Finite(double v) { return v - v == 0.0; }
 
 template <class T, size_t N>
 constexpr uint32_t Cap(const T (&)[N]) {
@@ -276,6 +276,7 @@ Status Encode(const protocol::ClientMessage& m, fedrt_wire_Envelope& env) {
   }
 }
 
+// The fields, then the protocol's checks of the message (protocol/message_check.h).
 Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scratch_bytes) {
   m_.kind = MessageKind::kNone;
   const bool room = scratch != nullptr && scratch_bytes >= kScratchBytes && (reinterpret_cast<uintptr_t>(scratch) & 7u) == 0;
@@ -286,14 +287,8 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
         return Status::InvalidArgument("announcement of unknown kind");
       if (a.has_delta) return Status::InvalidArgument("a model delta: this image takes the broadcast whole");
       if (a.model_count > MaxBroadcastScalars()) return Status::OutOfRange("broadcast longer than this image's bound");
-      // Chunked (docs/architecture.md, "Chunked transfer"): the header alone, its chunks follow.
-      if (a.model_bytes > 0 && (a.model_count > 0 || a.model_bytes % 8 != 0 ||
-                                a.model_bytes > 8ull * 2 * task::kMaxSegments * task::kMaxLinuxStreamDim))
-        return Status::InvalidArgument("a chunked announcement with inline values or not of whole float64 values");
       if (a.resume_bytes_count != 0 && a.resume_bytes_count != task::kMaxSegments)
         return Status::InvalidArgument("an announcement whose resume offsets are not one per segment");
-      for (pb_size_t i = 0; i < a.model_count; ++i)
-        if (!Finite(a.model[i])) return Status::InvalidArgument("broadcast value is NaN or infinite");
       m_.announcement = protocol::Announcement{};
       m_.announcement.id = IdOf(a);
       m_.announcement.kind = static_cast<protocol::WorkKind>(a.kind);
@@ -310,28 +305,24 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
         m_.announcement.secagg = protocol::SecAggRound{true, p.round_id, p.graph_seed, p.n, p.k, p.t, p.id};
       }
       m_.kind = MessageKind::kAnnouncement;
-      return Status::Ok();
+      break;
     }
     case fedrt_wire_Envelope_chunk_tag: {
       const fedrt_wire_Chunk& c = env.body.chunk;
-      if (c.segment >= task::kMaxSegments) return Status::InvalidArgument("chunk of a segment other than 0..1");
-      if (c.data.size == 0) return Status::InvalidArgument("chunk without data");
       m_.chunk = protocol::Chunk{IdOf(c), c.segment, c.offset, c.total, View<uint8_t>{c.data.bytes, c.data.size}};
       m_.kind = MessageKind::kChunk;
-      return Status::Ok();
+      break;
     }
     case fedrt_wire_Envelope_result_tag: {
       const fedrt_wire_RoundResult& r = env.body.result;
       if (r.model_count > MaxModelDim()) return Status::OutOfRange("round result model longer than this image's bound");
-      for (pb_size_t i = 0; i < r.model_count; ++i)
-        if (!Finite(r.model[i])) return Status::InvalidArgument("round result value is NaN or infinite");
       m_.result = protocol::RoundResult{IdOf(r), r.included, View<double>{r.model, r.model_count}};
       m_.kind = MessageKind::kRoundResult;
-      return Status::Ok();
+      break;
     }
     case fedrt_wire_Envelope_secagg_keys_tag: {
       const fedrt_wire_SecAggKeys& k = env.body.secagg_keys;
-      if (k.peers_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggKeys: more peers than neighbours");
+      if (k.peers_count > secagg::kMaxNeighbours) return Status::InvalidArgument("a SecAgg+ list longer than the scratch holds");
       if (!room) return Status::Internal("SecAggKeys: no scratch memory");
       auto* ads = static_cast<secagg::Advertise*>(scratch);
       for (pb_size_t i = 0; i < k.peers_count; ++i) {
@@ -342,11 +333,11 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       }
       m_.keys = protocol::SecAggKeysMsg{IdOf(k), View<secagg::Advertise>{ads, k.peers_count}};
       m_.kind = MessageKind::kSecAggKeys;
-      return Status::Ok();
+      break;
     }
     case fedrt_wire_Envelope_secagg_shares_in_tag: {
       const fedrt_wire_SecAggSharesIn& s = env.body.secagg_shares_in;
-      if (s.shares_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggSharesIn: more shares than neighbours");
+      if (s.shares_count > secagg::kMaxNeighbours) return Status::InvalidArgument("a SecAgg+ list longer than the scratch holds");
       if (!room) return Status::Internal("SecAggSharesIn: no scratch memory");
       auto* cts = static_cast<secagg::ShareCiphertext*>(scratch);
       for (pb_size_t i = 0; i < s.shares_count; ++i) {
@@ -358,19 +349,17 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       }
       m_.shares = protocol::SecAggSharesMsg{IdOf(s), View<secagg::ShareCiphertext>{cts, s.shares_count}};
       m_.kind = MessageKind::kSecAggSharesIn;
-      return Status::Ok();
+      break;
     }
     case fedrt_wire_Envelope_secagg_unmask_request_tag: {
       const fedrt_wire_SecAggUnmaskRequest& r = env.body.secagg_unmask_request;
-      if (r.survivors_count > secagg::kMaxNeighbours + 1)
-        return Status::InvalidArgument("SecAggUnmaskRequest: more survivors than neighbours + 1");
       m_.unmask_request = protocol::SecAggUnmaskRequestMsg{IdOf(r), View<uint32_t>{r.survivors, r.survivors_count}};
       m_.kind = MessageKind::kSecAggUnmaskRequest;
-      return Status::Ok();
+      break;
     }
     case fedrt_wire_Envelope_secagg_checks_tag: {
       const fedrt_wire_SecAggChecks& c = env.body.secagg_checks;
-      if (c.tags_count > secagg::kMaxNeighbours) return Status::InvalidArgument("SecAggChecks: too many tags");
+      if (c.tags_count > secagg::kMaxNeighbours) return Status::InvalidArgument("a SecAgg+ list longer than the scratch holds");
       if (!room) return Status::Internal("SecAggChecks: no scratch");
       auto* tags = static_cast<secagg::ConsistencyTag*>(scratch);
       for (pb_size_t i = 0; i < c.tags_count; ++i) {
@@ -381,10 +370,15 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       }
       m_.checks = protocol::SecAggCheckMsg{IdOf(c), View<secagg::ConsistencyTag>{tags, c.tags_count}};
       m_.kind = MessageKind::kSecAggChecks;
-      return Status::Ok();
+      break;
     }
     default: return Status::InvalidArgument("not a round message a device takes");
   }
+  if (const protocol::MessageFault f = protocol::Check(m_)) {
+    m_.kind = MessageKind::kNone;
+    return Status::InvalidArgument(f.why);
+  }
+  return Status::Ok();
 }
 
 }  // namespace fedrt::fw

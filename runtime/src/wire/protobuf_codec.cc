@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/compression/quantizer.h"
+#include "fedrt/protocol/message_check.h"
 #include "fedrt/task/check.h"
 
 namespace fedrt::wire {
@@ -26,7 +27,6 @@ protocol::RoundId IdOf(const M& m) {
   return protocol::RoundId{m.algorithm_index(), m.run(), m.round()};
 }
 std::string Bytes(const uint8_t* p, size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
-bool Finite(double v) { return std::isfinite(v); }
 
 // A report is sent when it says something (a loss or a duration).
 template <class M>
@@ -388,7 +388,22 @@ protocol::ServerMessage Inbound::from_coordinator() const {
   return m;
 }
 
+// The fields, then the protocol's checks of the message (protocol/message_check.h).
 bool Inbound::decode(const Envelope& env, WireError& error) {
+  if (!map(env, error)) return false;
+  const protocol::ServerMessage from_server = from_coordinator();
+  const protocol::MessageFault f =
+      from_server.kind != MessageKind::kNone ? protocol::Check(from_server) : protocol::Check(from_device());
+  if (!f) return true;
+  kind_ = MessageKind::kNone;
+  const ErrorReason reason = f.kind == protocol::MessageFault::Kind::kNonFinite ? ERROR_NON_FINITE
+                             : f.kind == protocol::MessageFault::Kind::kChunk   ? ERROR_CHUNK
+                                                                                : ERROR_MALFORMED;
+  error = {reason, f.why};
+  return false;
+}
+
+bool Inbound::map(const Envelope& env, WireError& error) {
   kind_ = MessageKind::kNone;
   auto fail = [&](ErrorReason r, std::string m) {
     error = {r, std::move(m)};
@@ -406,8 +421,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
         return fail(ERROR_MALFORMED, fmt::format("announcement of unknown kind {}", a.kind()));
       if (a.model_size() > static_cast<int>(task::kMaxLinuxBroadcastScalars))
         return fail(ERROR_DIMENSION, fmt::format("broadcast of {} values (at most {})", a.model_size(), task::kMaxLinuxBroadcastScalars));
-      for (int i = 0; i < a.model_size(); ++i)
-        if (!Finite(a.model(i))) return fail(ERROR_NON_FINITE, fmt::format("broadcast value {} is {}", i, a.model(i)));
       announcement_ = protocol::Announcement{};
       announcement_.id = IdOf(a);
       announcement_.kind = static_cast<protocol::WorkKind>(a.kind());
@@ -417,10 +430,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       announcement_.model = View<double>{a.model().data(), static_cast<uint32_t>(a.model_size())};
       announcement_.model_version = a.model_version();
       announcement_.model_bytes = a.model_bytes();
-      if (a.model_bytes() > 0 && (a.model_size() > 0 || a.has_delta() || a.model_bytes() % 8 != 0 ||
-                                  a.model_bytes() > 8ull * 2 * task::kMaxSegments * task::kMaxLinuxStreamDim))
-        return fail(ERROR_MALFORMED, fmt::format("chunked announcement of {} model bytes with {} inline values{}",
-                                                 a.model_bytes(), a.model_size(), a.has_delta() ? " and a delta" : ""));
       if (a.resume_bytes_size() != 0 && a.resume_bytes_size() != static_cast<int>(task::kMaxSegments))
         return fail(ERROR_MALFORMED, fmt::format("announcement with {} resume offsets", a.resume_bytes_size()));
       announcement_.resume = a.resume_bytes_size() > 0;
@@ -478,10 +487,8 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kChunk: {
       const Chunk& c = env.chunk();
-      if (c.segment() >= task::kMaxSegments)
-        return fail(ERROR_CHUNK, fmt::format("chunk of segment {} (0..{})", c.segment(), task::kMaxSegments - 1));
-      if (c.data().empty() || c.data().size() > task::kChunkBytes)
-        return fail(ERROR_CHUNK, fmt::format("chunk of {} bytes (1..{})", c.data().size(), task::kChunkBytes));
+      if (c.data().size() > task::kChunkBytes)
+        return fail(ERROR_CHUNK, fmt::format("chunk of {} bytes (at most {})", c.data().size(), task::kChunkBytes));
       chunk_ = protocol::Chunk{};
       chunk_.id = IdOf(c);
       chunk_.segment = c.segment();
@@ -495,8 +502,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
       const RoundResult& r = env.result();
       if (r.model_size() > static_cast<int>(task::kMaxLinuxDim))
         return fail(ERROR_DIMENSION, fmt::format("round result model of {} values (at most {})", r.model_size(), task::kMaxLinuxDim));
-      for (int i = 0; i < r.model_size(); ++i)
-        if (!Finite(r.model(i))) return fail(ERROR_NON_FINITE, fmt::format("round result value {} is {}", i, r.model(i)));
       result_ = protocol::RoundResult{IdOf(r), r.included(), View<double>{r.model().data(), static_cast<uint32_t>(r.model_size())}};
       kind_ = MessageKind::kRoundResult;
       return true;
@@ -512,8 +517,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kSecaggKeys: {
       const SecAggKeys& k = env.secagg_keys();
-      if (k.peers_size() > static_cast<int>(secagg::kMaxNeighbours))
-        return fail(ERROR_MALFORMED, fmt::format("SecAggKeys with {} peers (at most {})", k.peers_size(), secagg::kMaxNeighbours));
       ads_.assign(static_cast<size_t>(k.peers_size()), secagg::Advertise{});
       for (int i = 0; i < k.peers_size(); ++i) {
         ads_[i].id = k.peers(i).id();
@@ -528,8 +531,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     case Envelope::kSecaggSharesIn: {
       const bool incoming = env.body_case() == Envelope::kSecaggSharesIn;
       const auto& list = incoming ? env.secagg_shares_in().shares() : env.secagg_shares().shares();
-      if (list.size() > static_cast<int>(secagg::kMaxNeighbours))
-        return fail(ERROR_MALFORMED, fmt::format("{} share ciphertexts (at most {})", list.size(), secagg::kMaxNeighbours));
       cts_.assign(static_cast<size_t>(list.size()), secagg::ShareCiphertext{});
       for (int i = 0; i < list.size(); ++i) {
         const SecAggCiphertext& w = list.Get(i);
@@ -556,8 +557,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kSecaggUnmaskRequest: {
       const SecAggUnmaskRequest& r = env.secagg_unmask_request();
-      if (r.survivors_size() > static_cast<int>(secagg::kMaxNeighbours) + 1)
-        return fail(ERROR_MALFORMED, "SecAggUnmaskRequest: more survivors than neighbours + 1");
       unmask_request_ = protocol::SecAggUnmaskRequestMsg{
           IdOf(r), View<uint32_t>{r.survivors().data(), static_cast<uint32_t>(r.survivors_size())}};
       kind_ = MessageKind::kSecAggUnmaskRequest;
@@ -567,8 +566,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     case Envelope::kSecaggChecks: {
       const bool incoming = env.body_case() == Envelope::kSecaggChecks;
       const auto& list = incoming ? env.secagg_checks().tags() : env.secagg_check().tags();
-      if (list.size() > static_cast<int>(secagg::kMaxNeighbours))
-        return fail(ERROR_MALFORMED, fmt::format("{} consistency tags (at most {})", list.size(), secagg::kMaxNeighbours));
       tags_.assign(static_cast<size_t>(list.size()), secagg::ConsistencyTag{});
       for (int i = 0; i < list.size(); ++i) {
         const SecAggTag& w = list.Get(i);
@@ -585,8 +582,6 @@ bool Inbound::decode(const Envelope& env, WireError& error) {
     }
     case Envelope::kSecaggUnmask: {
       const SecAggUnmask& u = env.secagg_unmask();
-      if (u.shares_size() > static_cast<int>(secagg::kMaxNeighbours) + 1)
-        return fail(ERROR_MALFORMED, "SecAggUnmask: more shares than neighbours + 1");
       unmask_shares_.assign(static_cast<size_t>(u.shares_size()), secagg::UnmaskShare{});
       for (int i = 0; i < u.shares_size(); ++i) {
         const SecAggShare& w = u.shares(i);

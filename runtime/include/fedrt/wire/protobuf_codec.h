@@ -66,6 +66,7 @@ class Inbound {
   protocol::ServerMessage from_coordinator() const;
 
  private:
+  bool map(const Envelope& env, WireError& error);  // the fields alone
   protocol::MessageKind kind_ = protocol::MessageKind::kNone;
   protocol::Announcement announcement_;
   protocol::Update update_;
