@@ -25,10 +25,12 @@ data::LabelKind LabelKindFor(const task::ProblemSpec& p) {
   return p.kind == task::ProblemKind::kSoftmax ? data::LabelKind::kClass : data::LabelKind::kReal;
 }
 
+}  // namespace
+
 // Why a Linux device cannot carry the task's messages: models beyond the
 // chunked limit, or beyond the inline limit for what still travels in one
 // frame (docs/architecture.md, "Chunked transfer").
-const char* WireRefusal(const task::Task& t) {
+const char* DeviceSession::WireRefusal(const task::Task& t) {
   if (t.problem.dim > task::kMaxLinuxStreamDim) return "the model dimension exceeds this device's limit (2^27)";
   if (t.problem.dim <= task::kMaxLinuxDim) return nullptr;
   for (uint32_t a = 0; a < t.num_algorithms; ++a)
@@ -38,8 +40,6 @@ const char* WireRefusal(const task::Task& t) {
   if (t.compression.downlink) return "d > 65536 with the compressed downlink: the model delta travels in one frame";
   return nullptr;
 }
-
-}  // namespace
 
 DeviceSession::DeviceSession(const DeviceOptions& options, const DeviceLog& log)
     : opt_(options), log_(log), agent_(*this) {}
@@ -198,8 +198,7 @@ Status DeviceSession::on_welcome(const wire::Welcome& w, DeviceStop& stop) {
     }
   }
   const size_t capacity = opt_.hooks != nullptr && opt_.hooks->capacity > 0 ? opt_.hooks->capacity : kCapacity;
-  if (const char* why = WireRefusal(task_)) return refuse(why, stop);
-  if (const char* why = Session::Refusal(task_, local_, capacity)) return refuse(why, stop);
+  if (const char* why = agent_.refusal(capacity)) return refuse(why, stop);
   std::string algs;
   for (uint32_t a = 0; a < task_.num_algorithms; ++a)
     algs += (a ? "," : "") + std::string(task::AlgorithmName(task_.algorithms[a]));

@@ -17,12 +17,14 @@ using client_detail::kMaxFrame;
 using client_detail::kProtocolVersion;
 using Session = FwClient::Impl::Session;
 
+}  // namespace
+
 // Why this image's frames cannot carry `task` (nullptr: they can).
 // Broadcasts and updates longer than a frame travel in chunks; what still
 // travels in one frame bounds the rest, as on a Linux device
 // (runtime/src/device/session.cc): the LSA round result (theta_{t+1}),
 // and the SecAgg+ masked input.
-const char* WireRefusal(const task::Task& t) {
+const char* FwClient::Impl::WireRefusal(const task::Task& t) {
   if (Session::Downlink(t)) return "compression.downlink: this firmware takes the broadcast whole (no model deltas)";
   for (uint32_t a = 0; a < t.num_algorithms; ++a) {
     const auto s = Session::Work::ShapeOf(t, t.algorithms[a]);
@@ -33,8 +35,6 @@ const char* WireRefusal(const task::Task& t) {
   }
   return nullptr;
 }
-
-}  // namespace
 
 
 Status FwClient::Impl::send_hello() {
@@ -116,9 +116,7 @@ Status FwClient::Impl::on_welcome(const fedrt_wire_Welcome& w) {
 Status FwClient::Impl::accept(const fedrt_wire_Welcome& w) {
   const size_t left = arena->capacity() - data_mark;
   welcomed = true;
-  const char* why = Session::Refusal(task, local, left);
-  if (why == nullptr) why = WireRefusal(task);
-  if (why != nullptr) return reply(why);
+  if (const char* why = agent.refusal(left)) return reply(why);
   LogLine l;
   l.add("registered index=").add_u(index).add(" devices=").add_u(w.num_devices).add(" problem=")
       .add(task::ProblemKindName(task.problem.kind)).add(" d=").add_u(task.problem.dim).add(" algorithms=");

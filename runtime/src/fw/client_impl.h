@@ -132,6 +132,7 @@ struct FwClient::Impl {
   }
   bool has_saved(const protocol::RoundId&) const { return false; }
   static protocol::AgentLimits limits() { return protocol::AgentLimits{MaxUpdateSegments(), MaxSegmentBytes(), kChunk}; }
+  static const char* WireRefusal(const task::Task& t);
   uint32_t now_ms() { return tls.now(); }
   Status persist(bool) { return Status::Ok(); }
   Status send(const protocol::ClientMessage& m) {

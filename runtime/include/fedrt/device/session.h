@@ -71,6 +71,7 @@ class DeviceSession {
 
   // The agent's host (protocol/device_agent.h): inline updates up to one chunk.
   static protocol::AgentLimits limits() { return protocol::AgentLimits{}; }
+  static const char* WireRefusal(const task::Task& t);
   Arena* session_arena(size_t bytes);
   void session_opened(Session& s, const protocol::RoundId& id);
   bool has_saved(const protocol::RoundId& id) const {

@@ -4,6 +4,7 @@
 // firmware; docs/architecture.md, "Device agent"). Sans I/O: it takes a
 // decoded ServerMessage and hands ClientMessages to its host to encode and
 // send. It owns
+//   - the task check: whether this build, memory and frames can run it;
 //   - the client session of the announced (algorithm, run): created in the
 //     host's arena, restored by the host when it saved one;
 //   - a broadcast that arrives in chunks, written in order straight into the
@@ -15,6 +16,7 @@
 //     and the report of the round that settles it.
 // The host keeps its transport, persistence and logging. It is a class with
 //   AgentLimits limits();                    the bounds of its messages
+//   static const char* WireRefusal(const task::Task&);  why its frames cannot carry a task (nullptr: they can)
 //   static int Entropy(void* host, ...);     fresh SecAgg+ secrets (an EntropyFn; its context is the host)
 //   Arena* session_arena(size_t bytes);      memory for a new session (nullptr: none)
 //   void session_opened(Session&, RoundId);  after init (a host restores its saved state here)
@@ -73,6 +75,14 @@ class DeviceAgent {
     task_ = task;
     agent_ = agent;
     problem_ = problem;
+  }
+  // Why this device cannot run the assigned task in `capacity` bytes of
+  // workspace (nullptr: it can): a family not in this build, no data for
+  // the problem, vectors beyond its memory, messages beyond its frames.
+  const char* refusal(size_t capacity) const {
+    if (task_ == nullptr || problem_ == nullptr) return "no task";
+    if (const char* why = Session::Refusal(*task_, *problem_, capacity)) return why;
+    return Host::WireRefusal(*task_);
   }
   // Drops the session and any transfer (a new task, or a new connection: a
   // transfer cut off with it is announced again).
