@@ -102,7 +102,7 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/fleet_result.cc
   runtime/src/coordinator/coordinator.cc
   runtime/src/coordinator/operator.cc
-  runtime/src/coordinator/admission.cc
+  runtime/src/coordinator/accept.cc
   runtime/src/coordinator/cli.cc
   runtime/src/coordinator/view.cc)
 target_link_libraries(fedrt_coordinator PUBLIC fedrt_ops fedrt_keys fedrt_tls fedrt_config fedrt_protocol fedrt_report

@@ -21,7 +21,7 @@
 #include "fedrt/coordinator/fleet_rounds.h"
 #include "fedrt/ops/http_endpoint.h"
 #include "fedrt/keys/watch.h"
-#include "fedrt/coordinator/peer_rate_limit.h"
+#include "fedrt/coordinator/admission.h"
 #include "fedrt/coordinator/refusal_log.h"
 #include "fedrt/keys/registry.h"
 #include "fedrt/coordinator/state_store.h"
@@ -96,9 +96,7 @@ class Coordinator : public ConnectionOwner {
   Registry registry_;
   std::unordered_map<const Connection*, std::shared_ptr<Connection>> conns_;
   std::map<uint64_t, Connection*> handshaking_;  // not yet registered, by serial (accept order)
-  size_t max_connections_ = 0;                   // set_limits: network.max_connections or the open-file limit
-  size_t max_handshakes_ = 0;
-  PeerRateLimit peer_rate_;                      // set_limits: network.peer_connections_per_s
+  Admission admission_;                          // set_limits: who gets a connection (coordinator/admission.h)
   asio::steady_timer accept_retry_{io_};
   uint64_t next_serial_ = 0;
   bool finished_ = false;

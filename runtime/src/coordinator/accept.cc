@@ -1,7 +1,8 @@
-// Who gets a connection and who keeps one (coordinator/coordinator.h): the open-file limit,
-// network.max_connections, network.max_handshakes and the per-peer rate
-// (coordinator/peer_rate_limit.h); TCP keepalive on what is admitted; the idle timeout of registered
-// devices (network.idle_timeout_ms). Refusals go through the bounded refusal log (coordinator/refusal_log.h).
+// The coordinator's accept path (coordinator/coordinator.h): the open-file
+// limit, then what Admission (coordinator/admission.h) decides about each new
+// connection and each registered device's silence, carried out on the
+// sockets; TCP keepalive on what is admitted. Refusals go through the
+// bounded refusal log (coordinator/refusal_log.h).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
@@ -65,15 +66,16 @@ void Coordinator::set_limits() {
   if (want > room)
     CoordinatorWarn("warning network.max_connections={} exceeds the open-file limit {} less {} reserved: using {}", want,
                     files, kReservedFiles, room);
-  max_connections_ = static_cast<size_t>(want > 0 ? std::min(want, room) : room);
-  max_handshakes_ = static_cast<size_t>(opt_.network.max_handshakes);
   const auto& n = opt_.network;
   auto rate = PeerRateLimit::Make(static_cast<double>(n.peer_connections_per_s),
                                   static_cast<double>(n.peer_connection_burst), n.rate_limit_exempt);
-  if (rate.ok()) peer_rate_ = std::move(*rate);  // (validated with the config: cannot fail here)
+  admission_ = Admission(static_cast<size_t>(want > 0 ? std::min(want, room) : room),
+                         static_cast<size_t>(n.max_handshakes),
+                         rate.ok() ? std::move(*rate) : PeerRateLimit());  // (validated with the config: cannot fail here)
   CoordinatorLog("limits open_files={} max_connections={} max_handshakes={} peer_connections_per_s={} "
                  "peer_connection_burst={} rate_limit_exempt={} tcp_keepalive_s={} idle_timeout_ms={}",
-                 files, max_connections_, max_handshakes_, n.peer_connections_per_s, n.peer_connection_burst,
+                 files, admission_.max_connections(), admission_.max_handshakes(), n.peer_connections_per_s,
+                 n.peer_connection_burst,
                  fmt::join(n.rate_limit_exempt, ","), n.tcp_keepalive_s, n.idle_timeout_ms);
 }
 
@@ -93,16 +95,13 @@ void Coordinator::watch_idle() {
 // closed. The clock does not run while it answers the task (it may be loading its data) or
 // owes the open round (its local work blocks its connection), and it restarts from then.
 void Coordinator::drop_idle() {
-  const uint64_t now = now_ms(), timeout = static_cast<uint64_t>(opt_.network.idle_timeout_ms);
+  const uint64_t now = now_ms();
   for (uint32_t agent = 0; agent < heartbeats_.size(); ++agent) {
     if (!heartbeats_[agent]) continue;
     Connection* c = registry_.connection(agent);
     if (c == nullptr) continue;
-    if (registry_.state(agent) != Registry::State::kReady || rounds_.owes(agent)) {
-      heard_ms_[agent] = now;
-      continue;
-    }
-    if (now - heard_ms_[agent] <= timeout) continue;
+    const bool waiting = registry_.state(agent) != Registry::State::kReady || rounds_.owes(agent);
+    if (!Admission::Idle(now, heard_ms_[agent], opt_.network.idle_timeout_ms, waiting)) continue;
     // on_closed logs "disconnected device=... reason=idle: ..." and shows it in the devices table.
     c->close(fmt::format("idle: nothing received for {:.1f} s", static_cast<double>(now - heard_ms_[agent]) / 1000.0));
   }
@@ -125,38 +124,43 @@ void Coordinator::accept() {
   });
 }
 
-// Over its address's rate, or at max_connections, a new connection is closed at once; at
-// max_handshakes the oldest handshake in progress is dropped for it, so idle half-open
-// connections cannot keep honest devices out.
+// What Admission says of a new connection, carried out: closed at once, or
+// admitted (after dropping the oldest handshake in progress).
 void Coordinator::admit(asio::ip::tcp::socket sock) {
   std::error_code pec;
   const auto peer = sock.remote_endpoint(pec);
-  if (!pec && !peer_rate_.admit(peer.address(), Seconds(std::chrono::steady_clock::now()))) {
-    monitor_->handshake_failed("limit_peer_rate");
-    refused("limit/peer_rate",
-            "refused peer={} stage=accept reason=limit: more than {} new connections per second from this address "
-            "(network.peer_connections_per_s, burst {})",
-            PeerOf(sock), opt_.network.peer_connections_per_s, opt_.network.peer_connection_burst);
-    std::error_code ec;
-    sock.close(ec);
-    return;
-  }
-  if (conns_.size() >= max_connections_) {
-    monitor_->handshake_failed("limit_connections");
-    refused("limit/connections", "refused peer={} stage=accept reason=limit: {} connections open (network.max_connections)",
-            PeerOf(sock), conns_.size());
-    std::error_code ec;
-    sock.close(ec);
-    return;
-  }
-  if (!handshaking_.empty() && handshaking_.size() >= max_handshakes_) {
-    Connection* oldest = handshaking_.begin()->second;
-    monitor_->handshake_failed("limit_handshakes");
-    refused("limit/handshakes",
-            "dropped peer={} stage=handshake reason=limit: {} handshakes in progress (network.max_handshakes), the "
-            "oldest makes room",
-            oldest->peer(), handshaking_.size());
-    oldest->close("handshakes at the cap");  // on_closed forgets it
+  const asio::ip::address address = peer.address();
+  switch (admission_.admit(pec ? nullptr : &address, Seconds(std::chrono::steady_clock::now()), conns_.size(),
+                           handshaking_.size())) {
+    case Admission::Verdict::kPeerRate: {
+      monitor_->handshake_failed("limit_peer_rate");
+      refused("limit/peer_rate",
+              "refused peer={} stage=accept reason=limit: more than {} new connections per second from this address "
+              "(network.peer_connections_per_s, burst {})",
+              PeerOf(sock), opt_.network.peer_connections_per_s, opt_.network.peer_connection_burst);
+      std::error_code ec;
+      sock.close(ec);
+      return;
+    }
+    case Admission::Verdict::kConnections: {
+      monitor_->handshake_failed("limit_connections");
+      refused("limit/connections", "refused peer={} stage=accept reason=limit: {} connections open (network.max_connections)",
+              PeerOf(sock), conns_.size());
+      std::error_code ec;
+      sock.close(ec);
+      return;
+    }
+    case Admission::Verdict::kAdmitDroppingOldest: {
+      Connection* oldest = handshaking_.begin()->second;
+      monitor_->handshake_failed("limit_handshakes");
+      refused("limit/handshakes",
+              "dropped peer={} stage=handshake reason=limit: {} handshakes in progress (network.max_handshakes), the "
+              "oldest makes room",
+              oldest->peer(), handshaking_.size());
+      oldest->close("handshakes at the cap");  // on_closed forgets it
+      break;
+    }
+    case Admission::Verdict::kAdmit: break;
   }
   SetKeepalive(sock, opt_.network.tcp_keepalive_s);
   auto c = std::make_shared<Connection>(this, std::move(sock), next_serial_++);
