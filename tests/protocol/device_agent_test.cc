@@ -198,13 +198,20 @@ TEST(DeviceAgent, ChunkedBroadcastsAndUpdatesGiveTheServerTheSameBits) {
   }
 }
 
-TEST(DeviceAgent, AChunkOutOfOrderDropsTheTransfer) {
-  Fleet f(task::AlgorithmKind::kFedAvg);
-  Sessions s(f);
+// Agent 0 of a FedAvg fleet on its own host, round 0 open at the server.
+class OneAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    agent.assign(&f.task, 0, &f.local[0]);
+    ASSERT_TRUE(s.server.open_round(0, 0).ok());
+  }
+  Fleet f{task::AlgorithmKind::kFedAvg};
+  Sessions s{f};
   TestHost host;
-  Agent agent(host);
-  agent.assign(&f.task, 0, &f.local[0]);
-  ASSERT_TRUE(s.server.open_round(0, 0).ok());
+  Agent agent{host};
+};
+
+TEST_F(OneAgent, AChunkOutOfOrderDropsTheTransfer) {
   const std::vector<ServerMessage> msgs = Chunked(s.server.announcement(0, 0));
   ASSERT_EQ(msgs.size(), 5u);
   ASSERT_TRUE(agent.on_message(msgs[0]).ok());
@@ -218,13 +225,7 @@ TEST(DeviceAgent, AChunkOutOfOrderDropsTheTransfer) {
   EXPECT_EQ(host.chunks.size(), 4u);
 }
 
-TEST(DeviceAgent, ResumeOffsetsSkipWhatTheServerHolds) {
-  Fleet f(task::AlgorithmKind::kFedAvg);
-  Sessions s(f);
-  TestHost host;
-  Agent agent(host);
-  agent.assign(&f.task, 0, &f.local[0]);
-  ASSERT_TRUE(s.server.open_round(0, 0).ok());
+TEST_F(OneAgent, ResumeOffsetsSkipWhatTheServerHolds) {
   ServerMessage m;
   m.kind = MessageKind::kAnnouncement;
   m.announcement = s.server.announcement(0, 0);
