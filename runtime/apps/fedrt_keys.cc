@@ -1,7 +1,8 @@
 // fedrt-keys: the keys folder of a fleet (fedrt/keys/provision.h; README.md,
 // "Deployment on a real network" and "Devices during a run").
 //
-//   fedrt-keys --out DIR --devices N [--prefix P]         a new fleet: CA, coordinator, N devices
+//   fedrt-keys --out DIR --devices N [--prefix P] [--force]   a new fleet: CA, coordinator, N devices
+//                                                         (--force: replace the fleet DIR holds)
 //   fedrt-keys add --keys DIR [--count N] [--prefix P]    N more devices, signed by DIR's CA
 //   fedrt-keys revoke --keys DIR ID [ID...] [--reason T]  list devices in DIR/revoked.tsv
 //   fedrt-keys rotate --keys DIR [ID...] [--coordinator]  new keys, certificates and PSKs (same ids)
@@ -16,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fedrt/log/log.h"
 #include "fedrt/keys/provision.h"
@@ -45,6 +47,10 @@ int main(int argc, char** argv) {
   CLI::Option* out_opt = app.add_option("--out", out, "new fleet: output directory");
   CLI::Option* devices_opt = app.add_option("--devices", devices, "new fleet: number of devices N (agent indices 0..N-1)");
   CLI::Option* prefix_opt = app.add_option("--prefix", prefix, "new fleet: device id prefix (ids are PREFIX0000, PREFIX0001, ...)");
+  bool force = false;
+  CLI::Option* force_opt = app.add_flag("--force", force,
+                                        "new fleet: replace the fleet DIR already holds (its CA, coordinator key, "
+                                        "registry, revocations and every device folder)");
   fedrt::log::AddLevelFlag(app, log_level);
   app.require_subcommand(0, 1);
 
@@ -86,8 +92,8 @@ int main(int argc, char** argv) {
   auto& log = fedrt::log::Get("fedrt-keys");
 
   if (add->parsed() || revoke->parsed() || rotate->parsed()) {
-    if (out_opt->count() + devices_opt->count() + prefix_opt->count() > 0)
-      return Usage(fmt::format("--out/--devices/--prefix before the subcommand make a new fleet; '{}' works on --keys DIR",
+    if (out_opt->count() + devices_opt->count() + prefix_opt->count() + force_opt->count() > 0)
+      return Usage(fmt::format("--out/--devices/--prefix/--force before the subcommand make a new fleet; '{}' works on --keys DIR",
                                add->parsed() ? "add" : revoke->parsed() ? "revoke" : "rotate"));
   }
   if (rotate->parsed()) {
@@ -136,11 +142,11 @@ int main(int argc, char** argv) {
                              out_opt->count() == 0 ? "--out" : "--devices"));
   if (devices <= 0 || devices > kMaxDevices)
     return Usage(fmt::format("--devices must be in 1..{}, got {}", kMaxDevices, devices));
-  std::error_code ec;
-  const bool stale = std::filesystem::exists(std::filesystem::path(out) / "revoked.tsv", ec);
-  fedrt::Status st = fedrt::net::ProvisionFleet(out, static_cast<uint32_t>(devices), prefix);
+  const std::vector<std::string> old = fedrt::net::FleetFiles(out);
+  if (force && !old.empty())
+    log.warn("replacing the fleet in {}: {} (its devices must be provisioned again)", out, fmt::join(old, ", "));
+  fedrt::Status st = fedrt::net::ProvisionFleet(out, static_cast<uint32_t>(devices), prefix, force);
   if (!st.ok()) return Fail(st);
-  if (stale) log.info("removed {}/revoked.tsv: it listed the previous fleet's devices", out);
   log.info("provisioned CA, coordinator and {} devices in {}", devices, out);
   return 0;
 }

@@ -144,9 +144,44 @@ TEST(KeysCliTest, RevokeListsKnownIdsOnceAndRefusesUnknownOnes) {
   EXPECT_EQ((*both)[0].reason, "lost") << "the first revocation is kept";
   EXPECT_EQ((*both)[1].id, "dev0000");
 
-  // A new fleet in the same folder starts with no revocation.
-  ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "4"}, dir).rc, 0);
+  // A new fleet in the same folder (--force) starts with no revocation.
+  ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "4", "--force"}, dir).rc, 0);
   EXPECT_FALSE(fs::exists(list));
+}
+
+// A folder that holds a fleet is not replaced by accident: without --force
+// nothing changes; with it, the old fleet goes whole, stale device folders
+// included, and the tool says what it replaced.
+TEST(KeysCliTest, ANewFleetDoesNotReplaceAnExistingOneWithoutForce) {
+  const fs::path dir = TestDir();
+  ASSERT_EQ(RunCli("fedrt-keys", {"--out", "keys", "--devices", "4"}, dir).rc, 0);
+  const std::string ca = Slurp(dir / "keys/ca.crt"), registry = Slurp(dir / "keys/registry.tsv");
+
+  CliResult r = RunCli("fedrt-keys", {"--out", "keys", "--devices", "2"}, dir);
+  EXPECT_EQ(r.rc, 1) << Show(r);
+  EXPECT_NE(r.err.find("already holds a fleet (ca.key, ca.crt, coordinator.key, coordinator.crt, registry.tsv, 4 "
+                       "device folders)"),
+            std::string::npos)
+      << Show(r);
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << Show(r);
+  EXPECT_NE(r.err.find("fedrt-keys add --keys keys"), std::string::npos) << Show(r);
+  EXPECT_EQ(Slurp(dir / "keys/ca.crt"), ca) << "the CA is unchanged";
+  EXPECT_EQ(Slurp(dir / "keys/registry.tsv"), registry);
+  EXPECT_TRUE(fs::exists(dir / "keys/devices/dev0003"));
+
+  r = RunCli("fedrt-keys", {"--out", "keys", "--devices", "2", "--force"}, dir);
+  ASSERT_EQ(r.rc, 0) << Show(r);
+  EXPECT_NE(r.err.find("replacing the fleet in keys: ca.key, ca.crt, coordinator.key, coordinator.crt, registry.tsv, "
+                       "4 device folders"),
+            std::string::npos)
+      << Show(r);
+  EXPECT_NE(Slurp(dir / "keys/ca.crt"), ca) << "a new CA";
+  EXPECT_TRUE(fs::exists(dir / "keys/devices/dev0001"));
+  EXPECT_FALSE(fs::exists(dir / "keys/devices/dev0002")) << "no device folder of the old fleet is left";
+  EXPECT_FALSE(fs::exists(dir / "keys/devices/dev0003"));
+  auto now = LoadRegistry((dir / "keys/registry.tsv").string());
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->size(), 2u);
 }
 
 TEST(KeysCliTest, RotateGivesNewKeysUnderTheSameIdsAndKeepsTheRest) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mbedtls/bignum.h>
 #include <mbedtls/ecp.h>
 #include <mbedtls/oid.h>
@@ -180,9 +181,35 @@ Status LoadIssuer(const fs::path& keys, Issuer& ca) {
 
 }  // namespace
 
-Status ProvisionFleet(const std::string& out_dir, uint32_t devices, const std::string& prefix) {
+std::vector<std::string> FleetFiles(const std::string& out_dir) {
+  const fs::path out(out_dir);
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const char* f : {"ca.key", "ca.crt", "coordinator.key", "coordinator.crt", "registry.tsv", "revoked.tsv"})
+    if (fs::exists(out / f, ec)) found.emplace_back(f);
+  size_t folders = 0;
+  if (fs::is_directory(out / "devices", ec))
+    for (const auto& e : fs::directory_iterator(out / "devices", ec))
+      if (e.is_directory(ec)) ++folders;
+  if (folders > 0) found.push_back(fmt::format("{} device folder{}", folders, folders == 1 ? "" : "s"));
+  return found;
+}
+
+Status ProvisionFleet(const std::string& out_dir, uint32_t devices, const std::string& prefix, bool replace) {
   const fs::path out(out_dir);
   FEDRT_TRY(CheckPrefix(prefix));
+  const std::vector<std::string> old = FleetFiles(out_dir);
+  if (!old.empty() && !replace)
+    return Status(StatusCode::kAlreadyExists,
+                  fmt::format("'{}' already holds a fleet ({}); a new CA would leave its devices with credentials "
+                              "the coordinator no longer accepts. Add devices with 'fedrt-keys add --keys {}', or "
+                              "give --force to replace the whole fleet",
+                              out_dir, fmt::join(old, ", "), out_dir));
+  if (!old.empty()) {
+    std::error_code ec;
+    fs::remove_all(out / "devices", ec);  // stale device folders would hold the old CA's credentials
+    if (ec) return Status(StatusCode::kInternal, fmt::format("cannot remove '{}': {}", (out / "devices").string(), ec.message()));
+  }
   FEDRT_TRY(MakeDir(out));
   FEDRT_TRY(MakeDir(out / "devices"));
   TlsRandom rng;

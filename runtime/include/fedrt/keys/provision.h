@@ -23,10 +23,17 @@
 
 namespace fedrt::net {
 
+// What `out` already holds of a fleet ("ca.key", "registry.tsv", "3 device
+// folders", ...); empty when nothing.
+std::vector<std::string> FleetFiles(const std::string& out);
+
 // A fresh fleet in `out`: a new CA, the coordinator's certificate and
-// devices PREFIX0000 .. with agent indices 0 .. devices-1. A revoked.tsv left
-// by an earlier fleet in `out` is removed (its ids would name the new devices).
-Status ProvisionFleet(const std::string& out, uint32_t devices, const std::string& prefix);
+// devices PREFIX0000 .. with agent indices 0 .. devices-1. A folder that
+// already holds a fleet (FleetFiles) is refused (ALREADY_EXISTS: its devices
+// would keep credentials of the old CA) unless `replace`; then the old fleet
+// goes whole: its device folders and its revoked.tsv (whose ids would name
+// the new devices) are removed before the new one is written.
+Status ProvisionFleet(const std::string& out, uint32_t devices, const std::string& prefix, bool replace = false);
 
 // The prefix the registry's ids share when every id is PREFIX + its index on
 // four digits (the form ProvisionFleet writes); "dev" otherwise or when empty.
