@@ -83,6 +83,15 @@ TEST_F(KeysLiveTest, AddedDeviceJoinsAndRevokedDeviceIsRefused) {
   EXPECT_NE(Wait(again, 20000), 0);
 
   ASSERT_EQ(Wait(co, 180000), 0) << ReadFile(log);
+  // The round open at the revocation did not wait its deadline for dev0001:
+  // it closed when the other devices had answered.
+  {
+    const std::string all = ReadFile(log);
+    std::smatch m;
+    const std::regex line(" round alg=fedlsa run=0 round=" + std::to_string(revoked + 2) + " [^\n]*closed_by=([a-z]+)");
+    ASSERT_TRUE(std::regex_search(all, m, line)) << all;
+    EXPECT_EQ(m[1].str(), "all") << "the round open at the revocation waited for the revoked device";
+  }
   auto store = StateStore::Open((dir_ / "coordinator.db").string());
   ASSERT_TRUE(store.ok());
   auto rows = (*store)->load_reports();

@@ -114,6 +114,38 @@ TEST(ServerSession, DeadlineClosesWithAQuorumOrExtends) {
   EXPECT_EQ(s.server.on_update(r[4].first, r[4].second.update, 1201).refusal, Refusal::kStaleRound);
 }
 
+// A participant revoked during the open round leaves it: the round closes
+// when the others answered, not at its deadline, and without the revoked
+// device's update; an update it sends afterwards is refused.
+TEST(ServerSession, ARevokedParticipantIsNotWaitedFor) {
+  Fleet f(AlgorithmKind::kFedAvg);
+  Sessions s(f, /*deadline_ms=*/30000, /*quorum=*/0.5);
+  auto r = s.announce(0, 1000);
+  ASSERT_EQ(r.size(), Fleet::kAgents);
+  for (uint32_t i = 0; i + 1 < Fleet::kAgents; ++i) {
+    if (i == 2) continue;
+    ASSERT_TRUE(s.server.on_update(r[i].first, r[i].second.update, 1010).ok());
+  }
+  EXPECT_TRUE(s.server.round_open()) << "agents 2 and 5 have not answered";
+  s.server.set_connected(2, false, 1020);
+  s.server.set_refused(2, true);  // revoked
+  EXPECT_TRUE(s.server.round_open()) << "agent 5 is still to answer";
+  ASSERT_TRUE(s.server.on_update(r[5].first, r[5].second.update, 1030).ok());
+  ASSERT_TRUE(s.server.round_closed()) << "closed at 1030 ms, not at the 31000 ms deadline";
+  EXPECT_STREQ(s.server.commit().closed_by, "all");
+  EXPECT_EQ(s.server.commit().members.size(), Fleet::kAgents - 1);
+  for (uint32_t m : s.server.commit().members) EXPECT_NE(m, 2u);
+  EXPECT_FALSE(s.server.on_update(r[2].first, r[2].second.update, 1040).ok());
+
+  // The last one to answer revoked: the round closes at once.
+  Sessions t(f, /*deadline_ms=*/30000, /*quorum=*/0.5);
+  auto q = t.announce(0, 1000);
+  for (uint32_t i = 1; i < Fleet::kAgents; ++i) ASSERT_TRUE(t.server.on_update(q[i].first, q[i].second.update, 1010).ok());
+  t.server.set_refused(0, true);
+  ASSERT_TRUE(t.server.round_closed());
+  EXPECT_EQ(t.server.commit().members.size(), Fleet::kAgents - 1);
+}
+
 // A repeated announcement of the pending round sends the same bytes again.
 TEST(ClientSession, ResubmitsTheSameUpdate) {
   Fleet f(AlgorithmKind::kScaffold);

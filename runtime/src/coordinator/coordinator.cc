@@ -358,7 +358,7 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
     monitor_->link(agent, FleetMonitor::Link::kRefused, why);
     (void)store_->upsert_device(c.identity(), agent, "refused: " + why);
     CoordinatorWarn("refused device={} index={} stage=task reason={}", c.identity(), agent, why);
-    rounds_.set_refused(agent);
+    rounds_.set_refused(agent, now_ms());
     maybe_start(false);
     return;
   }

@@ -342,14 +342,15 @@ void FleetRounds::set_connected(uint32_t agent, bool connected, uint64_t now_ms)
   if (started_) pump(now_ms);
 }
 
-void FleetRounds::set_refused(uint32_t agent) {
+void FleetRounds::set_refused(uint32_t agent, uint64_t now_ms) {
   if (agent >= agents_) return;
   refused_[agent] = 1;
   connected_[agent] = 0;
   if (session_ != nullptr) {
-    session_->set_connected(agent, false, 0);
-    session_->set_refused(agent, true);
+    session_->set_connected(agent, false, now_ms);
+    session_->set_refused(agent, true);  // the open round stops waiting for it
   }
+  if (started_) pump(now_ms);
 }
 
 protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in,

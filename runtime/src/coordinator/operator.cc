@@ -64,7 +64,7 @@ void Coordinator::revoke(const Revocation& r) {
   const bool was_ready = registry_.state(agent) == Registry::State::kReady;
   registry_.set_state(agent, Registry::State::kRefused, "revoked: " + r.reason);
   if (was_ready) rounds_.set_connected(agent, false, now_ms());
-  rounds_.set_refused(agent);
+  rounds_.set_refused(agent, now_ms());
   if (Connection* c = registry_.connection(agent)) {
     CoordinatorWarn("dropped device={} index={} peer={} reason=revoked", r.id, agent, c->peer());
     c->send_error(wire::ERROR_IDENTITY, fmt::format("device '{}' is revoked: {}", r.id, r.reason), true);

@@ -82,8 +82,19 @@ void ServerSession::set_connected(uint32_t agent, bool connected, uint64_t now_m
     announce(agent);
 }
 
+// A participant refused during the open round (a device revoked) leaves it:
+// the round closes once the others answered, without waiting for its
+// deadline. A secure round drops it through its SecAgg+ phases instead
+// (set_connected).
 void ServerSession::set_refused(uint32_t agent, bool refused) {
-  if (agent < agents_) refused_[agent] = refused ? 1 : 0;
+  if (agent >= agents_) return;
+  const bool newly = refused && !refused_[agent];
+  refused_[agent] = refused ? 1 : 0;
+  if (!newly || state_ != State::kOpen || !sampled_[agent] || reported_[agent]) return;
+  if (secure_ && id_.round != kInitRound) return;
+  if (uploads_[agent].active) abort_upload(agent);  // a part of its update is taken back
+  ++withdrawn_;
+  if (commit_.members.size() + withdrawn_ >= expected_) close(commit_.members.empty() ? "empty" : "all");
 }
 
 void ServerSession::announce(uint32_t agent) {
@@ -125,6 +136,7 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   local_steps_ = initial ? 0 : core_.start_round(round);
   commit_.local_steps = local_steps_;
   expected_ = 0;
+  withdrawn_ = 0;
   std::vector<uint32_t>& sampled_list = notify_;
   sampled_list.clear();
   for (uint32_t c = 0; c < agents_; ++c) {
@@ -285,7 +297,7 @@ void ServerSession::record(uint32_t agent, const Update& u, uint64_t bits) {
   commit_.members.push_back(agent);
   commit_.bits_up += bits;
   commit_.samples += u.sample_count;
-  if (commit_.members.size() == expected_) close("all");
+  if (commit_.members.size() + withdrawn_ == expected_) close("all");
 }
 
 Verdict ServerSession::secagg_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,

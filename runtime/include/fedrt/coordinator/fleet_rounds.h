@@ -91,7 +91,7 @@ class FleetRounds {
   bool started() const { return started_; }
   // Presence: an agent that accepted the task is connected until its connection closes.
   void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
-  void set_refused(uint32_t agent);
+  void set_refused(uint32_t agent, uint64_t now_ms);
   // The agent is sampled in the open round: it owes an update (or a SecAgg+
   // message) and may be busy with its local work, so its silence is not idleness.
   bool owes(uint32_t agent) const {

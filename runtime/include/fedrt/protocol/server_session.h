@@ -99,7 +99,9 @@ class ServerSession {
   const ServerUplink& uplink() const { return uplink_; }
   const task::Task& task() const { return task_; }
 
-  // Presence: connected (and registered) devices; refused ones never take part.
+  // Presence: connected (and registered) devices; refused ones never take
+  // part, and one refused during the open round (revoked) leaves it: the
+  // round closes as soon as the others answered.
   void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
   void set_refused(uint32_t agent, bool refused);
 
@@ -216,6 +218,7 @@ class ServerSession {
   std::vector<char> prev_reported_;
   bool had_round_ = false;
   uint32_t expected_ = 0;
+  uint32_t withdrawn_ = 0;  // participants refused during the open round (revoked): not waited for
   std::vector<Outgoing> outbox_;
   size_t outbox_head_ = 0;
   std::vector<double> result_;  // what round results carry (LSA: theta_{t+1} or xhat_{t+1})
