@@ -16,7 +16,7 @@ set(FEDRT_FW_APP_INCLUDED ON)
 if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
   add_executable(fedrt-fw-provision "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_provision.cc"
                  "${CMAKE_SOURCE_DIR}/runtime/src/fw/provision.cc")
-  target_link_libraries(fedrt-fw-provision PRIVATE fedrt_net CLI11::CLI11)
+  target_link_libraries(fedrt-fw-provision PRIVATE fedrt_net fedrt_cli)
 endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/third_party.cmake)
@@ -104,7 +104,7 @@ if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
   foreach(_v "" "-lsa")
     string(REPLACE "-" "_" _lib "fedrt_fw_client${_v}")
     add_executable(fedrt-fw-host${_v} "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_host.cc")
-    target_link_libraries(fedrt-fw-host${_v} PRIVATE ${_lib} CLI11::CLI11)
+    target_link_libraries(fedrt-fw-host${_v} PRIVATE ${_lib} fedrt_cli)
   endforeach()
 endif()
 

@@ -49,7 +49,7 @@ add_library(fedrt_linux_device STATIC
   runtime/src/device/driver.cc)
 target_link_libraries(fedrt_linux_device PUBLIC fedrt_tls fedrt_config fedrt_wire CLI11::CLI11)
 add_executable(fedrt-device runtime/apps/fedrt_device.cc)
-target_link_libraries(fedrt-device PRIVATE fedrt_linux_device CLI11::CLI11)
+target_link_libraries(fedrt-device PRIVATE fedrt_linux_device fedrt_cli)
 
 if(FEDRT_DEVICE_ONLY)  # ARM boards (cmake/cross_linux.cmake): no coordinator, SQLite or Asio
   add_library(fedrt_net INTERFACE)
@@ -113,12 +113,12 @@ add_library(fedrt_net INTERFACE)
 target_link_libraries(fedrt_net INTERFACE fedrt_coordinator fedrt_linux_device fedrt_keys)
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)
-target_link_libraries(fedrt-keys PRIVATE fedrt_keys fedrt_log CLI11::CLI11 fmt::fmt)
+target_link_libraries(fedrt-keys PRIVATE fedrt_keys fedrt_log fedrt_cli fmt::fmt)
 # The run's state from the coordinator's SQLite file, up or down (README.md, "Devices during a run").
 add_executable(fedrt-status runtime/apps/fedrt_status.cc)
-target_link_libraries(fedrt-status PRIVATE fedrt_coordinator CLI11::CLI11 nlohmann_json::nlohmann_json)
+target_link_libraries(fedrt-status PRIVATE fedrt_coordinator fedrt_cli nlohmann_json::nlohmann_json)
 add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)
-target_link_libraries(fedrt-coordinator PRIVATE fedrt_coordinator CLI11::CLI11)
+target_link_libraries(fedrt-coordinator PRIVATE fedrt_coordinator fedrt_cli)
 
 if(FEDRT_BUILD_BENCH)
   # Load benchmark (./fedrt bench runs it after fedrt-bench).

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "fedrt/cli/parse.h"
 #include "fedrt/coordinator/cli.h"
 
 using namespace fedrt;
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
       "SQLite state a restart resumes from; writes the simulator's outputs"};
   net::CoordinatorFlags flags;
   net::AddCoordinatorFlags(app, flags);
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = 0; !cli::Parse(app, argc, argv, &rc)) return rc;
   // A closed log pipe or peer must give an error, not end the experiment
   // (sockets send with MSG_NOSIGNAL; this covers stderr and everything else).
   std::signal(SIGPIPE, SIG_IGN);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/data/shard.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/data/split.h"
 
 namespace {
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   convert->add_option("--input", in, "CSV shard")->required();
   convert->add_option("--label", label, "the label column")->capture_default_str();
   convert->add_option("--out", out, "record file to write")->required();
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   if (*split) return Split(sf);
   auto s = data::ReadCsvShard(in, label, data::LabelKind::kReal);
   if (!s.ok()) return Fail(s.status());

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fedrt/device.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/device/cli.h"
 
 using namespace fedrt;
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
       "in the rounds it is sampled in and keeps its state across restarts."};
   net::DeviceFlags flags;
   net::AddDeviceFlags(app, flags);
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = 0; !cli::Parse(app, argc, argv, &rc)) return rc;
   DeviceConfig config;
   Status st = net::DeviceConfigFromFlags(flags, config);
   if (st.ok()) {

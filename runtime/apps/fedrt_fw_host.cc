@@ -29,6 +29,7 @@
 
 #include "fedrt/fw/client.h"
 #include "fedrt/fw/problem_image.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/protocol/families.h"
 
 using namespace fedrt;
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
   app.add_option("--workspace-bytes", workspace_bytes,
                  "memory for the local oracle and the protocol session (default: the firmware image's)");
   app.add_flag("--quiet", quiet, "no log lines");
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = 0; !cli::Parse(app, argc, argv, &rc)) return rc;
 
   TcpLink link;
   const auto colon = coordinator.rfind(':');

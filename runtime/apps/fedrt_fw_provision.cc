@@ -19,6 +19,7 @@
 #include "fedrt/task/names.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/fw/problem_image.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/fw/provision.h"
 
 using namespace fedrt;
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("--index", index, "agent index c the coordinator assigns to this device (its registry line)")
       ->required();
   app.add_option("--out", out, "output file (problem image)")->required();
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = 0; !cli::Parse(app, argc, argv, &rc)) return rc;
 
   config::ExperimentConfig cfg;
   Status st = config::LoadExperimentToml(config_file, cfg);

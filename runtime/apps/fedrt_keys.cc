@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "fedrt/log/log.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/keys/provision.h"
 
 namespace {
@@ -82,12 +83,7 @@ int main(int argc, char** argv) {
                    "the coordinator's key and certificate (signed by the same CA: devices accept it unchanged)");
   fedrt::log::AddLevelFlag(*rotate, log_level);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   (void)fedrt::log::SetLevel(log_level);  // checked by the flag
   auto& log = fedrt::log::Get("fedrt-keys");
 

@@ -21,6 +21,7 @@
 #include "fedrt/config/experiment.h"
 #include "fedrt/report/outputs.h"
 #include "fedrt/sim/mpi_ranks.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/sim/simulator.h"
 
 using namespace fedrt;
@@ -98,8 +99,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (!ranks || e.get_exit_code() == 0) return quiet ? 0 : app.exit(e);  // --help, --version: every rank stops
-    parsed = Status(StatusCode::kInvalidArgument, std::string(e.what()));
+    if (e.get_exit_code() == 0) return quiet ? 0 : app.exit(e);  // --help, --version: every rank stops
+    parsed = Status(StatusCode::kInvalidArgument, cli::UsageMessage(app, e, argc, argv));
   }
   if (parsed.ok()) parsed = log::SetLevel(quiet ? "off" : log_level);
   ExperimentConfig cfg;

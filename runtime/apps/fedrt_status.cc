@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fedrt/coordinator/state_store.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/protocol/messages.h"
 
 namespace {
@@ -137,12 +138,7 @@ int main(int argc, char** argv) {
   app.add_option("--state", path, "the coordinator's state file (its --state / network.state)")->required();
   app.add_flag("--json", json, "one JSON object for tools instead of text");
   app.add_option("--now", now, "the time the ages are counted from, in unix seconds (default: now)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   if (now <= 0)
     now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto fail = [](const fedrt::Status& st) {
