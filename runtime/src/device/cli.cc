@@ -35,6 +35,11 @@ Status DeviceConfigFromFlags(const DeviceFlags& f, DeviceConfig& c) {
   c.coordinator = f.coordinator;
   c.id = f.id;
   c.credentials = {};
+  std::error_code ec;
+  // Files named by the flags the user typed (DeviceOptionsFromConfig checks them again under the API's field names).
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--key", f.key}, {"--cert", f.cert},
+                                   {"--ca", f.ca}})
+    if (!path.empty() && !std::filesystem::exists(path, ec)) return bad(fmt::format("{}: '{}' not found", flag, path));
   if (!f.cert.empty()) {
     if (f.ca.empty()) return bad("--cert needs --ca (the fleet CA certificate)");
     c.credentials.cert_file = f.cert;
@@ -44,7 +49,6 @@ Status DeviceConfigFromFlags(const DeviceFlags& f, DeviceConfig& c) {
     c.credentials.psk_file = f.key;
   }
   c.state_dir = f.state;
-  std::error_code ec;
   if (!f.data.empty() && !std::filesystem::exists(f.data, ec)) return bad(fmt::format("--data: '{}' not found", f.data));
   c.data = f.data;
   if (f.give_up_ms <= 0) return bad(fmt::format("--give-up-ms must be positive, got {}", f.give_up_ms));
