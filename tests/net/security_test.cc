@@ -5,6 +5,9 @@
 // serving legitimate devices.
 #include <arpa/inet.h>
 
+#include <chrono>
+#include <fstream>
+
 #include "fedrt/tls/tls.h"
 #include "fedrt/wire/frame.h"
 #include "net_harness.h"
@@ -67,6 +70,24 @@ TEST_F(SecurityTest, WrongPskIsRefusedInHandshake) {
   ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "stage=handshake reason=", 5000));
   EXPECT_NE(log().find("wrong pre-shared key"), std::string::npos) << log();
   EXPECT_EQ(log().find("registered device="), std::string::npos);
+}
+
+// The device program with a wrong key: it says what the refusal means and
+// stops after a few handshakes instead of retrying for --give-up-ms.
+TEST_F(SecurityTest, ADeviceWithAWrongKeySaysWhyAndStops) {
+  const fs::path bad = dir_ / "wrong.psk";
+  std::ofstream(bad) << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t d = Spawn({Bin("fedrt-device"), "--coordinator", "127.0.0.1:" + std::to_string(port_), "--id", Id(0),
+                         "--key", bad.string(), "--give-up-ms", "60000"},
+                        dir_ / "wrong_key.log");
+  const int rc = Wait(d, 30000);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(rc, 2);
+  EXPECT_LT(s, 20.0) << "the device retried for its 60 s give-up time";
+  const std::string out = ReadFile(dir_ / "wrong_key.log");
+  EXPECT_NE(out.find("handshakes in a row refused"), std::string::npos) << out;
+  EXPECT_NE(out.find("check --id and --key against the fleet's keys folder"), std::string::npos) << out;
 }
 
 TEST_F(SecurityTest, UnknownPskIdentityIsRefusedInHandshake) {

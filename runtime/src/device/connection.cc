@@ -89,6 +89,12 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
     }
     reload_credentials();
     Status st = tls_->connect(opt_.host, opt_.port, kReadTimeoutMs);
+    // Refused credentials: a few tries (a key rotated or added a moment ago
+    // reaches a running coordinator within a second), then the reason.
+    refusals_ = st.code() == StatusCode::kPermissionDenied ? refusals_ + 1 : 0;
+    if (refusals_ >= kMaxCredentialRefusals)
+      return Status(StatusCode::kPermissionDenied,
+                    fmt::format("{} handshakes in a row refused: {}", refusals_, st.message()));
     if (!st.ok()) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - last_ok_).count();

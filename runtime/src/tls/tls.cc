@@ -336,6 +336,11 @@ Status TlsClient::connect(const std::string& host, uint16_t port, uint32_t read_
   while ((rc = mbedtls_ssl_handshake(&ssl_)) != 0) {
     if (rc != MBEDTLS_ERR_SSL_WANT_READ && rc != MBEDTLS_ERR_SSL_WANT_WRITE) {
       mbedtls_net_free(&net_);
+      if (rc == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE)  // the peer refused our credentials: retrying will not mend it
+        return Status(StatusCode::kPermissionDenied,
+                      "TLS handshake: the coordinator refused this device's credentials (a fatal alert): the id is "
+                      "not in its registry, the key is not the one it holds for the id, or the id is revoked; "
+                      "check --id and --key against the fleet's keys folder");
       return TlsFail("TLS handshake", rc);
     }
   }

@@ -63,6 +63,8 @@ class DeviceConnection {
   wire::FrameDecoder dec_;
   DeviceSession::Sender sender_;
   long backoff_ = 100;
+  int refusals_ = 0;  // handshakes in a row whose credentials the coordinator refused
+  static constexpr int kMaxCredentialRefusals = 5;  // then the device stops with the reason
   std::chrono::steady_clock::time_point last_ok_;
   uint32_t heartbeat_ms_ = 0;  // Welcome.heartbeat_ms of this connection (0: none)
   std::chrono::steady_clock::time_point last_sent_;
