@@ -45,6 +45,24 @@ TEST(NetworkConfig, HexAndValidation) {
   EXPECT_NE(std::string(ValidateNetwork(n).message()).find("network.refusal_log_interval_ms"), std::string::npos);
 }
 
+// A listen address that is not an IP address is refused at validation, with
+// its key and flag (it used to end the coordinator with an uncaught
+// std::system_error when the socket was opened).
+TEST(NetworkConfig, ListenMustBeAnAddress) {
+  NetworkConfig n;
+  for (const char* ok : {"127.0.0.1", "0.0.0.0", "::1", "::"}) {
+    n.listen = ok;
+    EXPECT_TRUE(ValidateNetwork(n).ok()) << ok;
+  }
+  n.listen = "127.0.0.1:0";
+  EXPECT_NE(std::string(ValidateNetwork(n).message()).find("network.listen (--listen) must be an IPv4 or IPv6 address, "
+                                                           "got '127.0.0.1:0' (the port is network.port, --port)"),
+            std::string::npos)
+      << ValidateNetwork(n).message();
+  n.listen = "localhost";
+  EXPECT_FALSE(ValidateNetwork(n).ok());
+}
+
 // The per-peer limits and keepalive: defaults exempt loopback; bad values name their key.
 TEST(NetworkConfig, PeerLimitsFromToml) {
   NetworkConfig n;

@@ -92,6 +92,15 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
 Status ValidateNetwork(const NetworkConfig& n) {
   auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
   if (n.port < 0 || n.port > 65535) return bad(fmt::format("network.port must be in 0..65535, got {}", n.port));
+  {
+    in6_addr a6{};
+    in_addr a4{};
+    if (inet_pton(AF_INET, n.listen.c_str(), &a4) != 1 && inet_pton(AF_INET6, n.listen.c_str(), &a6) != 1)
+      return bad(fmt::format("network.listen (--listen) must be an IPv4 or IPv6 address, got '{}'{}", n.listen,
+                             n.listen.find(':') != std::string::npos && n.listen.find('.') != std::string::npos
+                                 ? " (the port is network.port, --port)"
+                                 : ""));
+  }
   if (n.deadline_ms <= 0) return bad(fmt::format("network.deadline_ms must be positive, got {}", n.deadline_ms));
   if (n.start_timeout_ms < 0)
     return bad(fmt::format("network.start_timeout_ms must be >= 0, got {}", n.start_timeout_ms));
