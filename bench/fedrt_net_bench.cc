@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <mbedtls/ctr_drbg.h>
 
@@ -38,6 +39,7 @@
 #include "fedrt/tls/tls.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/config/experiment.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/config/task_builder.h"
 
 using namespace fedrt;
@@ -215,23 +217,13 @@ int RunOne(const std::string& bin_dir, const fs::path& work, int n, int rounds, 
 int main(int argc, char** argv) {
   std::vector<int> sizes = {1000, 5000};
   int rounds = 3;
-  bool forward_secrecy = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--devices" && i + 1 < argc) {
-      sizes.clear();
-      std::stringstream ss(argv[++i]);
-      std::string x;
-      while (std::getline(ss, x, ',')) sizes.push_back(std::atoi(x.c_str()));
-    } else if (a == "--rounds" && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
-    } else if (a == "--no-forward-secrecy") {
-      forward_secrecy = false;
-    } else {
-      std::fprintf(stderr, "usage: fedrt-net-bench [--devices 1000,5000] [--rounds 3] [--no-forward-secrecy]\n");
-      return 2;
-    }
-  }
+  bool no_forward_secrecy = false;
+  CLI::App app{"fedrt-net-bench: one coordinator and N devices over TLS on loopback (a table per N)", "fedrt-net-bench"};
+  app.add_option("--devices", sizes, "fleet sizes, comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--rounds", rounds, "rounds per fleet")->check(CLI::PositiveNumber);
+  app.add_flag("--no-forward-secrecy", no_forward_secrecy, "plain PSK handshakes (no ECDHE)");
+  if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
+  const bool forward_secrecy = !no_forward_secrecy;
   rlimit nofile{};
   getrlimit(RLIMIT_NOFILE, &nofile);
   nofile.rlim_cur = nofile.rlim_max;

@@ -18,8 +18,10 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "fedrt/cli/parse.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/secagg/device.h"
 #include "secagg_round.h"
@@ -102,17 +104,11 @@ bool MeasureDevice(const RoundParams& p, DeviceCost& cost) {
 
 int main(int argc, char** argv) {
   uint32_t dim = 1000, bits = 16, full_max = 100;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    const long v = std::strtol(argv[i + 1], nullptr, 10);
-    if (a == "--dim" && v > 0) dim = static_cast<uint32_t>(v);
-    else if (a == "--bits" && v > 0 && v < 32) bits = static_cast<uint32_t>(v);
-    else if (a == "--full-max" && v >= 0) full_max = static_cast<uint32_t>(v);
-    else {
-      std::fprintf(stderr, "usage: fedrt-secagg-bench [--dim D] [--bits B (1..31)] [--full-max N]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"fedrt-secagg-bench: SecAgg+ bandwidth expansion and device cost per round (a table)", "fedrt-secagg-bench"};
+  app.add_option("--dim", dim, "entries of each device's input")->check(CLI::PositiveNumber);
+  app.add_option("--bits", bits, "bits per entry")->check(CLI::Range(1, 31));
+  app.add_option("--full-max", full_max, "largest N run with every device's cost measured");
+  if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   const uint64_t plain = (static_cast<uint64_t>(dim) * bits + 7) / 8;
   fmt::print("\n== secure aggregation (SecAgg+), one round: d = {}, b = {} bits, unmasked update {} B ==\n", dim, bits, plain);
   fmt::print("{:>5} {:>3} {:>3} {:>12} {:>12} {:>10} {:>12} {:>11} {:>11} {:>11}\n", "N", "k", "t", "fail@20%",

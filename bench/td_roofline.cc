@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "bench_table.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
 #include "fedrt/sim/td_lanes.h"
@@ -142,7 +144,11 @@ std::string Pct(double x) { return fmt::format("{:.0f}%", 100.0 * x); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  CLI::App app{"fedrt-roofline-bench: the TD(0) local step against the core's measured peaks (a table)",
+               "fedrt-roofline-bench"};
+  bool quick = false;
+  app.add_flag("--quick", quick, "a tenth of the work per measurement (noisier)");
+  if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   const long scale = quick ? 10 : 1;
   const bool avx2 = fedrt::sim::ResolveTdKernel(TdKernel::kAvx2) == TdKernel::kAvx2;
   std::fprintf(stderr, "[bench] measuring the core's peaks\n");

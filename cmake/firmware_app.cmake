@@ -105,6 +105,7 @@ if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
     string(REPLACE "-" "_" _lib "fedrt_fw_client${_v}")
     add_executable(fedrt-fw-host${_v} "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw_host.cc")
     target_link_libraries(fedrt-fw-host${_v} PRIVATE ${_lib} fedrt_cli)
+    target_compile_definitions(fedrt-fw-host${_v} PRIVATE FEDRT_FW_HOST_NAME="fedrt-fw-host${_v}")
   endforeach()
 endif()
 

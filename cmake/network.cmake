@@ -123,7 +123,7 @@ target_link_libraries(fedrt-coordinator PRIVATE fedrt_coordinator fedrt_cli)
 if(FEDRT_BUILD_BENCH)
   # Load benchmark (./fedrt bench runs it after fedrt-bench).
   add_executable(fedrt-net-bench bench/fedrt_net_bench.cc)
-  target_link_libraries(fedrt-net-bench PRIVATE fedrt_net)
+  target_link_libraries(fedrt-net-bench PRIVATE fedrt_net fedrt_cli)
   add_dependencies(fedrt-net-bench fedrt-coordinator)
   # Round latency per phase with real processes (./fedrt bench runs it too).
   add_executable(fedrt-net-latency bench/fedrt_net_latency.cc)

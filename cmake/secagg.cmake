@@ -35,5 +35,5 @@ target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
 
 if(FEDRT_BUILD_BENCH)
   add_executable(fedrt-secagg-bench bench/fedrt_secagg_bench.cc)
-  target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_test_support)
+  target_link_libraries(fedrt-secagg-bench PRIVATE fedrt_test_support fedrt_cli)
 endif()

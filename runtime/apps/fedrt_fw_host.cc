@@ -32,12 +32,16 @@
 #include "fedrt/cli/parse.h"
 #include "fedrt/protocol/families.h"
 
+#ifndef FEDRT_FW_HOST_NAME
+#define FEDRT_FW_HOST_NAME "fedrt-fw-host"
+#endif
+
 using namespace fedrt;
 
 namespace {
 
 int Fail(const std::string& what) {
-  std::fprintf(stderr, "fedrt-fw-host: error: %s\n", what.c_str());
+  std::fprintf(stderr, FEDRT_FW_HOST_NAME ": error: %s\n", what.c_str());
   return 2;
 }
 
@@ -159,7 +163,7 @@ bool ParseHex(const std::string& hex, std::vector<uint8_t>& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fedrt-fw-host: the firmware protocol client over TCP"};
+  CLI::App app{FEDRT_FW_HOST_NAME ": the firmware protocol client over TCP", FEDRT_FW_HOST_NAME};
   std::string coordinator, id, key, problem, seed_hex;
   bool quiet = false;
   uint32_t handshake_ms = 5000;
@@ -231,7 +235,7 @@ int main(int argc, char** argv) {
   st = client.run();
   const fw::ClientStats s = client.stats();
   std::fprintf(stderr,
-               "fedrt-fw-host: %s sessions=%u rounds=%u results=%u rejected_frames=%u rejected_records=%u "
+               FEDRT_FW_HOST_NAME ": %s sessions=%u rounds=%u results=%u rejected_frames=%u rejected_records=%u "
                "chunks_in=%u chunks_out=%u tls_heap_max_bytes=%zu tls_heap_bytes=%zu workspace_max_bytes=%zu "
                "workspace_bytes=%zu\n",
                id.c_str(), s.sessions, s.rounds, s.results, s.rejected_frames, s.rejected_records, s.chunks_in,

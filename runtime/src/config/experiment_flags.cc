@@ -32,7 +32,7 @@ void AddExperimentFlags(CLI::App& app, ExperimentFlags& f) {
   // Federated optimisation family (lsq | logistic).
   app.add_option("--data", f.data, "problem.data (lsq/logistic): a directory of per-agent CSV files (y,x_1..x_d) or "
                                    "one CSV with an agent column (agent,y,x_1..x_d)");
-  app.add_option("--batch", f.batch, "problem.batch / gmm.batch: samples per stochastic gradient or EM statistic "
+  app.add_option("--batch", f.batch, "algorithm.batch / gmm.batch: samples per stochastic gradient or EM statistic "
                                      "(0 = full)");
   app.add_option("--prox-mu", f.prox_mu, "algorithm.prox_mu: FedProx weight mu of (mu/2)||x - x_t||^2");
   app.add_option("--covariate-shift", f.covariate_shift, "problem.covariate_shift (synthetic lsq/logistic, 0 = none)");

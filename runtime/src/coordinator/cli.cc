@@ -10,6 +10,10 @@ namespace fedrt::net {
 void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
   config::AddExperimentFlags(app, f.experiment);
   app.get_option("--config")->required();
+  // The simulator's own knobs: accepted (an experiment's flags work for both
+  // programs) but not listed, since a coordinator's rounds run on devices.
+  for (const char* sim_only : {"--threads", "--kernel"})
+    if (CLI::Option* o = app.get_option_no_throw(sim_only)) o->group("");
   app.add_option("--state", f.state, "network.state: SQLite state file; a restart resumes from it");
   app.add_option("--keys", f.keys, "network.keys: provisioning directory of ./fedrt keys");
   app.add_option("--listen", f.listen, "network.listen: listen address");
