@@ -219,8 +219,8 @@ int main(int argc, char** argv) {
   int rounds = 3;
   bool no_forward_secrecy = false;
   CLI::App app{"fedrt-net-bench: one coordinator and N devices over TLS on loopback (a table per N)", "fedrt-net-bench"};
-  app.add_option("--devices", sizes, "fleet sizes, comma-separated")->delimiter(',')->check(CLI::PositiveNumber);
-  app.add_option("--rounds", rounds, "rounds per fleet")->check(CLI::PositiveNumber);
+  app.add_option("--devices", sizes, "fleet sizes, comma-separated")->delimiter(',')->check(CLI::Range(1, 1000000));
+  app.add_option("--rounds", rounds, "rounds per fleet")->check(CLI::Range(1, 1000000));
   app.add_flag("--no-forward-secrecy", no_forward_secrecy, "plain PSK handshakes (no ECDHE)");
   if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   const bool forward_secrecy = !no_forward_secrecy;

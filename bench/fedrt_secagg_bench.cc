@@ -105,7 +105,7 @@ bool MeasureDevice(const RoundParams& p, DeviceCost& cost) {
 int main(int argc, char** argv) {
   uint32_t dim = 1000, bits = 16, full_max = 100;
   CLI::App app{"fedrt-secagg-bench: SecAgg+ bandwidth expansion and device cost per round (a table)", "fedrt-secagg-bench"};
-  app.add_option("--dim", dim, "entries of each device's input")->check(CLI::PositiveNumber);
+  app.add_option("--dim", dim, "entries of each device's input")->check(CLI::Range(1u, 1u << 24));
   app.add_option("--bits", bits, "bits per entry")->check(CLI::Range(1, 31));
   app.add_option("--full-max", full_max, "largest N run with every device's cost measured");
   if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
