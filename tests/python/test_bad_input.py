@@ -33,6 +33,15 @@ def test_bad_override(overrides, exc, pattern):
         fedrt.run(SMALL, **overrides)
 
 
+def test_errors_name_the_python_keyword_not_the_flag():
+    with pytest.raises(ValueError) as e:
+        fedrt.run(SMALL, rounds=-1)
+    assert str(e.value).startswith("rounds must be positive, got -1"), str(e.value)
+    with pytest.raises(ValueError) as e:
+        fedrt.run(SMALL, local_steps=0)
+    assert "local_steps must be positive" in str(e.value) and "--" not in str(e.value), str(e.value)
+
+
 def test_bad_tables():
     with pytest.raises(ValueError, match="unknown top-level key or table 'runs'"):
         fedrt.load({"runs": {"rounds": 3}})

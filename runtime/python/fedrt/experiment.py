@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Union
@@ -54,6 +55,19 @@ def _plain(value: Any, where: str) -> Any:
             out[k] = _plain(v, f"{where}.{k}" if where else k)
         return out
     return value
+
+
+# A flag the simulator's checks name (--local-steps) is a keyword here (local_steps).
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
+
+
+def _load_native(*args: Any) -> Any:
+    """_fedrt.load_experiment, its errors in Python's words: "rounds must be
+    positive", not the command line's "--rounds must be positive"."""
+    try:
+        return _fedrt.load_experiment(*args)
+    except ValueError as e:
+        raise ValueError(_FLAG.sub(lambda m: m.group(1).replace("-", "_"), str(e))) from None
 
 
 def _tables_of(key: str, base: Mapping) -> List[str]:
@@ -173,7 +187,7 @@ def load(experiment: ExperimentLike, /, *, problem: Any = None, **overrides: Any
         path = os.fspath(experiment)
         if problem is None:
             over = _overrides(overrides, _file_tables(path) if overrides else {})
-            return Experiment(_fedrt.load_experiment(path, {}, over), path)
+            return Experiment(_load_native(path, {}, over), path)
         if not os.path.exists(path):
             raise FileNotFoundError(f"experiment file '{path}' not found")
         try:
@@ -186,10 +200,10 @@ def load(experiment: ExperimentLike, /, *, problem: Any = None, **overrides: Any
         tables = _plain(experiment, "")
         source, base_dir = "experiment dict", ""
         if problem is None:
-            return Experiment(_fedrt.load_experiment(None, tables, _overrides(overrides, tables)), "dict")
+            return Experiment(_load_native(None, tables, _overrides(overrides, tables)), "dict")
     else:
         raise TypeError(f"experiment must be a TOML file's path or a dict of its tables, got {type(experiment).__name__}")
     tables = _with_problem(tables, problem)
-    native = _fedrt.load_experiment(None, tables, _overrides(overrides, tables), source, base_dir, problem._bundle(),
+    native = _load_native(None, tables, _overrides(overrides, tables), source, base_dir, problem._bundle(),
                                     problem._shards(), ARRAYS_NAME)
     return Experiment(native, source if source != "experiment dict" else "dict")
