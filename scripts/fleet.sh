@@ -161,6 +161,15 @@ fi
 PORT="$(cat "$OUT/port")"
 echo "[fleet] coordinator on 127.0.0.1:$PORT, starting $DEVICES devices (native $N_NATIVE, aarch64 $N_AARCH64," \
   "armhf $N_ARMHF, cortex-m4 $N_CORTEX_M4; auth $AUTH)" >&2
+if [[ -n "$HTTP" ]]; then  # the dashboard's address on a line of its own, near the top
+  url=""
+  for _ in $(seq 1 50); do
+    url="$(grep -m1 -o 'dashboard url=[^ ]*' "$OUT/coordinator.log" 2>/dev/null | cut -d= -f2)"
+    [[ -n "$url" ]] && break
+    sleep 0.1
+  done
+  [[ -n "$url" ]] && echo "[fleet] dashboard $url" >&2
+fi
 
 for ((i = 0; i < DEVICES; i++)); do
   id="$(printf 'dev%04d' "$i")"
