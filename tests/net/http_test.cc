@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fedrt/coordinator/network_config.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
@@ -209,6 +210,41 @@ TEST_F(HttpTest, BadAddressIsAClearError) {
     EXPECT_NE(ReadFile(dir_ / log).find(std::string("--http '") + bad + "'"), std::string::npos)
         << bad << ": " << ReadFile(dir_ / log);
   }
+}
+
+// --http-linger: the finished run's dashboard is still served after the
+// run, until the time is up; then the coordinator ends with 0.
+TEST_F(HttpTest, AFinishedRunsDashboardLingers) {
+  Provision(dir_ / "keys", 2);
+  std::string fast(kWaiting);
+  fast.replace(fast.find("start_timeout_ms = 600000"), 25, "start_timeout_ms = 60000");
+  co_ = StartCoordinator(WriteExperiment(fast), 0, {"--http", "0", "--http-linger", "4"});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "dashboard url=", 10000));
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  const size_t at = log.find("dashboard url=http://");
+  http_ = std::stoi(log.substr(log.find(':', log.find("//", at) + 2) + 1));
+  const pid_t d0 = StartDevice(0, port), d1 = StartDevice(1, port);
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "dashboard stays up for 4 s", 60000)) << ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Wait(d0, 20000), 0);
+  EXPECT_EQ(Wait(d1, 20000), 0);
+  const Reply run = Get(http_, "/api/run");
+  EXPECT_EQ(run.status, 200);
+  EXPECT_NE(run.body.find("finished"), std::string::npos) << run.body;
+  EXPECT_EQ(Wait(co_, 0), -1) << "still running while the dashboard lingers";
+  EXPECT_EQ(Wait(co_, 20000), 0);
+  co_ = -1;
+}
+
+TEST(NetworkConfigLinger, NeedsTheDashboardAndABound) {
+  NetworkConfig n;
+  n.http_linger_s = 5;
+  EXPECT_NE(std::string(ValidateNetwork(n).message()).find("needs network.http (--http)"), std::string::npos);
+  n.http = "0";
+  EXPECT_TRUE(ValidateNetwork(n).ok());
+  n.http_linger_s = -1;
+  EXPECT_FALSE(ValidateNetwork(n).ok());
 }
 
 }  // namespace

@@ -27,6 +27,8 @@ void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
   app.add_option("--http", f.http,
                  "network.http: serve the dashboard, JSON and /metrics on PORT or ADDRESS:PORT (docs/dashboard.md); "
                  "a non-loopback ADDRESS requires the token in KEYS/http.token");
+  app.add_option("--http-linger", f.http_linger_s,
+                 "network.http_linger_s: keep serving the finished run's dashboard this many SECONDS (Ctrl-C ends it)");
   log::AddLevelFlag(app, f.log_level);
 }
 
@@ -44,6 +46,7 @@ Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& 
   if (given("--quorum")) opt.network.quorum = f.quorum;
   if (given("--start-timeout-ms")) opt.network.start_timeout_ms = f.start_timeout_ms;
   if (given("--http")) opt.network.http = f.http;
+  if (given("--http-linger")) opt.network.http_linger_s = f.http_linger_s;
   if (!opt.network.http.empty()) {
     std::string host;
     uint16_t port = 0;

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <asio.hpp>
@@ -544,7 +546,18 @@ Status Coordinator::run() {
     asio::post(io_, [this] { maybe_start(true); });
   }
   io_.run();
+  linger();
   return fatal_;
+}
+
+// --http-linger: the finished run's dashboard stays up (its threads serve
+// it; the event loop has stopped) until the time is up or Ctrl-C.
+void Coordinator::linger() {
+  if (http_ == nullptr || opt_.network.http_linger_s <= 0 || !finished_) return;
+  CoordinatorLog("dashboard stays up for {} s after the run (Ctrl-C ends it)", opt_.network.http_linger_s);
+  std::signal(SIGINT, SIG_DFL);  // the outputs are written: a plain interrupt may end the process
+  std::signal(SIGTERM, SIG_DFL);
+  std::this_thread::sleep_for(std::chrono::seconds(opt_.network.http_linger_s));
 }
 
 }  // namespace fedrt::net::detail

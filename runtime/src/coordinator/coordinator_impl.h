@@ -78,6 +78,7 @@ class Coordinator : public ConnectionOwner {
   void after_event();
   void arm_deadline();
   Status finish();
+  void linger();
   uint64_t now_ms() const {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0_).count());

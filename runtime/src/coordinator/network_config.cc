@@ -26,7 +26,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
                                               "refusal_log_lines", "refusal_log_interval_ms",
                                               "max_connections", "max_handshakes", "peer_connections_per_s",
                                               "peer_connection_burst", "rate_limit_exempt", "tcp_keepalive_s",
-                                              "idle_timeout_ms"};
+                                              "idle_timeout_ms", "http_linger_s"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str())))
       return Status(StatusCode::kInvalidArgument,
@@ -71,6 +71,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(integer("peer_connection_burst", net.peer_connection_burst));
   FEDRT_TRY(integer("tcp_keepalive_s", net.tcp_keepalive_s));
   FEDRT_TRY(integer("idle_timeout_ms", net.idle_timeout_ms));
+  FEDRT_TRY(integer("http_linger_s", net.http_linger_s));
   if (t->contains("rate_limit_exempt")) {
     const toml::array* a = (*t)["rate_limit_exempt"].as_array();
     if (a == nullptr) return wrong("rate_limit_exempt", "an array of addresses or ADDRESS/PREFIX networks");
@@ -92,6 +93,10 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
 Status ValidateNetwork(const NetworkConfig& n) {
   auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
   if (n.port < 0 || n.port > 65535) return bad(fmt::format("network.port must be in 0..65535, got {}", n.port));
+  if (n.http_linger_s < 0 || n.http_linger_s > 7 * 86400)
+    return bad(fmt::format("network.http_linger_s (--http-linger) must be in 0..604800 seconds, got {}", n.http_linger_s));
+  if (n.http_linger_s > 0 && n.http.empty())
+    return bad("network.http_linger_s (--http-linger) keeps the dashboard up: it needs network.http (--http)");
   {
     in6_addr a6{};
     in_addr a4{};

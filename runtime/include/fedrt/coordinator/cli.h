@@ -18,7 +18,7 @@ struct CoordinatorFlags {
   config::ExperimentFlags experiment;
   std::string state, keys, listen, port_file, auth, http;
   std::string log_level = "info";
-  long port = 0, deadline_ms = 0, start_timeout_ms = 0;
+  long port = 0, deadline_ms = 0, start_timeout_ms = 0, http_linger_s = 0;
   double quorum = 0;
 };
 

@@ -13,6 +13,7 @@
 //   quorum = 0.5           # fraction of the sampled devices needed at the deadline
 //   start_timeout_ms = 60000  # wait this long for every device before round 0
 //   http = ""              # dashboard, JSON and /metrics on PORT or ADDRESS:PORT ("": off; docs/dashboard.md)
+//   http_linger_s = 0      # keep serving the finished run's dashboard this many seconds (Ctrl-C ends it)
 //   refusal_log_lines = 10           # refusals logged in full per reason and interval, the rest
 //   refusal_log_interval_ms = 10000  # counted into one summary line per interval (coordinator/refusal_log.h)
 //   max_connections = 0    # open connections at most (0: the open-file limit less 64)
@@ -46,6 +47,7 @@ struct NetworkConfig {
   double quorum = 0.5;
   long start_timeout_ms = 60000;
   std::string http;  // "" (off), "PORT" (127.0.0.1) or "ADDRESS:PORT"
+  long http_linger_s = 0;  // keep serving the finished run's dashboard this long (0: stop with the run)
   long refusal_log_lines = 10;
   long refusal_log_interval_ms = 10000;
   long max_connections = 0;
