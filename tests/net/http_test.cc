@@ -234,6 +234,20 @@ TEST_F(HttpTest, AFinishedRunsDashboardLingers) {
   EXPECT_NE(run.body.find("finished"), std::string::npos) << run.body;
   EXPECT_EQ(Wait(co_, 0), -1) << "still running while the dashboard lingers";
   EXPECT_EQ(Wait(co_, 20000), 0);
+
+  // The finished run's state file alone, no device: the coordinator writes
+  // the outputs again and serves the run's dashboard while it lingers.
+  fs::remove(dir_ / "port");
+  co_ = StartCoordinator(WriteExperiment(fast), 0, {"--http", "0", "--http-linger", "3"}, "again.log");
+  ASSERT_TRUE(WaitForLog(dir_ / "again.log", "dashboard stays up for 3 s", 30000)) << ReadFile(dir_ / "again.log");
+  const std::string again = ReadFile(dir_ / "again.log");
+  const size_t at2 = again.find("dashboard url=http://");
+  ASSERT_NE(at2, std::string::npos) << again;
+  const int http2 = std::stoi(again.substr(again.find(':', again.find("//", at2) + 2) + 1));
+  const Reply done = Get(http2, "/api/run");
+  EXPECT_EQ(done.status, 200);
+  EXPECT_NE(done.body.find("finished"), std::string::npos) << done.body;
+  EXPECT_EQ(Wait(co_, 20000), 0);
   co_ = -1;
 }
 
