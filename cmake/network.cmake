@@ -31,7 +31,7 @@ target_link_libraries(fedrt_wire_proto PUBLIC ${FEDRT_PROTOBUF_LITE})
 target_compile_options(fedrt_wire_proto PRIVATE -w)
 
 # The round protocol's messages and the task on the wire (frames, codec).
-add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/protobuf_codec.cc)
+add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/protobuf_codec.cc runtime/src/wire/protobuf_inbound.cc)
 target_link_libraries(fedrt_wire PUBLIC fedrt_config fedrt_wire_proto)
 
 # TLS (mbedTLS) for both sides: sessions, credentials, the random source.

@@ -62,11 +62,15 @@ class Inbound {
   const protocol::SecAggUnmaskMsg& unmask() const { return unmask_; }
   // The message as the protocol's variant of its direction (kind kNone when
   // it is one the other side sends).
-  protocol::ClientMessage from_device() const;
-  protocol::ServerMessage from_coordinator() const;
+  const protocol::ClientMessage& from_device() const { return device_; }
+  const protocol::ServerMessage& from_coordinator() const { return server_; }
 
  private:
   bool map(const Envelope& env, WireError& error);  // the fields alone
+  void build_device();       // device_ from the fields (kind kNone unless a device's message)
+  void build_coordinator();  // server_, likewise
+  protocol::ClientMessage device_;
+  protocol::ServerMessage server_;
   protocol::MessageKind kind_ = protocol::MessageKind::kNone;
   protocol::Announcement announcement_;
   protocol::Update update_;
