@@ -231,14 +231,14 @@ class OptEvaluation : public Evaluation {
       e["pr_gamma_dist_mean"] = MeanOf(pr_dist);
       e["pr_2gamma_dist_mean"] = MeanOf(pr2_dist);
       e["rr_gain"] = MeanOf(final_dist) > 0 ? MeanOf(pr_dist) / MeanOf(final_dist) : 0.0;
-      e["plot_lines"] = {{{"label", "||xbar_gamma - x*||² (FedAvg Polyak-Ruppert average)"},
+      e["plot_lines"] = {{{"label", "level ||xbar_gamma - x*||² of the last round, xbar_gamma = mean of FedAvg's x_t after the burn-in"},
                           {"value", MeanOf(pr_dist) * MeanOf(pr_dist)}}};
       e["note"] = "error is ||x_RR - x_star||^2, x_RR = 2 xbar_gamma - xbar_2gamma (Polyak-Ruppert averages after the burn-in)";
     } else {
       e["pr_average_dist_per_run"] = pr_dist;
       e["pr_average_dist_mean"] = MeanOf(pr_dist);
       if (task_.hyper.batch > 0)  // stochastic: the averaged iterate is the fair comparison with Fed-RR
-        e["plot_lines"] = {{{"label", "Polyak-Ruppert average, ||xbar - x*||²"},
+        e["plot_lines"] = {{{"label", "level ||xbar - x*||² of the last round, xbar = mean of x_t after the burn-in"},
                             {"value", MeanOf(pr_dist) * MeanOf(pr_dist)}}};
     }
     if (!stat_err.empty()) e["statistical_error_sq_mean"] = MeanOf(stat_err);
