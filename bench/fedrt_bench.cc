@@ -457,7 +457,7 @@ int main(int argc, char** argv) {
     t.print();
   }
   std::puts("(`./fedrt sim` runs the fedrt-sim binary timed above, after the script's own start-up;"
-            " --no-plot skips error.png)");
+            " --no-plot skips the plots)");
 
   // ------------------------------------------------------------ table 3
   Title("Table 3: Per-step kernel");

@@ -21,7 +21,8 @@
 # address printed as "[fleet] dashboard http://...").
 # mixed auth (default unless the experiment's [network] auth is psk or cert):
 # even devices use their PSK, odd devices their certificate.
-# Outputs: DIR/{metrics.csv,summary.json,model_<algorithm>.npy,error.png,coordinator.log,coordinator.db},
+# Outputs: DIR/{metrics.csv,summary.json,model_<algorithm>.npy,coordinator.log,coordinator.db}, the plots
+# DIR/{error,loss,accuracy}.png (those the run has data for; scripts/plot_run.py),
 # DIR/logs/<id>.log (one per device), DIR/devices.tsv (id, agent index, kind),
 # DIR/devices/<id>/ (device state directories).
 set -uo pipefail
@@ -244,7 +245,9 @@ for kind in native aarch64 armhf cortex-m4; do
   ((took == n)) || PARTICIPATION_OK=0
   printf '[fleet]   %-9s devices=%d took_part=%d rounds_reported min=%d max=%d\n' "$kind" "$n" "$took" "$min" "$max" >&2
 done
-echo "[fleet] done: $OUT/{metrics.csv,summary.json,model_*.npy,error.png,coordinator.log,coordinator.db} and $OUT/logs/*.log" >&2
+PLOTS=""
+for f in error.png loss.png accuracy.png; do [[ -f "$OUT/$f" ]] && PLOTS+=",$f"; done
+echo "[fleet] done: $OUT/{metrics.csv,summary.json,model_*.npy$PLOTS,coordinator.log,coordinator.db} and $OUT/logs/*.log" >&2
 if ((PARTICIPATION_OK == 0)); then
   echo "fleet: warning: some devices never had an update included (see $OUT/logs)" >&2
 fi

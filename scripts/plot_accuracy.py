@@ -1,68 +1,57 @@
 #!/usr/bin/env python3
-"""Plot held-out test accuracy against rounds for a fedrt run.
+"""Plot held-out test accuracy against rounds for a fedrt run: OUTDIR/accuracy.png.
 
 usage: plot_accuracy.py OUTDIR
 
 Reads OUTDIR/metrics.csv (with a test_accuracy column: experiments with a
 [data] test file, docs/data.md) and OUTDIR/summary.json, and writes
 OUTDIR/accuracy.png: the mean test accuracy over runs versus round for every
-algorithm, and a dashed line at the centralized model's accuracy
-(problem.centralized_test_accuracy: x_star trained on the union of the
-shards) when summary.json has it. scripts/plot_error.py calls plot() after
-error.png, so the simulator's and the fleet's outputs get both plots.
-Exit status 0 also when there is nothing to plot (no test_accuracy column).
+algorithm (a marker per algorithm), and a dashed line at the centralized
+model's accuracy (problem.centralized_test_accuracy: x_star trained on the
+union of the shards) when summary.json has it. Exit status 0 also when there
+is nothing to plot (no test_accuracy column). scripts/plot_run.py draws all
+of a run's plots.
 """
 
-import csv
-import json
 import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_axes  # noqa: E402  (scripts/ is not a package)
+import plot_common  # noqa: E402
+import plot_data  # noqa: E402
+
 PROG = "plot_accuracy.py"
+FILE = "accuracy.png"
 
 
-def load_accuracy(path):
-    """Return ({algorithm: {round: [accuracy per run]}}, order), or (None, []) without the column."""
-    data, order = {}, []
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        if "test_accuracy" not in (reader.fieldnames or []):
-            return None, []
-        for row in reader:
-            alg = row["algorithm"]
-            if alg not in data:
-                data[alg] = {}
-                order.append(alg)
-            try:
-                acc = float(row["test_accuracy"])
-            except ValueError:
-                continue
-            if math.isfinite(acc):
-                data[alg].setdefault(int(row["round"]), []).append(acc)
-    return data, order
-
-
-def plot(outdir, plt):
-    """Write OUTDIR/accuracy.png with `plt` (matplotlib.pyplot); returns its path or None."""
-    data, order = load_accuracy(os.path.join(outdir, "metrics.csv"))
-    if not data or not any(data[a] for a in order):
+def figure(outdir, plt):
+    """The accuracy figure of the run in outdir, or None without a finite test_accuracy."""
+    import numpy as np
+    series = plot_data.load_column(os.path.join(outdir, "metrics.csv"), "test_accuracy", PROG)
+    if series is None or not series.has_finite():
         return None
-    with open(os.path.join(outdir, "summary.json")) as fh:
-        summary = json.load(fh)
-    problem = summary.get("problem") or {}
-    centralized = problem.get("centralized_test_accuracy")
+    for per in series.values.values():  # in per cent
+        for vals in per.values():
+            vals[:] = [100.0 * v for v in vals]
+    summary = plot_data.load_summary(os.path.join(outdir, "summary.json"), PROG)
+    problem = summary["problem"]
+
+    def label(alg):
+        _, mean, _ = plot_data.curve(series, alg, np)
+        return "%s (final %.2f %%)" % (alg, mean[-1])
+
     fig, ax = plt.subplots(figsize=(8, 5))
-    for alg in order:
-        rounds = sorted(data[alg])
-        mean = [100.0 * sum(data[alg][r]) / len(data[alg][r]) for r in rounds]
-        ax.plot(rounds, mean, label="%s (final %.2f %%)" % (alg, mean[-1]))
-    if isinstance(centralized, (int, float)) and math.isfinite(centralized):
+    plot_axes.draw_means(ax, series, np, label)
+    centralized = problem.get("centralized_test_accuracy")
+    if plot_data.is_number(centralized):
         ax.axhline(100.0 * centralized, color="black", linestyle="--",
                    label="centralized softmax on the union (%.2f %%)" % (100.0 * centralized))
+    plot_axes.round_axis(ax)
     ax.set_xlabel("communication round")
     ax.set_ylabel("held-out test accuracy (%)")
-    lows = [100.0 * min(v) for a in order for v in data[a].values() if v]
+    lows = [min(v) for per in series.values.values() for v in per.values() if v and math.isfinite(min(v))]
     ax.set_ylim(max(0.0, min(lows + [80.0]) - 2.0), 100.0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
@@ -71,23 +60,13 @@ def plot(outdir, plt):
         desc = desc.split(" from ")[0]
         ax.set_title(desc if len(desc) < 90 else desc[:87] + "...", fontsize=9)
     fig.tight_layout()
-    out = os.path.join(outdir, "accuracy.png")
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return fig
 
 
-def main(argv):
-    if len(argv) != 2 or argv[1] in ("-h", "--help"):
-        sys.stderr.write("usage: %s OUTDIR\n" % PROG)
-        return 0 if len(argv) == 2 else 2
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import plot_common
-    out = plot(argv[1], plot_common.import_matplotlib(PROG))
-    if out:
-        print("wrote %s" % out)
-    return 0
+def plot(outdir, plt):
+    """Write OUTDIR/accuracy.png; returns its path, or None without a finite test_accuracy."""
+    return plot_common.save(figure(outdir, plt), os.path.join(outdir, FILE), plt, PROG)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(plot_common.main_one(sys.argv, PROG, plot))

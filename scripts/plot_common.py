@@ -1,6 +1,8 @@
-"""What the plot scripts share: importing matplotlib for files (Agg backend)
-and a one-line error. Imported by scripts/plot_error.py and
-scripts/plot_accuracy.py, never the other way round.
+"""What the plot scripts share: importing matplotlib for files (Agg backend),
+a one-line error, the checks on OUTDIR, saving a figure, and the command
+line of a script that writes one plot. Imported by scripts/plot_error.py,
+scripts/plot_loss.py, scripts/plot_accuracy.py and scripts/plot_run.py,
+never the other way round.
 """
 
 import os
@@ -33,3 +35,36 @@ def import_matplotlib(prog):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def check_outdir(prog, outdir):
+    """Exit 2 with a clear message unless outdir holds metrics.csv and summary.json."""
+    if not os.path.isdir(outdir):
+        fail(prog, "%s is not a directory" % outdir, 2)
+    for name in ("metrics.csv", "summary.json"):
+        if not os.path.isfile(os.path.join(outdir, name)):
+            fail(prog, "missing %s" % os.path.join(outdir, name), 2)
+
+
+def save(fig, path, plt, prog):
+    """Write fig to path (None: nothing to write); returns path or None."""
+    if fig is None:
+        return None
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        fail(prog, "cannot write %s: %s" % (path, exc))
+    finally:
+        plt.close(fig)
+    return path
+
+
+def main_one(argv, prog, plot):
+    """`prog OUTDIR`: write one plot with plot(outdir, plt); exit 0 also when the run has nothing for it."""
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        sys.stderr.write("usage: %s OUTDIR\n" % prog)
+        return 0 if len(argv) == 2 else 2
+    check_outdir(prog, argv[1])
+    out = plot(argv[1], import_matplotlib(prog))
+    print("wrote %s" % out if out else "%s: nothing to plot in %s" % (prog, argv[1]))
+    return 0

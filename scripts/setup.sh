@@ -57,7 +57,7 @@ PACKAGES=(
   # mpirun -np K fedrt-sim: the simulator's agents across MPI ranks (docs/architecture.md, "MPI")
   libopenmpi-dev
   openmpi-bin
-  # plotting of experiment results (scripts/plot_error.py)
+  # plotting of experiment results (scripts/plot_run.py)
   python3
   python3-matplotlib
   # the Python module (import fedrt: runtime/python, docs/python.md) and its tests

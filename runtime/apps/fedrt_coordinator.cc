@@ -1,6 +1,6 @@
 // fedrt-coordinator: serves a fleet of fedrt-device processes over TLS for
 // one experiment file (its [network] table: address, port, keys, state db,
-// deadline, quorum). Writes metrics.csv, summary.json and error.png to --out,
+// deadline, quorum). Writes metrics.csv, summary.json and the plots to --out,
 // like fedrt-sim, and logs one line per event on stderr (README: "Logs").
 
 #include <csignal>

@@ -1,6 +1,6 @@
 // fedrt-sim: the in-process simulator. Runs one or several federated LSA
 // algorithms on one problem for R runs and writes metrics.csv, summary.json,
-// model_<algorithm>.npy and error.png to --out. Under mpirun, every process
+// model_<algorithm>.npy and the plots (error.png, loss.png, accuracy.png) to --out. Under mpirun, every process
 // is one rank of the same simulation (docs/architecture.md, "MPI"): rank 0
 // writes the outputs and prints, the others are silent.
 
@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   Status plot_status;
   Status st = report::WriteOutputs(*result, cfg.out, &plot_status);
   if (!st.ok()) return Fail(st.message());
-  if (!plot_status.ok()) log::Get("fedrt-sim").warn("no error.png: {}", plot_status.message());
+  if (!plot_status.ok()) log::Get("fedrt-sim").warn("no plots: {}", plot_status.message());
 
   std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d%s\n", result->problem.description.c_str(),
               result->problem.agents, cfg.step, cfg.local_steps, cfg.rounds, cfg.runs, result->threads,
@@ -170,7 +170,9 @@ int main(int argc, char** argv) {
                 a.predicted_bias_sq ? fmt::format("{:.6e}", *a.predicted_bias_sq).c_str() : "-", a.wall_seconds,
                 a.wall_seconds > 0 ? static_cast<double>(a.agent_steps) / a.wall_seconds : 0.0);
   }
-  std::printf("outputs: %s/{metrics.csv,summary.json,model_*.npy%s}\n", cfg.out.c_str(),
-              plot_status.ok() && cfg.plot ? ",error.png" : "");
+  std::string plots;
+  if (plot_status.ok() && cfg.plot)
+    for (const std::string& f : report::PlotFiles(cfg.out)) plots += "," + f;
+  std::printf("outputs: %s/{metrics.csv,summary.json,model_*.npy%s}\n", cfg.out.c_str(), plots.c_str());
   return 0;
 }

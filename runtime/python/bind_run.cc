@@ -149,7 +149,7 @@ void BindRun(py::module_& m) {
            [](const RunResult& r, const std::string& dir, bool plot) {  // returns why there is no plot, or ""
              Status plot_status;
              Check(report::WriteOutputs(r.result, dir, nullptr));
-             if (plot) plot_status = report::RenderErrorPlot(dir);
+             if (plot) plot_status = report::RenderPlots(dir);
              return plot_status.ok() ? std::string() : std::string(plot_status.message());
            },
            py::arg("dir"), py::arg("plot"));

@@ -74,7 +74,8 @@ class Result:
 
     def save(self, out: Optional[str] = None, plot: bool = True) -> str:
         """Writes metrics.csv, summary.json, model_<algorithm>.npy and, with
-        ``plot``, error.png to ``out`` (default: the experiment's run.out),
+        ``plot``, the plots (error.png, loss.png, accuracy.png: those the run
+        has data for) to ``out`` (default: the experiment's run.out),
         exactly as fedrt-sim does; returns the folder."""
         folder = os.fspath(out) if out is not None else self.experiment.out
         self.plot_error = self._native.save(folder, plot)

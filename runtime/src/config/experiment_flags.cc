@@ -27,9 +27,9 @@ void AddExperimentFlags(CLI::App& app, ExperimentFlags& f) {
                  "run.kernel: TD(0) local steps in SIMD lanes of agents (auto, avx2, portable) or one by one "
                  "(scalar); results do not depend on it");
   app.add_option("--out", f.out,
-                 "run.out: output directory (metrics.csv, summary.json, model_<algorithm>.npy, error.png), relative "
+                 "run.out: output directory (metrics.csv, summary.json, model_<algorithm>.npy, error.png/loss.png/accuracy.png), relative "
                  "to the working directory (paths inside the experiment file are relative to the file)");
-  app.add_flag("--no-plot", f.no_plot, "do not draw error.png");
+  app.add_flag("--no-plot", f.no_plot, "do not draw the plots (error.png, loss.png, accuracy.png)");
   // Federated optimisation family (lsq | logistic).
   app.add_option("--data", f.data, "problem.data (lsq/logistic): a directory of per-agent CSV files (y,x_1..x_d) or "
                                    "one CSV with an agent column (agent,y,x_1..x_d)");

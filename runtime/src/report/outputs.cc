@@ -167,7 +167,7 @@ Status WriteModels(const SimResult& r, const std::string& dir) {
   return Status::Ok();
 }
 
-Status RenderErrorPlot(const std::string& dir) {
+Status RenderPlots(const std::string& dir) {
   const char* env_script = std::getenv("FEDRT_PLOT_SCRIPT");
   const char* env_python = std::getenv("FEDRT_PYTHON");
   const std::string script = env_script ? env_script : FEDRT_PLOT_SCRIPT;
@@ -186,6 +186,13 @@ Status RenderErrorPlot(const std::string& dir) {
   return Status::Ok();
 }
 
+std::vector<std::string> PlotFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const char* name : {"error.png", "loss.png", "accuracy.png"})
+    if (std::filesystem::exists(dir + "/" + name)) files.emplace_back(name);
+  return files;
+}
+
 Status WriteOutputs(const SimResult& r, const std::string& dir, Status* plot_status) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -193,7 +200,7 @@ Status WriteOutputs(const SimResult& r, const std::string& dir, Status* plot_sta
   FEDRT_TRY(WriteMetricsCsv(r, dir + "/metrics.csv"));
   FEDRT_TRY(WriteSummaryJson(r, dir + "/summary.json"));
   FEDRT_TRY(WriteModels(r, dir));
-  if (plot_status) *plot_status = r.config.plot ? RenderErrorPlot(dir) : Status::Ok();
+  if (plot_status) *plot_status = r.config.plot ? RenderPlots(dir) : Status::Ok();
   return Status::Ok();
 }
 

@@ -21,7 +21,7 @@ class RoundFaults;
 struct CoordinatorOptions {
   config::ExperimentConfig experiment;
   NetworkConfig network;
-  std::string out;        // --out DIR: metrics.csv, summary.json, error.png
+  std::string out;        // --out DIR: metrics.csv, summary.json, the plots
   std::string port_file;  // written with the bound port once listening
   std::string name;       // the experiment's name on the dashboard (its file: folder/stem)
   bool plot = true;

@@ -1,10 +1,12 @@
 #pragma once
 // Run outputs (README.md, "Outputs"): metrics.csv (a row per algorithm, run
 // and round), summary.json (settings, seeds, exact solution, per-algorithm
-// statistics), model_<algorithm>.npy (the final iterates) and error.png
-// (drawn by scripts/plot_error.py).
+// statistics), model_<algorithm>.npy (the final iterates) and the plots
+// error.png, loss.png and accuracy.png, one per quantity the run has (drawn
+// by scripts/plot_run.py).
 
 #include <string>
+#include <vector>
 
 #include "fedrt/core/status.h"
 #include "fedrt/report/results.h"
@@ -28,8 +30,10 @@ Status WriteSummaryJson(const SimResult& result, const std::string& path);
 // model_<algorithm>.npy in `dir` for every algorithm: its final reported
 // iterate of every run (report/npy.h; shape (runs, d), float64).
 Status WriteModels(const SimResult& result, const std::string& dir);
-// Runs the plotter on `dir`; returns an error saying why when it cannot.
-Status RenderErrorPlot(const std::string& dir);
+// Runs the plotter (scripts/plot_run.py) on `dir`; returns an error saying why when it cannot.
+Status RenderPlots(const std::string& dir);
+// The plots in `dir` among error.png, loss.png and accuracy.png, in that order.
+std::vector<std::string> PlotFiles(const std::string& dir);
 // Creates `dir` and writes all the files; a plot failure is reported in
 // `plot_status` but does not fail the run.
 Status WriteOutputs(const SimResult& result, const std::string& dir, Status* plot_status);
