@@ -54,7 +54,7 @@ def figure(outdir, plt):
     lows = [min(v) for per in series.values.values() for v in per.values() if v and math.isfinite(min(v))]
     ax.set_ylim(max(0.0, min(lows + [80.0]) - 2.0), 100.0)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="best")  # where it covers the fewest points (a diverged curve lies low)
     desc = problem.get("description")
     if desc:
         desc = desc.split(" from ")[0]

@@ -94,9 +94,10 @@ def curve_styles(curves, np):
     return styles
 
 
-def draw_means(ax, series, np, label, linestyle="-", colors=None):
+def draw_means(ax, series, np, label, linestyle="-", colors=None, hollow=False):
     """Draw every algorithm's mean over runs of `series` (plot_data.Series), a
-    +/- 1 std band when it has several runs, each curve with its own marker;
+    +/- 1 std band when it has several runs, each curve with its own marker
+    (hollow ones half a step later for a second series in the same colours);
     label(alg) names a curve. Returns {algorithm: colour} in drawing order."""
     curves = {}
     for alg in series.order:
@@ -112,8 +113,12 @@ def draw_means(ax, series, np, label, linestyle="-", colors=None):
         text = label(alg) + ("" if nruns <= 1 else " (mean of %d runs, band ±1 std)" % nruns)
         st = styles[alg]
         kw = {"color": colors[alg]} if colors and alg in colors else {}
+        every = st["markevery"]
+        if hollow:
+            kw["markerfacecolor"] = "white"
+            every = ((every[0] + every[1] // 2) % every[1], every[1])
         (line,) = ax.plot(x, mean, linestyle=linestyle, linewidth=1.6, marker=st["marker"],
-                          markersize=st["markersize"], markevery=st["markevery"],
+                          markersize=st["markersize"], markevery=every,
                           label=text + st["note"], **kw)
         drawn[alg] = line.get_color()
         if nruns > 1:

@@ -145,6 +145,8 @@ PROBLEM_NAMES = {
     "lsa": "Linear SA",
     "synthetic": "Synthetic LSA",
     "synthetic_lsa": "Synthetic LSA",
+    "softmax": "softmax regression",
+    "user": "user model",
 }
 
 

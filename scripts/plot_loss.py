@@ -8,7 +8,7 @@ when metrics.csv has a finite train_loss (the mean over the devices of f_c
 at the round's broadcast model, as the devices report it) or test_loss (the
 loss of the round's model on the held-out set of [data] test, docs/data.md):
 one solid curve per algorithm for the training loss, a dashed one in the
-same colour for the held-out loss, and a black dotted line at the held-out
+same colour (hollow markers) for the held-out loss, and a black dotted line at the held-out
 loss of the centralized model (problem.centralized_test_loss) when
 summary.json has it. A log y axis when every value is positive. Every line
 has its legend entry. scripts/plot_run.py draws all of a run's plots.
@@ -44,7 +44,7 @@ def figure(outdir, plt):
         colors = plot_axes.draw_means(ax, train, np, lambda alg: "%s, training loss" % alg)
     if test is not None:
         plot_axes.draw_means(ax, test, np, lambda alg: "%s, held-out test loss" % alg,
-                             linestyle="--", colors=colors)
+                             linestyle="--", colors=colors, hollow=True)
     central = summary["problem"].get("centralized_test_loss")
     if test is not None and plot_data.is_number(central):
         ax.axhline(central, color="black", linestyle=":", linewidth=1.4,
