@@ -2,7 +2,7 @@
 // starts a real fedrt-coordinator and N real fedrt-device processes over TLS
 // on 127.0.0.1 (FedLSA on Garnet, d = 8, H = 1000 by default), once without
 // and once with SecAgg+, and prints the median and p99 of every phase of a
-// round from the coordinator's log (README.md, "Log lines"):
+// round from the coordinator's log (docs/fleet.md, "Log lines"):
 //   plain:  collect (broadcast -> last update), persist (SQLite commit),
 //           round (open -> result sent)
 //   SecAgg+: advertise, share_keys, masked, unmask (each phase's span), persist, round

@@ -2,7 +2,7 @@
 // Processes of a loopback fleet for the benchmarks (not a test harness): start
 // fedrt-keys, fedrt-coordinator and N fedrt-device processes from the build's
 // bin directory, wait for them with their peak memory, and read the
-// coordinator's log lines (README.md, "Log lines").
+// coordinator's log lines (docs/fleet.md, "Log lines").
 
 #include <fcntl.h>
 #include <signal.h>

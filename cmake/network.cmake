@@ -114,7 +114,7 @@ target_link_libraries(fedrt_net INTERFACE fedrt_coordinator fedrt_linux_device f
 
 add_executable(fedrt-keys runtime/apps/fedrt_keys.cc)
 target_link_libraries(fedrt-keys PRIVATE fedrt_keys fedrt_log fedrt_cli fmt::fmt)
-# The run's state from the coordinator's SQLite file, up or down (README.md, "Devices during a run").
+# The run's state from the coordinator's SQLite file, up or down (docs/fleet.md, "A run's state: `./fedrt status`").
 add_executable(fedrt-status runtime/apps/fedrt_status.cc)
 target_link_libraries(fedrt-status PRIVATE fedrt_coordinator fedrt_cli nlohmann_json::nlohmann_json)
 add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)

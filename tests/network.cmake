@@ -92,7 +92,7 @@ add_test(NAME abuse_honest_devices_train_through_a_flood
           --bin $<TARGET_FILE_DIR:fedrt-coordinator> --out ${CMAKE_CURRENT_BINARY_DIR}/abuse)
 set_tests_properties(abuse_honest_devices_train_through_a_flood PROPERTIES LABELS statistical TIMEOUT 300)
 
-# Crash torture (issue 19; README, "Crashes and power cuts"): the coordinator
+# Crash torture (issue 19; docs/fleet.md, "Deployment on a real network"): the coordinator
 # SIGKILLed 10 times at random moments, inside and right after round commits,
 # and devices killed 10 times, end with the undisturbed run's rounds, iterates,
 # metrics and device states. `./fedrt bench` runs it with 100 kills of each.

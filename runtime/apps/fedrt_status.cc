@@ -1,5 +1,5 @@
 // fedrt-status: what a coordinator's state file says about its run, whether
-// the coordinator is up or down (README.md, "Devices during a run"): the
+// the coordinator is up or down (docs/fleet.md, "A run's state"): the
 // experiment, per algorithm and run the rounds committed and the last one,
 // the totals, the devices with their part in the rounds, the revoked ones.
 // Opens the file read-only (fedrt/coordinator/state_store.h).

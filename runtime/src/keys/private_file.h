@@ -1,5 +1,5 @@
 #pragma once
-// Files of the keys folder (README.md, "Deployment on a real network"):
+// Files of the keys folder (docs/security.md, "Provisioning a fleet"):
 // secrets, and the lists a running coordinator polls (registry.tsv,
 // revoked.tsv). Every one is written with mode 0600 whatever the umask.
 // Host only.

@@ -2,7 +2,7 @@
 // holds none of the agents' data: an own-data task whose shards stay on the
 // devices ([data] coordinator_reads_shards = false, docs/data.md), or a
 // generated problem the coordinator does not generate ([problem]
-// coordinator_generates = false, README.md "The coordinator generates no
+// coordinator_generates = false, docs/fleet.md "The coordinator generates no
 // data"). Without the data there is no x_star, so the error metric is NaN in
 // every round (as for a user model).
 // Own data: the devices' reports (train_loss, local_loss) and, with a data.test

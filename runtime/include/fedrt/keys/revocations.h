@@ -1,5 +1,5 @@
 #pragma once
-// Revoked devices (README.md, "Devices during a run"): KEYS/revoked.tsv, written
+// Revoked devices (docs/security.md, "Devices during a run"): KEYS/revoked.tsv, written
 // by `fedrt-keys revoke` and read by the coordinator, which refuses a revoked
 // id at its next handshake. One line per device after a '#' header:
 //

@@ -2,7 +2,7 @@
 // Host logging through spdlog: one line per event on stderr,
 // "YYYY-MM-DDTHH:MM:SS.mmmZ NAME message" (UTC, milliseconds), flushed line
 // by line so a supervising process reads it as it happens. Every host binary
-// takes --log-level (README.md, "Log lines"). Host code; the devices
+// takes --log-level (docs/fleet.md, "Log lines"). Host code; the devices
 // keep their own small logger.
 
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Run outputs (README.md, "Outputs"): metrics.csv (a row per algorithm, run
+// Run outputs (docs/simulate.md, "Outputs"): metrics.csv (a row per algorithm, run
 // and round), summary.json (settings, seeds, exact solution, per-algorithm
 // statistics), model_<algorithm>.npy (the final iterates) and the plots
 // error.png, loss.png and accuracy.png, one per quantity the run has (drawn
