@@ -48,8 +48,9 @@ set(_fedrt_programs fedrt-sim fedrt-data fedrt-keys fedrt-status fedrt-coordinat
 set_target_properties(${_fedrt_programs} PROPERTIES BUILD_WITH_INSTALL_RPATH ON)
 install(TARGETS ${_fedrt_programs}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
-install(FILES scripts/plot_error.py scripts/plot_accuracy.py scripts/plot_common.py
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/fedrt COMPONENT tools)
+# Every plot script with the modules they share (FEDRT_PLOT_SCRIPT names one).
+install(DIRECTORY scripts/ DESTINATION ${CMAKE_INSTALL_DATADIR}/fedrt COMPONENT tools
+        FILES_MATCHING PATTERN "plot_*.py")
 fedrt_install_units(tools fedrt-coordinator.service fedrt-device@.service)
 install(FILES "${_fedrt_units}/coordinator.env.example" "${_fedrt_units}/device.env.example"
         DESTINATION ${CMAKE_INSTALL_DATADIR}/fedrt COMPONENT tools)
