@@ -57,6 +57,10 @@ PACKAGES=(
   # mpirun -np K fedrt-sim: the simulator's agents across MPI ranks (docs/architecture.md, "MPI")
   libopenmpi-dev
   openmpi-bin
+  # the Debian packages' check (tests/install/run_debs.sh): a clean Debian 12
+  # root to install them in, and systemd-analyze for the units (packaging/systemd)
+  debootstrap
+  systemd
   # plotting of experiment results (scripts/plot_run.py)
   python3
   python3-matplotlib

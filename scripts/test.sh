@@ -4,7 +4,8 @@
 #
 #   full (default)  every preset of $FEDRT_TEST_PRESETS (default "release
 #                   cortex-m4 cortex-m3 aarch64 armhf debug") and the mixed edge
-#                   fleet (examples/edge-fleet/run.sh); what CI runs (.ci/run).
+#                   fleet (examples/edge-fleet/run.sh), then the Debian packages
+#                   (tests/install/run_debs.sh); what CI runs (.ci/run).
 #   --quick         the inner loop while working: the release preset, built
 #                   incrementally, and its tests labelled quick (unit, device
 #                   and protocol tests, the CLI checks and a small fleet).
@@ -160,6 +161,31 @@ run_edge_fleet() {
   say "edge fleet done: $( ((ok)) && echo PASS || echo FAIL) in $((SECONDS - t0)) s (log: build/edge-fleet.log)"
 }
 
+# The Debian packages (tests/install/run_debs.sh, docs/install.md): CPack in
+# the release, aarch64 and armhf builds (scripts/package.sh --no-build), then
+# the host package installed with apt in a clean Debian 12 root and the
+# device packages with dpkg, their fedrt-device under qemu-user. Runs after
+# the edge fleet, with the same builds; about 20 s warm (the bootstrapped
+# root and the downloaded .debs are cached in ~/.cache/fedrt). Writes
+# "test_s ok" to $queue/debs.result.
+debs_log="$ROOT/build/debs.log"
+run_deb_check() {
+  local t0=$SECONDS ok=1 need
+  for need in release aarch64 armhf; do
+    if [[ ! -e "$queue/$need.built" ]]; then
+      echo "[fedrt] Debian packages not checked: preset '$need' did not build" >"$debs_log"
+      echo "0 0" >"$queue/debs.result"
+      return 0
+    fi
+  done
+  echo "[fedrt] running: scripts/package.sh --no-build, tests/install/run_debs.sh" >"$debs_log"
+  { "$ROOT/scripts/package.sh" --no-build \
+      && "$ROOT/tests/install/run_debs.sh" --packages "$ROOT/build/packages" --out "$ROOT/build/debs-test"; } \
+    >>"$debs_log" 2>&1 || ok=0
+  echo "$((SECONDS - t0)) $ok" >"$queue/debs.result"
+  say "Debian packages done: $( ((ok)) && echo PASS || echo FAIL) in $((SECONDS - t0)) s (log: build/debs.log)"
+}
+
 tester() {
   local preset
   for preset in "${presets[@]}"; do
@@ -169,7 +195,7 @@ tester() {
       read -r ts p t ok <"$queue/$preset.result"
       say "tests of '$preset' done: $p/$t passed in ${ts} s (log: build/$preset/ctest.log)"
     fi
-    [[ "$preset" != "$edge_after" ]] || run_edge_fleet
+    [[ "$preset" != "$edge_after" ]] || { run_edge_fleet; run_deb_check; }
   done
 }
 if ((${#presets[@]} > 1)); then
@@ -231,6 +257,14 @@ if [[ -n "$edge_after" ]]; then
   n_pass=$((n_pass + ok))
   n_fail=$((n_fail + 1 - ok))
   ((ok)) || failed+=("edge-fleet")
+  echo "==== Debian packages (build/debs.log) ===="
+  cat "$debs_log"
+  ts=0 ok=0
+  [[ -f "$queue/debs.result" ]] && read -r ts ok <"$queue/debs.result"
+  rows+=("debs 0 $ts $ok 1")
+  n_pass=$((n_pass + ok))
+  n_fail=$((n_fail + 1 - ok))
+  ((ok)) || failed+=("debs")
 fi
 
 # Where the time went: a table, build/test-times.tsv for this run, and one line
