@@ -48,6 +48,18 @@ if compgen -G "$prefix/bin/*test*" >/dev/null; then fail "tests were installed";
 
 "$prefix/bin/fedrt-keys" --out "$out/keys" --devices 1 --log-level warn
 
+# The installed fedrt-sim draws with the installed plot script (found next to
+# the program), not the source tree's: FEDRT_PYTHON is a stand-in that records
+# which script it was given.
+[[ -f "$prefix/share/fedrt/plot_run.py" ]] || fail "share/fedrt/plot_run.py was not installed"
+printf '#!/bin/sh\necho "$1" >"%s"\n' "$out/plot-script" >"$out/python-spy"
+chmod +x "$out/python-spy"
+(unset FEDRT_PLOT_SCRIPT; FEDRT_PYTHON="$out/python-spy" "$prefix/bin/fedrt-sim" \
+   --config "$here/../../examples/scafflsa-fig1/experiment.toml" --rounds 2 --runs 1 \
+   --out "$out/sim" >"$out/sim.log" 2>&1) || { cat "$out/sim.log" >&2; fail "installed fedrt-sim failed"; }
+[[ "$(cat "$out/plot-script" 2>/dev/null)" == "$prefix/share/fedrt/plot_run.py" ]] \
+  || fail "installed fedrt-sim plotted with '$(cat "$out/plot-script" 2>/dev/null)', not $prefix/share/fedrt/plot_run.py"
+
 # The consumer, configured with nothing but the prefix.
 cmake -S "$here/consumer" -B "$out/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >"$out/consumer-configure.log" \
   || { cat "$out/consumer-configure.log" >&2; fail "the consumer did not configure"; }

@@ -167,10 +167,23 @@ Status WriteModels(const SimResult& r, const std::string& dir) {
   return Status::Ok();
 }
 
+// The plot script: $FEDRT_PLOT_SCRIPT, else the installed copy next to the
+// running program (PREFIX/bin/x -> PREFIX/share/fedrt/plot_run.py, see
+// docs/install.md), else the source tree's scripts/plot_run.py.
+static std::string PlotScript() {
+  if (const char* env_script = std::getenv("FEDRT_PLOT_SCRIPT")) return env_script;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "fedrt" / "plot_run.py";
+    if (std::filesystem::exists(installed, ec)) return installed.string();
+  }
+  return FEDRT_PLOT_SCRIPT;
+}
+
 Status RenderPlots(const std::string& dir) {
-  const char* env_script = std::getenv("FEDRT_PLOT_SCRIPT");
   const char* env_python = std::getenv("FEDRT_PYTHON");
-  const std::string script = env_script ? env_script : FEDRT_PLOT_SCRIPT;
+  const std::string script = PlotScript();
   const std::string python = env_python ? env_python : FEDRT_PYTHON;
   if (python.empty()) return Status(StatusCode::kUnavailable, std::string("no python3 with matplotlib (install python3-matplotlib)"));
   if (!std::filesystem::exists(script))
