@@ -149,7 +149,8 @@ def scratch_dir(root, build):
 def run_file_blocks(root, build, blocks, timeout):
     """Runs one page's run blocks in order in one scratch directory."""
     problems, d = [], scratch_dir(root, build)
-    env = dict(os.environ, FEDRT_SKIP_SETUP="1")
+    # HOME is the scratch directory too: a block may install into ~/.local.
+    env = dict(os.environ, FEDRT_SKIP_SETUP="1", HOME=d)
     try:
         for b in blocks:
             script = "set -e -o pipefail\n" + script_of(b)
