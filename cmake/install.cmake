@@ -41,7 +41,7 @@ if(NOT TARGET fedrt-coordinator OR FEDRT_SANITIZE OR FEDRT_FUZZ)
 endif()
 
 # --- tools ---------------------------------------------------------------
-set(_fedrt_programs fedrt-sim fedrt-data fedrt-keys fedrt-status fedrt-coordinator fedrt-device)
+set(_fedrt_programs fedrt-sim fedrt-data fedrt-privacy fedrt-keys fedrt-status fedrt-coordinator fedrt-device)
 # Linked as installed (no build-tree RUNPATH, e.g. Open MPI's library folder,
 # which the installed fedrt-sim does not need and which mold's output has no
 # room to rewrite at install time).

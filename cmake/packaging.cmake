@@ -49,7 +49,7 @@ else()
   set(CPACK_DEBIAN_HOST_PACKAGE_CONFLICTS fedrt-device)
   set(CPACK_DEBIAN_HOST_PACKAGE_CONTROL_EXTRA "${_postinst}")
   set(CPACK_DEBIAN_HOST_DESCRIPTION
-      "federated learning runtime: simulator, TLS coordinator, devices, tools\n fedrt-sim, fedrt-coordinator, fedrt-device, fedrt-keys, fedrt-status, fedrt-data, the systemd units and the documentation.")
+      "federated learning runtime: simulator, TLS coordinator, devices, tools\n fedrt-sim, fedrt-coordinator, fedrt-device, fedrt-keys, fedrt-status, fedrt-data, fedrt-privacy, the systemd units and the documentation.")
   set(CPACK_DEBIAN_DEV_PACKAGE_NAME fedrt-dev)
   # What a consumer of libfedrt_device.a links (cmake/install_device_lib.cmake), and CMake's threads.
   set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libprotobuf-dev, libsodium-dev, libfmt-dev, libtomlplusplus-dev")

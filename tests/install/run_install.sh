@@ -21,7 +21,7 @@ mkdir -p "$out"
 prefix="$out/prefix"
 cmake --install "$build" --prefix "$prefix" >"$out/install.log"
 
-for p in fedrt-sim fedrt-data fedrt-keys fedrt-status fedrt-coordinator fedrt-device; do
+for p in fedrt-sim fedrt-data fedrt-privacy fedrt-keys fedrt-status fedrt-coordinator fedrt-device; do
   [[ -x "$prefix/bin/$p" ]] || fail "$prefix/bin/$p was not installed"
   "$prefix/bin/$p" --help >/dev/null || fail "$p --help failed"
 done
