@@ -19,9 +19,10 @@ pybind11_add_module(fedrt_python MODULE
   runtime/python/module.cc
   runtime/python/bind_experiment.cc
   runtime/python/bind_run.cc
-  runtime/python/bind_problems.cc)
+  runtime/python/bind_problems.cc
+  runtime/python/bind_privacy.cc)
 set_target_properties(fedrt_python PROPERTIES OUTPUT_NAME _fedrt LIBRARY_OUTPUT_DIRECTORY ${FEDRT_PYTHON_DIR}/fedrt)
-target_link_libraries(fedrt_python PRIVATE fedrt_host)
+target_link_libraries(fedrt_python PRIVATE fedrt_host fedrt_privacy)
 
 # The package's Python files, copied at build time so edits reach the build.
 file(GLOB FEDRT_PYTHON_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/runtime/python/fedrt/*.py

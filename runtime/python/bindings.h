@@ -31,6 +31,7 @@ struct Experiment {
 void BindExperiment(py::module_& m);  // experiment_keys, load_experiment, Experiment
 void BindRun(py::module_& m);         // run, RunResult
 void BindProblems(py::module_& m);    // array bundles, generated problems' arrays, theory
+void BindPrivacy(py::module_& m);     // the privacy accountant (bind_privacy.cc)
 
 // Named numpy arrays as an array bundle (checked as the file reader checks),
 // and a list of (examples, labels or None) as per-agent shards (bind_problems.cc).

@@ -31,4 +31,5 @@ PYBIND11_MODULE(_fedrt, m) {
   fedrt::python::BindExperiment(m);
   fedrt::python::BindRun(m);
   fedrt::python::BindProblems(m);
+  fedrt::python::BindPrivacy(m);
 }

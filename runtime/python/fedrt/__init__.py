@@ -12,12 +12,12 @@ and keys; keyword arguments override single keys (``rounds=10``) or whole
 tables (``algorithm={"step": 0.1}``).
 """
 
-from . import theory
+from . import privacy, theory
 from .experiment import Experiment, experiment_keys, load
 from .problems import (Garnet, GaussianMixture, GmmData, LeastSquaresData, LinearSystem, LogisticData, Problem,
                        SoftmaxData, TdProblem, load_bundle)
 from .result import Result, Round, run
 
 __all__ = ["Experiment", "Garnet", "GaussianMixture", "GmmData", "LeastSquaresData", "LinearSystem", "LogisticData",
-           "Problem", "Result", "Round", "SoftmaxData", "TdProblem", "experiment_keys", "load", "load_bundle", "run",
-           "theory"]
+           "Problem", "Result", "Round", "SoftmaxData", "TdProblem", "experiment_keys", "load", "load_bundle", "privacy",
+           "run", "theory"]
