@@ -25,7 +25,7 @@ int Fail(const Status& st) {
   std::string msg = st.message();
   static const std::pair<const char*, const char*> kFlags[] = {
       {"noise_multiplier", "--noise-multiplier"}, {"rate", "--rate"},   {"rounds", "--rounds"},
-      {"delta", "--delta"},                       {"epsilon", "--epsilon"}, {"orders", "--max-order: orders"}};
+      {"delta", "--delta"},                       {"epsilon", "--epsilon"}};
   for (const auto& [key, flag] : kFlags) {
     const std::string k = key;
     if (msg.compare(0, k.size(), k) == 0 && (msg.size() == k.size() || msg[k.size()] == ' ')) {
@@ -72,6 +72,10 @@ int EpsilonMode(const Flags& f) {
   std::printf("rounds         %llu\n", static_cast<unsigned long long>(total));
   std::printf("delta          %g\n", f.delta);
   std::printf("orders         2..%d\n", f.max_order);
+  if (r->order == 0) {  // no order has finite RDP: a noise multiplier of 0
+    std::printf("epsilon        inf (no order has finite RDP)\nepsilon_tight  inf\n");
+    return 0;
+  }
   std::printf("epsilon        %.6g (RDP, classic conversion, order %d)\n", r->epsilon, r->order);
   std::printf("epsilon_tight  %.6g (RDP, tight conversion, order %d)\n", r->epsilon_tight, r->order_tight);
   return 0;
@@ -89,8 +93,8 @@ int NoiseMode(const Flags& f) {
     const double sigma = RoundUp6(*s);
     auto e = privacy::Epsilon({{f.rate[0], sigma, f.rounds[0]}}, f.delta, orders);
     if (!e.ok()) return Fail(e.status());
-    answers += fmt::format("{:<23} {:.6g} ({} {:.6g} at order {})\n", classic ? "noise_multiplier" : "noise_multiplier_tight",
-                           sigma, classic ? "epsilon" : "epsilon_tight", classic ? e->epsilon : e->epsilon_tight,
+    answers += fmt::format("{:<23} {:.6g} ({} {:.6g} at order {})\n",
+                           classic ? "noise_multiplier" : "noise_multiplier_tight", sigma, classic ? "epsilon" : "epsilon_tight", classic ? e->epsilon : e->epsilon_tight,
                            classic ? e->order : e->order_tight);
   }
   std::printf("rounds                  %llu at rate %g\n", static_cast<unsigned long long>(f.rounds[0]), f.rate[0]);
@@ -113,13 +117,13 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   eps->add_option("--rounds", f.rounds, "T: rounds (phases: T1,T2,...)")->delimiter(',');
   eps->add_option("--delta", f.delta, "delta of (epsilon, delta)")->capture_default_str();
-  eps->add_option("--max-order", f.max_order, "RDP orders 2..N")->capture_default_str();
+  eps->add_option("--max-order", f.max_order, "RDP orders 2..N")->check(CLI::Range(2, 4096))->capture_default_str();
   CLI::App* noise = app.add_subcommand("noise", "the smallest noise multiplier for epsilon after T rounds at rate q");
   noise->add_option("--epsilon", f.epsilon, "the target epsilon");
   noise->add_option("--rate", f.rate, "q: each device's chance of taking part in a round");
   noise->add_option("--rounds", f.rounds, "T: rounds");
   noise->add_option("--delta", f.delta, "delta of (epsilon, delta)")->capture_default_str();
-  noise->add_option("--max-order", f.max_order, "RDP orders 2..N")->capture_default_str();
+  noise->add_option("--max-order", f.max_order, "RDP orders 2..N")->check(CLI::Range(2, 4096))->capture_default_str();
   if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   // Required flags are checked after parsing, so that a mistyped one is
   // reported as such ("did you mean") rather than as a missing one.

@@ -21,7 +21,9 @@ std::vector<int> Orders(int lo, int hi) {
   return o;
 }
 
-void ExpectRel(double got, double want, double rel) { EXPECT_NEAR(got, want, rel * std::fabs(want)) << "want " << want; }
+void ExpectRel(double got, double want, double rel) {
+  EXPECT_NEAR(got, want, rel * std::fabs(want)) << "want " << want;
+}
 
 double Rdp(double q, double s, int a) {
   auto r = SampledGaussianRdp(q, s, a);

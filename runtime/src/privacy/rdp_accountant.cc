@@ -122,7 +122,8 @@ Result<EpsilonReport> EpsilonFromRdp(const std::vector<double>& rdp, const std::
     return Status::Invalid(fmt::format("rdp has {} values for {} orders", rdp.size(), orders.size()));
   EpsilonReport r{kInf, 0, kInf, 0};
   for (size_t i = 0; i < orders.size(); ++i) {
-    if (std::isnan(rdp[i]) || rdp[i] < 0.0) return Status::Invalid(fmt::format("rdp at order {} is {}", orders[i], rdp[i]));
+    if (std::isnan(rdp[i]) || rdp[i] < 0.0)
+      return Status::Invalid(fmt::format("rdp at order {} is {}", orders[i], rdp[i]));
     if (std::isinf(rdp[i])) continue;
     const double c = Convert(rdp[i], orders[i], delta, Conversion::kClassic);
     const double t = Convert(rdp[i], orders[i], delta, Conversion::kTight);
@@ -158,8 +159,8 @@ Result<double> NoiseMultiplierFor(double epsilon, double rate, uint64_t rounds, 
   if (epsilon <= floor)
     return Status(StatusCode::kFailedPrecondition,
                   fmt::format("epsilon {} cannot be reached at delta {} with orders up to {}: no noise multiplier "
-                              "gets epsilon below {:.6g}", epsilon, delta, *std::max_element(orders.begin(), orders.end()),
-                              floor));
+                              "gets epsilon below {:.6g}",
+                              epsilon, delta, *std::max_element(orders.begin(), orders.end()), floor));
   const std::vector<Phase> one{{rate, 1.0, rounds}};
   auto eps_at = [&](double sigma) {
     std::vector<Phase> p = one;
@@ -173,7 +174,9 @@ Result<double> NoiseMultiplierFor(double epsilon, double rate, uint64_t rounds, 
     while (eps_at(hi) > epsilon) {
       lo = hi;
       hi *= 2.0;
-      if (hi > 1e30) return Status(StatusCode::kFailedPrecondition, fmt::format("epsilon {} needs a noise multiplier above 1e30", epsilon));
+      if (hi > 1e30)
+        return Status(StatusCode::kFailedPrecondition,
+                      fmt::format("epsilon {} needs a noise multiplier above 1e30", epsilon));
     }
   } else {
     while (eps_at(lo) <= epsilon) {
