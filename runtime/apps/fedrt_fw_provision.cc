@@ -25,9 +25,10 @@
 using namespace fedrt;
 
 namespace {
-int Fail(const std::string& what) {
+// 2: the experiment file or a flag does not do; 1: the image was not written (docs/cli.md, "Exit codes").
+int Fail(const std::string& what, int rc = cli::kUsageError) {
   std::fprintf(stderr, "fedrt-fw-provision: error: %s\n", what.c_str());
-  return 2;
+  return rc;
 }
 }  // namespace
 
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   if (!img.ok()) return Fail(img.status().message());
   std::ofstream f(out, std::ios::binary | std::ios::trunc);
   f.write(reinterpret_cast<const char*>(img->data()), static_cast<std::streamsize>(img->size()));
-  if (!f) return Fail("cannot write '" + out + "'");
+  if (!f) return Fail("cannot write '" + out + "'", cli::kRunFailed);
   fw::ProblemImageHeader h;
   std::memcpy(&h, img->data(), sizeof h);
   std::fprintf(stderr,

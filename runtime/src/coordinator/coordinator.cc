@@ -93,6 +93,7 @@ Status Coordinator::init() {
   std::string algs;
   for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
   FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", task::TaskFingerprint(task_), algs)));
+  if (opt_.started != nullptr) *opt_.started = true;
 
   {
     report::SimResult described;
