@@ -17,6 +17,7 @@
 
 #include "fedrt/config/experiment.h"
 #include "fedrt/task/names.h"
+#include "fedrt/config/class_count.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/fw/problem_image.h"
 #include "fedrt/cli/parse.h"
@@ -51,6 +52,9 @@ int main(int argc, char** argv) {
     cfg.garnet.agents = agents;
     cfg.agents_set = true;
   }
+  auto counted = config::CountClasses(cfg, true);  // softmax without model.classes: K from the shards' labels
+  if (!counted.ok()) return Fail(counted.status().message());
+  if (!counted->empty()) std::fprintf(stderr, "fedrt-fw-provision: %s\n", counted->c_str());
   st = config::Validate(cfg);
   if (!st.ok()) return Fail(st.message());
   auto task = config::MakeTask(cfg);

@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "fedrt/config/class_count.h"
 #include "fedrt/config/experiment_flags.h"
 #include "fedrt/log/log.h"
 #include "fedrt/config/experiment.h"
@@ -107,6 +108,11 @@ int main(int argc, char** argv) {
   if (parsed.ok()) parsed = log::SetLevel(quiet ? "off" : log_level);
   ExperimentConfig cfg;
   if (parsed.ok()) parsed = ExperimentFromFlags(app, flags, cfg);
+  if (parsed.ok()) {  // softmax without model.classes: the simulator reads every shard, so it counts K
+    auto counted = CountClasses(cfg, true);
+    if (!counted.ok()) parsed = counted.status();
+    else if (!counted->empty()) log::Get("fedrt-sim").info("{}", *counted);
+  }
   if (parsed.ok()) parsed = Validate(cfg);
   if (!ranks && !parsed.ok()) return Fail(parsed.message());
   if (ranks) {  // every rank must run the same experiment, or none runs
