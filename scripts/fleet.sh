@@ -252,6 +252,9 @@ for kind in native aarch64 armhf cortex-m4; do
   ((took == n)) || PARTICIPATION_OK=0
   printf '[fleet]   %-9s devices=%d took_part=%d rounds_reported min=%d max=%d\n' "$kind" "$n" "$took" "$min" "$max" >&2
 done
+# Devices the coordinator refused (a bad shard in its copy or the device's, a task it cannot run): the run went on without them.
+grep -o 'refused device=[^ ]* index=[0-9]* stage=\(data\|task\) reason=.*' "$OUT/coordinator.log" 2>/dev/null \
+  | sed 's/^refused device=/[fleet] refused /' >&2
 echo "[fleet] done: $OUT/{metrics.csv,summary.json,model_*.npy,error.png,coordinator.log,coordinator.db} and $OUT/logs/*.log" >&2
 if ((PARTICIPATION_OK == 0)); then
   echo "fleet: warning: some devices never had an update included (see $OUT/logs)" >&2
