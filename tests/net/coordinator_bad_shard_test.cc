@@ -81,5 +81,27 @@ TEST_F(NetTest, ABadShardInTheCoordinatorsCopyRefusesThatDeviceAndTheOthersRunOn
   EXPECT_EQ(identical, kRounds) << "the four devices' iterates are the simulator's over the four good shards";
 }
 
+// Softmax without model.classes (docs/data.md): the coordinator counts K over
+// the shards that read, and refuses the bad one's device as above.
+TEST_F(NetTest, ACoordinatorCountsTheClassesOverTheShardsThatRead) {
+  fs::create_directories(dir_ / "shards");
+  for (int c = 0; c < kAgents; ++c) {
+    std::string s = "x1,x2,label\n";
+    for (int j = 0; j < 9; ++j) s += fmt::format("{},{},{}\n", std::sin(j + c), std::cos(2.0 * j - c), (j + c) % 3);
+    std::ofstream(dir_ / "shards" / fmt::format("device-{}.csv", c)) << (c == kBad ? "x1,x2,label\n1,2\n" : s);
+  }
+  const fs::path cfg = WriteExperiment(
+      "[problem]\nagents = 5\n[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n[model]\nkind = "
+      "\"softmax\"\nl2 = 0.01\n[algorithm]\nnames = [\"fedavg\"]\n[run]\nrounds = 1\n");
+  Provision(dir_ / "keys", kAgents);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  ASSERT_GT(WaitPort(), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("model.classes = 3: counted from the labels (the largest is 2) of the 4 shards"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("refused device=dev0002 index=2 stage=data reason="), std::string::npos) << log;
+  Kill(co);
+}
+
 }  // namespace coordinator_bad_shard
 }  // namespace fedrt::net::testing

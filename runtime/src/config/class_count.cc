@@ -15,7 +15,7 @@ namespace {
 constexpr uint32_t kMaxClasses = 1024;  // the loader's bound on model.classes
 }  // namespace
 
-Result<std::string> CountClasses(ExperimentConfig& cfg, bool reads_shards) {
+Result<std::string> CountClasses(ExperimentConfig& cfg, bool reads_shards, bool skip_unreadable) {
   if (cfg.data.model != "softmax" || cfg.data.classes != 0 || !cfg.data.own()) return std::string();
   if (!reads_shards)
     return Status::Invalid(
@@ -25,10 +25,13 @@ Result<std::string> CountClasses(ExperimentConfig& cfg, bool reads_shards) {
   files.classes = kMaxClasses;  // any class index the loader accepts; K is counted below
   if (cfg.data.arrays) files.agents = static_cast<uint32_t>(cfg.data.arrays->size());
   double top = -1;
+  uint32_t read = 0;
   for (uint32_t c = 0; c < files.agents; ++c) {
     auto s = problems::ReadAgentShard(files, c, data::LabelKind::kClass);
+    if (!s.ok() && skip_unreadable) continue;  // its device is refused when the instance is built
     if (!s.ok()) return s.status();
     for (double y : s->y) top = std::max(top, y);
+    ++read;
   }
   if (!cfg.data.test.empty()) {
     auto t = data::ReadShard(files.format, cfg.data.test, files.label, data::LabelKind::kClass, kMaxClasses);
@@ -37,12 +40,12 @@ Result<std::string> CountClasses(ExperimentConfig& cfg, bool reads_shards) {
   }
   const long k = static_cast<long>(top) + 1;
   if (k < 2)
-    return Status::Invalid(fmt::format("model.classes is missing and the labels of '{}' hold one class (0): softmax "
-                                       "regression needs 2 or more; set [model] classes = K",
+    return Status::Invalid(fmt::format("model.classes is missing and the labels of '{}' hold fewer than 2 classes: "
+                                       "softmax regression needs 2 or more; set [model] classes = K",
                                        cfg.data.train));
   cfg.data.classes = k;
   return fmt::format("model.classes = {}: counted from the labels (the largest is {}) of the {} shards{}", k, k - 1,
-                     files.agents, cfg.data.test.empty() ? "" : " and data.test");
+                     read, cfg.data.test.empty() ? "" : " and data.test");
 }
 
 }  // namespace fedrt::config

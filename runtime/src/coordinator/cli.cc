@@ -38,7 +38,8 @@ Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& 
   FEDRT_TRY(log::SetLevel(f.log_level));
   FEDRT_TRY(config::ExperimentFromFlags(app, f.experiment, opt.experiment));
   // Softmax without model.classes: counted from the shards when this coordinator reads them.
-  auto counted = config::CountClasses(opt.experiment, opt.experiment.data.coordinator_reads_shards);
+  auto counted = config::CountClasses(opt.experiment, opt.experiment.data.coordinator_reads_shards,
+                                      /*skip_unreadable=*/true);
   if (!counted.ok()) return counted.status();
   if (!counted->empty()) CoordinatorLog("{}", *counted);
   FEDRT_TRY(LoadNetworkToml(f.experiment.config, opt.network));
