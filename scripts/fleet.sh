@@ -35,7 +35,11 @@ CONFIG="" OUT="out/fleet" AUTH="" TIMEOUT=600 HTTP=""
 N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0
 EXTRA=()
 
+# Exit codes as every fedrt program's (docs/cli.md, "Exit codes"): 0 done,
+# 1 the run failed (fail), 2 a usage error (die), the coordinator's own code
+# when it stops.
 die() { echo "fleet: error: $*" >&2; exit 2; }
+fail() { echo "fleet: error: $*" >&2; exit 1; }
 count_arg() {  # count_arg FLAG VALUE -> VALUE if a non-negative integer
   [[ "$2" =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer (got '$2')"
   echo "$((10#$2))"
@@ -94,25 +98,25 @@ if ((DEVICES == 0)) && [[ -n "$SHARDS" ]]; then
 fi
 ((DEVICES > 0)) || die "no devices: give --native N (or --devices N), --aarch64 N, --armhf N or --cortex-m4 N (or [data] shards)"
 for b in fedrt-keys fedrt-coordinator; do
-  [[ -x "$BIN/$b" ]] || die "$BIN/$b not built (./fedrt build)"
+  [[ -x "$BIN/$b" ]] || fail "$BIN/$b not built (./fedrt build)"
 done
-((N_NATIVE == 0)) || [[ -x "$BIN/fedrt-device" ]] || die "$BIN/fedrt-device not built (./fedrt build)"
+((N_NATIVE == 0)) || [[ -x "$BIN/fedrt-device" ]] || fail "$BIN/fedrt-device not built (./fedrt build)"
 
 # Emulated Linux boards: a static fedrt-device of the target and qemu-user.
 QEMU_AARCH64="" QEMU_ARM=""
 if ((N_AARCH64 > 0)); then
-  [[ -x "$AARCH64_BIN/fedrt-device" ]] || die "$AARCH64_BIN/fedrt-device not built (./fedrt build aarch64)"
-  QEMU_AARCH64="$(command -v qemu-aarch64)" || die "qemu-aarch64 not found (apt-get install qemu-user)"
+  [[ -x "$AARCH64_BIN/fedrt-device" ]] || fail "$AARCH64_BIN/fedrt-device not built (./fedrt build aarch64)"
+  QEMU_AARCH64="$(command -v qemu-aarch64)" || fail "qemu-aarch64 not found (apt-get install qemu-user)"
 fi
 if ((N_ARMHF > 0)); then
-  [[ -x "$ARMHF_BIN/fedrt-device" ]] || die "$ARMHF_BIN/fedrt-device not built (./fedrt build armhf)"
-  QEMU_ARM="$(command -v qemu-arm)" || die "qemu-arm not found (apt-get install qemu-user)"
+  [[ -x "$ARMHF_BIN/fedrt-device" ]] || fail "$ARMHF_BIN/fedrt-device not built (./fedrt build armhf)"
+  QEMU_ARM="$(command -v qemu-arm)" || fail "qemu-arm not found (apt-get install qemu-user)"
 fi
 
 # ---------------------------------------------------------------------------
 # Cortex-M4F firmware devices: fedrt-fw under
 # qemu-system-arm -M mps2-an386 with its UART bridged to the coordinator.
-#   cortex_m4_check           : fail early (exit 2) if the firmware or QEMU is missing
+#   cortex_m4_check           : fail early (exit 1) if the firmware or QEMU is missing
 #   launch_cortex_m4 ID INDEX PORT KEYDIR LOG
 #                             : start one instance in the background, echo its PID
 # Both are defined in scripts/fleet_cortex_m4.sh (FEDRT_CORTEX_M4_ELF overrides
@@ -156,8 +160,12 @@ for _ in $(seq 1 300); do
 done
 if [[ ! -s "$OUT/port" ]]; then
   wait "$COORD_PID"
-  echo "fleet: error: the coordinator did not start (see $OUT/coordinator.log)" >&2
-  exit 1
+  RC=$?
+  # Its own error line says why (a bad experiment file: 2, as the coordinator's code).
+  why="$(grep -m1 'fedrt-coordinator: error: ' "$OUT/coordinator.log" 2>/dev/null | sed 's/^fedrt-coordinator: error: //')"
+  echo "fleet: error: the coordinator did not start${why:+: $why} (see $OUT/coordinator.log)" >&2
+  ((RC != 0)) || RC=1
+  exit "$RC"
 fi
 PORT="$(cat "$OUT/port")"
 echo "[fleet] coordinator on 127.0.0.1:$PORT, starting $DEVICES devices (native $N_NATIVE, aarch64 $N_AARCH64," \
@@ -245,6 +253,9 @@ for kind in native aarch64 armhf cortex-m4; do
   ((took == n)) || PARTICIPATION_OK=0
   printf '[fleet]   %-9s devices=%d took_part=%d rounds_reported min=%d max=%d\n' "$kind" "$n" "$took" "$min" "$max" >&2
 done
+# Devices the coordinator refused (a bad shard in its copy or the device's, a task it cannot run): the run went on without them.
+grep -o 'refused device=[^ ]* index=[0-9]* stage=\(data\|task\) reason=.*' "$OUT/coordinator.log" 2>/dev/null \
+  | sed 's/^refused device=/[fleet] refused /' >&2
 PLOTS=""
 for f in error.png loss.png accuracy.png; do [[ -f "$OUT/$f" ]] && PLOTS+=",$f"; done
 echo "[fleet] done: $OUT/{metrics.csv,summary.json,model_*.npy$PLOTS,coordinator.log,coordinator.db} and $OUT/logs/*.log" >&2

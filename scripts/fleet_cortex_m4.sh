@@ -2,7 +2,7 @@
 # or fedrt-fw-lsa) under qemu-system-arm -M mps2-an386, its UART1 bridged to
 # the coordinator over TCP. The task comes from the coordinator; the device's
 # data is its problem image. Sourced by fleet.sh; uses its ROOT, BIN, CONFIG,
-# DEVICES, TIMEOUT and die(). Per device: OUT/logs/<id>.img (problem image,
+# DEVICES, TIMEOUT die() and fail(). Per device: OUT/logs/<id>.img (problem image,
 # fedrt-fw-provision: agent <index>'s data of the experiment, loaded into the
 # firmware's data partition) and OUT/logs/<id>.blob (provisioning block: id,
 # PSK, fresh entropy seed). With [data] shards (SHARDS set by fleet.sh) the
@@ -19,9 +19,9 @@ else
 fi
 
 cortex_m4_check() {
-  [[ -f "$CORTEX_M4_ELF" ]] || die "--cortex-m4: $CORTEX_M4_ELF not built (./fedrt build cortex-m4)"
-  [[ -n "${SHARDS:-}" || -x "$BIN/fedrt-fw-provision" ]] || die "--cortex-m4: $BIN/fedrt-fw-provision not built (./fedrt build)"
-  command -v qemu-system-arm >/dev/null || die "--cortex-m4: qemu-system-arm not found (apt-get install qemu-system-arm)"
+  [[ -f "$CORTEX_M4_ELF" ]] || fail "--cortex-m4: $CORTEX_M4_ELF not built (./fedrt build cortex-m4)"
+  [[ -n "${SHARDS:-}" || -x "$BIN/fedrt-fw-provision" ]] || fail "--cortex-m4: $BIN/fedrt-fw-provision not built (./fedrt build)"
+  command -v qemu-system-arm >/dev/null || fail "--cortex-m4: qemu-system-arm not found (apt-get install qemu-system-arm)"
   [[ "$AUTH" != cert ]] || die "--cortex-m4: the firmware authenticates with its PSK only (use --auth psk or mixed)"
 }
 

@@ -16,7 +16,7 @@ while (($#)); do
 done
 EX="$ROOT/examples/device-api"
 for b in fedrt-coordinator fedrt-device fedrt-keys fedrt-example-device-api; do
-  [[ -x "$BIN/$b" ]] || { echo "device-api: error: $BIN/$b not built (cmake --build ... --target $b)" >&2; exit 2; }
+  [[ -x "$BIN/$b" ]] || { echo "device-api: error: $BIN/$b not built (cmake --build ... --target $b)" >&2; exit 1; }
 done
 rm -rf "$OUT" && mkdir -p "$OUT"
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices 4 > "$OUT/keys.log"

@@ -58,11 +58,11 @@ for n in "$N_NATIVE" "$N_AARCH64" "$N_ARMHF" "$N_CORTEX_M4"; do
 done
 AGENTS=$((N_NATIVE + N_AARCH64 + N_ARMHF + N_CORTEX_M4))
 [[ "$OUT" == /* ]] || OUT="$(pwd)/$OUT"
-cd "$ROOT" || exit 2
+cd "$ROOT" || exit 1
 [[ "$OUT" != "$ROOT"/* ]] || OUT="${OUT#"$ROOT"/}"
 mkdir -p "$OUT"
 SIM="$BIN/fedrt-sim"
-[[ -x "$SIM" ]] || { echo "edge-fleet: error: $SIM not built (./fedrt build release)" >&2; exit 2; }
+[[ -x "$SIM" ]] || { echo "edge-fleet: error: $SIM not built (./fedrt build release)" >&2; exit 1; }
 
 EXPERIMENTS=(scafflsa:examples/edge-fleet/experiment.toml
   fedavg-dither:examples/edge-fleet/families/fedavg-dither.toml

@@ -21,7 +21,7 @@ while (($#)); do
 done
 EX="$ROOT/examples/user-model"
 for b in fedrt-coordinator fedrt-keys fedrt-example-user-model; do
-  [[ -x "$BIN/$b" ]] || { echo "user-model: error: $BIN/$b not built (cmake --build ... --target $b)" >&2; exit 2; }
+  [[ -x "$BIN/$b" ]] || { echo "user-model: error: $BIN/$b not built (cmake --build ... --target $b)" >&2; exit 1; }
 done
 rm -rf "$OUT" && mkdir -p "$OUT"
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices 6 > "$OUT/keys.log"

@@ -25,11 +25,13 @@ int main(int argc, char** argv) {
   // (sockets send with MSG_NOSIGNAL; this covers stderr and everything else).
   std::signal(SIGPIPE, SIG_IGN);
   net::CoordinatorOptions opt;
+  bool started = false;
+  opt.started = &started;
   Status st = net::CoordinatorOptionsFromFlags(app, flags, opt);
   if (st.ok()) st = net::RunCoordinator(opt);
   if (!st.ok()) {
     std::fprintf(stderr, "fedrt-coordinator: error: %s\n", st.message());
-    return 2;
+    return started ? cli::kRunFailed : cli::kUsageError;  // docs/cli.md, "Exit codes"
   }
   return 0;
 }

@@ -21,9 +21,17 @@ namespace {
 using fedrt::Status;
 namespace data = fedrt::data;
 
-int Fail(const Status& st) {
+int Fail(const Status& st, int rc = fedrt::cli::kRunFailed) {
   std::fprintf(stderr, "fedrt-data: error: %s\n", st.message());
-  return 1;
+  return rc;
+}
+
+// A missing --input is a usage error (2, docs/cli.md, "Exit codes"); what is in it, the work's.
+bool Missing(const std::string& input, int* rc) {
+  std::error_code ec;
+  if (std::filesystem::exists(input, ec)) return false;
+  *rc = Fail(Status(fedrt::StatusCode::kNotFound, "--input: '" + input + "' not found"), fedrt::cli::kUsageError);
+  return true;
 }
 
 struct SplitFlags {
@@ -35,6 +43,7 @@ struct SplitFlags {
 };
 
 int Split(const SplitFlags& f) {
+  if (int rc = 0; Missing(f.input, &rc)) return rc;
   auto all = data::ReadCsvShard(f.input, f.label, data::LabelKind::kReal);
   if (!all.ok()) return Fail(all.status());
   // The held-out test rows first (a uniform draw), then the devices' split of the rest.
@@ -109,6 +118,7 @@ int main(int argc, char** argv) {
   convert->add_option("--out", out, "record file to write")->required();
   if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   if (*split) return Split(sf);
+  if (int rc = 0; Missing(in, &rc)) return rc;
   auto s = data::ReadCsvShard(in, label, data::LabelKind::kReal);
   if (!s.ok()) return Fail(s.status());
   Status st = data::WriteRecordShard(out, *s);

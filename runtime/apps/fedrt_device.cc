@@ -24,15 +24,19 @@ int main(int argc, char** argv) {
   net::DeviceFlags flags;
   net::AddDeviceFlags(app, flags);
   if (int rc = 0; !cli::Parse(app, argc, argv, &rc)) return rc;
+  // Flags, credentials and data that do not do are a usage error (2); a run
+  // that fails (no coordinator, refused, the task not doable here) ends with 1.
   DeviceConfig config;
   Status st = net::DeviceConfigFromFlags(flags, config);
+  bool started = false;
   if (st.ok()) {
     auto device = Device::Create(config);
+    started = device.ok();
     st = device.ok() ? (*device)->run() : device.status();
   }
   if (!st.ok()) {
     std::fprintf(stderr, "fedrt-device: error: %s\n", st.message());
-    return 2;
+    return started ? cli::kRunFailed : cli::kUsageError;
   }
   return 0;
 }

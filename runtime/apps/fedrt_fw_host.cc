@@ -40,9 +40,11 @@ using namespace fedrt;
 
 namespace {
 
-int Fail(const std::string& what) {
+// Prints the error; 2 for what the command line names (docs/cli.md, "Exit
+// codes"), 1 (`run`) for a connection or run that failed.
+int Fail(const std::string& what, int rc = cli::kUsageError) {
   std::fprintf(stderr, FEDRT_FW_HOST_NAME ": error: %s\n", what.c_str());
-  return 2;
+  return rc;
 }
 
 struct TcpLink {
@@ -194,7 +196,7 @@ int main(int argc, char** argv) {
   if (seed_hex.empty()) {
     std::ifstream r("/dev/urandom", std::ios::binary);
     seed.resize(32);
-    if (!r.read(reinterpret_cast<char*>(seed.data()), 32)) return Fail("cannot read /dev/urandom");
+    if (!r.read(reinterpret_cast<char*>(seed.data()), 32)) return Fail("cannot read /dev/urandom", cli::kRunFailed);
   } else if (!ParseHex(seed_hex, seed)) {
     return Fail("--seed-hex must be hex");
   }
@@ -227,7 +229,7 @@ int main(int argc, char** argv) {
   opt.log = Log;
   opt.log_ctx = &log_ctx;
   opt.handshake_timeout_ms = handshake_ms;
-  if (LinkReconnect(&link) != 0) return Fail("cannot connect to " + coordinator);
+  if (LinkReconnect(&link) != 0) return Fail("cannot connect to " + coordinator, cli::kRunFailed);
 
   static fw::FwClient client;
   Status st = client.init(opt);
@@ -240,6 +242,6 @@ int main(int argc, char** argv) {
                "workspace_bytes=%zu\n",
                id.c_str(), s.sessions, s.rounds, s.results, s.rejected_frames, s.rejected_records, s.chunks_in,
                s.chunks_out, s.tls_heap_max_bytes, s.tls_heap_bytes, s.workspace_max_bytes, workspace_bytes);
-  if (!st.ok()) return Fail(st.message());
+  if (!st.ok()) return Fail(st.message(), cli::kRunFailed);
   return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "fedrt/config/experiment.h"
 #include "fedrt/task/names.h"
+#include "fedrt/config/class_count.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/fw/problem_image.h"
 #include "fedrt/cli/parse.h"
@@ -25,9 +26,10 @@
 using namespace fedrt;
 
 namespace {
-int Fail(const std::string& what) {
+// 2: the experiment file or a flag does not do; 1: the image was not written (docs/cli.md, "Exit codes").
+int Fail(const std::string& what, int rc = cli::kUsageError) {
   std::fprintf(stderr, "fedrt-fw-provision: error: %s\n", what.c_str());
-  return 2;
+  return rc;
 }
 }  // namespace
 
@@ -50,6 +52,9 @@ int main(int argc, char** argv) {
     cfg.garnet.agents = agents;
     cfg.agents_set = true;
   }
+  auto counted = config::CountClasses(cfg, true);  // softmax without model.classes: K from the shards' labels
+  if (!counted.ok()) return Fail(counted.status().message());
+  if (!counted->empty()) std::fprintf(stderr, "fedrt-fw-provision: %s\n", counted->c_str());
   st = config::Validate(cfg);
   if (!st.ok()) return Fail(st.message());
   auto task = config::MakeTask(cfg);
@@ -62,7 +67,7 @@ int main(int argc, char** argv) {
   if (!img.ok()) return Fail(img.status().message());
   std::ofstream f(out, std::ios::binary | std::ios::trunc);
   f.write(reinterpret_cast<const char*>(img->data()), static_cast<std::streamsize>(img->size()));
-  if (!f) return Fail("cannot write '" + out + "'");
+  if (!f) return Fail("cannot write '" + out + "'", cli::kRunFailed);
   fw::ProblemImageHeader h;
   std::memcpy(&h, img->data(), sizeof h);
   std::fprintf(stderr,

@@ -92,9 +92,14 @@ int main(int argc, char** argv) {
       return Usage(fmt::format("--out/--devices/--prefix/--force before the subcommand make a new fleet; '{}' works on --keys DIR",
                                add->parsed() ? "add" : revoke->parsed() ? "revoke" : "rotate"));
   }
+  auto no_folder = [](const std::string& dir) {  // a usage error (docs/cli.md, "Exit codes")
+    std::error_code ec;
+    return !std::filesystem::is_directory(dir, ec);
+  };
   if (rotate->parsed()) {
     if (rotate_ids.empty() && !rotate_coordinator)
       return Usage("rotate: name device ids, or --coordinator, or both");
+    if (no_folder(rotate_keys)) return Usage(fmt::format("keys folder '{}' not found", rotate_keys));
     if (!rotate_ids.empty()) {
       auto done = fedrt::net::RotateDevices(rotate_keys, rotate_ids);
       if (!done.ok()) return Fail(done.status());
@@ -113,6 +118,7 @@ int main(int argc, char** argv) {
   if (add->parsed()) {
     if (count <= 0 || count > kMaxDevices)
       return Usage(fmt::format("--count must be in 1..{}, got {}", kMaxDevices, count));
+    if (no_folder(add_keys)) return Usage(fmt::format("keys folder '{}' not found", add_keys));
     auto added = fedrt::net::AddDevices(add_keys, static_cast<uint32_t>(count), add_prefix);
     if (!added.ok()) return Fail(added.status());
     for (const auto& d : *added) fmt::print("added {} index={} dir={}\n", d.id, d.index, d.dir);
@@ -120,6 +126,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (revoke->parsed()) {
+    if (no_folder(revoke_keys)) return Usage(fmt::format("keys folder '{}' not found", revoke_keys));
     const double now = static_cast<double>(
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     auto done = fedrt::net::RevokeDevices(revoke_keys, ids, reason, now);

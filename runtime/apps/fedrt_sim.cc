@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "fedrt/config/class_count.h"
 #include "fedrt/config/experiment_flags.h"
 #include "fedrt/log/log.h"
 #include "fedrt/config/experiment.h"
@@ -31,9 +32,11 @@ using namespace fedrt::task;
 
 namespace {
 
-int Fail(const std::string& what) {
+// Prints the error; the exit code is 2 for what the experiment asked for, 1
+// for a run that failed (docs/cli.md, "Exit codes").
+int Fail(const std::string& what, int rc = cli::kUsageError) {
   std::fprintf(stderr, "fedrt-sim: error: %s\n", what.c_str());
-  return 2;
+  return rc;
 }
 
 // Progress: a rewritten line on a terminal, one line per finished run otherwise.
@@ -80,7 +83,7 @@ class Progress {
 int main(int argc, char** argv) {
   std::unique_ptr<MpiRanks> mpi;
   if (Status st = MpiRanks::Start(&argc, &argv, mpi); !st.ok())
-    return MpiLaunchRank() > 0 ? 2 : Fail(st.message());  // said once, by rank 0
+    return MpiLaunchRank() > 0 ? cli::kRunFailed : Fail(st.message(), cli::kRunFailed);  // said once, by rank 0
   std::optional<RankChannel> ranks;
   if (mpi) ranks.emplace(*mpi);
   const bool quiet = ranks && ranks->rank() != 0;  // only rank 0 prints and writes
@@ -105,6 +108,11 @@ int main(int argc, char** argv) {
   if (parsed.ok()) parsed = log::SetLevel(quiet ? "off" : log_level);
   ExperimentConfig cfg;
   if (parsed.ok()) parsed = ExperimentFromFlags(app, flags, cfg);
+  if (parsed.ok()) {  // softmax without model.classes: the simulator reads every shard, so it counts K
+    auto counted = CountClasses(cfg, true);
+    if (!counted.ok()) parsed = counted.status();
+    else if (!counted->empty()) log::Get("fedrt-sim").info("{}", *counted);
+  }
   if (parsed.ok()) parsed = Validate(cfg);
   if (!ranks && !parsed.ok()) return Fail(parsed.message());
   if (ranks) {  // every rank must run the same experiment, or none runs
@@ -115,7 +123,7 @@ int main(int argc, char** argv) {
       else parsed = f.status();
     }
     Status agreed = ranks->agree_start(parsed, fingerprint, flags.config.empty() ? "(command line)" : flags.config);
-    if (!agreed.ok()) return quiet ? 2 : Fail(agreed.message());
+    if (!agreed.ok()) return quiet ? cli::kUsageError : Fail(agreed.message());
   }
   if (!cfg.opt.coordinator_generates)  // the same file drives ./fedrt fleet
     log::Get("fedrt-sim").info("problem.coordinator_generates = false concerns fedrt-coordinator only: the simulator "
@@ -130,10 +138,13 @@ int main(int argc, char** argv) {
   };
   opt.on_round_any_thread = true;
   std::optional<Result<SimResult>> run;
+  bool started = false;
+  opt.started = &started;
   try {  // the only exception the host code lets through: memory running out
     run.emplace(RunExperiment(cfg, opt));
-  } catch (const std::bad_alloc&) {
+  } catch (const std::bad_alloc&) {  // a valid experiment this machine cannot hold: the run failed
     progress.finish();
+    started = true;
     run.emplace(Status(StatusCode::kResourceExhausted,
                        fmt::format("out of memory: the simulator holds every agent's data and state (problem.dim = {}, "
                                    "{} agents; a dense least-squares or logistic problem needs about agents x samples "
@@ -142,16 +153,17 @@ int main(int argc, char** argv) {
   }
   progress.finish();
   Result<SimResult>& result = *run;
+  const int failed = started ? cli::kRunFailed : cli::kUsageError;
   if (ranks) {  // every rank finished, or every rank reports the first failure
     Status done = ranks->agree_done(result.ok() ? Status::Ok() : result.status());
-    if (!done.ok()) return quiet ? 2 : Fail(done.message());
+    if (!done.ok()) return quiet ? failed : Fail(done.message(), failed);
     if (quiet) return 0;
   }
-  if (!result.ok()) return Fail(result.status().message());
+  if (!result.ok()) return Fail(result.status().message(), failed);
 
   Status plot_status;
   Status st = report::WriteOutputs(*result, cfg.out, &plot_status);
-  if (!st.ok()) return Fail(st.message());
+  if (!st.ok()) return Fail(st.message(), cli::kRunFailed);
   if (!plot_status.ok()) log::Get("fedrt-sim").warn("no plots: {}", plot_status.message());
 
   std::printf("%s, N=%d, eta=%g, H=%ld, T=%ld, runs=%ld, threads=%d%s\n", result->problem.description.c_str(),

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <ctime>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -141,13 +142,15 @@ int main(int argc, char** argv) {
   if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   if (now <= 0)
     now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto fail = [](const fedrt::Status& st) {
+  auto fail = [](const fedrt::Status& st, int rc = fedrt::cli::kRunFailed) {
     fmt::print(stderr, "fedrt-status: error: {}\n", st.message());
-    return 1;
+    return rc;
   };
 
   auto opened = fedrt::net::StateStore::OpenReadOnly(path);
-  if (!opened.ok()) return fail(opened.status());
+  std::error_code ec;  // a --state that names no file is a usage error (docs/cli.md, "Exit codes")
+  if (!opened.ok())
+    return fail(opened.status(), std::filesystem::exists(path, ec) ? fedrt::cli::kRunFailed : fedrt::cli::kUsageError);
   fedrt::net::StateStore& store = **opened;
   auto identity = store.experiment();
   if (!identity.ok()) return fail(identity.status());

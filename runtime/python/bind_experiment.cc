@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "bindings.h"
+#include "fedrt/config/class_count.h"
 #include "fedrt/config/experiment_toml.h"
 #include "fedrt/task/names.h"
 
@@ -95,6 +96,11 @@ Experiment Load(std::optional<std::string> path, py::dict tables, py::dict overr
     e.config.data.train = arrays_name;
   }
   config::ApplyFamilyDefaults(e.config);
+  {  // softmax without model.classes: the simulator reads every shard, so K is counted from the labels
+    auto counted = config::CountClasses(e.config, true);
+    Check(counted.status());
+    if (!counted->empty()) py::module_::import("logging").attr("getLogger")("fedrt").attr("info")(*counted);
+  }
   Check(config::Validate(e.config));
   return e;
 }

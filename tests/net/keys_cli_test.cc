@@ -109,7 +109,7 @@ TEST(KeysCliTest, AddRefusesAFolderItWouldOverwriteAndWritesNothing) {
   EXPECT_FALSE(fs::exists(dir / "keys/devices/dev0002")) << "checked before anything is written";
 
   r = RunCli("fedrt-keys", {"add", "--keys", "nokeys"}, dir);
-  EXPECT_EQ(r.rc, 1) << Show(r);
+  EXPECT_EQ(r.rc, 2) << Show(r) << "a --keys naming no folder is a usage error";
   EXPECT_NE(r.err.find("keys folder 'nokeys' not found"), std::string::npos) << Show(r);
 }
 

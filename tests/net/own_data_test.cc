@@ -202,7 +202,7 @@ TEST_P(BadShardTest, DeviceStopsAtStartNamingTheCellAndTheRunGoesOn) {
     if (i == 3) bad_pid = p;
   }
   ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
-  EXPECT_EQ(Wait(bad_pid, 10000), 2);
+  EXPECT_EQ(Wait(bad_pid, 10000), 1) << "refused: a run failure (docs/cli.md, \"Exit codes\")";
   const std::string dlog = ReadFile(dir_ / "dev0003.log");
   EXPECT_NE(dlog.find(bad.string() + ":" + b.error), std::string::npos) << dlog;
   const std::string log = ReadFile(dir_ / "coordinator.log");

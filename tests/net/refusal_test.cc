@@ -20,7 +20,7 @@ TEST_F(NetTest, DeviceWithTooLittleMemoryRefusesTheTaskAndTheRunGoesOn) {
   for (int i = 0; i < n - 1; ++i) StartDevice(i, port);
   const pid_t small = StartDevice(n - 1, port, {"--capacity", "64"});  // bytes: less than d = 5 needs
   ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(dir_ / "coordinator.log");
-  EXPECT_EQ(Wait(small, 10000), 2);
+  EXPECT_EQ(Wait(small, 10000), 1) << "refused: a run failure (docs/cli.md, \"Exit codes\")";
   const std::string log = ReadFile(dir_ / "coordinator.log");
   EXPECT_NE(log.find("refused device=dev0003 index=3 stage=task reason=the task's vectors do not fit this device's "
                      "memory"),
@@ -51,7 +51,7 @@ TEST_F(NetTest, DeviceWithoutTheTasksDataFilesRefusesIt) {
   StartDevice(0, port, {"--data", data.string()});
   const pid_t bare = StartDevice(1, port);
   ASSERT_EQ(Wait(co, 60000), 0) << ReadFile(dir_ / "coordinator.log");
-  EXPECT_EQ(Wait(bare, 10000), 2);
+  EXPECT_EQ(Wait(bare, 10000), 1) << "refused: a run failure (docs/cli.md, \"Exit codes\")";
   const std::string log = ReadFile(dir_ / "coordinator.log");
   EXPECT_NE(log.find("refused device=dev0001 index=1 stage=task reason=the task's problem is read from files: start "
                      "the device with --data"),

@@ -122,7 +122,7 @@ TEST_F(SoftmaxFleetTest, LabelOutsideTheClassesStopsTheDeviceAndTheRunGoesOn) {
     if (i == 2) bad_pid = p;
   }
   ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
-  EXPECT_EQ(Wait(bad_pid, 10000), 2);
+  EXPECT_EQ(Wait(bad_pid, 10000), 1) << "refused: a run failure (docs/cli.md, \"Exit codes\")";
   const std::string dlog = ReadFile(dir_ / "dev0002.log");
   EXPECT_NE(dlog.find(bad.string() + ":3:3 (label): label 3 is not a class of softmax regression with 3 classes (an integer 0..2)"),
             std::string::npos)
@@ -130,6 +130,52 @@ TEST_F(SoftmaxFleetTest, LabelOutsideTheClassesStopsTheDeviceAndTheRunGoesOn) {
   const std::string log = ReadFile(dir_ / "coordinator.log");
   EXPECT_NE(log.find("start devices=4 of 5 refused=1"), std::string::npos) << log;
   for (const auto& r : Rounds()) EXPECT_LE(r.agents, 4u);
+}
+
+// Without model.classes the programs that read every shard count K from the
+// labels (docs/data.md, "Experiment file"): the simulator and the coordinator
+// say so and run exactly the experiment with classes = 3; a coordinator
+// without the shards asks for the key by name (exit code 2).
+TEST_F(SoftmaxFleetTest, WithoutClassesTheProgramsThatReadTheShardsCountThem) {
+  const fs::path shards = WriteShards(2);
+  const fs::path with = Experiment("quorum = 1.0\n");
+  fs::rename(with, dir_ / "with_classes.toml");
+  std::string body = ReadFile(dir_ / "with_classes.toml");
+  body.erase(body.find("classes = 3\n"), 12);
+  const fs::path cfg = WriteExperiment(body);
+  const std::string counted = "model.classes = 3: counted from the labels (the largest is 2) of the 5 shards and data.test";
+
+  for (const fs::path& c : {cfg, dir_ / "with_classes.toml"}) {
+    const std::string name = c.stem().string();
+    const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", c.string(), "--out", (dir_ / name).string(), "--no-plot"},
+                            dir_ / (name + ".log"));
+    ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / (name + ".log"));
+  }
+  EXPECT_NE(ReadFile(dir_ / "experiment.log").find(counted), std::string::npos) << ReadFile(dir_ / "experiment.log");
+  EXPECT_EQ(ReadFile(dir_ / "with_classes.log").find("counted from the labels"), std::string::npos);
+  EXPECT_EQ(ReadFile(dir_ / "experiment" / "metrics.csv"), ReadFile(dir_ / "with_classes" / "metrics.csv"));
+
+  Provision(dir_ / "keys", kAgents);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < kAgents; ++i)
+    StartDevice(i, port, {"--data", (shards / ("device-" + std::to_string(i) + ".csv")).string()});
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(ReadFile(dir_ / "coordinator.log"), counted), 1u) << ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(ReadFile(dir_ / "out" / "metrics.csv"), ReadFile(dir_ / "with_classes" / "metrics.csv"));
+
+  const fs::path blind = dir_ / "blind.toml";
+  std::string blind_body = body;
+  blind_body.insert(blind_body.find("[model]"), "coordinator_reads_shards = false\n[problem]\nagents = 5\n");
+  std::ofstream(blind) << blind_body;
+  const pid_t no_shards = StartCoordinator(blind, 0, {}, "blind.log");
+  EXPECT_EQ(Wait(no_shards, 60000), 2) << ReadFile(dir_ / "blind.log");
+  EXPECT_NE(ReadFile(dir_ / "blind.log").find("fedrt-coordinator: error: model.classes is missing: a coordinator without "
+                                              "the shards (data.coordinator_reads_shards = false) cannot count the "
+                                              "classes from the labels; set [model] classes = K (labels 0..K-1)"),
+            std::string::npos)
+      << ReadFile(dir_ / "blind.log");
 }
 
 }  // namespace softmax_fleet

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fault_hooks.h"
+#include "fedrt/cli/parse.h"
 #include "fedrt/coordinator/cli.h"
 
 using namespace fedrt;
@@ -28,13 +29,15 @@ int main(int argc, char** argv) {
                  "in secure round ROUND (0-based), tell the first half of the devices that the last one dropped");
   CLI11_PARSE(app, argc, argv);
   net::CoordinatorOptions opt;
+  bool started = false;
+  opt.started = &started;
   Status st = net::CoordinatorOptionsFromFlags(app, flags, opt);
   test::FaultHooks faults(hooks);
   opt.faults = &faults;
   if (st.ok()) st = net::RunCoordinator(opt);
   if (!st.ok()) {
     std::fprintf(stderr, "fedrt-test-coordinator: error: %s\n", st.message());
-    return 2;
+    return started ? cli::kRunFailed : cli::kUsageError;  // docs/cli.md, "Exit codes"
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "fedrt/cli/parse.h"
 #include "fedrt/device/cli.h"
 #include "fedrt/wire/frame.h"
 #include "fedrt.pb.h"
@@ -59,10 +60,11 @@ int main(int argc, char** argv) {
   };
   hooks.capacity = capacity;
   opt.hooks = &hooks;
+  const bool flags_ok = st.ok();
   if (st.ok()) st = net::RunDevice(opt);
-  if (!st.ok()) {
+  if (!st.ok()) {  // fedrt-device's codes (docs/cli.md, "Exit codes"): 2 for the flags, 1 for the run
     std::fprintf(stderr, "fedrt-test-device: error: %s\n", st.message());
-    return 2;
+    return flags_ok ? cli::kRunFailed : cli::kUsageError;
   }
   return 0;
 }

@@ -120,6 +120,18 @@ def test_data_arrays_equal_their_csv_shards(tmp_path, kind):
                  else fedrt.run(arrays, problem=data))
 
 
+def test_softmax_without_classes_counts_them_from_the_shards(tmp_path, caplog):
+    # The module reads every shard, as the simulator does, so model.classes may be left out (docs/data.md).
+    xs, ys = lsq_arrays()
+    ys = [np.digitize(y, [-0.5, 0.5]).astype(np.int64) for y in ys]
+    assert max(int(y.max()) for y in ys) == 2
+    files = dict(SGD, data={"format": "csv", "train": fedrt.SoftmaxData(xs, ys, classes=3).save_csv(tmp_path / "s")})
+    with caplog.at_level("INFO", logger="fedrt"):
+        counted = fedrt.run(dict(files, model={"kind": "softmax", "l2": 0.1}))
+    assert "model.classes = 3: counted from the labels (the largest is 2) of the 4 shards" in caplog.text
+    same_metrics(counted, fedrt.run(dict(files, model={"kind": "softmax", "classes": 3, "l2": 0.1})))
+
+
 def test_gmm_arrays_equal_their_csv_shards(tmp_path):
     mix = fedrt.GaussianMixture(agents=5, points=40, seed=3)
     pts = mix.points()

@@ -100,8 +100,8 @@ TEST_F(DataConfigTest, BadTablesAreRefusedByName) {
                 "' (to count the agents, the coordinator and the simulator read every shard; a coordinator without "
                 "the devices' data takes [data] coordinator_reads_shards = false and [problem] agents = N)");
   const std::string shards = "[data]\nformat = \"csv\"\ntrain = \"shards/device-{id}.csv\"\n";
-  EXPECT_EQ(Error(shards + "[model]\nkind = \"softmax\"\n"),
-            f + ": model.classes = 0: softmax regression needs the number of classes K, 2 to 1024 (labels are 0..K-1)");
+  EXPECT_EQ(Error(shards + "[model]\nkind = \"softmax\"\nclasses = 1\n"),
+            f + ": model.classes = 1: softmax regression needs the number of classes K, 2 to 1024 (labels are 0..K-1)");
   EXPECT_EQ(Error(shards + "[model]\nkind = \"softmax\"\nclasses = 3\nl2 = 0\n"),
             f + ": model.l2 = 0: softmax regression needs l2 > 0 (without it the weights are unbounded and x_star does "
                 "not exist)");

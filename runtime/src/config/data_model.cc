@@ -166,7 +166,7 @@ Status ReadDataModel(const toml::table& data, const toml::table& model, const st
   if (cfg.data.format != "generated" && cfg.data.format != "csv" && cfg.data.format != "records")
     return Status::Invalid(fmt::format("{}: data.format '{}' unknown (csv, records or generated)", path, cfg.data.format));
   if (cfg.data.model == "softmax") {
-    if (cfg.data.classes < 2 || cfg.data.classes > 1024)
+    if (model.contains("classes") && (cfg.data.classes < 2 || cfg.data.classes > 1024))
       return Status::Invalid(fmt::format("{}: model.classes = {}: softmax regression needs the number of classes K, 2 to 1024 "
                              "(labels are 0..K-1)", path, cfg.data.classes));
     if (!(cfg.opt.l2 > 0))

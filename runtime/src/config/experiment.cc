@@ -312,6 +312,9 @@ Status Validate(const ExperimentConfig& c) {
   if (c.local_steps > (1L << 30)) return bad(fmt::format("--local-steps {} is too large (max 2^30)", c.local_steps));
   if (c.rounds <= 0) return bad(fmt::format("--rounds must be positive, got {}", c.rounds));
   if (c.runs <= 0) return bad(fmt::format("--runs must be positive, got {}", c.runs));
+  if (c.data.model == "softmax" && c.data.own() && c.data.classes == 0)  // not counted (config/class_count.h)
+    return bad("model.classes is missing: softmax regression needs the number of classes K (labels 0..K-1); set [model] "
+               "classes = K");
   if (c.threads < 0) return bad(fmt::format("--threads must be >= 0 (0 = all cores), got {}", c.threads));
   if (TdKernel k; !ParseTdKernel(c.kernel.c_str(), k))
     return bad(fmt::format("run.kernel (or --kernel) must be auto, scalar, portable or avx2, got '{}'", c.kernel));

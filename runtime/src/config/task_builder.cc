@@ -136,6 +136,7 @@ problems::DataFiles DataFilesOf(const ExperimentConfig& cfg, bool at_coordinator
     files.test = cfg.data.test;
     files.initial = cfg.data.user_init;
     files.read_shards = !at_coordinator || cfg.data.coordinator_reads_shards;
+    files.skip_bad_shards = at_coordinator;  // a bad shard there refuses its device only (docs/data.md)
     files.features = static_cast<uint32_t>(cfg.data.features);
   }
   return files;

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "fedrt/config/class_count.h"
+#include "fedrt/coordinator/log.h"
 #include "fedrt/log/log.h"
 #include "fedrt/ops/http_endpoint.h"
 
@@ -35,6 +37,11 @@ void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
 Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& f, CoordinatorOptions& opt) {
   FEDRT_TRY(log::SetLevel(f.log_level));
   FEDRT_TRY(config::ExperimentFromFlags(app, f.experiment, opt.experiment));
+  // Softmax without model.classes: counted from the shards when this coordinator reads them.
+  auto counted = config::CountClasses(opt.experiment, opt.experiment.data.coordinator_reads_shards,
+                                      /*skip_unreadable=*/true);
+  if (!counted.ok()) return counted.status();
+  if (!counted->empty()) CoordinatorLog("{}", *counted);
   FEDRT_TRY(LoadNetworkToml(f.experiment.config, opt.network));
   auto given = [&](const char* n) { return app.count(n) > 0; };
   if (given("--state")) opt.network.state = f.state;

@@ -63,6 +63,7 @@ Status Coordinator::prepare_task() {
   auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
   if (!inst.ok()) return inst.status();
   instance_ = std::move(*inst);
+  for (const problems::SkippedShard& bad : instance_->skipped_shards()) bad_shards_[bad.agent] = bad.why;
   task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files
   auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg, /*at_coordinator=*/true), *instance_, nullptr);
   if (!eval.ok()) return eval.status();
@@ -93,6 +94,7 @@ Status Coordinator::init() {
   std::string algs;
   for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
   FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", task::TaskFingerprint(task_), algs)));
+  if (opt_.started != nullptr) *opt_.started = true;
 
   {
     report::SimResult described;
@@ -131,6 +133,14 @@ Status Coordinator::init() {
     return eval_->error(core);
   };
   FEDRT_TRY(rounds_.init(fo, store_.get(), send, stream, measure));
+  for (const auto& [agent, why] : bad_shards_) {  // once each; the others run on (docs/data.md)
+    const std::string reason = "the coordinator's copy of its shard does not read: " + why;
+    registry_.set_state(agent, Registry::State::kRefused, reason);
+    monitor_->link(agent, FleetMonitor::Link::kRefused, reason);
+    rounds_.set_refused(agent, now_ms());
+    CoordinatorWarn("refused device={} index={} stage=data reason={} (the run goes on without it)",
+                    registry_.id_of(agent), agent, reason);
+  }
   if (rounds_.rounds_done() > 0) CoordinatorLog("resume state={} completed_rounds={}", opt_.network.state, rounds_.rounds_done());
   pending_.assign(agents, std::nullopt);
   last_rejection_.assign(agents, std::string());
@@ -179,8 +189,13 @@ Status Coordinator::listen() {
   if (task_.problem.own_data)  // which of the devices' data this coordinator holds (docs/data.md)
     CoordinatorLog("data shards={} {}", data.train,
                    data.coordinator_reads_shards
-                       ? fmt::format("read_by_coordinator=yes (agents and d from the shards, error = {})",
-                                     em ? "||h(Shat_k)||^2" : "||x_t - x_star||^2")
+                       ? fmt::format("read_by_coordinator=yes (agents and d from the shards, error = {}){}",
+                                     em ? "||h(Shat_k)||^2" : "||x_t - x_star||^2",
+                                     bad_shards_.empty() ? ""
+                                                         : fmt::format(" loaded={} of {} (x_star and error over the "
+                                                                       "shards that loaded)",
+                                                                       task_.problem.agents - bad_shards_.size(),
+                                                                       task_.problem.agents))
                        : fmt::format("read_by_coordinator=no (coordinator_reads_shards = false: agents and d from the "
                                      "experiment file, no {}, error = nan{})",
                                      em ? "h(Shat_k)" : "x_star", data.test.empty() ? "" : ", test scored on " + data.test));
@@ -315,6 +330,16 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
     return;
   }
   const uint32_t agent = *idx;
+  if (auto bad = bad_shards_.find(agent); bad != bad_shards_.end()) {  // logged once, at the start
+    refused("registration/bad_shard", "refused device={} peer={} stage=registration reason=bad shard at the coordinator",
+            h.device_id(), c.peer());
+    c.send_error(wire::ERROR_CONFIG_MISMATCH,
+                 fmt::format("the coordinator's copy of this device's shard does not read ({}): the run goes on "
+                             "without this device",
+                             bad->second),
+                 true);
+    return;
+  }
   if (Connection* old = registry_.attach(agent, &c)) {
     CoordinatorWarn("superseded device={} old_peer={} new_peer={}", h.device_id(), old->peer(), c.peer());
     if (registry_.state(agent) == Registry::State::kReady) rounds_.set_connected(agent, false, now_ms());

@@ -105,6 +105,9 @@ class Coordinator : public ConnectionOwner {
 
   task::Task task_{};
   std::vector<std::string> names_;
+  // Agents whose shard in the coordinator's copy did not read, and why: refused
+  // from the start, told so at their Hello (docs/data.md).
+  std::map<uint32_t, std::string> bad_shards_;
   std::unique_ptr<problems::Instance> instance_;
   std::unique_ptr<report::Evaluation> eval_;
   FleetRounds rounds_;

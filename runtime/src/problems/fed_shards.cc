@@ -52,18 +52,25 @@ Result<data::Shard> ReadAgentShard(const ShardFiles& files, uint32_t agent, data
   return s;
 }
 
-Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files) {
+Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files, std::vector<SkippedShard>* skipped) {
   if (files.agents == 0) return Status(StatusCode::kInvalidArgument, "no shards: the data has 0 agents");
   FedDataset out;
   out.loss = loss;
   out.source = files.train;
   out.classes = static_cast<int>(files.classes);
   out.intercept = files.intercept;
+  Status first_error;
   for (uint32_t c = 0; c < files.agents; ++c) {
     auto s = ReadAgentShard(files, c, LabelKindOf(loss));
-    if (!s.ok()) return s.status();
-    FEDRT_TRY(AppendShard(out, *s));
+    Status st = s.ok() ? AppendShard(out, *s) : s.status();
+    if (st.ok()) continue;
+    if (skipped == nullptr) return st;
+    skipped->push_back(SkippedShard{c, st.message()});
+    if (first_error.ok()) first_error = st;
   }
+  if (out.agents() == 0)
+    return Status(first_error.code(), fmt::format("no shard of '{}' reads (the first: {})", files.train,
+                                                  first_error.message()));
   return out;
 }
 

@@ -173,7 +173,8 @@ Status Instance::build_fed(const task::Task& task, const DataFiles& files) {
     ShardFiles shards = files.shards;
     shards.classes = spec.classes;
     shards.intercept = spec.intercept;
-    auto data = files.shards.agents > 0 ? LoadFedShards(loss, shards) : LoadFedDataCsv(loss, files.csv);
+    auto data = files.shards.agents > 0 ? LoadFedShards(loss, shards, files.skip_bad_shards ? &skipped_ : nullptr)
+                                        : LoadFedDataCsv(loss, files.csv);
     if (!data.ok()) return data.status();
     fed_ = std::move(*data);
     if (files.features != 0 && static_cast<uint32_t>(fed_->dim) != files.features)
@@ -186,7 +187,7 @@ Status Instance::build_fed(const task::Task& task, const DataFiles& files) {
       HashMatrix(h, fed_->y[c].data(), static_cast<size_t>(fed_->y[c].size()));
     }
     problem_.data_fingerprint = h.value();
-    problem_.agents = static_cast<uint32_t>(fed_->agents());
+    problem_.agents = static_cast<uint32_t>(fed_->agents() + skipped_.size());  // a left-out agent keeps its index
     problem_.dim = static_cast<uint32_t>(fed_->model_dim());
   } else {
     FedDataConfig g;

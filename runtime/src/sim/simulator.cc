@@ -57,6 +57,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   out.config = cfg;
   out.threads = pool.threads();
   eval.describe(out);
+  if (opt.started != nullptr) *opt.started = true;
   if (opt.ranks != nullptr) FEDRT_TRY(opt.ranks->built());  // run times start together on every rank
   const auto runs_start = std::chrono::steady_clock::now();
   PairContext ctx;

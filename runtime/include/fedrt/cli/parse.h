@@ -3,7 +3,8 @@
 // "Exit codes"): --help and --version end the program with 0; a usage error
 // (an unknown or mistyped flag, a missing value, a value out of range) is
 // printed as "PROG: error: ..." with "did you mean --FLAG?" when a known flag
-// is close to what was typed, and ends it with 2. Host code.
+// is close to what was typed, and ends it with 2. Every program ends with 0
+// when done, 1 when the work or run failed, 2 for a usage error. Host code.
 
 #include <string>
 
@@ -11,7 +12,8 @@
 
 namespace fedrt::cli {
 
-constexpr int kUsageError = 2;  // every fedrt program's exit code for a bad command line
+constexpr int kRunFailed = 1;   // every fedrt program's exit code when its work or run failed
+constexpr int kUsageError = 2;  // ... and for what it was given: flags, experiment file, files they name
 
 // Parses argv into `app`. False: the program is to end now with *rc.
 bool Parse(CLI::App& app, int argc, char** argv, int* rc);

@@ -26,6 +26,10 @@ struct CoordinatorOptions {
   std::string name;       // the experiment's name on the dashboard (its file: folder/stem)
   bool plot = true;
   RoundFaults* faults = nullptr;  // tests only (coordinator/fleet_rounds.h); the command line sets none
+  // Set to true once the experiment, its data, the keys and the state db are
+  // read and accepted: an error before is in what the coordinator was given
+  // (exit code 2), one after is a failed run (1; docs/cli.md, "Exit codes").
+  bool* started = nullptr;
 };
 
 // Runs the experiment to completion (or until a hook stops it). Returns the

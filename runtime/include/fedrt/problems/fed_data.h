@@ -86,8 +86,17 @@ data::LabelKind LabelKindOf(FedLoss loss);
 // squares and logistic regression with an intercept get z = (a, 1): X_c gains
 // a last column of ones, so every host formula holds with d = p + 1.
 Status AppendShard(FedDataset& out, const data::Shard& shard);
-// Every agent's shard, read with the devices' reader.
-Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files);
+// A shard left out of the coordinator's copy: its agent and why it did not
+// read ("PATH: reason").
+struct SkippedShard {
+  uint32_t agent = 0;
+  std::string why;
+};
+// Every agent's shard, read with the devices' reader. With `skipped` (the
+// coordinator, docs/data.md, "A bad shard in the coordinator's copy") a shard
+// that does not read, or whose width differs from the first good one's, is
+// left out and listed there; the dataset then holds the others, in order.
+Result<FedDataset> LoadFedShards(FedLoss loss, const ShardFiles& files, std::vector<SkippedShard>* skipped = nullptr);
 
 // Least squares as an LSA system: Abar_c = X_c^T X_c / n_c + l2 I, bbar_c = X_c^T y_c / n_c
 // (theta_star = x_star, the ridge (OLS when l2 = 0) solution of the uniformly

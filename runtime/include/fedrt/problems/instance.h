@@ -42,6 +42,9 @@ struct DataFiles {
   // its d from `features` (p) or, when 0, from the header of `test`.
   bool read_shards = true;
   uint32_t features = 0;
+  // true (a coordinator that reads the shards): a shard that does not read is
+  // left out (Instance::skipped_shards) instead of failing the build.
+  bool skip_bad_shards = false;
   // >= 0: a device that is this agent: a generated problem builds this
   // agent's data and oracle only (the others' would cost N times the memory).
   int only_agent = -1;
@@ -75,6 +78,9 @@ class Instance {
 
   const task::ProblemSpec& problem() const { return problem_; }
   uint32_t agents() const { return problem_.agents; }
+  // The shards left out (DataFiles::skip_bad_shards): their agents keep their
+  // index; the data, x_star and error are over the shards that read.
+  const std::vector<SkippedShard>& skipped_shards() const { return skipped_; }
   // Agent c's oracle, as the client session takes it.
   problems::LocalProblem<double> local(uint32_t agent) const;
   const std::vector<problems::LocalProblem<double>>& locals() const { return locals_; }
@@ -118,6 +124,7 @@ class Instance {
   task::ProblemSpec problem_;
   std::optional<TdProblem> td_;
   std::optional<FedDataset> fed_;
+  std::vector<SkippedShard> skipped_;
   std::optional<GmmData> gmm_;
   std::vector<uint8_t> oracle_memory_;
   std::vector<TdOracle<double>> td_oracles_;

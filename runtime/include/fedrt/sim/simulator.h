@@ -60,6 +60,10 @@ struct SimOptions {
   // and the (algorithm, run) pairs must run in the same order on all, one
   // at a time: their exchanges share one sequence of collectives.
   RankChannel* ranks = nullptr;
+  // Set to true once the experiment's inputs (task, data files, evaluation)
+  // are built and the runs start: an error before is in what the experiment
+  // asked for (fedrt-sim's exit code 2), after it the run failed (1).
+  bool* started = nullptr;
 };
 
 // The federated TD(0) problem of `config` (Garnet or an array-bundle file),
