@@ -125,3 +125,16 @@ def draw_means(ax, series, np, label, linestyle="-", colors=None, hollow=False):
             ax.fill_between(x, np.maximum(mean - std, floor), mean + std, color=drawn[alg],
                             alpha=0.2, linewidth=0)
     return drawn
+
+
+def finish_rounds_figure(fig, ax, ylabel, title):
+    """The round axis, labels, grids and legend that error.png and loss.png share."""
+    round_axis(ax)
+    ax.set_xlabel("communication round")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.4)
+    ax.grid(True, which="minor", alpha=0.15)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -56,15 +56,8 @@ def figure(outdir, plt):
                            label="%s: %s" % (alg, ref.get("label") or "reference level"))
 
     plot_axes.log_axis(ax)
-    plot_axes.round_axis(ax)
-    ax.set_xlabel("communication round")
-    ax.set_ylabel(summary.get("error_label") or "‖θ_t − θ*‖²")
-    ax.set_title(plot_data.build_title(summary["settings"]))
-    ax.grid(True, which="major", alpha=0.4)
-    ax.grid(True, which="minor", alpha=0.15)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    return fig
+    return plot_axes.finish_rounds_figure(fig, ax, summary.get("error_label") or "‖θ_t − θ*‖²",
+                                          plot_data.build_title(summary["settings"]))
 
 
 def plot(outdir, plt):

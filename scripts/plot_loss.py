@@ -54,16 +54,9 @@ def figure(outdir, plt):
               for per in s.values.values() for vals in per.values() for v in vals if v == v]
     if values and min(values) > 0:
         plot_axes.log_axis(ax)
-    plot_axes.round_axis(ax)
-    ax.set_xlabel("communication round")
-    ax.set_ylabel("loss (training: mean f_c at the round's broadcast model)"
-                  if train is not None else "held-out test loss")
-    ax.set_title(plot_data.build_title(summary["settings"]))
-    ax.grid(True, which="major", alpha=0.4)
-    ax.grid(True, which="minor", alpha=0.15)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    return fig
+    return plot_axes.finish_rounds_figure(
+        fig, ax, "loss (training: mean f_c at the round's broadcast model)"
+        if train is not None else "held-out test loss", plot_data.build_title(summary["settings"]))
 
 
 def plot(outdir, plt):
