@@ -107,5 +107,15 @@ TEST(NetworkConfig, IdleTimeoutFromToml) {
             std::string::npos);
 }
 
+// A misspelled key names the key meant; a word far from every key does not.
+TEST(NetworkConfig, MisspelledKeySuggestsTheKeyMeant) {
+  EXPECT_NE(load("deadline_sm = 100\n").first.find("unknown key 'network.deadline_sm' (line 2); did you mean "
+                                                   "'network.deadline_ms'?"),
+            std::string::npos);
+  const std::string far = load("colour = 1\n").first;
+  EXPECT_NE(far.find("unknown key 'network.colour'"), std::string::npos) << far;
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+}
+
 }  // namespace
 }  // namespace fedrt::net

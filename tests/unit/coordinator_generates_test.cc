@@ -111,7 +111,8 @@ TEST_F(CoordinatorGeneratesTest, CombinationsThatCannotWorkAreRefusedNamingTheKe
   e = Error("[problem]\nkind = \"lsq\"\ncoordinator_generates = \"no\"\n");
   EXPECT_NE(e.find("'problem.coordinator_generates' must be a boolean"), std::string::npos) << e;
   e = Error("[problem]\nkind = \"lsq\"\ncoordinator_generate = false\n");
-  EXPECT_NE(e.find("unknown key 'problem.coordinator_generate'"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'problem.coordinator_generate' (line 3); did you mean 'problem.coordinator_generates'?"),
+            std::string::npos) << e;
   e = Error("[problem]\nkind = \"lsq\"\n[data]\ncoordinator_generates = false\n");
   EXPECT_NE(e.find("unknown key 'data.coordinator_generates'"), std::string::npos) << e;
 }

@@ -2,28 +2,14 @@
 // (fedrt/cli/parse.h).
 #include "fedrt/cli/parse.h"
 
+#include "fedrt/core/closest_name.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
 namespace fedrt::cli {
 namespace {
-
-// Levenshtein distance, for names of a few dozen characters.
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 void Names(const CLI::App& app, std::vector<std::string>& out) {
   for (const CLI::Option* o : app.get_options()) {
@@ -40,17 +26,7 @@ std::string Suggest(const CLI::App& app, const std::string& typed_in) {
   if (typed.size() < 3 || typed[0] != '-') return "";
   std::vector<std::string> names;
   Names(app, names);
-  std::string best;
-  size_t best_d = std::max<size_t>(2, typed.size() / 3) + 1;  // at most a third of the word, and 2 edits always
-  for (const std::string& n : names) {
-    if (n == typed) return "";  // a known flag: not the mistake
-    const size_t d = Distance(typed, n);
-    if (d < best_d) {
-      best_d = d;
-      best = n;
-    }
-  }
-  return best;
+  return ClosestName(typed, names);
 }
 
 std::string UsageMessage(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {

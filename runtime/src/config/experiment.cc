@@ -143,10 +143,11 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
       return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}' must be a table ([{}] and its keys){}", path,
                                                               k.str(), k.str(), LineSuffix(v)));
     if (!kTables.count(std::string(k.str()))) {
+      const std::string near = ClosestName(std::string(k.str()), kTables);
       return Status(StatusCode::kInvalidArgument,
-                    fmt::format("{}: unknown top-level key or table '{}'{}; expected tables "
+                    fmt::format("{}: unknown top-level key or table '{}'{}{}; expected tables "
                                 "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network]",
-                                path, k.str(), LineSuffix(v)));
+                                path, k.str(), LineSuffix(v), near.empty() ? "" : fmt::format("; did you mean [{}]?", near)));
     }
   }
   static const toml::table kEmpty;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "fedrt/core/closest_name.h"
 #include "fedrt/core/status.h"
 
 namespace fedrt::config {
@@ -103,8 +104,10 @@ class TableReader {
     if (auto* keys = KeyCollector::current()) (*keys)[name_].insert(seen_.begin(), seen_.end());
     for (auto& [k, v] : t_) {
       if (!seen_.count(std::string(k.str()))) {
+        const std::string near = ClosestName(std::string(k.str()), seen_);
         return Status(StatusCode::kInvalidArgument,
-                      fmt::format("{}: unknown key '{}.{}'{}", file_, name_, k.str(), LineSuffix(v)));
+                      fmt::format("{}: unknown key '{}.{}'{}{}", file_, name_, k.str(), LineSuffix(v),
+                                  near.empty() ? "" : fmt::format("; did you mean '{}.{}'?", name_, near)));
       }
     }
     return Status::Ok();

@@ -1,4 +1,5 @@
 #include "fedrt/coordinator/network_config.h"
+#include "fedrt/core/closest_name.h"
 
 #include <arpa/inet.h>
 
@@ -28,9 +29,12 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
                                               "peer_connection_burst", "rate_limit_exempt", "tcp_keepalive_s",
                                               "idle_timeout_ms", "http_linger_s"};
   for (auto& [k, v] : *t) {
-    if (!kKeys.count(std::string(k.str())))
+    if (!kKeys.count(std::string(k.str()))) {
+      const std::string near = ClosestName(std::string(k.str()), kKeys);
       return Status(StatusCode::kInvalidArgument,
-                    fmt::format("{}: unknown key 'network.{}' (line {})", path, k.str(), v.source().begin.line));
+                    fmt::format("{}: unknown key 'network.{}' (line {}){}", path, k.str(), v.source().begin.line,
+                                near.empty() ? "" : fmt::format("; did you mean 'network.{}'?", near)));
+    }
   }
   auto wrong = [&](const char* key, const char* type) {
     return Status(StatusCode::kInvalidArgument, fmt::format("{}: 'network.{}' must be {}", path, key, type));
