@@ -148,7 +148,7 @@ TEST(ExperimentTable, ReadsATableAndNamesKeysWithoutLines) {
   toml::table bad;
   bad.insert("run", toml::table{{"roundz", 7}});
   Status st = config::LoadExperimentTable(bad, "dict", "", cfg);
-  EXPECT_STREQ(st.message(), "dict: unknown key 'run.roundz'");
+  EXPECT_STREQ(st.message(), "dict: unknown key 'run.roundz'; did you mean 'run.rounds'?");
   toml::table wrong;
   wrong.insert("run", toml::table{{"rounds", "seven"}});
   EXPECT_STREQ(config::LoadExperimentTable(wrong, "dict", "", cfg).message(), "dict: 'run.rounds' must be an integer");
