@@ -153,6 +153,23 @@ TEST(DpFedAvg, ClippingBoundsWhatOneDeviceMoves) {
   EXPECT_LE(Norm(m->algorithms[0].final_theta[0]), members * clip / (0.5 * 8) * (1 + 1e-12));
 }
 
+// A round nobody takes part in still releases the noise: the model moves.
+TEST(DpFedAvg, EmptyRoundsReleaseNoiseToo) {
+  ExperimentConfig c = PrivateLsq(1, 0.05);
+  c.rounds = 10;
+  c.privacy.noise_multiplier = 1.0;
+  auto r = sim::RunExperiment(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& a = r->algorithms[0];
+  int empty = 0;
+  for (size_t t = 1; t < a.error[0].size(); ++t) {
+    if (a.agents[0][t] != 0) continue;
+    ++empty;
+    EXPECT_NE(a.error[0][t], a.error[0][t - 1]) << "round " << t;
+  }
+  EXPECT_GT(empty, 0) << "the seed should give rounds without devices";
+}
+
 // metrics.csv's epsilon column is the accountant's epsilon after t rounds.
 TEST(DpFedAvg, EpsilonColumnIsTheAccountants) {
   ExperimentConfig c = PrivateLsq(10, 0.3);

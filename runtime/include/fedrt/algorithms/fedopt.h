@@ -257,9 +257,11 @@ class FedOptServer {
 
   // x_{t+1} = x_t + eta_g sum_c w_c dx_c / sum_c w_c (DP-FedAvg: divided by
   // the fixed denominator q N instead); Scaffold also
-  // c <- c + (|S|/N) sum_c w_c dc_c / sum_c w_c. Unchanged when nobody reported.
+  // c <- c + (|S|/N) sum_c w_c dc_c / sum_c w_c. Unchanged when nobody
+  // reported, except under DP-FedAvg, whose noise is released every round
+  // (an empty round that released nothing would tell that nobody took part).
   void finish_round() {
-    if (reports_ == 0) return;
+    if (reports_ == 0 && !(hyper_.fixed_denominator > S(0))) return;
     const S inv = S(1) / (hyper_.fixed_denominator > S(0) ? hyper_.fixed_denominator : weight_);
     for (int i = 0; i < dim_; ++i) broadcast_[i] += hyper_.server_step * static_cast<S>(sum_.value(i)) * inv;
     if (hyper_.algorithm == FedOptAlgorithm::kScaffold) {
