@@ -132,8 +132,13 @@ int main(int argc, char** argv) {
   Progress progress(cfg, !quiet && log::Get("fedrt-sim").should_log(spdlog::level::info));
   SimOptions opt;
   opt.ranks = ranks ? &*ranks : nullptr;
+  const bool dp_test_seed = cfg.privacy.on() && cfg.privacy.test_seed.has_value();
   opt.on_round = [&](const RoundEvent& e) {
     progress.on_round(e);
+    if (dp_test_seed)  // every round, so no excerpt of the log hides it (docs/privacy.md)
+      log::Get("fedrt-sim").warn("{} run {} round {}: privacy.test_seed is set: the noise is reproducible and the run "
+                                 "is NOT private",
+                                 e.algorithm, e.run, e.round);
     return Status::Ok();
   };
   opt.on_round_any_thread = true;
@@ -181,6 +186,14 @@ int main(int argc, char** argv) {
     std::printf("%-14s %16.6e %16.3e %18s %10.3f %16.3e\n", a.name.c_str(), mean, sd,
                 a.predicted_bias_sq ? fmt::format("{:.6e}", *a.predicted_bias_sq).c_str() : "-", a.wall_seconds,
                 a.wall_seconds > 0 ? static_cast<double>(a.agent_steps) / a.wall_seconds : 0.0);
+  }
+  for (const AlgorithmResult& a : result->algorithms) {  // DP-FedAvg: the guarantee, and why a run stopped early
+    if (!a.extra.contains("epsilon")) continue;
+    std::printf("%-14s epsilon %.6g at delta %g (%s DP-FedAvg, noise_multiplier %g, clip %g%s)\n", a.name.c_str(),
+                a.extra["epsilon"].get<double>(), cfg.privacy.delta, cfg.privacy.mechanism.c_str(),
+                cfg.privacy.noise_multiplier, cfg.privacy.clip, dp_test_seed ? "; test_seed: NOT private" : "");
+    if (a.extra.contains("privacy_stop"))
+      for (const auto& why : a.extra["privacy_stop"]) log::Get("fedrt-sim").warn("{} {}", a.name, why.get<std::string>());
   }
   std::string plots;
   if (plot_status.ok() && cfg.plot)

@@ -137,7 +137,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
   const std::filesystem::path base(base_dir);
   // [network] is read by the coordinator and devices (coordinator/network_config.cc).
   static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
-                                                "network", "compression", "gmm", "data", "model"};
+                                                "network", "compression", "gmm", "data", "model", "privacy"};
   for (auto& [k, v] : root) {
     if (kTables.count(std::string(k.str())) && !v.is_table())
       return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}' must be a table ([{}] and its keys){}", path,
@@ -146,7 +146,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
       const std::string near = ClosestName(std::string(k.str()), kTables);
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("{}: unknown top-level key or table '{}'{}{}; expected tables "
-                                "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network]",
+                                "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network], [privacy]",
                                 path, k.str(), LineSuffix(v), near.empty() ? "" : fmt::format("; did you mean [{}]?", near)));
     }
   }
@@ -281,6 +281,23 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     FEDRT_TRY(r.read("secagg_dropout", cfg.secagg.dropout));
     FEDRT_TRY(r.check_unknown());
   }
+  {  // [privacy]: DP-FedAvg (docs/privacy.md)
+    TableReader r(table("privacy"), "privacy", path);
+    const toml::table& t = table("privacy");
+    FEDRT_TRY(r.read("mechanism", cfg.privacy.mechanism));
+    FEDRT_TRY(r.read("clip", cfg.privacy.clip));
+    FEDRT_TRY(r.read("noise_multiplier", cfg.privacy.noise_multiplier));
+    FEDRT_TRY(r.read("delta", cfg.privacy.delta));
+    double budget = 0, quantile = 0;
+    uint64_t test_seed = 0;
+    FEDRT_TRY(r.read("epsilon_budget", budget));
+    FEDRT_TRY(r.read("adaptive_quantile", quantile));
+    FEDRT_TRY(r.read("test_seed", test_seed));
+    if (t.contains("epsilon_budget")) cfg.privacy.epsilon_budget = budget;
+    if (t.contains("adaptive_quantile")) cfg.privacy.adaptive_quantile = quantile;
+    if (t.contains("test_seed")) cfg.privacy.test_seed = test_seed;
+    FEDRT_TRY(r.check_unknown());
+  }
   FEDRT_TRY(ReadDataModel(table("data"), table("model"), base.string(), path, cfg));
   {  // [gmm]: Gaussian mixture and federated EM (docs/algorithms.md 1.5, 5)
     TableReader r(table("gmm"), "gmm", path);
@@ -366,6 +383,7 @@ Status Validate(const ExperimentConfig& c) {
   FEDRT_TRY(ValidateCoordinatorGenerates(c));
   FEDRT_TRY(ValidateCompressionEm(c));
   FEDRT_TRY(ValidateSecAgg(c));
+  FEDRT_TRY(ValidatePrivacy(c));
   if (c.out.empty()) return bad("--out must name a directory");
   return Status::Ok();
 }

@@ -114,6 +114,9 @@ Result<task::Task> MakeTask(const ExperimentConfig& cfg) {
   t.secagg.enabled = cfg.secagg.enabled;
   t.secagg.neighbours = cfg.secagg.neighbours;
   t.secagg.dropout = cfg.secagg.dropout;
+  t.privacy.enabled = cfg.privacy.mechanism == "central";
+  t.privacy.clip = cfg.privacy.clip;
+  t.privacy.noise_multiplier = cfg.privacy.noise_multiplier;
   t.participation = cfg.participation;
   t.seed = cfg.seed;
   t.rounds = static_cast<uint32_t>(cfg.rounds);

@@ -60,6 +60,11 @@ Status Coordinator::prepare_task() {
   task_ = *task;
   if (task_.secagg.enabled && task_.secagg.dropout > 0.0)
     return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
+  if (cfg.privacy.on())  // the devices would not clip (the wire does not carry privacy) and no noise would be added
+    return Status(StatusCode::kInvalidArgument, fmt::format(
+        "privacy.mechanism = \"{}\" is not yet on the fleet: the coordinator neither clips nor adds noise, so the "
+        "run would not be private; run it in fedrt-sim, or set privacy.mechanism = \"none\" (docs/privacy.md)",
+        cfg.privacy.mechanism));
   auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
   if (!inst.ok()) return inst.status();
   instance_ = std::move(*inst);

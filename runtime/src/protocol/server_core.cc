@@ -16,6 +16,10 @@ Status ServerCore::init(const task::Task& task, uint32_t algorithm, uint32_t run
   segment_dim_ = choice_.kind == AlgorithmKind::kScaffold ? 2 * dim_ : dim_;
   broadcast_dim_ = family_ == Family::kEm ? 2 * dim_ : static_cast<int>(chains_) * segment_dim_;
   if (static_cast<int>(initial.size) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
+  if (task.privacy.enabled && (family_ != Family::kOpt || chains_ != 1 || choice_.kind == AlgorithmKind::kScaffold ||
+                               choice_.kind == AlgorithmKind::kFedProxExact || task.compression.enabled()))
+    return Status::InvalidArgument(
+        "privacy: central DP-FedAvg runs FedAvg and FedProx without a quantizer only (docs/privacy.md)");
   const task::HyperSpec& h = task.hyper;
   // Only the family's servers, sized for the algorithm (exact sums: core/exact_sum_array.h).
   const auto opt_kind = static_cast<algorithms::FedOptAlgorithm>(
@@ -52,6 +56,8 @@ Status ServerCore::init(const task::Task& task, uint32_t algorithm, uint32_t run
         hy.batch = h.batch;
         hy.prox_mu = h.prox_mu;
         hy.server_step = h.server_step;
+        if (task.privacy.enabled)  // DP-FedAvg's fixed denominator q N (docs/privacy.md)
+          hy.fixed_denominator = task.participation * static_cast<double>(task.problem.agents);
         auto s = algorithms::FedOptServer<double>::create(arena, dim_, hy, initial.data, task.problem.agents);
         if (!s.ok()) return s.status();
         opt_[k] = *s;
@@ -178,6 +184,10 @@ void ServerCore::add_message_sum(const double* sum) {
 
 void ServerCore::add_initial(const double* v0c) {
   if (family_ == Family::kEm) em_.add_initial_control_variate(v0c);
+}
+
+void ServerCore::add_noise(uint32_t k, const double* noise) {
+  if (family_ == Family::kOpt) opt_[k].add_noise(noise);
 }
 
 void ServerCore::finish_round(uint32_t t) {

@@ -21,6 +21,12 @@ Status ServerSession::init(const ServerOptions& o) {
   agents_ = task_.problem.agents;
   if (agents_ == 0) return Status::InvalidArgument("server: the task has no agents");
   FEDRT_TRY(core_.init(task_, o.algorithm, o.run, o.initial));
+  if (task_.privacy.enabled) {
+    if (!o.standard_normal)
+      return Status::InvalidArgument("privacy: this server has no noise source for central DP-FedAvg");
+    standard_normal_ = o.standard_normal;
+    noise_.assign(static_cast<size_t>(core_.dim()), 0.0);
+  }
   FEDRT_TRY(uplink_.init(task_, core_, agents_));
   secure_ = task_.secagg.enabled;
   deadline_ms_ = o.deadline_ms;
@@ -408,6 +414,13 @@ void ServerSession::close(const char* by) {
   if (initial) {
     init_done_ = true;
   } else {
+    if (task_.privacy.enabled) {  // N(0, sigma^2 clip^2) per coordinate on the sum of the clipped dx
+      const Status drawn = standard_normal_(noise_.data(), noise_.size());
+      if (!drawn.ok()) return fail(drawn.message());
+      const double scale = task_.privacy.noise_multiplier * task_.privacy.clip;
+      for (double& z : noise_) z *= scale;
+      core_.add_noise(0, noise_.data());
+    }
     core_.finish_round(id_.round);
     if (downlink_) {
       // The members' updates prove they hold this round's xhat; then its next version

@@ -60,6 +60,7 @@ MetricsColumns OptionalMetricsColumns(const SimResult& r) {
   for (const AlgorithmResult& a : r.algorithms) {
     c.train = c.train || !a.train_loss.empty();
     c.test = c.test || !a.test_loss.empty();
+    c.epsilon = c.epsilon || !a.epsilon.empty();
   }
   return c;
 }
@@ -71,9 +72,9 @@ double MetricsCell(const std::vector<std::vector<double>>& v, size_t run, size_t
 Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
-  const auto [train, test] = OptionalMetricsColumns(r);
-  std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s\n", train ? ",train_loss,local_loss" : "",
-               test ? ",test_loss,test_accuracy" : "");
+  const auto [train, test, epsilon] = OptionalMetricsColumns(r);
+  std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s%s\n", train ? ",train_loss,local_loss" : "",
+               test ? ",test_loss,test_accuracy" : "", epsilon ? ",epsilon" : "");
   for (const AlgorithmResult& a : r.algorithms) {
     const char* name = a.name.c_str();
     for (size_t run = 0; run < a.error.size(); ++run)
@@ -83,6 +84,7 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
                      static_cast<unsigned long long>(a.bits_down[run][t]));
         if (train) std::fprintf(f, ",%.17g,%.17g", MetricsCell(a.train_loss, run, t), MetricsCell(a.local_loss, run, t));
         if (test) std::fprintf(f, ",%.17g,%.17g", MetricsCell(a.test_loss, run, t), MetricsCell(a.test_accuracy, run, t));
+        if (epsilon) std::fprintf(f, ",%.17g", MetricsCell(a.epsilon, run, t));
         std::fputc('\n', f);
       }
   }

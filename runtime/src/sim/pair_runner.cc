@@ -4,10 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "fedrt/privacy/gaussian_noise.h"
+#include "fedrt/privacy/rdp_accountant.h"
 #include "fedrt/sim/session_driver.h"
 
 namespace fedrt::sim {
@@ -43,6 +47,22 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.kernel = ctx.kernel;
   o.ranks = ctx.ranks;
   o.park_idle_agents = ctx.park_idle_agents;
+  // Central DP-FedAvg (docs/privacy.md): the server's noise and the accountant.
+  const config::PrivacySettings* dp = task.privacy.enabled ? ctx.privacy : nullptr;
+  std::optional<privacy::RdpAccountant> accountant;
+  if (dp != nullptr) {
+    auto noise = std::make_shared<privacy::GaussianNoise>(
+        dp->test_seed ? privacy::GaussianNoise::Seeded(*dp->test_seed, run, a) : privacy::GaussianNoise::Cryptographic());
+    o.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
+    auto acc = privacy::RdpAccountant::Create(dp->delta, dp->epsilon_budget.value_or(HUGE_VAL));
+    if (!acc.ok()) {
+      p.status = acc.status();
+      return p;
+    }
+    accountant = std::move(*acc);
+    p.epsilon.assign(T + 1, 0.0);
+  }
+  bool budget_stop = false;
   SessionDriver driver;
   Status st = driver.run(o, [&](const DriverRound& r) -> Status {
     p.agent_steps += r.samples;
@@ -63,11 +83,28 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (!r.commit->failure.empty() && p.secagg_failed++ == 0) p.secagg_first_failure = r.commit->failure;
     if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
     rows = t + 2;
-    if (on_round) return on_round(RoundEvent{a, name, run, static_cast<long>(t) + 1, p.error[t + 1], core.model(), dim});
-    return Status::Ok();
+    if (accountant) {
+      FEDRT_TRY(accountant->AddRounds(task.participation, task.privacy.noise_multiplier));
+      p.epsilon[t + 1] = accountant->Spent().epsilon;
+      if (t + 1 < T) {
+        auto over = accountant->NextRoundExceedsBudget(task.participation, task.privacy.noise_multiplier);
+        if (!over.ok()) return over.status();
+        if (*over) {
+          budget_stop = true;
+          p.privacy_stop = fmt::format(
+              "stopped after round {} of {}: round {} would take epsilon from {:.6g} past privacy.epsilon_budget {}",
+              t + 1, T, t + 2, p.epsilon[t + 1], accountant->epsilon_budget());
+        }
+      }
+    }
+    Status next = Status::Ok();
+    if (on_round) next = on_round(RoundEvent{a, name, run, static_cast<long>(t) + 1, p.error[t + 1], core.model(), dim});
+    if (next.ok() && budget_stop) return Status(StatusCode::kCancelled, p.privacy_stop);
+    return next;
   });
   if (st.code() == StatusCode::kCancelled) {  // the caller ended this run
     for (auto* v : {&p.error, &p.train_loss, &p.local_loss}) v->resize(rows);
+    if (!p.epsilon.empty()) p.epsilon.resize(rows);
     p.agents.resize(rows);
     p.bits_up.resize(rows);
     p.bits_down.resize(rows);

@@ -35,6 +35,7 @@ struct PairContext {
   bool keep_theta_history = false;
   bool park_idle_agents = true;       // DriverOptions::park_idle_agents
   config::TdKernel kernel = config::TdKernel::kAuto;  // TD(0) local steps (sim/td_lanes.h)
+  const config::PrivacySettings* privacy = nullptr;  // [privacy] (used when task->privacy.enabled)
   RankChannel* ranks = nullptr;       // a distributed run: pairs one at a time (docs/architecture.md, "MPI")
 };
 
@@ -42,6 +43,8 @@ struct PairContext {
 struct PairOutput {
   Status status;  // Ok, or the error that stopped the experiment (kCancelled is Ok: rows kept)
   std::vector<double> error, train_loss, local_loss;
+  std::vector<double> epsilon;  // DP-FedAvg: epsilon spent after round t (row t; 0 in row 0)
+  std::string privacy_stop;     // why the run ended before round T (privacy.epsilon_budget)
   std::vector<uint32_t> agents;
   std::vector<uint64_t> bits_up, bits_down;
   std::vector<Eigen::VectorXd> history;

@@ -10,6 +10,7 @@
 #include "fedrt/report/evaluation.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/core/worker_pool.h"
+#include "fedrt/privacy/rdp_accountant.h"
 #include "pair_runner.h"
 
 namespace fedrt::sim {
@@ -24,6 +25,32 @@ Result<problems::FedDataset> BuildFedData(const config::ExperimentConfig& cfg) {
   auto inst = config::BuildInstance(cfg);
   if (!inst.ok()) return inst.status();
   return *(*inst)->fed();
+}
+
+// What the simulator itself cannot do with [privacy] (config::ValidatePrivacy
+// checked the rest): replicas of the server on several ranks would draw
+// different cryptographic noise, and a budget below one round's epsilon
+// leaves no round to run.
+Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task, const SimOptions& opt) {
+  if (!task.privacy.enabled) return Status::Ok();
+  if (opt.ranks != nullptr && opt.ranks->size() > 1 && !cfg.privacy.test_seed)
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("privacy.mechanism = \"central\" does not run across MPI ranks yet: each rank's server "
+                              "replica would draw its own noise (run one process)"));
+  if (!cfg.privacy.epsilon_budget) return Status::Ok();
+  auto acc = privacy::RdpAccountant::Create(cfg.privacy.delta, *cfg.privacy.epsilon_budget);
+  if (!acc.ok()) return acc.status();
+  auto over = acc->NextRoundExceedsBudget(task.participation, task.privacy.noise_multiplier);
+  if (!over.ok()) return over.status();
+  if (*over) {
+    auto one = privacy::Epsilon({{task.participation, task.privacy.noise_multiplier, 1}}, cfg.privacy.delta);
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("privacy.epsilon_budget {} is below the epsilon of a single round ({:.6g} at rate {}, "
+                              "noise_multiplier {}, delta {}): no round can run",
+                              *cfg.privacy.epsilon_budget, one.ok() ? one->epsilon : HUGE_VAL, task.participation,
+                              task.privacy.noise_multiplier, cfg.privacy.delta));
+  }
+  return Status::Ok();
 }
 
 // Every algorithm of the task for every run, through the round protocol
@@ -44,6 +71,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
         task.problem.kind != task::ProblemKind::kLeastSquares)
       return Status(StatusCode::kInvalidArgument,
                     std::string("fedprox-exact needs least squares (--problem lsq): logistic has no closed-form prox"));
+  FEDRT_TRY(CheckPrivacy(cfg, task, opt));
   auto instance = config::BuildInstance(cfg);
   if (!instance.ok()) return instance.status();
   task.problem = (*instance)->problem();
@@ -70,6 +98,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   ctx.park_idle_agents = opt.park_idle_agents;
   config::ParseTdKernel(cfg.kernel.c_str(), ctx.kernel);  // checked by Validate
   ctx.ranks = opt.ranks;
+  ctx.privacy = &cfg.privacy;
   // Short rounds: whole runs at once, one per thread; otherwise one run after
   // the other, each round's agents on the pool. The same bits either way.
   std::vector<PairOutput> done;
@@ -83,6 +112,8 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     AlgorithmResult res;
     res.name = ctx.names[a];
     uint64_t secagg_failed = 0;
+    double epsilon = 0;
+    std::vector<std::string> stops;
     for (uint32_t run = 0; run < task.runs; ++run) {
       PairOutput p = done.empty() ? RunPair(ctx, a, run, &pool, opt.on_round)
                                   : std::move(done[static_cast<size_t>(a) * task.runs + run]);
@@ -93,6 +124,11 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       res.parked_bytes_per_agent = p.parked_bytes_per_agent;
       if (secagg_failed == 0 && p.secagg_failed > 0) res.extra["secagg_first_failure"] = p.secagg_first_failure;
       secagg_failed += p.secagg_failed;
+      if (task.privacy.enabled) {
+        epsilon = std::max(epsilon, p.epsilon.empty() ? 0.0 : p.epsilon.back());
+        if (!p.privacy_stop.empty()) stops.push_back(fmt::format("run {}: {}", run, p.privacy_stop));
+        res.epsilon.push_back(std::move(p.epsilon));
+      }
       res.error.push_back(std::move(p.error));
       res.agents.push_back(std::move(p.agents));
       res.bits_up.push_back(std::move(p.bits_up));
@@ -105,6 +141,16 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       if (opt.keep_theta_history) res.theta_history.push_back(std::move(p.history));
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
+    if (task.privacy.enabled) {  // DP-FedAvg's guarantee (docs/privacy.md)
+      res.extra["mechanism"] = cfg.privacy.mechanism;
+      res.extra["epsilon"] = epsilon;  // the largest over runs, classic conversion
+      res.extra["delta"] = cfg.privacy.delta;
+      res.extra["noise_multiplier"] = cfg.privacy.noise_multiplier;
+      res.extra["clip"] = cfg.privacy.clip;
+      res.extra["private"] = !cfg.privacy.test_seed.has_value();
+      if (cfg.privacy.epsilon_budget) res.extra["epsilon_budget"] = *cfg.privacy.epsilon_budget;
+      if (!stops.empty()) res.extra["privacy_stop"] = stops;
+    }
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }

@@ -6,6 +6,7 @@
 // starts with dx_c = x^c_{t,H} - x_t (Scaffold appends dc_c); the server
 // applies x_{t+1} = x_t + eta_g mean(dx). Pure: no I/O, clocks, threads, heap.
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -43,6 +44,10 @@ struct FedOptHyper {
   uint32_t batch = 0;        // B samples per stochastic gradient; 0 = full gradient
   S prox_mu = S(1);          // mu (FedProx)
   S server_step = S(1);      // eta_g
+  // DP-FedAvg (docs/privacy.md): clip > 0 scales dx by min(1, clip/||dx||);
+  // fixed_denominator > 0 (q N) divides the server's sum instead of the weight.
+  S clip = S(0);
+  S fixed_denominator = S(0);
 };
 
 // Scalars in a client's upload: dx (and dc for Scaffold).
@@ -127,6 +132,15 @@ class FedOptClient {
         break;
     }
     for (int i = 0; i < d; ++i) update_[i] = x_[i] - x_t_[i];
+    if (hyper_.clip > S(0)) {  // DP-FedAvg: ||dx|| <= clip (sum of squares in index order)
+      S sq = S(0);
+      for (int i = 0; i < d; ++i) sq += update_[i] * update_[i];
+      const S norm = std::sqrt(sq);
+      if (norm > hyper_.clip) {
+        const S scale = hyper_.clip / norm;
+        for (int i = 0; i < d; ++i) update_[i] *= scale;
+      }
+    }
     if (hyper_.algorithm == FedOptAlgorithm::kScaffold) {
       const S inv = S(1) / (eta * static_cast<S>(H));
       for (int i = 0; i < d; ++i) update_[d + i] = -c_global_[i] - update_[i] * inv;  // c_c^+ - c_c
@@ -236,11 +250,19 @@ class FedOptServer {
     reports_ += 1;
   }
 
-  // x_{t+1} = x_t + eta_g sum_c w_c dx_c / sum_c w_c; Scaffold also
-  // c <- c + (|S|/N) sum_c w_c dc_c / sum_c w_c. Unchanged when nobody reported.
+  // DP-FedAvg's noise: adds noise[i] to the sum of dx_i (dim() values).
+  void add_noise(const S* noise) {
+    for (int i = 0; i < dim_; ++i) sum_.add(static_cast<size_t>(i), static_cast<double>(noise[i]));
+  }
+
+  // x_{t+1} = x_t + eta_g sum_c w_c dx_c / sum_c w_c (DP-FedAvg: divided by
+  // the fixed denominator q N instead); Scaffold also
+  // c <- c + (|S|/N) sum_c w_c dc_c / sum_c w_c. Unchanged when nobody
+  // reported, except under DP-FedAvg, whose noise is released every round
+  // (an empty round that released nothing would tell that nobody took part).
   void finish_round() {
-    if (reports_ == 0) return;
-    const S inv = S(1) / weight_;
+    if (reports_ == 0 && !(hyper_.fixed_denominator > S(0))) return;
+    const S inv = S(1) / (hyper_.fixed_denominator > S(0) ? hyper_.fixed_denominator : weight_);
     for (int i = 0; i < dim_; ++i) broadcast_[i] += hyper_.server_step * static_cast<S>(sum_.value(i)) * inv;
     if (hyper_.algorithm == FedOptAlgorithm::kScaffold) {
       const S frac = static_cast<S>(reports_) / static_cast<S>(agents_);

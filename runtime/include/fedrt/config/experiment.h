@@ -73,6 +73,19 @@ struct DataSettings {
   bool own() const { return format != "generated"; }
 };
 
+// [privacy]: DP-FedAvg at the device level (docs/privacy.md, "DP-FedAvg in
+// the simulator"). mechanism "none" leaves every round as it was.
+struct PrivacySettings {
+  std::string mechanism = "none";     // none | central | distributed
+  double clip = 1.0;                  // L2 bound of a device's round update
+  double noise_multiplier = 1.1;      // sigma: noise std sigma * clip on the sum
+  double delta = 1e-5;                // the delta of the reported (epsilon, delta)
+  std::optional<double> epsilon_budget;     // no round starts that would exceed it
+  std::optional<double> adaptive_quantile;  // adaptive clipping (not yet implemented)
+  std::optional<uint64_t> test_seed;        // reproducible noise: NOT private
+  bool on() const { return mechanism != "none"; }
+};
+
 struct ExperimentConfig {
   // [problem]
   task::ProblemKind problem = task::ProblemKind::kGarnet;
@@ -89,6 +102,7 @@ struct ExperimentConfig {
   GmmSettings gmm;          // [gmm]: Gaussian mixture and FedEM settings (problem gmm)
   CompressionSettings compression;  // [compression]: uplink (and downlink) codec
   secagg::SecAggSettings secagg;   // [compression] secure_aggregation, secagg_*: SecAgg+ on the uplink
+  PrivacySettings privacy;         // [privacy]
   // [algorithm]
   // Algorithm names as on the command line; each problem family knows its own
   // (KnownAlgorithms) and its simulator maps them to its cores.
@@ -142,6 +156,9 @@ Status Validate(const ExperimentConfig& config);
 Status ValidateCompressionEm(const ExperimentConfig& config);
 // secure_aggregation and secagg_* (runtime/src/config/secagg_settings.cc; called by Validate).
 Status ValidateSecAgg(const ExperimentConfig& config);
+// The [privacy] table: ranges, and the families and settings DP-FedAvg
+// cannot run with, each message naming the key (runtime/src/config/privacy_settings.cc).
+Status ValidatePrivacy(const ExperimentConfig& config);
 // problem.coordinator_generates = false: generated lsq and logistic problems
 // only, the message naming the key and why (runtime/src/config/coordinator_generates.cc).
 Status ValidateCoordinatorGenerates(const ExperimentConfig& config);

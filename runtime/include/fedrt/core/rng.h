@@ -22,6 +22,7 @@ enum class RngStream : uint64_t {
   kCommunication = 3,  // SCAFFLSA-H1: Bernoulli(p) communication draws of round t
   kProblem = 4,        // problem generation (Garnet instance)
   kCompression = 5,    // dithering / stochastic rounding draws
+  kPrivacyTest = 6,    // DP-FedAvg's noise under privacy.test_seed (reproducible, not private)
 };
 
 // Key of one stream: hashes every coordinate so nearby keys give unrelated streams.

@@ -97,6 +97,7 @@ class ClientWork {
             hy.batch = h.batch;
             hy.prox_mu = static_cast<S>(h.prox_mu);
             hy.server_step = static_cast<S>(h.server_step);
+            if (task.privacy.enabled) hy.clip = static_cast<S>(task.privacy.clip);
             auto c = algorithms::FedOptClient<S>::create(arena, shape_.dim, hy);
             if (!c.ok()) return c.status();
             opt_[k] = *c;

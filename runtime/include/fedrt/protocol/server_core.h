@@ -74,6 +74,8 @@ class ServerCore {
   // count(k) once the segment is whole. add(k, v) is both at once.
   void add_part(uint32_t k, int first, int n, const double* values, bool negate);
   void count(uint32_t k);
+  // DP-FedAvg: adds noise (dim() values) to the sum of chain k's dx.
+  void add_noise(uint32_t k, const double* noise);
   // The server rule after round t; unchanged when nothing was aggregated.
   void finish_round(uint32_t t);
 

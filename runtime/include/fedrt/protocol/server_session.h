@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ struct ServerOptions {
   View<double> initial;         // the family's initial iterate (read by init only)
   uint32_t deadline_ms = 0;     // per round (per SecAgg+ phase); 0 = none (the simulator)
   double quorum = 1.0;          // fraction of the sampled agents needed at the deadline
+  // Central DP-FedAvg (task.privacy): fills n standard normal draws, the
+  // noise added to each round's sum (privacy/gaussian_noise.h). Required
+  // then: without it init refuses the task.
+  std::function<Status(double* out, size_t n)> standard_normal;
 };
 
 // Why a device's message was refused (the driver sends it back).
@@ -195,6 +200,8 @@ class ServerSession {
   uint32_t quorum_needed() const;
 
   task::Task task_{};
+  std::function<Status(double*, size_t)> standard_normal_;  // DP-FedAvg's noise source
+  std::vector<double> noise_;
   uint32_t agents_ = 0;
   ServerCore core_;
   ServerUplink uplink_;

@@ -17,9 +17,10 @@ namespace fedrt::report {
 nlohmann::json SummaryJson(const SimResult& result);
 
 // metrics.csv's optional columns: train_loss/local_loss (own data) and
-// test_loss/test_accuracy (a held-out set), present when any algorithm has them.
+// test_loss/test_accuracy (a held-out set), epsilon (DP-FedAvg, [privacy]),
+// present when any algorithm has them.
 struct MetricsColumns {
-  bool train = false, test = false;
+  bool train = false, test = false, epsilon = false;
 };
 MetricsColumns OptionalMetricsColumns(const SimResult& result);
 // v[run][t], or NaN where a run has no such row.

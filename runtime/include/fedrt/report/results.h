@@ -34,6 +34,8 @@ struct AlgorithmResult {
   std::vector<std::vector<double>> train_loss, local_loss;
   // With a held-out test file ([data] test): loss and accuracy of x_t, row t.
   std::vector<std::vector<double>> test_loss, test_accuracy;
+  // Central DP-FedAvg ([privacy]): epsilon spent after round t, [run][round]; empty otherwise.
+  std::vector<std::vector<double>> epsilon;
   std::vector<Eigen::VectorXd> final_theta;       // per run
   std::vector<std::vector<Eigen::VectorXd>> theta_history;  // [run][round], only if requested
   double wall_seconds = 0.0;

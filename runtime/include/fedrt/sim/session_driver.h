@@ -44,6 +44,8 @@ struct DriverOptions {
   // false keeps one session per agent for the whole run (the same results,
   // more memory: the reference in tests).
   bool park_idle_agents = true;
+  // Central DP-FedAvg's standard normal draws (protocol::ServerOptions).
+  std::function<Status(double* out, size_t n)> standard_normal;
 };
 
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).

@@ -57,6 +57,9 @@ inline const char* Invalid(const Task& t) {
   if (t.secagg.enabled && t.compression.quantizer.kind != compression::QuantizerKind::kRounding)
     return "secure aggregation without the rounding quantizer";
   if (!(t.participation > 0 && t.participation <= 1)) return "participation outside (0, 1]";
+  if (t.privacy.enabled && (!(t.privacy.clip > 0) || !finite(t.privacy.clip) || !(t.privacy.noise_multiplier >= 0) ||
+                            !finite(t.privacy.noise_multiplier)))
+    return "privacy: clip must be > 0 and the noise multiplier >= 0";
   if (t.rounds == 0 || t.runs == 0) return "no rounds or no runs";
   return nullptr;
 }

@@ -110,6 +110,10 @@ inline uint64_t SessionFingerprint(const Task& t, uint32_t algorithm, uint32_t r
   h.u64(t.compression.quantizer.bits);
   h.f64(t.compression.quantizer.clip);
   h.u64(t.compression.control_variates ? 1 : 0);
+  if (t.privacy.enabled) {  // absent otherwise: fingerprints of tasks without privacy are unchanged
+    h.f64(t.privacy.clip);
+    h.f64(t.privacy.noise_multiplier);
+  }
   h.f64(t.participation);
   h.u64(t.seed);
   h.u64(algorithm);

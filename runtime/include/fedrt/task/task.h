@@ -140,6 +140,15 @@ struct SecAggSpec {
   double dropout = 0.0;      // simulator only: devices that vanish after sharing keys
 };
 
+// Central DP-FedAvg (docs/privacy.md): each device clips its round update to
+// L2 norm `clip`; the server divides the sum by q N and adds Gaussian noise
+// of std noise_multiplier * clip to it. Off: every round as without privacy.
+struct PrivacySpec {
+  bool enabled = false;
+  double clip = 1.0;
+  double noise_multiplier = 0.0;
+};
+
 struct Task {
   ProblemSpec problem;
   uint32_t num_algorithms = 0;
@@ -147,6 +156,7 @@ struct Task {
   HyperSpec hyper;
   CompressionSpec compression;
   SecAggSpec secagg;
+  PrivacySpec privacy;
   double participation = 1.0;  // q: each agent takes part in a round with probability q
   uint64_t seed = 1;           // seed of every random stream of the run
   uint32_t rounds = 100;       // T
