@@ -76,8 +76,17 @@ cp -n "$root/var/cache/apt/archives/"*.deb "$cache/apt-archives/" 2>/dev/null ||
 grep -E "^(Setting up|Unpacking) fedrt" "$out/apt-install.log" || true
 echo "packages installed with it: $(grep -c '^Setting up' "$out/apt-install.log")"
 
-chroot "$root" fedrt-coordinator --help | head -n 1 | grep -q "^fedrt-coordinator: " || fail "fedrt-coordinator --help in the root"
-chroot "$root" fedrt-device --help | head -n 1 | grep -q "^fedrt-device: " || fail "fedrt-device --help in the root"
+# A program's --help starts with its name. The whole text is read before it is
+# checked: `| head -n 1` would end the program with SIGPIPE, which pipefail
+# counts as a failure when the program is still writing.
+first_line_is() {  # first_line_is NAME COMMAND...: COMMAND succeeds and prints "NAME: ..." first
+  local name="$1" text
+  shift
+  text="$("$@")" || return 1
+  [[ "${text%%$'\n'*}" == "$name: "* ]]
+}
+first_line_is fedrt-coordinator chroot "$root" fedrt-coordinator --help || fail "fedrt-coordinator --help in the root"
+first_line_is fedrt-device chroot "$root" fedrt-device --help || fail "fedrt-device --help in the root"
 chroot "$root" fedrt-sim --help >/dev/null || fail "fedrt-sim --help in the root"
 chroot "$root" fedrt-status --help >/dev/null || fail "fedrt-status --help in the root"
 chroot "$root" fedrt-data --help >/dev/null || fail "fedrt-data --help in the root"
@@ -100,7 +109,7 @@ for pair in arm64:qemu-aarch64 armhf:qemu-arm; do
     || { cat "$out/dpkg-$arch.log" >&2; fail "dpkg -i $(basename "$deb")"; }
   [[ -f "$root/usr/lib/systemd/system/fedrt-device@.service" ]] || fail "$arch: no fedrt-device@.service"
   chroot "$root" getent passwd fedrt >/dev/null || fail "$arch: the postinst did not create the user fedrt"
-  "$qemu" "$root/usr/bin/fedrt-device" --help | head -n 1 | grep -q "^fedrt-device: " \
+  first_line_is fedrt-device "$qemu" "$root/usr/bin/fedrt-device" --help \
     || fail "$arch: $qemu $root/usr/bin/fedrt-device --help"
   echo "$arch: dpkg -i $(basename "$deb"); fedrt-device --help under $qemu"
 done
