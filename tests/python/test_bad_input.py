@@ -59,6 +59,12 @@ def test_shared_keys():
         fedrt.load(SMALL, problem={"seed": -1})
 
 
+def test_clip_is_the_compression_clip_unless_the_experiment_has_a_privacy_clip():
+    from fedrt.experiment import _tables_of
+    assert _tables_of("clip", SMALL) == ["compression"]  # as --clip
+    assert _tables_of("clip", dict(SMALL, privacy={"clip": 1.0})) == ["privacy"]
+
+
 def test_numpy_values_are_plain_values():
     exp = fedrt.load(SMALL, rounds=np.int64(3), step=np.float64(0.01), names=np.array(["fedlsa"]))
     assert exp.rounds == 3 and exp.algorithms == ["fedlsa"]

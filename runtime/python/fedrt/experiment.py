@@ -23,9 +23,10 @@ ExperimentLike = Union[str, "os.PathLike[str]", Mapping, "Experiment"]
 # Keys found in several tables: the tables a bare keyword sets when the
 # experiment has the key in none of them (as the command-line flag of the same
 # name does: --seed is run.seed, --batch both mini-batches); when it has the key
-# in some, those. seed always means run.seed (problem.seed takes a table dict).
+# in some, those. seed always means run.seed (problem.seed takes a table dict);
+# clip is compression.clip, as --clip, unless the experiment has privacy.clip.
 _DEFAULT_TABLES = {"seed": ("run",), "batch": ("algorithm", "gmm"), "l2": ("problem",), "gamma": ("problem",),
-                   "dim": ("problem",), "components": ("gmm",)}
+                   "dim": ("problem",), "components": ("gmm",), "clip": ("compression",)}
 
 _KEYS: Optional[Dict[str, List[str]]] = None
 
