@@ -42,27 +42,35 @@ Result<Eigen::VectorXd> FedProxFixedPoint(const problems::LsaSystem& lsq, double
 Heterogeneity HeterogeneityAt(const problems::FedDataset& data, double l2, const Eigen::VectorXd& x_star) {
   const int n = data.agents();
   const int d = data.model_dim();
-  std::vector<Eigen::VectorXd> g(n);
-  std::vector<Eigen::MatrixXd> h(n);
-  Eigen::VectorXd g_mean = Eigen::VectorXd::Zero(d);
-  Eigen::MatrixXd h_mean = Eigen::MatrixXd::Zero(d, d);
-  for (int c = 0; c < n; ++c) {
+  // One agent's gradient and Hessian at x_star; the Hessians are made twice
+  // (mean, then deviations) rather than held: N of them are N d^2 doubles.
+  auto local = [&](int c, Eigen::VectorXd* g, Eigen::MatrixXd* h) {
     if (data.loss == problems::FedLoss::kLeastSquares) {
       const double inv = 1.0 / static_cast<double>(data.x[c].rows());
-      h[c] = (data.x[c].transpose() * data.x[c]) * inv;
-      g[c] = h[c] * x_star - (data.x[c].transpose() * data.y[c]) * inv;
+      *h = (data.x[c].transpose() * data.x[c]) * inv;
+      if (g) *g = *h * x_star - (data.x[c].transpose() * data.y[c]) * inv;
     } else if (data.loss == problems::FedLoss::kSoftmax) {
-      problems::SoftmaxLocal(data, c, l2, x_star, nullptr, &g[c], &h[c]);
+      problems::SoftmaxLocal(data, c, l2, x_star, nullptr, g, h);
     } else {
-      problems::LogisticLocal(data, c, l2, x_star, nullptr, &g[c], &h[c]);
+      problems::LogisticLocal(data, c, l2, x_star, nullptr, g, h);
     }
+  };
+  std::vector<Eigen::VectorXd> g(n);
+  Eigen::VectorXd g_mean = Eigen::VectorXd::Zero(d);
+  Eigen::MatrixXd h_mean = Eigen::MatrixXd::Zero(d, d);
+  Eigen::MatrixXd h;
+  for (int c = 0; c < n; ++c) {
+    local(c, &g[c], &h);
     g_mean += g[c] / n;
-    h_mean += h[c] / n;
+    h_mean += h / n;
   }
   Heterogeneity out;
+  for (int c = 0; c < n; ++c) out.zeta1 += (g[c] - g_mean).squaredNorm() / n;
+  out.zeta2_computed = static_cast<double>(n) * d * d * d <= kZeta2MaxWork;
+  if (!out.zeta2_computed) return out;
   for (int c = 0; c < n; ++c) {
-    out.zeta1 += (g[c] - g_mean).squaredNorm() / n;
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h[c] - h_mean, Eigen::EigenvaluesOnly);
+    local(c, nullptr, &h);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h - h_mean, Eigen::EigenvaluesOnly);
     const double op = es.eigenvalues().cwiseAbs().maxCoeff();
     out.zeta2 += op * op / n;
   }

@@ -92,7 +92,11 @@ class OptEvaluation : public Evaluation {
     } else {
       const analysis::Heterogeneity het = analysis::HeterogeneityAt(data_, l2, x_star_);
       px["zeta1"] = het.zeta1;
-      px["zeta2"] = het.zeta2;
+      if (het.zeta2_computed)
+        px["zeta2"] = het.zeta2;
+      else
+        px["zeta2_note"] = fmt::format("zeta2 not computed: it needs one {} x {} eigenproblem per agent, {} agents",
+                                       d, d, n);
     }
     long gram_max = 0;  // lambda_max(Z^T Z) = lambda_max(Z Z^T): the smaller Gram matrix serves
     for (const auto& m : data_.x) gram_max = std::max<long>(gram_max, std::min<long>(m.rows(), m.cols()));
