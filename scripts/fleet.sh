@@ -153,10 +153,14 @@ HTTP_ARGS=()
   --state "$OUT/coordinator.db" --listen 127.0.0.1 --port 0 --port-file "$OUT/port" "${HTTP_ARGS[@]}" "${EXTRA[@]}" \
   2> >(tee "$OUT/coordinator.log" | grep --line-buffered -E " (round|refused|rejected|listening|start|finished|dashboard) " >&2) &
 COORD_PID=$!
-for _ in $(seq 1 300); do
-  [[ -s "$OUT/port" ]] && break
+# It listens once the problem is ready (x_star of a large data set takes a
+# while): wait as long as it lives, saying so every 10 s.
+waited=0
+until [[ -s "$OUT/port" ]]; do
   kill -0 "$COORD_PID" 2>/dev/null || break
   sleep 0.1
+  waited=$((waited + 1))
+  ((waited % 100 == 0)) && echo "[fleet] waiting for the coordinator to listen ($((waited / 10)) s)" >&2
 done
 if [[ ! -s "$OUT/port" ]]; then
   wait "$COORD_PID"
@@ -235,23 +239,29 @@ if ((RC != 0)); then
   exit "$RC"
 fi
 
-# Per kind: devices, how many took part (committed at least one included
-# update), and the min / max number of rounds a device reported.
+# Per kind: devices, how many were sampled (computed at least one update),
+# how many took part (committed at least one included update), and the min /
+# max number of rounds a device reported. Under partial participation a
+# device may never be sampled; one that computed updates and never had one
+# included is what the warning below is about.
 echo "[fleet] devices by kind (rounds = updates the coordinator included, from each device's log):" >&2
 PARTICIPATION_OK=1
 for kind in native aarch64 armhf cortex-m4; do
-  n=0 took=0 min="" max=0
+  n=0 sampled=0 took=0 min="" max=0
   while IFS=$'\t' read -r id _ k; do
     [[ "$k" == "$kind" ]] || continue
     n=$((n + 1))
     r="$(grep -c ' committed .* included=true' "$OUT/logs/$id.log" 2>/dev/null)" || r=0
+    u="$(grep -c ' update alg=' "$OUT/logs/$id.log" 2>/dev/null)" || u=0
+    ((u > 0 || r > 0)) && sampled=$((sampled + 1))
     ((r > 0)) && took=$((took + 1))
     [[ -z "$min" ]] || ((r < min)) && min=$r
     ((r > max)) && max=$r
   done <"$OUT/devices.tsv"
   ((n > 0)) || continue
-  ((took == n)) || PARTICIPATION_OK=0
-  printf '[fleet]   %-9s devices=%d took_part=%d rounds_reported min=%d max=%d\n' "$kind" "$n" "$took" "$min" "$max" >&2
+  ((took == sampled)) || PARTICIPATION_OK=0
+  printf '[fleet]   %-9s devices=%d sampled=%d took_part=%d rounds_reported min=%d max=%d\n' \
+    "$kind" "$n" "$sampled" "$took" "$min" "$max" >&2
 done
 # Devices the coordinator refused (a bad shard in its copy or the device's, a task it cannot run): the run went on without them.
 grep -o 'refused device=[^ ]* index=[0-9]* stage=\(data\|task\) reason=.*' "$OUT/coordinator.log" 2>/dev/null \
@@ -260,5 +270,5 @@ PLOTS=""
 for f in error.png loss.png accuracy.png; do [[ -f "$OUT/$f" ]] && PLOTS+=",$f"; done
 echo "[fleet] done: $OUT/{metrics.csv,summary.json,model_*.npy$PLOTS,coordinator.log,coordinator.db} and $OUT/logs/*.log" >&2
 if ((PARTICIPATION_OK == 0)); then
-  echo "fleet: warning: some devices never had an update included (see $OUT/logs)" >&2
+  echo "fleet: warning: some devices computed updates but never had one included (see $OUT/logs)" >&2
 fi
