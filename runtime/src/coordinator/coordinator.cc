@@ -21,6 +21,7 @@
 #include "fedrt/coordinator/log.h"
 #include "fedrt/coordinator/view.h"
 #include "fedrt/coordinator/fleet_result.h"
+#include "fedrt/coordinator/startup_checks.h"
 #include "fedrt/ops/fleet_monitor.h"
 #include "fedrt/coordinator/fleet_rounds.h"
 #include "fedrt/ops/http_endpoint.h"
@@ -58,13 +59,7 @@ Status Coordinator::prepare_task() {
   auto task = config::MakeTask(cfg);
   if (!task.ok()) return task.status();
   task_ = *task;
-  if (task_.secagg.enabled && task_.secagg.dropout > 0.0)
-    return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
-  if (cfg.privacy.on())  // the devices would not clip (the wire does not carry privacy) and no noise would be added
-    return Status(StatusCode::kInvalidArgument, fmt::format(
-        "privacy.mechanism = \"{}\" is not yet on the fleet: the coordinator neither clips nor adds noise, so the "
-        "run would not be private; run it in fedrt-sim, or set privacy.mechanism = \"none\" (docs/privacy.md)",
-        cfg.privacy.mechanism));
+  FEDRT_TRY(CheckFleetExperiment(cfg, task_));
   auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
   if (!inst.ok()) return inst.status();
   instance_ = std::move(*inst);
@@ -80,7 +75,7 @@ Status Coordinator::prepare_task() {
   malloc_trim(0);  // hand the freed pages back before the first connection
 #endif
   for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(task::AlgorithmName(task_.algorithms[a]));
-  return Status::Ok();
+  return privacy_.init(cfg.privacy, task_, names_);
 }
 
 Status Coordinator::init() {
@@ -121,6 +116,7 @@ Status Coordinator::init() {
   fo.quorum = opt_.network.quorum;
   fo.faults = opt_.faults;
   fo.events = monitor_.get();
+  fo.privacy = privacy_.on() ? &privacy_ : nullptr;
   // A device convicted of wrong SecAgg+ shares is revoked like `keys revoke` (refused from its
   // next handshake on, recorded in the state db), after the round that named it is published.
   fo.on_cheater = [this](uint32_t agent, const std::string& why) {
@@ -495,7 +491,11 @@ void Coordinator::after_event() {
   }
   if (rounds_.finished()) {
     Status st = finish();
-    if (!st.ok()) fatal_ = st;
+    if (!st.ok()) {  // the outputs could not be written: end the run with the reason, do not wait on
+      fatal_ = st;
+      CoordinatorError("fatal {}", st.message());
+      io_.stop();
+    }
     return;
   }
   arm_deadline();
@@ -536,7 +536,7 @@ Status Coordinator::finish() {
     res.settings["auth"] = opt_.network.auth;
     res.problem.description += fmt::format(", {} agents over TLS", task_.problem.agents);
     rounds_.release_session();  // FleetResult replays each run in a session of its own
-    FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res));
+    FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res, &opt_.experiment.privacy));
     Status plot = Status::Ok();
     FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));
     std::vector<std::string> ids;
