@@ -141,4 +141,40 @@ TEST_F(NetTest, PrivacyBudgetBelowOneRoundIsRefusedByTheCoordinator) {
   EXPECT_NE(log.find("privacy.epsilon_budget 0.5 is below the epsilon of a single round"), std::string::npos) << log;
 }
 
+
+// A device that does not clip (fedrt-test-device --unclipped-from 1: its
+// updates times 10 from round 2 on) is dropped from each such round as if it
+// had not reported, logged once, and the run goes on: the rounds before are
+// the simulator's, bit for bit; the later ones aggregate the others.
+TEST_F(NetTest, PrivacyUnclippedDeviceIsDroppedAndLoggedOnce) {
+  const auto cfg = WriteExperiment(
+      "[problem]\nkind = \"lsq\"\nagents = 4\ndim = 5\n[algorithm]\nnames = [\"fedavg\"]\nstep = 0.05\n"
+      "local_steps = 10\n[run]\nrounds = 4\nseed = 3\n[network]\ndeadline_ms = 30000\nquorum = 0.5\n"
+      "start_timeout_ms = 60000\n[privacy]\nmechanism = \"central\"\nclip = 0.05\nnoise_multiplier = 1.0\n"
+      "test_seed = 11\n");
+  Provision(dir_ / "keys", 4);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < 3; ++i) StartDevice(i, port);
+  StartDevice(3, port, {"--unclipped-from", "1"});
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(log, "rejected device=dev0003 alg=0 reason=malformed: update longer than privacy.clip 0.05"), 1u)
+      << log;
+  EXPECT_EQ(Count(log, "round=4 agents=3/4"), 1u) << log;  // full participation: the liar is missing
+  const auto fleet_csv = privacy_fleet::Lines(dir_ / "out" / "metrics.csv");
+  const auto sim_csv = privacy_fleet::Lines(dir_ / "sim" / "metrics.csv");
+  ASSERT_EQ(fleet_csv.size(), 6u);
+  ASSERT_EQ(sim_csv.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(Cells(fleet_csv[i])[4], "3") << fleet_csv[i];  // agents
+  for (const RoundRecord& r : Rounds())
+    if (r.round >= 1) EXPECT_EQ(r.agents, 3u) << "round " << r.round;
+}
+
 }  // namespace fedrt::net::testing

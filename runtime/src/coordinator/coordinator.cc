@@ -445,8 +445,10 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   if (kind == protocol::MessageKind::kUpdate) id = inbound_.update().id;
   if (kind == protocol::MessageKind::kChunk) id = inbound_.chunk().id;
   const protocol::Verdict v = rounds_.on_message(agent, env, inbound_, now_ms());
-  const std::string where = update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
-                                   : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
+  // An unclipped update (DP-FedAvg) is logged once per device, not once per round.
+  const std::string where = v.refusal == protocol::Refusal::kUnclipped ? fmt::format("alg={} ", id.algorithm)
+                            : update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
+                                     : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
   if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
   if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
     close_repeats();
