@@ -1,7 +1,5 @@
 #include "coordinator_impl.h"
 
-#include <malloc.h>  // malloc_trim (glibc)
-
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -21,7 +19,6 @@
 #include "fedrt/coordinator/log.h"
 #include "fedrt/coordinator/view.h"
 #include "fedrt/coordinator/fleet_result.h"
-#include "fedrt/coordinator/startup_checks.h"
 #include "fedrt/ops/fleet_monitor.h"
 #include "fedrt/coordinator/fleet_rounds.h"
 #include "fedrt/ops/http_endpoint.h"
@@ -30,7 +27,6 @@
 #include "fedrt/coordinator/state_store.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/report/outputs.h"
-#include "fedrt/config/task_builder.h"
 
 namespace fedrt::net::detail {
 
@@ -50,33 +46,6 @@ wire::ErrorReason ReasonOf(protocol::Refusal r) {
 }
 
 }  // namespace
-
-// The task every device receives, and the fleet's limits on it.
-Status Coordinator::prepare_task() {
-  const config::ExperimentConfig& cfg = opt_.experiment;
-  FEDRT_TRY(config::Validate(cfg));
-  FEDRT_TRY(ValidateNetwork(opt_.network));
-  auto task = config::MakeTask(cfg);
-  if (!task.ok()) return task.status();
-  task_ = *task;
-  FEDRT_TRY(CheckFleetExperiment(cfg, task_));
-  auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
-  if (!inst.ok()) return inst.status();
-  instance_ = std::move(*inst);
-  for (const problems::SkippedShard& bad : instance_->skipped_shards()) bad_shards_[bad.agent] = bad.why;
-  task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files
-  auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg, /*at_coordinator=*/true), *instance_, nullptr);
-  if (!eval.ok()) return eval.status();
-  eval_ = std::move(*eval);
-  // The evaluation holds what it needs of the agents' systems; the rest would
-  // make the coordinator's memory grow with the fleet (docs/scale.md).
-  instance_->drop_agents();
-#ifdef __GLIBC__
-  malloc_trim(0);  // hand the freed pages back before the first connection
-#endif
-  for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(task::AlgorithmName(task_.algorithms[a]));
-  return privacy_.init(cfg.privacy, task_, names_);
-}
 
 Status Coordinator::init() {
   FEDRT_TRY(prepare_task());
@@ -99,8 +68,10 @@ Status Coordinator::init() {
   {
     report::SimResult described;
     eval_->describe(described);
+    task::Task shown = task_;
+    shown.rounds = privacy_.rounds_allowed();  // an epsilon_budget may end every run early
     monitor_ = std::make_unique<FleetMonitor>(
-        agents, DashboardRun(opt_.name, task_, opt_.experiment, opt_.network, names_, described.error_metric));
+        agents, DashboardRun(opt_.name, shown, opt_.experiment, opt_.network, names_, described.error_metric));
     for (const RegistryEntry& e : registry_.entries())
       if (e.index < agents) monitor_->provisioned(e.index, e.id);
     auto committed = store_->load_rounds(kNoVectors);

@@ -1,7 +1,8 @@
 #pragma once
-// The coordinator's event loop object (coordinator/coordinator.h), shared by its two
-// source files: coordinator.cc (devices, rounds, outputs) and
-// coordinator_operator.cc (the keys folder while running, the HTTP endpoint).
+// The coordinator's event loop object (coordinator/coordinator.h), shared by its
+// source files: coordinator.cc (devices, rounds, outputs), startup_checks.cc
+// (the task and what the fleet refuses before it listens) and operator.cc
+// (the keys folder while running, the HTTP endpoint).
 // Private to the net library. Host code.
 
 #include <chrono>
