@@ -100,13 +100,15 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/connection.cc
   runtime/src/coordinator/fleet_rounds.cc
   runtime/src/coordinator/fleet_result.cc
+  runtime/src/coordinator/privacy_rounds.cc
+  runtime/src/coordinator/startup_checks.cc
   runtime/src/coordinator/coordinator.cc
   runtime/src/coordinator/operator.cc
   runtime/src/coordinator/accept.cc
   runtime/src/coordinator/cli.cc
   runtime/src/coordinator/view.cc)
 target_link_libraries(fedrt_coordinator PUBLIC fedrt_ops fedrt_keys fedrt_tls fedrt_config fedrt_protocol fedrt_report
-  fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE)
+  fedrt_privacy fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE)
 
 # Everything networked, for tests and benchmarks that run both sides.
 add_library(fedrt_net INTERFACE)

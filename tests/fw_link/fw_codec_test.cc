@@ -122,6 +122,28 @@ TEST(FwCodec, TaskDecodesAsOnTheHost) {
   EXPECT_EQ(v.fw_task.runs, 2u);
 }
 
+// Task.privacy (field 10): the firmware image that runs FedAvg decodes the
+// clip its devices apply, as the host does; a task without it stays off.
+TEST(FwCodec, PrivacyDecodesAsOnTheHost) {
+  task::Task t = SampleTask();
+  t.privacy.enabled = true;
+  t.privacy.clip = 0.375;
+  t.privacy.noise_multiplier = 1.25;
+  const Verdicts v = DecodeBoth(t);
+  ASSERT_TRUE(v.host.ok()) << v.host.message();
+  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
+  for (const task::Task* d : {&v.host_task, &v.fw_task}) {
+    EXPECT_TRUE(d->privacy.enabled);
+    EXPECT_EQ(d->privacy.clip, 0.375);
+    EXPECT_EQ(d->privacy.noise_multiplier, 1.25);
+  }
+  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(t));
+  const Verdicts off = DecodeBoth(SampleTask());
+  ASSERT_TRUE(off.fw.ok()) << off.fw.message();
+  EXPECT_FALSE(off.host_task.privacy.enabled);
+  EXPECT_FALSE(off.fw_task.privacy.enabled);
+}
+
 // The firmware reads a softmax task's classes and intercept (ProblemSpec 13,
 // 14) as the host does; its client then refuses the task with the reason.
 TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
@@ -173,6 +195,9 @@ TEST(FwCodec, RejectsTheTasksTheHostRejects) {
       {"participation 0", [](task::Task& t) { t.participation = 0; }},
       {"secagg without rounding", [](task::Task& t) { t.compression.quantizer.kind = compression::QuantizerKind::kDither; t.compression.quantizer.levels = 4; }},
       {"no rounds", [](task::Task& t) { t.rounds = 0; }},
+      {"privacy clip 0", [](task::Task& t) { t.privacy = {true, 0.0, 1.0}; }},
+      {"privacy negative noise", [](task::Task& t) { t.privacy = {true, 1.0, -0.5}; }},
+      {"privacy NaN clip", [](task::Task& t) { t.privacy = {true, std::nan(""), 1.0}; }},
       {"rounding with 0 bits", [](task::Task& t) { t.compression.quantizer.bits = 0; }},
       {"softmax classes that do not divide d", [](task::Task& t) {
          t.problem.kind = task::ProblemKind::kSoftmax;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fedrt/coordinator/network_config.h"
+#include "fedrt/privacy/rdp_accountant.h"
 #include "net_harness.h"
 
 namespace fedrt::net::testing {
@@ -247,6 +248,44 @@ TEST_F(HttpTest, AFinishedRunsDashboardLingers) {
   const Reply done = Get(http2, "/api/run");
   EXPECT_EQ(done.status, 200);
   EXPECT_NE(done.body.find("finished"), std::string::npos) << done.body;
+  EXPECT_EQ(Wait(co_, 20000), 0);
+  co_ = -1;
+}
+
+// Central DP-FedAvg: the epsilon each (algorithm, run) spent is a gauge of
+// /metrics and a list in api/run, read over HTTP from a finished run that
+// lingers; it is the accountant's epsilon after the run's rounds.
+TEST_F(HttpTest, PrivacyEpsilonIsAGaugeAndInTheRunView) {
+  Provision(dir_ / "keys", 2);
+  co_ = StartCoordinator(WriteExperiment("[problem]\nkind = \"lsq\"\nagents = 2\ndim = 3\n[algorithm]\n"
+                                         "names = [\"fedavg\"]\n[participation]\nrate = 0.5\n[run]\nrounds = 3\n"
+                                         "[network]\nstart_timeout_ms = 60000\nquorum = 0.5\n[privacy]\n"
+                                         "mechanism = \"central\"\nclip = 0.1\nnoise_multiplier = 2.0\ntest_seed = 4\n"),
+                         0, {"--http", "0", "--http-linger", "4"});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "dashboard url=", 10000));
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  const size_t at = log.find("dashboard url=http://");
+  http_ = std::stoi(log.substr(log.find(':', log.find("//", at) + 2) + 1));
+  StartDevice(0, port);
+  StartDevice(1, port);
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "dashboard stays up for 4 s", 60000)) << ReadFile(dir_ / "coordinator.log");
+  auto want = privacy::Epsilon({{0.5, 2.0, 3}}, 1e-5);
+  ASSERT_TRUE(want.ok());
+  const Reply metrics = Get(http_, "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  const std::regex gauge(R"re(fedrt_privacy_epsilon\{algorithm="([^"]+)",run="0"\} (\S+))re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(metrics.body, m, gauge)) << metrics.body;
+  EXPECT_NE(metrics.body.find("# TYPE fedrt_privacy_epsilon gauge"), std::string::npos);
+  EXPECT_NEAR(std::stod(m[2].str()), want->epsilon, 1e-12 * want->epsilon) << m[0].str();
+  const auto run = nlohmann::json::parse(Get(http_, "/api/run").body);
+  ASSERT_EQ(run["epsilon"].size(), 1u) << run.dump();
+  EXPECT_EQ(run["epsilon"][0]["algorithm"], m[1].str());
+  EXPECT_NEAR(run["epsilon"][0]["epsilon"].get<double>(), want->epsilon, 1e-12 * want->epsilon);
+  EXPECT_EQ(run["privacy"]["mechanism"], "central");
+  EXPECT_EQ(run["privacy"]["private"], false);
   EXPECT_EQ(Wait(co_, 20000), 0);
   co_ = -1;
 }

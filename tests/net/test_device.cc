@@ -4,6 +4,7 @@
 // the tests only; the product's fedrt-device has none of these flags.
 
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <thread>
 
@@ -29,6 +30,10 @@ int main(int argc, char** argv) {
                  "in secure round ROUND (0-based), reveal every unmasking share with its bytes flipped: a cheater");
   size_t capacity = 0;
   app.add_option("--capacity", capacity, "workspace bytes this device offers a task (a small board)");
+  long unclipped = -1;
+  app.add_option("--unclipped-from", unclipped,
+                 "from round ROUND (0-based) on, send every inline update times 10: a device that does not clip "
+                 "(central DP-FedAvg)");
   CLI11_PARSE(app, argc, argv);
   net::DeviceOptions opt;
   Status st = net::DeviceOptionsFromFlags(flags, opt);
@@ -46,6 +51,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fedrt-test-device: sent wrong unmasking shares in round %ld\n", wrong_shares);
       (void)raw(wire::EncodeFrame(bad));
       return false;  // instead of the honest message
+    }
+    if (m.body_case() == wire::Envelope::kUpdate && unclipped >= 0 && m.update().round() >= static_cast<uint32_t>(unclipped)) {
+      wire::Envelope bad = m;
+      for (std::string& seg : *bad.mutable_update()->mutable_payload())
+        for (size_t i = 0; i + 8 <= seg.size(); i += 8) {  // little-endian float64 values
+          double x;
+          std::memcpy(&x, seg.data() + i, 8);
+          x *= 10;
+          std::memcpy(seg.data() + i, &x, 8);
+        }
+      std::fprintf(stderr, "fedrt-test-device: sent round %u's update unclipped (x10)\n", m.update().round());
+      (void)raw(wire::EncodeFrame(bad));
+      return false;
     }
     return true;
   };

@@ -1,7 +1,5 @@
 #include "coordinator_impl.h"
 
-#include <malloc.h>  // malloc_trim (glibc)
-
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -29,7 +27,6 @@
 #include "fedrt/coordinator/state_store.h"
 #include "fedrt/report/evaluation.h"
 #include "fedrt/report/outputs.h"
-#include "fedrt/config/task_builder.h"
 
 namespace fedrt::net::detail {
 
@@ -49,39 +46,6 @@ wire::ErrorReason ReasonOf(protocol::Refusal r) {
 }
 
 }  // namespace
-
-// The task every device receives, and the fleet's limits on it.
-Status Coordinator::prepare_task() {
-  const config::ExperimentConfig& cfg = opt_.experiment;
-  FEDRT_TRY(config::Validate(cfg));
-  FEDRT_TRY(ValidateNetwork(opt_.network));
-  auto task = config::MakeTask(cfg);
-  if (!task.ok()) return task.status();
-  task_ = *task;
-  if (task_.secagg.enabled && task_.secagg.dropout > 0.0)
-    return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
-  if (cfg.privacy.on())  // the devices would not clip (the wire does not carry privacy) and no noise would be added
-    return Status(StatusCode::kInvalidArgument, fmt::format(
-        "privacy.mechanism = \"{}\" is not yet on the fleet: the coordinator neither clips nor adds noise, so the "
-        "run would not be private; run it in fedrt-sim, or set privacy.mechanism = \"none\" (docs/privacy.md)",
-        cfg.privacy.mechanism));
-  auto inst = config::BuildInstance(cfg, /*at_coordinator=*/true);
-  if (!inst.ok()) return inst.status();
-  instance_ = std::move(*inst);
-  for (const problems::SkippedShard& bad : instance_->skipped_shards()) bad_shards_[bad.agent] = bad.why;
-  task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files
-  auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg, /*at_coordinator=*/true), *instance_, nullptr);
-  if (!eval.ok()) return eval.status();
-  eval_ = std::move(*eval);
-  // The evaluation holds what it needs of the agents' systems; the rest would
-  // make the coordinator's memory grow with the fleet (docs/scale.md).
-  instance_->drop_agents();
-#ifdef __GLIBC__
-  malloc_trim(0);  // hand the freed pages back before the first connection
-#endif
-  for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(task::AlgorithmName(task_.algorithms[a]));
-  return Status::Ok();
-}
 
 Status Coordinator::init() {
   FEDRT_TRY(prepare_task());
@@ -104,8 +68,10 @@ Status Coordinator::init() {
   {
     report::SimResult described;
     eval_->describe(described);
+    task::Task shown = task_;
+    shown.rounds = privacy_.rounds_allowed();  // an epsilon_budget may end every run early
     monitor_ = std::make_unique<FleetMonitor>(
-        agents, DashboardRun(opt_.name, task_, opt_.experiment, opt_.network, names_, described.error_metric));
+        agents, DashboardRun(opt_.name, shown, opt_.experiment, opt_.network, names_, described.error_metric));
     for (const RegistryEntry& e : registry_.entries())
       if (e.index < agents) monitor_->provisioned(e.index, e.id);
     auto committed = store_->load_rounds(kNoVectors);
@@ -121,6 +87,7 @@ Status Coordinator::init() {
   fo.quorum = opt_.network.quorum;
   fo.faults = opt_.faults;
   fo.events = monitor_.get();
+  fo.privacy = privacy_.on() ? &privacy_ : nullptr;
   // A device convicted of wrong SecAgg+ shares is revoked like `keys revoke` (refused from its
   // next handshake on, recorded in the state db), after the round that named it is published.
   fo.on_cheater = [this](uint32_t agent, const std::string& why) {
@@ -449,8 +416,10 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   if (kind == protocol::MessageKind::kUpdate) id = inbound_.update().id;
   if (kind == protocol::MessageKind::kChunk) id = inbound_.chunk().id;
   const protocol::Verdict v = rounds_.on_message(agent, env, inbound_, now_ms());
-  const std::string where = update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
-                                   : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
+  // An unclipped update (DP-FedAvg) is logged once per device, not once per round.
+  const std::string where = v.refusal == protocol::Refusal::kUnclipped ? fmt::format("alg={} ", id.algorithm)
+                            : update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
+                                     : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
   if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
   if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
     close_repeats();
@@ -495,7 +464,11 @@ void Coordinator::after_event() {
   }
   if (rounds_.finished()) {
     Status st = finish();
-    if (!st.ok()) fatal_ = st;
+    if (!st.ok()) {  // the outputs could not be written: end the run with the reason, do not wait on
+      fatal_ = st;
+      CoordinatorError("fatal {}", st.message());
+      io_.stop();
+    }
     return;
   }
   arm_deadline();
@@ -536,7 +509,7 @@ Status Coordinator::finish() {
     res.settings["auth"] = opt_.network.auth;
     res.problem.description += fmt::format(", {} agents over TLS", task_.problem.agents);
     rounds_.release_session();  // FleetResult replays each run in a session of its own
-    FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res));
+    FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res, &opt_.experiment.privacy));
     Status plot = Status::Ok();
     FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));
     std::vector<std::string> ids;

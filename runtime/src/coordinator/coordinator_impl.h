@@ -1,7 +1,8 @@
 #pragma once
-// The coordinator's event loop object (coordinator/coordinator.h), shared by its two
-// source files: coordinator.cc (devices, rounds, outputs) and
-// coordinator_operator.cc (the keys folder while running, the HTTP endpoint).
+// The coordinator's event loop object (coordinator/coordinator.h), shared by its
+// source files: coordinator.cc (devices, rounds, outputs), startup_checks.cc
+// (the task and what the fleet refuses before it listens) and operator.cc
+// (the keys folder while running, the HTTP endpoint).
 // Private to the net library. Host code.
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "fedrt/coordinator/coordinator.h"
 #include "fedrt/ops/fleet_monitor.h"
 #include "fedrt/coordinator/fleet_rounds.h"
+#include "fedrt/coordinator/privacy_rounds.h"
 #include "fedrt/ops/http_endpoint.h"
 #include "fedrt/keys/watch.h"
 #include "fedrt/coordinator/admission.h"
@@ -111,6 +113,7 @@ class Coordinator : public ConnectionOwner {
   std::unique_ptr<problems::Instance> instance_;
   std::unique_ptr<report::Evaluation> eval_;
   FleetRounds rounds_;
+  PrivacyRounds privacy_;  // central DP-FedAvg: the sessions' noise, epsilon, the budget (docs/privacy.md)
   std::vector<std::optional<protocol::RoundId>> pending_;  // per agent, from its Hello
   // Per agent: the last round-message rejection and how many identical ones
   // followed it (the rest of a refused update's chunks): logged and answered once.

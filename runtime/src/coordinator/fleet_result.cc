@@ -1,26 +1,39 @@
 #include "fedrt/coordinator/fleet_result.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "fedrt/task/names.h"
+#include "fedrt/privacy/run_budget.h"
 #include "fedrt/protocol/server_session.h"
+#include "fedrt/report/privacy_summary.h"
 
 namespace fedrt::net {
 
 Status FleetResult(const task::Task& task, const problems::Instance& instance, report::Evaluation& eval,
-                   StateStore& store, report::SimResult& out) {
-  const uint32_t T = task.rounds;
+                   StateStore& store, report::SimResult& out, const config::PrivacySettings* privacy) {
+  const bool dp = privacy != nullptr && task.privacy.enabled;
+  uint32_t T = task.rounds;
+  if (dp) {  // a run the budget ends has rows up to its last round (as fedrt-sim's)
+    auto allowed = privacy::RunBudget::RoundsAllowed(privacy->delta, privacy->epsilon_budget, task.participation,
+                                                     task.privacy.noise_multiplier, task.rounds);
+    if (!allowed.ok()) return allowed.status();
+    T = *allowed;
+  }
   for (uint32_t a = 0; a < task.num_algorithms; ++a) {
     report::AlgorithmResult res;
     res.name = task::AlgorithmName(task.algorithms[a]);
     uint64_t secagg_failed = 0;
+    double epsilon = 0;  // the largest over runs
+    std::vector<std::string> stops;
     for (uint32_t r = 0; r < task.runs; ++r) {
       std::vector<double> err(T + 1, std::nan(""));
       std::vector<uint32_t> members(T + 1, 0);
       std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
       std::vector<double> train(T + 1, std::nan("")), local(T + 1, std::nan(""));
+      std::vector<char> closed(T + 1, 0);  // row t + 1: round t is committed
       err[0] = eval.initial_error();
       // A server session to hold each committed state while the evaluation reads it.
       protocol::ServerSession session;
@@ -29,6 +42,10 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
       so.algorithm = a;
       so.run = r;
       so.initial = protocol::View<double>{instance.initial_iterate().data(), static_cast<uint32_t>(instance.initial_iterate().size())};
+      if (task.privacy.enabled)  // it replays committed states and closes no round: it draws no noise
+        so.standard_normal = [](double*, size_t) {
+          return Status(StatusCode::kInternal, std::string("the outputs' replay of committed rounds draws no noise"));
+        };
       FEDRT_TRY(session.init(so));
       // One record at a time, the initial exchange first: a run's records
       // together would be rounds x (model + server state) at the peak.
@@ -48,6 +65,7 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
           return Status::Ok();
         }
         const uint32_t t = rec.round;
+        closed[t + 1] = 1;
         err[t + 1] = rec.error;
         members[t + 1] = rec.agents;
         up[t + 1] = rec.bits_up;
@@ -57,6 +75,21 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
         if (!rec.failure.empty() && secagg_failed++ == 0) res.extra["secagg_first_failure"] = rec.failure;
         return Status::Ok();
       }, kNoVectors));
+      if (dp) {  // epsilon after every round the run closed: the simulator's ledger, row by row
+        auto budget = privacy::RunBudget::Create(privacy->delta, privacy->epsilon_budget, task.participation,
+                                                 task.privacy.noise_multiplier, task.rounds);
+        if (!budget.ok()) return budget.status();
+        std::vector<double> eps(T + 1, std::nan(""));
+        eps[0] = 0;
+        for (uint32_t t = 0; t < T && closed[t + 1]; ++t) {
+          auto e = budget->CloseRound();
+          if (!e.ok()) return e.status();
+          eps[t + 1] = *e;
+          epsilon = std::max(epsilon, *e);
+        }
+        if (!budget->stop().empty()) stops.push_back(fmt::format("run {}: {}", r, budget->stop()));
+        res.epsilon.push_back(std::move(eps));
+      }
       const protocol::ServerCore& core = session.core();
       const int dim = out.problem.dim;
       res.error.push_back(std::move(err));
@@ -71,6 +104,7 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
       eval.run_finished(a, r, core);
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
+    if (dp) report::AddPrivacySummary(*privacy, epsilon, stops, res.extra);
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }

@@ -59,7 +59,7 @@ bool FleetRounds::done(uint32_t a, uint32_t r, uint32_t t) const {
 FleetRounds::Slot FleetRounds::next_slot() const {
   for (uint32_t a = 0; a < opt_.task.num_algorithms; ++a)
     for (uint32_t r = 0; r < opt_.task.runs; ++r)
-      for (uint32_t t = 0; t < opt_.task.rounds; ++t)
+      for (uint32_t t = 0; t < rounds_per_run(); ++t)  // privacy.epsilon_budget may end a run early
         if (!done(a, r, t)) return Slot{a, r, t, true};
   return Slot{};
 }
@@ -71,15 +71,6 @@ std::string FleetRounds::round_name(uint32_t t) const {
 // The session of (algorithm, run), resumed from its last committed round.
 Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
   if (session_ != nullptr && session_alg_ == a && session_run_ == r) return Status::Ok();
-  auto s = std::make_unique<ServerSession>();
-  protocol::ServerOptions so;
-  so.task = opt_.task;
-  so.algorithm = a;
-  so.run = r;
-  so.initial = opt_.initial;
-  so.deadline_ms = opt_.deadline_ms;
-  so.quorum = opt_.quorum;
-  FEDRT_TRY(s->init(so));
   auto rounds = store_->load_rounds(kNoVectors);  // rows only; the initial exchange sorts last
   if (!rounds.ok()) return rounds.status();
   const RoundRecord* last = nullptr;
@@ -89,6 +80,17 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
     if (rec.round == protocol::kInitRound) initial = &rec;
     else if (last == nullptr || rec.round > last->round) last = &rec;
   }
+  auto s = std::make_unique<ServerSession>();
+  protocol::ServerOptions so;
+  so.task = opt_.task;
+  so.algorithm = a;
+  so.run = r;
+  so.initial = opt_.initial;
+  so.deadline_ms = opt_.deadline_ms;
+  so.quorum = opt_.quorum;
+  if (opt_.privacy != nullptr)  // resumed: a test_seed stream goes on after the committed rounds' draws
+    so.standard_normal = opt_.privacy->noise(a, r, last != nullptr ? last->round + 1 : 0, opt_.initial.size);
+  FEDRT_TRY(s->init(so));
   if (initial != nullptr) s->mark_initial_exchange_done();
   const RoundRecord* resume = last != nullptr ? last : initial;
   if (resume != nullptr) {  // the stored state straight into the session's memory
@@ -315,6 +317,15 @@ void FleetRounds::pump(uint64_t now_ms) {
                         name, c.id.run, round_name(c.id.round), c.off_shares);
       session_->publish();
       deliver(now_ms);
+      if (opt_.privacy != nullptr && c.id.round != protocol::kInitRound) {  // epsilon after this round
+        auto eps = opt_.privacy->closed(c.id.algorithm, c.id.run, c.id.round);
+        if (!eps.ok()) {
+          fatal_ = eps.status();
+          CoordinatorError("fatal {}", fatal_.message());
+          break;
+        }
+        events_->privacy_spent(c.id.algorithm, c.id.run, *eps);
+      }
       CoordinatorLog("round alg={} run={} round={} agents={}/{} closed_by={} error={:.6e} bits_up={} latency_ms={:.3f} "
                      "collect_ms={:.3f} persist_ms={:.3f}",
                      name, c.id.run, round_name(c.id.round), c.members.size(), c.sampled, c.closed_by,

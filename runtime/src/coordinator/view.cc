@@ -46,6 +46,14 @@ nlohmann::json DashboardRun(const std::string& name, const task::Task& task, con
   if (task.secagg.enabled) settings["secagg_neighbours"] = task.secagg.neighbours;
   if (!cfg.data.train.empty()) settings["data"] = Shown(cfg.data.train);
   if (!cfg.data.test.empty()) settings["test"] = Shown(cfg.data.test);
+  nlohmann::json privacy = nullptr;
+  if (cfg.privacy.on())  // the guarantee's settings; the epsilon spent comes with each round (ops/fleet_monitor.h)
+    privacy = {{"mechanism", cfg.privacy.mechanism},
+               {"clip", cfg.privacy.clip},
+               {"noise_multiplier", cfg.privacy.noise_multiplier},
+               {"delta", cfg.privacy.delta},
+               {"epsilon_budget", cfg.privacy.epsilon_budget ? nlohmann::json(*cfg.privacy.epsilon_budget) : nullptr},
+               {"private", !cfg.privacy.test_seed.has_value()}};
   return {{"experiment", name},
           {"problem", task::ProblemKindName(task.problem.kind)},
           {"agents", task.problem.agents},
@@ -60,6 +68,7 @@ nlohmann::json DashboardRun(const std::string& name, const task::Task& task, con
           {"deadline_ms", net.deadline_ms},
           {"quorum", net.quorum},
           {"error_metric", error_metric},
+          {"privacy", privacy},
           {"settings", settings}};
 }
 

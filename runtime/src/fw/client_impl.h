@@ -27,7 +27,7 @@
 namespace fedrt::fw {
 
 namespace client_detail {
-constexpr uint32_t kProtocolVersion = 2;  // wire::kProtocolVersion
+constexpr uint32_t kProtocolVersion = 3;  // wire::kProtocolVersion
 constexpr uint32_t kFamilies = FEDRT_FW_FAMILIES;
 constexpr size_t kMaxFrame = fedrt_wire_Envelope_size;  // largest Envelope this image's .options allow
 constexpr size_t kBodyOffset = 8;                        // frame header at 4, body 8-aligned

@@ -134,6 +134,13 @@ Status DecodeTask(const fedrt_wire_Task& in, task::Task& t) {
   t.seed = in.seed;
   t.rounds = in.rounds;
   t.runs = in.runs;
+#ifdef fedrt_wire_Task_privacy_tag  // absent from images whose options ignore it (fedrt_fw_lsa.options)
+  t.privacy.enabled = in.has_privacy && in.privacy.enabled;
+  if (t.privacy.enabled) {
+    t.privacy.clip = in.privacy.clip;
+    t.privacy.noise_multiplier = in.privacy.noise_multiplier;
+  }
+#endif
   if (const char* why = task::Invalid(t)) return bad(why);
   return Status::Ok();
 }

@@ -264,6 +264,11 @@ nlohmann::json FleetMonitor::run_locked() const {
   j["finished_at"] = Optional(finished_at_);
   j["now"] = Now();
   j["rounds_done"] = rounds_.size();
+  if (!epsilon_.empty()) {  // central DP-FedAvg: epsilon spent per algorithm and run (docs/privacy.md)
+    nlohmann::json eps = nlohmann::json::array();
+    for (const auto& [k, e] : epsilon_) eps.push_back({{"algorithm", name(k.first)}, {"run", k.second}, {"epsilon", e}});
+    j["epsilon"] = std::move(eps);
+  }
   j["current"] = nullptr;
   j["secagg"] = nullptr;
   if (open_) {
@@ -353,7 +358,20 @@ std::string FleetMonitor::metrics_text() const {
   for (const auto& [k, e] : last_error_)
     if (std::isfinite(e))
       out += fmt::format("fedrt_round_error{{algorithm=\"{}\",run=\"{}\"}} {}\n", LabelValue(name(k.first)), k.second, e);
+  if (!epsilon_.empty()) {
+    metric("fedrt_privacy_epsilon", "gauge",
+           "Central DP-FedAvg: epsilon spent (at the run's delta, classic conversion) after the last committed round, "
+           "per algorithm and run.");
+    for (const auto& [k, e] : epsilon_)
+      out += fmt::format("fedrt_privacy_epsilon{{algorithm=\"{}\",run=\"{}\"}} {}\n", LabelValue(name(k.first)),
+                         k.second, e);
+  }
   return out;
+}
+
+void FleetMonitor::privacy_spent(uint32_t algorithm, uint32_t run, double epsilon) {
+  std::lock_guard<std::mutex> l(mu_);
+  epsilon_[{algorithm, run}] = epsilon;
 }
 
 }  // namespace fedrt::net

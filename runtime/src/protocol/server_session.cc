@@ -275,6 +275,10 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
     return refuse(Refusal::kMalformed, "this round uses secure aggregation: answer with SecAggAdvertise, not an Update");
   if (u.chunked) return begin_upload(agent, u);
   if (uploads_[agent].active) abort_upload(agent);  // the device sends the update whole after all
+  if (checks_clip()) {
+    const double norm = payload_norm(u);
+    if (norm != -1 && over_clip(norm)) return drop_unclipped(agent, norm);  // -1: not raw dx, the uplink refuses it
+  }
   auto bits = uplink_.accept(agent, u, announced_model().data, core_);
   if (!bits.ok()) {
     const StatusCode c = bits.status().code();

@@ -118,6 +118,13 @@ Verdict ServerSession::complete_upload(uint32_t agent) {
   uint64_t bits = 0;
   for (uint32_t k = 0; k < u.segments; ++k) bits += 8 * u.payload_bytes[k];
   if (uplink_.streams_values(u.id.round == kInitRound)) {
+    if (checks_clip()) {  // streamed into the sums already: taken back exactly when too long
+      const double norm = journal_norm(agent, u);
+      if (norm != -1 && over_clip(norm)) {  // -1: not raw dx, the uplink refuses it
+        abort_upload(agent);
+        return drop_unclipped(agent, norm);
+      }
+    }
     uplink_.count_stream(core_);
   } else {
     std::vector<uint8_t> bytes(journals_[agent]->size());
@@ -126,6 +133,13 @@ Verdict ServerSession::complete_upload(uint32_t agent) {
     if (!st.ok()) return Verdict{Refusal::kMalformed, st.message()};
     for (uint32_t k = 0; k < u.segments; ++k)
       u.payload[k] = View<uint8_t>{bytes.data() + SegmentStart(u, k), static_cast<uint32_t>(u.payload_bytes[k])};
+    if (checks_clip()) {
+      const double norm = payload_norm(u);
+      if (norm != -1 && over_clip(norm)) {  // -1: not raw dx, the uplink refuses it
+        (void)journals_[agent]->reset();
+        return drop_unclipped(agent, norm);
+      }
+    }
     auto b = uplink_.accept(agent, u, announced_model().data, core_);
     if (!b.ok())
       return Verdict{b.status().code() == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed,

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/privacy/gaussian_noise.h"
-#include "fedrt/privacy/rdp_accountant.h"
+#include "fedrt/privacy/run_budget.h"
 #include "fedrt/sim/session_driver.h"
 
 namespace fedrt::sim {
@@ -49,17 +49,18 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.park_idle_agents = ctx.park_idle_agents;
   // Central DP-FedAvg (docs/privacy.md): the server's noise and the accountant.
   const config::PrivacySettings* dp = task.privacy.enabled ? ctx.privacy : nullptr;
-  std::optional<privacy::RdpAccountant> accountant;
+  std::optional<privacy::RunBudget> budget;
   if (dp != nullptr) {
     auto noise = std::make_shared<privacy::GaussianNoise>(
         dp->test_seed ? privacy::GaussianNoise::Seeded(*dp->test_seed, run, a) : privacy::GaussianNoise::Cryptographic());
     o.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
-    auto acc = privacy::RdpAccountant::Create(dp->delta, dp->epsilon_budget.value_or(HUGE_VAL));
-    if (!acc.ok()) {
-      p.status = acc.status();
+    auto b = privacy::RunBudget::Create(dp->delta, dp->epsilon_budget, task.participation,
+                                        task.privacy.noise_multiplier, T);
+    if (!b.ok()) {
+      p.status = b.status();
       return p;
     }
-    accountant = std::move(*acc);
+    budget = std::move(*b);
     p.epsilon.assign(T + 1, 0.0);
   }
   bool budget_stop = false;
@@ -83,18 +84,13 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (!r.commit->failure.empty() && p.secagg_failed++ == 0) p.secagg_first_failure = r.commit->failure;
     if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
     rows = t + 2;
-    if (accountant) {
-      FEDRT_TRY(accountant->AddRounds(task.participation, task.privacy.noise_multiplier));
-      p.epsilon[t + 1] = accountant->Spent().epsilon;
-      if (t + 1 < T) {
-        auto over = accountant->NextRoundExceedsBudget(task.participation, task.privacy.noise_multiplier);
-        if (!over.ok()) return over.status();
-        if (*over) {
-          budget_stop = true;
-          p.privacy_stop = fmt::format(
-              "stopped after round {} of {}: round {} would take epsilon from {:.6g} past privacy.epsilon_budget {}",
-              t + 1, T, t + 2, p.epsilon[t + 1], accountant->epsilon_budget());
-        }
+    if (budget) {
+      auto eps = budget->CloseRound();
+      if (!eps.ok()) return eps.status();
+      p.epsilon[t + 1] = *eps;
+      if (!budget->stop().empty()) {
+        budget_stop = true;
+        p.privacy_stop = budget->stop();
       }
     }
     Status next = Status::Ok();

@@ -10,7 +10,8 @@
 #include "fedrt/report/evaluation.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/core/worker_pool.h"
-#include "fedrt/privacy/rdp_accountant.h"
+#include "fedrt/privacy/run_budget.h"
+#include "fedrt/report/privacy_summary.h"
 #include "pair_runner.h"
 
 namespace fedrt::sim {
@@ -37,19 +38,9 @@ Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task,
     return Status(StatusCode::kInvalidArgument,
                   std::string("privacy.mechanism = \"central\" does not run across MPI ranks yet: each rank's server "
                               "replica would draw its own noise (run one process)"));
-  if (!cfg.privacy.epsilon_budget) return Status::Ok();
-  auto acc = privacy::RdpAccountant::Create(cfg.privacy.delta, *cfg.privacy.epsilon_budget);
-  if (!acc.ok()) return acc.status();
-  auto over = acc->NextRoundExceedsBudget(task.participation, task.privacy.noise_multiplier);
-  if (!over.ok()) return over.status();
-  if (*over) {
-    auto one = privacy::Epsilon({{task.participation, task.privacy.noise_multiplier, 1}}, cfg.privacy.delta);
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("privacy.epsilon_budget {} is below the epsilon of a single round ({:.6g} at rate {}, "
-                              "noise_multiplier {}, delta {}): no round can run",
-                              *cfg.privacy.epsilon_budget, one.ok() ? one->epsilon : HUGE_VAL, task.participation,
-                              task.privacy.noise_multiplier, cfg.privacy.delta));
-  }
+  auto budget = privacy::RunBudget::Create(cfg.privacy.delta, cfg.privacy.epsilon_budget, task.participation,
+                                          task.privacy.noise_multiplier, task.rounds);
+  if (!budget.ok()) return budget.status();
   return Status::Ok();
 }
 
@@ -141,16 +132,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       if (opt.keep_theta_history) res.theta_history.push_back(std::move(p.history));
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
-    if (task.privacy.enabled) {  // DP-FedAvg's guarantee (docs/privacy.md)
-      res.extra["mechanism"] = cfg.privacy.mechanism;
-      res.extra["epsilon"] = epsilon;  // the largest over runs, classic conversion
-      res.extra["delta"] = cfg.privacy.delta;
-      res.extra["noise_multiplier"] = cfg.privacy.noise_multiplier;
-      res.extra["clip"] = cfg.privacy.clip;
-      res.extra["private"] = !cfg.privacy.test_seed.has_value();
-      if (cfg.privacy.epsilon_budget) res.extra["epsilon_budget"] = *cfg.privacy.epsilon_budget;
-      if (!stops.empty()) res.extra["privacy_stop"] = stops;
-    }
+    if (task.privacy.enabled) report::AddPrivacySummary(cfg.privacy, epsilon, stops, res.extra);
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }

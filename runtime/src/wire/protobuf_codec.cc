@@ -102,6 +102,12 @@ void EncodeTask(const task::Task& t, Task* out) {
   out->set_seed(t.seed);
   out->set_rounds(t.rounds);
   out->set_runs(t.runs);
+  if (t.privacy.enabled) {  // absent otherwise: a task without privacy keeps its bytes
+    PrivacySpec* p = out->mutable_privacy();
+    p->set_enabled(true);
+    p->set_clip(t.privacy.clip);
+    p->set_noise_multiplier(t.privacy.noise_multiplier);
+  }
 }
 
 Status DecodeTask(const Task& in, task::Task& t) {
@@ -179,6 +185,11 @@ Status DecodeTask(const Task& in, task::Task& t) {
   t.seed = in.seed();
   t.rounds = in.rounds();
   t.runs = in.runs();
+  t.privacy.enabled = in.privacy().enabled();
+  if (t.privacy.enabled) {
+    t.privacy.clip = in.privacy().clip();
+    t.privacy.noise_multiplier = in.privacy().noise_multiplier();
+  }
   if (const char* why = task::Invalid(t)) return bad(why);
   return Status::Ok();
 }

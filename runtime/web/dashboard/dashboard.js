@@ -156,6 +156,13 @@
       ['deadline_ms', run.deadline_ms], ['quorum', run.quorum], ['address', run.address], ['error_metric', run.error_metric],
     ];
     for (const k of Object.keys(run.settings || {})) rows.push([k, run.settings[k]]);
+    const p = run.privacy; // central DP-FedAvg: the guarantee's settings and the epsilon spent (docs/privacy.md)
+    if (p) {
+      rows.push(['privacy', `${p.mechanism} DP-FedAvg, clip ${p.clip}, noise_multiplier ${p.noise_multiplier}, ` +
+        `delta ${p.delta}` + (p.epsilon_budget != null ? `, epsilon_budget ${p.epsilon_budget}` : '') +
+        (p.private ? '' : ' (test_seed: NOT private)')]);
+      for (const e of run.epsilon || []) rows.push([`epsilon ${e.algorithm} run ${e.run}`, Number(e.epsilon).toPrecision(6)]);
+    }
     const key = JSON.stringify(rows);
     if (key === S.settingsKey) return;
     S.settingsKey = key;

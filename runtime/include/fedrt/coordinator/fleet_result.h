@@ -7,6 +7,7 @@
 // the rounds it did not reach. Host code.
 
 #include "fedrt/task/task.h"
+#include "fedrt/config/experiment.h"
 #include "fedrt/core/status.h"
 #include "fedrt/coordinator/state_store.h"
 #include "fedrt/problems/instance.h"
@@ -17,8 +18,12 @@ namespace fedrt::net {
 
 // `out` arrives with config, settings and problem filled by the caller (and
 // the evaluation's describe()); this adds one AlgorithmResult per algorithm.
+// With central DP-FedAvg (`privacy` set and task.privacy.enabled) each run
+// gets the simulator's epsilon column and summary fields
+// (report/privacy_summary.h), and a run the budget ended has the rows up to
+// its last round only, as fedrt-sim writes them.
 Status FleetResult(const task::Task& task, const problems::Instance& instance, report::Evaluation& eval,
-                   StateStore& store, report::SimResult& out);
+                   StateStore& store, report::SimResult& out, const config::PrivacySettings* privacy = nullptr);
 
 // devices.csv: one row per device and round it was a member of, from the
 // round log: algorithm,run,round,device,examples,loss_before,loss_after,

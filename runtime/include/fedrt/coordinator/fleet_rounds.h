@@ -20,6 +20,7 @@
 #include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/ops/fleet_events.h"
+#include "fedrt/coordinator/privacy_rounds.h"
 #include "fedrt/coordinator/state_store.h"
 #include "fedrt/protocol/server_session.h"
 #include "fedrt/wire/protobuf_codec.h"
@@ -54,6 +55,9 @@ struct FleetRoundsOptions {
   double quorum = 0.5;
   RoundFaults* faults = nullptr;   // tests only (not owned)
   FleetEvents* events = nullptr;   // the operator's view (ops/fleet_monitor.h); may be null
+  // Central DP-FedAvg (not owned; null without [privacy]): each session's
+  // noise, epsilon after each round, and the rounds the budget allows.
+  PrivacyRounds* privacy = nullptr;
   // Called after a secure round closed, for each agent convicted of wrong SecAgg+
   // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
   std::function<void(uint32_t agent, const std::string& why)> on_cheater;
@@ -113,6 +117,7 @@ class FleetRounds {
     bool valid = false;
   };
   Slot next_slot() const;
+  uint32_t rounds_per_run() const { return opt_.privacy != nullptr ? opt_.privacy->rounds_allowed() : opt_.task.rounds; }
   bool done(uint32_t a, uint32_t r, uint32_t t) const;
   Status ensure_session(uint32_t a, uint32_t r);
   void pump(uint64_t now_ms);

@@ -29,6 +29,8 @@ class FleetEvents {
   virtual void traffic(uint32_t agent, uint64_t bytes_up, uint64_t bytes_down) {}
   // A round is durable: its record (reports per member) and its latency from open to close.
   virtual void round_closed(const RoundRecord& record, double latency_ms) {}
+  // Central DP-FedAvg: epsilon spent by (algorithm, run) after its latest round (docs/privacy.md).
+  virtual void privacy_spent(uint32_t algorithm, uint32_t run, double epsilon) {}
 };
 
 }  // namespace fedrt::net

@@ -53,6 +53,7 @@ class FleetMonitor : public FleetEvents {
   void secagg_answer(uint32_t agent) override;
   void traffic(uint32_t agent, uint64_t bytes_up, uint64_t bytes_down) override;
   void round_closed(const RoundRecord& record, double latency_ms) override;
+  void privacy_spent(uint32_t algorithm, uint32_t run, double epsilon) override;
 
   // Renderings (thread-safe).
   std::string run_json() const;
@@ -117,6 +118,7 @@ class FleetMonitor : public FleetEvents {
   uint64_t rounds_completed_ = 0, dropped_total_ = 0, bytes_up_ = 0, bytes_down_ = 0;
   std::map<std::string, uint64_t> handshake_failures_, rejected_frames_;
   std::map<std::pair<uint32_t, uint32_t>, double> last_error_;  // (algorithm, run) -> error after its last round
+  std::map<std::pair<uint32_t, uint32_t>, double> epsilon_;     // (algorithm, run) -> DP-FedAvg's epsilon spent
   std::array<uint64_t, kLatencyBuckets.size()> latency_counts_{};  // cumulative at render time
   uint64_t latency_count_ = 0;
   double latency_sum_s_ = 0;

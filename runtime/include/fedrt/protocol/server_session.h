@@ -54,6 +54,7 @@ enum class Refusal : uint8_t {
   kDimension,
   kNonFinite,
   kChunk,  // a chunk out of order, duplicated, past the announced size or with another total
+  kUnclipped,  // central DP-FedAvg: an update longer than privacy.clip (dropped from the round)
 };
 struct Verdict {
   Refusal refusal = Refusal::kNone;
@@ -88,6 +89,9 @@ struct Commit {
   // unmasking; the driver shuts them out) and the number of shares dropped.
   std::vector<uint32_t> cheaters;
   size_t off_shares = 0;
+  // Central DP-FedAvg: agents whose update exceeded privacy.clip, dropped
+  // from the round as if they had not reported (docs/privacy.md).
+  std::vector<uint32_t> unclipped;
 };
 
 // A SecAgg+ phase that closed (for the driver's log).
@@ -197,6 +201,15 @@ class ServerSession {
   Verdict begin_upload(uint32_t agent, const Update& header);
   Verdict complete_upload(uint32_t agent);
   void abort_upload(uint32_t agent);
+  // Central DP-FedAvg without SecAgg+ (server_clip.cc): the L2 norm of a
+  // plain update, ||dx|| = sqrt(sum_i dx_i^2) in index order, and the drop of
+  // one above clip (1 + tol), tol = min(1e-4, (d + 8) 2^-24): a float32
+  // device's own rounding of the clip, the norm and the scaling.
+  bool checks_clip() const;
+  bool over_clip(double norm) const;
+  double payload_norm(const Update& u) const;  // -1 when the payload is not d raw float64 values
+  double journal_norm(uint32_t agent, const Update& header) const;
+  Verdict drop_unclipped(uint32_t agent, double norm);
   uint32_t quorum_needed() const;
 
   task::Task task_{};

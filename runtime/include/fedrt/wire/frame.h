@@ -11,7 +11,7 @@
 
 namespace fedrt::wire {
 
-constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kProtocolVersion = 3;  // 3: Task.privacy (a version-2 device would not clip)
 constexpr size_t kFrameHeaderBytes = 4;  // big-endian uint32 length
 
 // A decode failure: the reason code sent back to the peer and a log message.

@@ -1,0 +1,17 @@
+#include "fedrt/report/privacy_summary.h"
+
+namespace fedrt::report {
+
+void AddPrivacySummary(const config::PrivacySettings& privacy, double epsilon, const std::vector<std::string>& stops,
+                       nlohmann::json& extra) {
+  extra["mechanism"] = privacy.mechanism;
+  extra["epsilon"] = epsilon;
+  extra["delta"] = privacy.delta;
+  extra["noise_multiplier"] = privacy.noise_multiplier;
+  extra["clip"] = privacy.clip;
+  extra["private"] = !privacy.test_seed.has_value();
+  if (privacy.epsilon_budget) extra["epsilon_budget"] = *privacy.epsilon_budget;
+  if (!stops.empty()) extra["privacy_stop"] = stops;
+}
+
+}  // namespace fedrt::report
