@@ -114,7 +114,14 @@ Result<task::Task> MakeTask(const ExperimentConfig& cfg) {
   t.secagg.enabled = cfg.secagg.enabled;
   t.secagg.neighbours = cfg.secagg.neighbours;
   t.secagg.dropout = cfg.secagg.dropout;
-  t.privacy.enabled = cfg.privacy.mechanism == "central";
+  t.privacy.enabled = cfg.privacy.mechanism == "central" || cfg.privacy.mechanism == "distributed";
+  t.privacy.distributed = cfg.privacy.mechanism == "distributed";
+  if (t.privacy.distributed) {
+    t.privacy.quorum = cfg.privacy.quorum;
+    t.privacy.device_variance = cfg.privacy.device_variance;
+    t.privacy.has_test_seed = cfg.privacy.test_seed.has_value();
+    t.privacy.test_seed = cfg.privacy.test_seed.value_or(0);
+  }
   t.privacy.clip = cfg.privacy.clip;
   t.privacy.noise_multiplier = cfg.privacy.noise_multiplier;
   t.participation = cfg.participation;

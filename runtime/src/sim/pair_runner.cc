@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "fedrt/algorithms/lsa.h"  // IsSampled
+#include "fedrt/privacy/ddg_params.h"
 #include "fedrt/privacy/gaussian_noise.h"
 #include "fedrt/privacy/rdp_accountant.h"
 #include "fedrt/sim/session_driver.h"
@@ -47,13 +49,27 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.kernel = ctx.kernel;
   o.ranks = ctx.ranks;
   o.park_idle_agents = ctx.park_idle_agents;
-  // Central DP-FedAvg (docs/privacy.md): the server's noise and the accountant.
+  // DP-FedAvg (docs/privacy.md): the server's noise (central) and the accountant.
   const config::PrivacySettings* dp = task.privacy.enabled ? ctx.privacy : nullptr;
   std::optional<privacy::RdpAccountant> accountant;
+  // The noise multiplier a round of n sampled devices is accounted at:
+  // central sigma; distributed sqrt(m s2) / Delta (privacy/ddg_params.h),
+  // sigma itself for an empty round (which releases nothing).
+  auto round_sigma = [&task](uint32_t n) -> double {
+    const task::PrivacySpec& pr = task.privacy;
+    if (!pr.distributed || n == 0) return pr.noise_multiplier;
+    privacy::DdgRound r;
+    if (privacy::DdgPlan(pr.noise_multiplier, pr.clip, pr.quorum, pr.device_variance, n, task.problem.dim,
+                         task.compression.quantizer.bits, r) != nullptr)
+      return pr.noise_multiplier;  // the server failed such a round: nothing was released
+    return privacy::DdgEffectiveNoise(r);
+  };
   if (dp != nullptr) {
-    auto noise = std::make_shared<privacy::GaussianNoise>(
-        dp->test_seed ? privacy::GaussianNoise::Seeded(*dp->test_seed, run, a) : privacy::GaussianNoise::Cryptographic());
-    o.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
+    if (!task.privacy.distributed) {  // distributed: the devices draw the noise
+      auto noise = std::make_shared<privacy::GaussianNoise>(
+          dp->test_seed ? privacy::GaussianNoise::Seeded(*dp->test_seed, run, a) : privacy::GaussianNoise::Cryptographic());
+      o.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
+    }
     auto acc = privacy::RdpAccountant::Create(dp->delta, dp->epsilon_budget.value_or(HUGE_VAL));
     if (!acc.ok()) {
       p.status = acc.status();
@@ -84,10 +100,18 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
     rows = t + 2;
     if (accountant) {
-      FEDRT_TRY(accountant->AddRounds(task.participation, task.privacy.noise_multiplier));
+      const double sigma_t = round_sigma(r.commit->sampled);
+      if (task.privacy.distributed && r.commit->sampled > 0) p.effective_noise = std::min(p.effective_noise, sigma_t);
+      FEDRT_TRY(accountant->AddRounds(task.participation, sigma_t));
       p.epsilon[t + 1] = accountant->Spent().epsilon;
       if (t + 1 < T) {
-        auto over = accountant->NextRoundExceedsBudget(task.participation, task.privacy.noise_multiplier);
+        // Distributed: the next round's multiplier depends on how many it samples (public, drawn from the seed).
+        uint32_t next_n = 0;
+        if (task.privacy.distributed)
+          for (uint32_t c = 0; c < task.problem.agents; ++c)
+            next_n += algorithms::IsSampled(task.seed, run, c, t + 1, task.participation) ? 1u : 0u;
+        const double sigma_next = task.privacy.distributed ? round_sigma(next_n) : task.privacy.noise_multiplier;
+        auto over = accountant->NextRoundExceedsBudget(task.participation, sigma_next);
         if (!over.ok()) return over.status();
         if (*over) {
           budget_stop = true;

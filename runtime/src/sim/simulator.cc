@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "fedrt/report/evaluation.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/core/worker_pool.h"
+#include "fedrt/privacy/ddg_params.h"
 #include "fedrt/privacy/rdp_accountant.h"
 #include "pair_runner.h"
 
@@ -33,7 +35,19 @@ Result<problems::FedDataset> BuildFedData(const config::ExperimentConfig& cfg) {
 // leaves no round to run.
 Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task, const SimOptions& opt) {
   if (!task.privacy.enabled) return Status::Ok();
-  if (opt.ranks != nullptr && opt.ranks->size() > 1 && !cfg.privacy.test_seed)
+  if (task.privacy.distributed) {  // the group must hold the sum of a likely round's devices (docs/privacy.md)
+    const double qn = task.participation * task.problem.agents;
+    const double likely = std::min<double>(task.problem.agents, std::ceil(qn + 6 * std::sqrt(qn) + 1));
+    privacy::DdgRound r;
+    const task::PrivacySpec& p = task.privacy;
+    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum, p.device_variance,
+                                       static_cast<uint32_t>(likely), task.problem.dim, task.compression.quantizer.bits, r);
+    if (why == nullptr) why = privacy::DdgGroupFits(r);
+    if (why != nullptr)
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{} (checked for {} sampled devices, q N + 6 sqrt(q N))", why, likely));
+  }
+  if (!task.privacy.distributed && opt.ranks != nullptr && opt.ranks->size() > 1 && !cfg.privacy.test_seed)
     return Status(StatusCode::kInvalidArgument,
                   std::string("privacy.mechanism = \"central\" does not run across MPI ranks yet: each rank's server "
                               "replica would draw its own noise (run one process)"));
@@ -112,7 +126,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     AlgorithmResult res;
     res.name = ctx.names[a];
     uint64_t secagg_failed = 0;
-    double epsilon = 0;
+    double epsilon = 0, effective_noise = HUGE_VAL;
     std::vector<std::string> stops;
     for (uint32_t run = 0; run < task.runs; ++run) {
       PairOutput p = done.empty() ? RunPair(ctx, a, run, &pool, opt.on_round)
@@ -126,6 +140,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       secagg_failed += p.secagg_failed;
       if (task.privacy.enabled) {
         epsilon = std::max(epsilon, p.epsilon.empty() ? 0.0 : p.epsilon.back());
+        effective_noise = std::min(effective_noise, p.effective_noise);
         if (!p.privacy_stop.empty()) stops.push_back(fmt::format("run {}: {}", run, p.privacy_stop));
         res.epsilon.push_back(std::move(p.epsilon));
       }
@@ -146,6 +161,11 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       res.extra["epsilon"] = epsilon;  // the largest over runs, classic conversion
       res.extra["delta"] = cfg.privacy.delta;
       res.extra["noise_multiplier"] = cfg.privacy.noise_multiplier;
+      if (task.privacy.distributed) {  // what the rounds were accounted at: rounding widens the sensitivity
+        if (effective_noise < HUGE_VAL) res.extra["effective_noise_multiplier"] = effective_noise;
+        res.extra["quorum"] = cfg.privacy.quorum;
+        res.extra["device_variance"] = cfg.privacy.device_variance;
+      }
       res.extra["clip"] = cfg.privacy.clip;
       res.extra["private"] = !cfg.privacy.test_seed.has_value();
       if (cfg.privacy.epsilon_budget) res.extra["epsilon_budget"] = *cfg.privacy.epsilon_budget;

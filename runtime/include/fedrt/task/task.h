@@ -140,13 +140,21 @@ struct SecAggSpec {
   double dropout = 0.0;      // simulator only: devices that vanish after sharing keys
 };
 
-// Central DP-FedAvg (docs/privacy.md): each device clips its round update to
-// L2 norm `clip`; the server divides the sum by q N and adds Gaussian noise
-// of std noise_multiplier * clip to it. Off: every round as without privacy.
+// DP-FedAvg (docs/privacy.md): each device clips its round update to L2
+// norm `clip`; the server divides the sum by q N. Central: the server adds
+// Gaussian noise of std noise_multiplier * clip to the sum. Distributed
+// (SecAgg+): each device adds discrete Gaussian noise of integer variance
+// device_variance on a grid gamma = sigma clip / sqrt(m s2), m =
+// ceil(quorum n) (privacy/ddg_params.h). Off: every round as without privacy.
 struct PrivacySpec {
   bool enabled = false;
   double clip = 1.0;
   double noise_multiplier = 0.0;
+  bool distributed = false;         // the devices add the noise (needs secagg)
+  bool has_test_seed = false;       // distributed: draws from test_seed (NOT private)
+  uint32_t device_variance = 0;     // s2, in 1..2^24
+  double quorum = 1.0;              // m = ceil(quorum n) survivors carry the noise
+  uint64_t test_seed = 0;
 };
 
 struct Task {
