@@ -170,21 +170,21 @@ TEST(ConditionalRounding, BoundHoldsAndRoundingIsUnbiased) {
 // the effective multiplier below sigma, bad values named.
 TEST(DdgParams, RoundParametersAreTheClaimedOnes) {
   privacy::DdgRound r;
-  ASSERT_EQ(privacy::DdgPlan(1.1, 2.0, 0.8, 1u << 16, 50, 10000, 20, r), nullptr);
+  ASSERT_EQ(privacy::DdgPlan(1.1, 2.0, 800000, 1u << 16, 50, 10000, 20, r), nullptr);
   EXPECT_EQ(r.m, 40u);
   EXPECT_EQ(r.d_pad, 16384u);
   EXPECT_NEAR(r.m * double(r.s2) * r.gamma * r.gamma, 1.1 * 1.1 * 2.0 * 2.0, 1e-12);
   EXPECT_LE(privacy::DdgEffectiveNoise(r), 1.1);
   EXPECT_GT(privacy::DdgEffectiveNoise(r), 1.0);
   EXPECT_EQ(privacy::DdgGroupFits(r), nullptr);
-  EXPECT_EQ(privacy::DdgQuorumCount(0.8, 1), 1u);
-  EXPECT_EQ(privacy::DdgQuorumCount(1.0, 7), 7u);
-  EXPECT_EQ(privacy::DdgQuorumCount(0.5, 7), 4u);
-  EXPECT_NE(std::string(privacy::DdgPlan(1.1, 2.0, 0.8, 0, 50, 100, 20, r)).find("privacy.device_variance"),
+  EXPECT_EQ(privacy::DdgQuorumCount(800000, 1), 1u);
+  EXPECT_EQ(privacy::DdgQuorumCount(1000000, 7), 7u);
+  EXPECT_EQ(privacy::DdgQuorumCount(500000, 7), 4u);
+  EXPECT_NE(std::string(privacy::DdgPlan(1.1, 2.0, 800000, 0, 50, 100, 20, r)).find("privacy.device_variance"),
             std::string::npos);
-  EXPECT_NE(std::string(privacy::DdgPlan(0.0, 2.0, 0.8, 16, 50, 100, 20, r)).find("privacy.noise_multiplier"),
+  EXPECT_NE(std::string(privacy::DdgPlan(0.0, 2.0, 800000, 16, 50, 100, 20, r)).find("privacy.noise_multiplier"),
             std::string::npos);
-  ASSERT_EQ(privacy::DdgPlan(1.1, 2.0, 0.8, 1u << 16, 50, 10000, 12, r), nullptr);
+  ASSERT_EQ(privacy::DdgPlan(1.1, 2.0, 800000, 1u << 16, 50, 10000, 12, r), nullptr);
   EXPECT_NE(std::string(privacy::DdgGroupFits(r)).find("compression.bits"), std::string::npos);
   EXPECT_LT(privacy::DdgTau(40, 1u << 16), 1e-300);
 }
@@ -195,7 +195,7 @@ TEST(DdgParams, RoundParametersAreTheClaimedOnes) {
 TEST(DdgCodec, SumDecodesToTheUpdatesPlusNoise) {
   constexpr uint32_t d = 4096, K = 10;
   privacy::DdgRound r;
-  ASSERT_EQ(privacy::DdgPlan(1.0, 1.0, 1.0, 1u << 10, K, d, 24, r), nullptr);
+  ASSERT_EQ(privacy::DdgPlan(1.0, 1.0, 1000000, 1u << 10, K, d, 24, r), nullptr);
   ASSERT_EQ(privacy::DdgGroupFits(r), nullptr);
   const uint64_t seed = privacy::DdgRotationSeed(1, 0, 0, 0);
   std::vector<double> sum_x(d, 0.0), work(r.d_pad), out(d);

@@ -53,7 +53,7 @@ double NoiseStd(double dropout, uint32_t& contributors, uint32_t& sampled) {
   t.privacy.distributed = true;
   t.privacy.clip = 2.0;
   t.privacy.noise_multiplier = 1.1;
-  t.privacy.quorum = 0.8;
+  t.privacy.quorum_ppm = 800000;
   t.privacy.device_variance = 1u << 16;
   t.privacy.has_test_seed = true;
   t.privacy.test_seed = 7;
@@ -130,7 +130,7 @@ TEST(DpDistributed, BelowTheQuorumTheRoundIsNotReleased) {
   t.privacy.distributed = true;
   t.privacy.clip = 1.0;
   t.privacy.noise_multiplier = 1.0;
-  t.privacy.quorum = 0.8;
+  t.privacy.quorum_ppm = 800000;
   t.privacy.device_variance = 1u << 10;
   t.privacy.has_test_seed = true;
   t.privacy.test_seed = 1;
@@ -225,7 +225,7 @@ TEST(DpDistributed, EpsilonUsesTheEffectiveNoiseMultiplier) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& a = r->algorithms[0];
   privacy::DdgRound round;
-  ASSERT_EQ(privacy::DdgPlan(1.0, 1.0, 0.8, 1u << 12, 10, 6, 24, round), nullptr);
+  ASSERT_EQ(privacy::DdgPlan(1.0, 1.0, 800000, 1u << 12, 10, 6, 24, round), nullptr);
   const double eff = privacy::DdgEffectiveNoise(round);
   EXPECT_LT(eff, 1.0);
   for (uint64_t t = 1; t <= 3; ++t) {

@@ -32,8 +32,8 @@ Status ValidatePrivacy(const ExperimentConfig& c) {
     if (!(p.noise_multiplier > 0))
       return bad("privacy.noise_multiplier must be > 0 with privacy.mechanism = \"distributed\": the devices' grid "
                  "step is gamma = noise_multiplier x clip / sqrt(m x device_variance)");
-    if (!(p.quorum > 0 && p.quorum <= 1))
-      return bad(fmt::format("privacy.quorum must be in (0, 1], got {}", p.quorum));
+    if (!(p.quorum >= 1e-6 && p.quorum <= 1))  // the task carries it in millionths
+      return bad(fmt::format("privacy.quorum must be in (0, 1] (at least 1e-6), got {}", p.quorum));
     if (p.device_variance < 1 || p.device_variance > (1u << 24))
       return bad(fmt::format("privacy.device_variance must be in 1..16777216 (2^24), got {}", p.device_variance));
     if (c.compression.quantizer.kind != compression::QuantizerKind::kRounding)

@@ -166,7 +166,7 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
     uint32_t dim = core_.chains() * static_cast<uint32_t>(core_.segment_dim());
     if (task_.privacy.distributed) {  // the devices' noised integers: d_pad of them (privacy/ddg_codec.h)
       const task::PrivacySpec& p = task_.privacy;
-      const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum, p.device_variance, expected_, dim,
+      const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance, expected_, dim,
                                          task_.compression.quantizer.bits, ddg_);
       if (why == nullptr) why = privacy::DdgGroupFits(ddg_);
       if (why != nullptr) {

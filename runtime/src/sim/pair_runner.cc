@@ -59,7 +59,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     const task::PrivacySpec& pr = task.privacy;
     if (!pr.distributed || n == 0) return pr.noise_multiplier;
     privacy::DdgRound r;
-    if (privacy::DdgPlan(pr.noise_multiplier, pr.clip, pr.quorum, pr.device_variance, n, task.problem.dim,
+    if (privacy::DdgPlan(pr.noise_multiplier, pr.clip, pr.quorum_ppm, pr.device_variance, n, task.problem.dim,
                          task.compression.quantizer.bits, r) != nullptr)
       return pr.noise_multiplier;  // the server failed such a round: nothing was released
     return privacy::DdgEffectiveNoise(r);

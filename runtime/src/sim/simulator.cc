@@ -40,7 +40,7 @@ Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task,
     const double likely = std::min<double>(task.problem.agents, std::ceil(qn + 6 * std::sqrt(qn) + 1));
     privacy::DdgRound r;
     const task::PrivacySpec& p = task.privacy;
-    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum, p.device_variance,
+    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance,
                                        static_cast<uint32_t>(likely), task.problem.dim, task.compression.quantizer.bits, r);
     if (why == nullptr) why = privacy::DdgGroupFits(r);
     if (why != nullptr)

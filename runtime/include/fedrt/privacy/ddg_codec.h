@@ -27,7 +27,7 @@ inline uint64_t DdgRotationSeed(uint64_t task_seed, uint32_t algorithm, uint32_t
 
 // Under privacy.test_seed only (NOT private): the key of device `agent`'s
 // rounding and noise draws, the same in every driver.
-inline uint64_t DdgTestNoiseKey(uint64_t test_seed, uint32_t algorithm, uint32_t run, uint32_t agent, uint32_t round) {
+inline uint64_t DdgTestNoiseKey(uint32_t test_seed, uint32_t algorithm, uint32_t run, uint32_t agent, uint32_t round) {
   return RngKey(Mix64(test_seed ^ (0xD06A5ull + algorithm)), run, agent, round, RngStream::kDdgTestNoise);
 }
 

@@ -5,6 +5,7 @@
 // the task (sigma, clip, quorum, s2, the group's bits) and the round's n
 // sampled devices:
 //   m      = ceil(quorum n)              devices that must survive the round
+//            (quorum in millionths: integers only, the same m everywhere)
 //   gamma  = sigma clip / sqrt(m s2)     the integer grid's step
 //   Delta^2 = min((c + sqrt(d_pad))^2, c^2 + d_pad/4 + c + sqrt(d_pad)/2),
 //             c = clip / gamma           the rounded vector's norm bound
@@ -34,23 +35,22 @@ struct DdgRound {
   uint64_t bound_sq = 0;  // floor(Delta^2): the rounded vector's squared norm bound
 };
 
-// m = ceil(quorum n), at least 1 for n >= 1 (quorum in (0, 1]).
-inline uint32_t DdgQuorumCount(double quorum, uint32_t n) {
-  if (n == 0) return 0;
-  const double m = std::ceil(quorum * static_cast<double>(n) - 1e-9);
-  return m < 1 ? 1u : (m > n ? n : static_cast<uint32_t>(m));
+// m = ceil(quorum_ppm n / 10^6), at least 1 for n >= 1 (quorum_ppm in 1..10^6).
+inline uint32_t DdgQuorumCount(uint32_t quorum_ppm, uint32_t n) {
+  const uint64_t m = (static_cast<uint64_t>(quorum_ppm) * n + 999999u) / 1000000u;
+  return n == 0 ? 0u : (m < 1 ? 1u : (m > n ? n : static_cast<uint32_t>(m)));
 }
 
 // Fills `r` for a round of n >= 1 sampled devices; returns what is wrong
 // (naming the experiment keys to change) or nullptr.
-inline const char* DdgPlan(double sigma, double clip, double quorum, uint32_t s2, uint32_t n, uint32_t d,
+inline const char* DdgPlan(double sigma, double clip, uint32_t quorum_ppm, uint32_t s2, uint32_t n, uint32_t d,
                            uint32_t bits, DdgRound& r) {
-  if (!(sigma > 0) || !(clip > 0) || !(quorum > 0 && quorum <= 1) || n == 0 || d == 0 || d > (1u << 30))
+  if (!(sigma > 0) || !(clip > 0) || quorum_ppm == 0 || quorum_ppm > 1000000u || n == 0 || d == 0 || d > (1u << 30))
     return "distributed DP: privacy.noise_multiplier and privacy.clip must be > 0, privacy.quorum in (0, 1]";
   if (s2 < 1 || s2 > kMaxDiscreteGaussianVariance) return "distributed DP: privacy.device_variance outside 1..2^24";
   if (bits < 2 || bits > 31) return "distributed DP: compression.bits outside 2..31";
   r.n = n;
-  r.m = DdgQuorumCount(quorum, n);
+  r.m = DdgQuorumCount(quorum_ppm, n);
   r.d = d;
   r.d_pad = PaddedDim(d);
   r.bits = bits;

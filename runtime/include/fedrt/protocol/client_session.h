@@ -54,7 +54,6 @@ class ClientSession {
 
   // Distributed DP (docs/privacy.md): only builds with the optimisation family run it.
   static constexpr bool kDdg = Has(kFamilies, task::Family::kOpt);
-  static bool Distributed(const task::Task& task) { return kDdg && task.privacy.distributed; }
 
   ClientSession() = default;
   ClientSession(const ClientSession&) = delete;
@@ -68,12 +67,14 @@ class ClientSession {
                s.chains * SegmentCoder<S>::ArenaBytes(s.segment_dim, task.compression.quantizer) +
                sizeof(S) * static_cast<size_t>(s.broadcast_dim) + Arena::kAlignment;
     if (Downlink(task)) n += sizeof(S) * static_cast<size_t>(s.broadcast_dim) + Arena::kAlignment;
-    uint32_t inputs = s.chains * static_cast<uint32_t>(s.segment_dim);
-    if (Distributed(task)) {  // the noised integers (persistent) and the rotation's doubles, d_pad each
-      inputs = privacy::PaddedDim(inputs);
-      n += (sizeof(uint32_t) + sizeof(double)) * static_cast<size_t>(inputs) + 2 * Arena::kAlignment;
+    if constexpr (kDdg) {
+      if (task.privacy.distributed) {  // the noised integers (persistent) and the rotation's doubles, d_pad each
+        const uint32_t inputs = privacy::PaddedDim(s.chains * static_cast<uint32_t>(s.segment_dim));
+        return n + (sizeof(uint32_t) + sizeof(double)) * static_cast<size_t>(inputs) + 2 * Arena::kAlignment +
+               (task.secagg.enabled ? ClientSecAgg::ArenaBytes(inputs) : 0);
+      }
     }
-    if (task.secagg.enabled) n += ClientSecAgg::ArenaBytes(inputs);
+    if (task.secagg.enabled) n += ClientSecAgg::ArenaBytes(s.chains * static_cast<uint32_t>(s.segment_dim));
     return n;
   }
 
@@ -116,8 +117,10 @@ class ClientSession {
     problem_ = o.problem;
     entropy_ = o.entropy;
     entropy_ctx_ = o.entropy_ctx;
-    noise_entropy_ = o.noise_entropy != nullptr ? o.noise_entropy : o.entropy;
-    noise_entropy_ctx_ = o.noise_entropy != nullptr ? o.noise_entropy_ctx : o.entropy_ctx;
+    if constexpr (kDdg) {
+      noise_entropy_ = o.noise_entropy != nullptr ? o.noise_entropy : o.entropy;
+      noise_entropy_ctx_ = o.noise_entropy != nullptr ? o.noise_entropy_ctx : o.entropy_ctx;
+    }
     const task::AlgorithmChoice alg = task_.algorithms[o.algorithm];
     auto st = arena.allocate<State>(1);
     if (!st.ok()) return st.status();
@@ -144,17 +147,21 @@ class ClientSession {
     if (!b.ok()) return b.status();
     broadcast_ = b->data;
     uint32_t inputs = s.chains * static_cast<uint32_t>(s.segment_dim);
-    if (Distributed(task_)) {  // the pending round's noised integers persist with it
-      inputs = privacy::PaddedDim(inputs);
-      auto q = arena.allocate<uint32_t>(inputs);
-      if (!q.ok()) return q.status();
-      ddg_ints_ = q->data;
+    if constexpr (kDdg) {
+      if (task_.privacy.distributed) {  // the pending round's noised integers persist with it
+        inputs = privacy::PaddedDim(inputs);
+        auto q = arena.allocate<uint32_t>(inputs);
+        if (!q.ok()) return q.status();
+        ddg_ints_ = q->data;
+      }
     }
     state_size_ = static_cast<size_t>(arena.base() + arena.used() - state_begin_);
-    if (Distributed(task_)) {
-      auto w = arena.allocate<double>(inputs);
-      if (!w.ok()) return w.status();
-      ddg_work_ = w->data;
+    if constexpr (kDdg) {
+      if (task_.privacy.distributed) {
+        auto w = arena.allocate<double>(inputs);
+        if (!w.ok()) return w.status();
+        ddg_work_ = w->data;
+      }
     }
     downlink_ = Downlink(task_);
     if (downlink_) {  // decoded deltas, before they move xhat (not persistent)
@@ -419,7 +426,7 @@ class ClientSession {
     const task::PrivacySpec& p = task_.privacy;
     privacy::DdgRound r;
     const uint32_t d = static_cast<uint32_t>(work_.shape().segment_dim);
-    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum, p.device_variance, a.secagg.n, d,
+    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance, a.secagg.n, d,
                                        task_.compression.quantizer.bits, r);
     if (why != nullptr) return Status::InvalidArgument(why);
     NoiseBits bits;
@@ -539,15 +546,19 @@ class ClientSession {
     const typename Work::Shape& s = work_.shape();
     if (a.secagg.enabled && state_->encoding != static_cast<uint8_t>(Encoding::kRawFloat32)) {
       uint32_t* x = secagg_.input();
-      uint32_t count = s.chains * static_cast<uint32_t>(s.segment_dim);
-      if (Distributed(task_)) {
-        count = privacy::PaddedDim(count);
-        std::memcpy(x, ddg_ints_, sizeof(uint32_t) * count);
-      } else {
-        for (uint32_t k = 0; k < s.chains; ++k) FEDRT_TRY(coder_[k].integers(x + k * static_cast<uint32_t>(s.segment_dim)));
+      if constexpr (kDdg) {
+        if (task_.privacy.distributed) {  // the round's noised integers, d_pad of them
+          const uint32_t count = privacy::PaddedDim(s.chains * static_cast<uint32_t>(s.segment_dim));
+          std::memcpy(x, ddg_ints_, sizeof(uint32_t) * count);
+          FEDRT_TRY(secagg_.start(a.id, a.secagg, count, task_.compression.quantizer.bits, entropy_, entropy_ctx_,
+                                  out.advertise));
+          out.kind = MessageKind::kSecAggAdvertise;
+          return Status::Ok();
+        }
       }
-      FEDRT_TRY(secagg_.start(a.id, a.secagg, count, task_.compression.quantizer.bits, entropy_, entropy_ctx_,
-                              out.advertise));
+      for (uint32_t k = 0; k < s.chains; ++k) FEDRT_TRY(coder_[k].integers(x + k * static_cast<uint32_t>(s.segment_dim)));
+      FEDRT_TRY(secagg_.start(a.id, a.secagg, s.chains * static_cast<uint32_t>(s.segment_dim),
+                              task_.compression.quantizer.bits, entropy_, entropy_ctx_, out.advertise));
       out.kind = MessageKind::kSecAggAdvertise;
       return Status::Ok();
     }
@@ -573,10 +584,6 @@ class ClientSession {
   problems::LocalProblem<S> problem_{};
   EntropyFn entropy_ = nullptr;
   void* entropy_ctx_ = nullptr;
-  EntropyFn noise_entropy_ = nullptr;
-  void* noise_entropy_ctx_ = nullptr;
-  uint32_t* ddg_ints_ = nullptr;  // distributed DP: the pending round's noised integers (d_pad)
-  double* ddg_work_ = nullptr;    // and the rotation's workspace
   State* state_ = nullptr;
   uint8_t* state_begin_ = nullptr;
   size_t state_size_ = 0;
@@ -588,6 +595,12 @@ class ClientSession {
   ClientSecAgg secagg_;
   bool coded_ = false;
   uint64_t last_samples_ = 0;
+  // Distributed DP, last: the members before keep their offsets (and the
+  // Cortex-M3 image its bytes).
+  EntropyFn noise_entropy_ = nullptr;
+  void* noise_entropy_ctx_ = nullptr;
+  uint32_t* ddg_ints_ = nullptr;  // the pending round's noised integers (d_pad)
+  double* ddg_work_ = nullptr;    // and the rotation's workspace
 };
 
 }  // namespace fedrt::protocol

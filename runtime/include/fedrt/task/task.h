@@ -146,15 +146,16 @@ struct SecAggSpec {
 // (SecAgg+): each device adds discrete Gaussian noise of integer variance
 // device_variance on a grid gamma = sigma clip / sqrt(m s2), m =
 // ceil(quorum n) (privacy/ddg_params.h). Off: every round as without privacy.
-struct PrivacySpec {
+// 32 bytes: the Cortex-M3 image fedrt-fw-lsa stores a default Task in flash.
+struct PrivacySpec {  // the flags and s2 first: they fill the padding after `enabled`
   bool enabled = false;
+  bool distributed = false;         // the devices add the noise (needs secagg)
+  bool has_test_seed = false;       // distributed: draws keyed by test_seed (NOT private)
+  uint32_t device_variance = 0;     // s2, in 1..2^24
   double clip = 1.0;
   double noise_multiplier = 0.0;
-  bool distributed = false;         // the devices add the noise (needs secagg)
-  bool has_test_seed = false;       // distributed: draws from test_seed (NOT private)
-  uint32_t device_variance = 0;     // s2, in 1..2^24
-  double quorum = 1.0;              // m = ceil(quorum n) survivors carry the noise
-  uint64_t test_seed = 0;
+  uint32_t quorum_ppm = 0;          // quorum in millionths (distributed: 1..10^6): m = ceil(quorum_ppm n / 10^6)
+  uint32_t test_seed = 0;           // the low 32 bits of privacy.test_seed
 };
 
 struct Task {
