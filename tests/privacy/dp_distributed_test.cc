@@ -20,6 +20,7 @@
 #include "fedrt/report/outputs.h"
 #include "fedrt/sim/session_driver.h"
 #include "fedrt/sim/simulator.h"
+#include "fedrt/task/fingerprint.h"
 
 namespace fedrt {
 namespace dp_distributed_test {
@@ -252,6 +253,47 @@ TEST(DpDistributed, TestSeedMakesTheNoiseReproducible) {
   ASSERT_TRUE(a.ok() && b.ok() && other.ok()) << a.status().message();
   EXPECT_EQ(a->algorithms[0].final_theta[0], b->algorithms[0].final_theta[0]);
   EXPECT_NE(a->algorithms[0].final_theta[0], other->algorithms[0].final_theta[0]);
+}
+
+// The budget stops before the round that would exceed it, at sigma_eff.
+TEST(DpDistributed, BudgetStopsAtTheEffectiveNoise) {
+  config::ExperimentConfig c = DistributedLsq(10, 1.0);
+  c.rounds = 20;
+  c.privacy.noise_multiplier = 1.0;
+  c.privacy.device_variance = 1u << 12;
+  privacy::DdgRound round;
+  ASSERT_EQ(privacy::DdgPlan(1.0, 1.0, 800000, 1u << 12, 10, 6, 24, round), nullptr);
+  const double eff = privacy::DdgEffectiveNoise(round);
+  const double budget = privacy::Epsilon({{1.0, eff, 3}}, 1e-5)->epsilon * 1.0001;  // 3 rounds fit, 4 do not
+  c.privacy.epsilon_budget = budget;
+  auto r = sim::RunExperiment(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->algorithms[0].error[0].size(), 4u);
+  EXPECT_LE(r->algorithms[0].epsilon[0].back(), budget);
+  // Between one round at sigma and one at sigma_eff: no round can run.
+  c.privacy.epsilon_budget = 0.5 * (privacy::Epsilon({{1.0, 1.0, 1}}, 1e-5)->epsilon +
+                                    privacy::Epsilon({{1.0, eff, 1}}, 1e-5)->epsilon);
+  auto none = sim::RunExperiment(c);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(std::string(none.status().message()).find("privacy.epsilon_budget"), std::string::npos);
+}
+
+// Fingerprints: the distributed fields count only for a distributed task.
+TEST(DpDistributed, FingerprintsChangeOnlyForDistributedTasks) {
+  task::Task t;
+  t.problem.kind = task::ProblemKind::kLeastSquares;
+  t.num_algorithms = 1;
+  t.algorithms[0] = task::AlgorithmChoice{task::AlgorithmKind::kFedAvg, false};
+  t.privacy.enabled = true;
+  const uint64_t central = task::SessionFingerprint(t, 0, 0);
+  t.privacy.quorum_ppm = 500000;
+  t.privacy.device_variance = 7;
+  EXPECT_EQ(task::SessionFingerprint(t, 0, 0), central);
+  t.privacy.distributed = true;
+  const uint64_t distributed = task::SessionFingerprint(t, 0, 0);
+  EXPECT_NE(distributed, central);
+  t.privacy.quorum_ppm = 600000;
+  EXPECT_NE(task::SessionFingerprint(t, 0, 0), distributed);
 }
 
 std::string ErrorOf(const std::string& privacy_table, const std::string& compression) {

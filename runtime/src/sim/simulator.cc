@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/task/names.h"
+#include "fedrt/algorithms/lsa.h"  // IsSampled
 #include "fedrt/report/evaluation.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/core/worker_pool.h"
@@ -52,17 +53,31 @@ Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task,
                   std::string("privacy.mechanism = \"central\" does not run across MPI ranks yet: each rank's server "
                               "replica would draw its own noise (run one process)"));
   if (!cfg.privacy.epsilon_budget) return Status::Ok();
+  // The first round's noise multiplier: sigma, or for the distributed
+  // mechanism the smallest sigma_eff of any run's first round (its n is public).
+  double sigma = task.privacy.noise_multiplier;
+  if (task.privacy.distributed)
+    for (uint32_t run = 0; run < task.runs; ++run) {
+      uint32_t n = 0;
+      for (uint32_t c = 0; c < task.problem.agents; ++c)
+        n += algorithms::IsSampled(task.seed, run, c, 0, task.participation) ? 1u : 0u;
+      privacy::DdgRound r;
+      const task::PrivacySpec& p = task.privacy;
+      if (n > 0 && privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance, n, task.problem.dim,
+                                    task.compression.quantizer.bits, r) == nullptr)
+        sigma = std::min(sigma, privacy::DdgEffectiveNoise(r));
+    }
   auto acc = privacy::RdpAccountant::Create(cfg.privacy.delta, *cfg.privacy.epsilon_budget);
   if (!acc.ok()) return acc.status();
-  auto over = acc->NextRoundExceedsBudget(task.participation, task.privacy.noise_multiplier);
+  auto over = acc->NextRoundExceedsBudget(task.participation, sigma);
   if (!over.ok()) return over.status();
   if (*over) {
-    auto one = privacy::Epsilon({{task.participation, task.privacy.noise_multiplier, 1}}, cfg.privacy.delta);
+    auto one = privacy::Epsilon({{task.participation, sigma, 1}}, cfg.privacy.delta);
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("privacy.epsilon_budget {} is below the epsilon of a single round ({:.6g} at rate {}, "
                               "noise_multiplier {}, delta {}): no round can run",
                               *cfg.privacy.epsilon_budget, one.ok() ? one->epsilon : HUGE_VAL, task.participation,
-                              task.privacy.noise_multiplier, cfg.privacy.delta));
+                              sigma, cfg.privacy.delta));
   }
   return Status::Ok();
 }
