@@ -97,7 +97,11 @@ foreach(_v "" "_lsa")
                         fedrt_fw_nanopb${_v})
   target_compile_options(fedrt_fw_client${_v} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
 endforeach()
-target_compile_definitions(fedrt_fw_client_lsa PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyLsa")
+target_compile_definitions(fedrt_fw_client_lsa PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyLsa"
+  # It refuses every optimisation task, so every DP task: the privacy bounds
+  # and the distributed mechanism's fingerprint fields are left out
+  # (task/check.h, task/fingerprint.h).
+  FEDRT_TASK_NO_DP)
 
 if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
   # Host driver over TCP, one per image. Links only the firmware's mbedTLS (never Debian's: same symbols).

@@ -1,4 +1,4 @@
-// fedrt-privacy: the privacy accountant from the command line (docs/privacy.md):
+// fedrt-privacy: the privacy accountant from the command line (docs/privacy-accounting.md):
 //   epsilon  (epsilon, delta) after rounds of the subsampled Gaussian mechanism;
 //   noise    the smallest noise multiplier that reaches a target epsilon.
 #include <algorithm>
@@ -107,7 +107,7 @@ int NoiseMode(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fedrt-privacy: RDP accountant of the subsampled Gaussian mechanism (docs/privacy.md)"};
+  CLI::App app{"fedrt-privacy: RDP accountant of the subsampled Gaussian mechanism (docs/privacy-accounting.md)"};
   app.require_subcommand(1);
   Flags f;
   CLI::App* eps = app.add_subcommand("epsilon", "epsilon after rounds at a rate and noise multiplier");

@@ -189,9 +189,13 @@ int main(int argc, char** argv) {
   }
   for (const AlgorithmResult& a : result->algorithms) {  // DP-FedAvg: the guarantee, and why a run stopped early
     if (!a.extra.contains("epsilon")) continue;
-    std::printf("%-14s epsilon %.6g at delta %g (%s DP-FedAvg, noise_multiplier %g, clip %g%s)\n", a.name.c_str(),
+    const std::string effective = a.extra.contains("effective_noise_multiplier")
+                                      ? fmt::format(" (effective {:.6g})", a.extra["effective_noise_multiplier"].get<double>())
+                                      : std::string();
+    std::printf("%-14s epsilon %.6g at delta %g (%s DP-FedAvg, noise_multiplier %g%s, clip %g%s)\n", a.name.c_str(),
                 a.extra["epsilon"].get<double>(), cfg.privacy.delta, cfg.privacy.mechanism.c_str(),
-                cfg.privacy.noise_multiplier, cfg.privacy.clip, dp_test_seed ? "; test_seed: NOT private" : "");
+                cfg.privacy.noise_multiplier, effective.c_str(), cfg.privacy.clip,
+                dp_test_seed ? "; test_seed: NOT private" : "");
     if (a.extra.contains("privacy_stop"))
       for (const auto& why : a.extra["privacy_stop"]) log::Get("fedrt-sim").warn("{} {}", a.name, why.get<std::string>());
   }

@@ -24,8 +24,9 @@ set_tests_properties(fw_platform_no_blob fw_provision_blob_make fw_platform_with
   PROPERTIES LABELS device TIMEOUT 120)
 
 # Device cores on the target: in float against host-computed values, and the
-# exact sums against ExactSum (exact_sum).
-foreach(t lsa rng codec exact_sum)
+# exact sums against ExactSum (exact_sum), the distributed DP codec against
+# the host's integers (ddg).
+foreach(t lsa rng codec exact_sum ddg)
   fedrt_add_firmware(fw_${t}_test SOURCES ${FEDRT_FW_TEST_DIR}/${t}_test.cc)
   target_include_directories(fw_${t}_test PRIVATE ${FEDRT_FW_TEST_DIR})
   add_test(NAME fw_${t}_test COMMAND fw_${t}_test)

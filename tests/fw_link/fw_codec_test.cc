@@ -195,9 +195,9 @@ TEST(FwCodec, RejectsTheTasksTheHostRejects) {
       {"participation 0", [](task::Task& t) { t.participation = 0; }},
       {"secagg without rounding", [](task::Task& t) { t.compression.quantizer.kind = compression::QuantizerKind::kDither; t.compression.quantizer.levels = 4; }},
       {"no rounds", [](task::Task& t) { t.rounds = 0; }},
-      {"privacy clip 0", [](task::Task& t) { t.privacy = {true, 0.0, 1.0}; }},
-      {"privacy negative noise", [](task::Task& t) { t.privacy = {true, 1.0, -0.5}; }},
-      {"privacy NaN clip", [](task::Task& t) { t.privacy = {true, std::nan(""), 1.0}; }},
+      {"privacy clip 0", [](task::Task& t) { t.privacy.enabled = true; t.privacy.clip = 0.0; t.privacy.noise_multiplier = 1.0; }},
+      {"privacy negative noise", [](task::Task& t) { t.privacy.enabled = true; t.privacy.clip = 1.0; t.privacy.noise_multiplier = -0.5; }},
+      {"privacy NaN clip", [](task::Task& t) { t.privacy.enabled = true; t.privacy.clip = std::nan(""); t.privacy.noise_multiplier = 1.0; }},
       {"rounding with 0 bits", [](task::Task& t) { t.compression.quantizer.bits = 0; }},
       {"softmax classes that do not divide d", [](task::Task& t) {
          t.problem.kind = task::ProblemKind::kSoftmax;

@@ -3,7 +3,7 @@
 independently of the C++ accountant: A_alpha summed term by term (all
 alpha + 1 binomial terms, no rewriting) in 60-digit arithmetic with mpmath
 (Debian: python3-mpmath), then both conversions to (epsilon, delta) of
-docs/privacy.md. Prints one line per setting:
+docs/privacy-accounting.md. Prints one line per setting:
 
     name  classic_epsilon classic_order  tight_epsilon tight_order  [rdp at listed orders]
 

@@ -1,4 +1,4 @@
-"""The privacy accountant (docs/privacy.md): Renyi differential privacy of the
+"""The privacy accountant (docs/privacy-accounting.md): Renyi differential privacy of the
 Poisson-subsampled Gaussian mechanism at integer orders 2..max_order,
 converted to (epsilon, delta), and the noise multiplier for a target epsilon.
 Keywords are named as the experiment's [privacy] keys; errors name them.

@@ -288,6 +288,8 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     FEDRT_TRY(r.read("clip", cfg.privacy.clip));
     FEDRT_TRY(r.read("noise_multiplier", cfg.privacy.noise_multiplier));
     FEDRT_TRY(r.read("delta", cfg.privacy.delta));
+    FEDRT_TRY(r.read("quorum", cfg.privacy.quorum));
+    FEDRT_TRY(r.read("device_variance", cfg.privacy.device_variance));
     double budget = 0, quantile = 0;
     uint64_t test_seed = 0;
     FEDRT_TRY(r.read("epsilon_budget", budget));

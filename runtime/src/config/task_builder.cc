@@ -1,6 +1,7 @@
 #include "fedrt/config/task_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -114,7 +115,14 @@ Result<task::Task> MakeTask(const ExperimentConfig& cfg) {
   t.secagg.enabled = cfg.secagg.enabled;
   t.secagg.neighbours = cfg.secagg.neighbours;
   t.secagg.dropout = cfg.secagg.dropout;
-  t.privacy.enabled = cfg.privacy.mechanism == "central";
+  t.privacy.enabled = cfg.privacy.mechanism == "central" || cfg.privacy.mechanism == "distributed";
+  t.privacy.distributed = cfg.privacy.mechanism == "distributed";
+  if (t.privacy.distributed) {
+    t.privacy.quorum_ppm = static_cast<uint32_t>(std::llround(cfg.privacy.quorum * 1e6));  // checked: (0, 1]
+    t.privacy.device_variance = cfg.privacy.device_variance;
+    t.privacy.has_test_seed = cfg.privacy.test_seed.has_value();
+    t.privacy.test_seed = static_cast<uint32_t>(cfg.privacy.test_seed.value_or(0));  // its low 32 bits
+  }
   t.privacy.clip = cfg.privacy.clip;
   t.privacy.noise_multiplier = cfg.privacy.noise_multiplier;
   t.participation = cfg.participation;

@@ -1,5 +1,5 @@
 // RDP of the Poisson-subsampled Gaussian mechanism at integer orders, its
-// composition and conversion to (epsilon, delta) (docs/privacy.md).
+// composition and conversion to (epsilon, delta) (docs/privacy-accounting.md).
 #include "fedrt/privacy/rdp_accountant.h"
 
 #include <algorithm>

@@ -8,9 +8,15 @@ namespace fedrt::privacy {
 
 Result<RunBudget> RunBudget::Create(double delta, std::optional<double> budget, double rate, double noise_multiplier,
                                     uint32_t rounds) {
+  return Create(delta, budget, rate, [noise_multiplier](uint32_t) { return noise_multiplier; }, rounds);
+}
+
+Result<RunBudget> RunBudget::Create(double delta, std::optional<double> budget, double rate, RoundSigma sigma,
+                                    uint32_t rounds) {
   auto acc = RdpAccountant::Create(delta, budget.value_or(HUGE_VAL));
   if (!acc.ok()) return acc.status();
   if (budget) {
+    const double noise_multiplier = sigma(0);
     auto over = acc->NextRoundExceedsBudget(rate, noise_multiplier);
     if (!over.ok()) return over.status();
     if (*over) {
@@ -23,17 +29,17 @@ Result<RunBudget> RunBudget::Create(double delta, std::optional<double> budget, 
   }
   RunBudget b(std::move(*acc));
   b.rate_ = rate;
-  b.sigma_ = noise_multiplier;
+  b.sigma_ = std::move(sigma);
   b.rounds_ = rounds;
   return b;
 }
 
-Result<double> RunBudget::CloseRound() {
-  FEDRT_TRY(accountant_.AddRounds(rate_, sigma_));
+Result<double> RunBudget::CloseRound(std::optional<double> sigma) {
+  FEDRT_TRY(accountant_.AddRounds(rate_, sigma ? *sigma : sigma_(closed_)));
   ++closed_;
   const double eps = accountant_.Spent().epsilon;
   if (stop_.empty() && closed_ < rounds_) {
-    auto over = accountant_.NextRoundExceedsBudget(rate_, sigma_);
+    auto over = accountant_.NextRoundExceedsBudget(rate_, sigma_(closed_));
     if (!over.ok()) return over.status();
     if (*over)
       stop_ = fmt::format("stopped after round {} of {}: round {} would take epsilon from {:.6g} past "
@@ -45,8 +51,13 @@ Result<double> RunBudget::CloseRound() {
 
 Result<uint32_t> RunBudget::RoundsAllowed(double delta, std::optional<double> budget, double rate,
                                           double noise_multiplier, uint32_t rounds) {
+  return RoundsAllowed(delta, budget, rate, [noise_multiplier](uint32_t) { return noise_multiplier; }, rounds);
+}
+
+Result<uint32_t> RunBudget::RoundsAllowed(double delta, std::optional<double> budget, double rate, RoundSigma sigma,
+                                          uint32_t rounds) {
   if (!budget) return rounds;
-  auto b = Create(delta, budget, rate, noise_multiplier, rounds);
+  auto b = Create(delta, budget, rate, std::move(sigma), rounds);
   if (!b.ok()) return b.status();
   while (b->rounds_closed() < rounds && b->stop().empty()) {
     auto eps = b->CloseRound();

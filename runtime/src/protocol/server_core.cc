@@ -17,9 +17,12 @@ Status ServerCore::init(const task::Task& task, uint32_t algorithm, uint32_t run
   broadcast_dim_ = family_ == Family::kEm ? 2 * dim_ : static_cast<int>(chains_) * segment_dim_;
   if (static_cast<int>(initial.size) != dim_) return Status::InvalidArgument("server: initial iterate of the wrong size");
   if (task.privacy.enabled && (family_ != Family::kOpt || chains_ != 1 || choice_.kind == AlgorithmKind::kScaffold ||
-                               choice_.kind == AlgorithmKind::kFedProxExact || task.compression.enabled()))
+                               choice_.kind == AlgorithmKind::kFedProxExact ||
+                               (task.privacy.distributed ? !task.secagg.enabled || task.compression.control_variates
+                                                         : task.compression.enabled())))
     return Status::InvalidArgument(
-        "privacy: central DP-FedAvg runs FedAvg and FedProx without a quantizer only (docs/privacy.md)");
+        "privacy: DP-FedAvg runs FedAvg and FedProx only, central without a quantizer, distributed under SecAgg+ "
+        "without compression memories (docs/privacy.md)");
   const task::HyperSpec& h = task.hyper;
   // Only the family's servers, sized for the algorithm (exact sums: core/exact_sum_array.h).
   const auto opt_kind = static_cast<algorithms::FedOptAlgorithm>(
@@ -188,6 +191,12 @@ void ServerCore::add_initial(const double* v0c) {
 
 void ServerCore::add_noise(uint32_t k, const double* noise) {
   if (family_ == Family::kOpt) opt_[k].add_noise(noise);
+}
+
+void ServerCore::add_sum(uint32_t k, const double* sum, uint32_t m) {
+  if (family_ != Family::kOpt) return;
+  opt_[k].add_noise(sum);  // adds to the exact sum of dx as it is
+  for (uint32_t i = 0; i < m; ++i) opt_[k].count_report();
 }
 
 void ServerCore::finish_round(uint32_t t) {

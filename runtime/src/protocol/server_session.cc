@@ -9,6 +9,7 @@
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/core/arena.h"
 #include "fedrt/core/rng.h"
+#include "fedrt/privacy/ddg_codec.h"
 
 namespace fedrt::protocol {
 
@@ -21,7 +22,7 @@ Status ServerSession::init(const ServerOptions& o) {
   agents_ = task_.problem.agents;
   if (agents_ == 0) return Status::InvalidArgument("server: the task has no agents");
   FEDRT_TRY(core_.init(task_, o.algorithm, o.run, o.initial));
-  if (task_.privacy.enabled) {
+  if (task_.privacy.enabled && !task_.privacy.distributed) {
     if (!o.standard_normal)
       return Status::InvalidArgument("privacy: this server has no noise source for central DP-FedAvg");
     standard_normal_ = o.standard_normal;
@@ -162,7 +163,18 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
     return Status::Ok();
   }
   if (secure_ && !initial) {
-    const uint32_t dim = core_.chains() * static_cast<uint32_t>(core_.segment_dim());
+    uint32_t dim = core_.chains() * static_cast<uint32_t>(core_.segment_dim());
+    if (task_.privacy.distributed) {  // the devices' noised integers: d_pad of them (privacy/ddg_codec.h)
+      const task::PrivacySpec& p = task_.privacy;
+      const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance, expected_, dim,
+                                         task_.compression.quantizer.bits, ddg_);
+      if (why == nullptr) why = privacy::DdgGroupFits(ddg_);
+      if (why != nullptr) {
+        fail(why);
+        return Status::Ok();
+      }
+      dim = ddg_.d_pad;
+    }
     Status st = secagg_.begin(task_, id_, sampled_list, dim, task_.compression.quantizer.bits);
     if (!st.ok()) {
       fail(st.message());
@@ -356,12 +368,31 @@ void ServerSession::advance_secagg() {
   while (state_ == State::kOpen) {
     phases_.push_back(PhaseClosed{secagg_.phase(), secagg_.answered(), secagg_.n(),
                                   secagg_.phase_complete() ? "all" : "deadline"});
+    // Distributed DP: an honest server never unmasks a sum that fewer than m
+    // devices' noise protects (docs/privacy-distributed.md, "Distributed DP under SecAgg+").
+    if (task_.privacy.distributed && secagg_.phase() == 3 && secagg_.answered() < ddg_.m)
+      return fail(fmt::format("distributed DP: {} of the {} sampled devices sent their masked input, fewer than the "
+                              "{} whose noise the round needs (privacy.quorum): the sum is not unmasked",
+                              secagg_.answered(), ddg_.n, ddg_.m));
     Status st = secagg_.advance(notify_);
     if (!st.ok()) return fail(st.message());
     if (secagg_.finished()) {
       commit_.members = secagg_.contributors();
       commit_.cheaters = secagg_.cheaters();
       commit_.off_shares = secagg_.off_shares();
+      if (task_.privacy.distributed) {
+        const uint32_t m = static_cast<uint32_t>(commit_.members.size());
+        if (m < ddg_.m)
+          return fail(fmt::format("distributed DP: {} of the {} sampled devices survived, fewer than the {} whose "
+                                  "noise the round needs (privacy.quorum): the round is not released",
+                                  m, ddg_.n, ddg_.m));
+        ddg_work_.resize(ddg_.d_pad);
+        noise_.resize(ddg_.d);
+        const uint64_t seed = privacy::DdgRotationSeed(task_.seed, id_.algorithm, id_.run, id_.round);
+        privacy::DdgDecode(secagg_.sum().data(), ddg_, seed, ddg_work_.data(), noise_.data());
+        core_.add_sum(0, noise_.data(), m);
+        return close("secagg");
+      }
       uplink_.close(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), announced_model().data, core_);
       return close("secagg");
     }
@@ -418,7 +449,7 @@ void ServerSession::close(const char* by) {
   if (initial) {
     init_done_ = true;
   } else {
-    if (task_.privacy.enabled) {  // N(0, sigma^2 clip^2) per coordinate on the sum of the clipped dx
+    if (task_.privacy.enabled && !task_.privacy.distributed) {  // N(0, sigma^2 clip^2) per coordinate on the sum of the clipped dx
       const Status drawn = standard_normal_(noise_.data(), noise_.size());
       if (!drawn.ok()) return fail(drawn.message());
       const double scale = task_.privacy.noise_multiplier * task_.privacy.clip;

@@ -12,6 +12,7 @@
 
 #include "fedrt/privacy/gaussian_noise.h"
 #include "fedrt/privacy/run_budget.h"
+#include "fedrt/protocol/dp_round_sigma.h"
 #include "fedrt/sim/session_driver.h"
 
 namespace fedrt::sim {
@@ -47,15 +48,18 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.kernel = ctx.kernel;
   o.ranks = ctx.ranks;
   o.park_idle_agents = ctx.park_idle_agents;
-  // Central DP-FedAvg (docs/privacy.md): the server's noise and the accountant.
+  // DP-FedAvg (docs/privacy.md): the server's noise (central) and the accountant.
   const config::PrivacySettings* dp = task.privacy.enabled ? ctx.privacy : nullptr;
   std::optional<privacy::RunBudget> budget;
   if (dp != nullptr) {
-    auto noise = std::make_shared<privacy::GaussianNoise>(
-        dp->test_seed ? privacy::GaussianNoise::Seeded(*dp->test_seed, run, a) : privacy::GaussianNoise::Cryptographic());
-    o.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
+    if (!task.privacy.distributed) {  // distributed: the devices draw the noise
+      auto noise = std::make_shared<privacy::GaussianNoise>(
+          dp->test_seed ? privacy::GaussianNoise::Seeded(*dp->test_seed, run, a) : privacy::GaussianNoise::Cryptographic());
+      o.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
+    }
+    // Each round at its multiplier (distributed: sigma_eff of its n, foreseen from the seed).
     auto b = privacy::RunBudget::Create(dp->delta, dp->epsilon_budget, task.participation,
-                                        task.privacy.noise_multiplier, T);
+                                        [&task, run](uint32_t t) { return protocol::DpForeseenSigma(task, run, t); }, T);
     if (!b.ok()) {
       p.status = b.status();
       return p;
@@ -85,7 +89,9 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
     rows = t + 2;
     if (budget) {
-      auto eps = budget->CloseRound();
+      const double sigma_t = protocol::DpRoundSigma(task, r.commit->sampled);
+      if (task.privacy.distributed && r.commit->sampled > 0) p.effective_noise = std::min(p.effective_noise, sigma_t);
+      auto eps = budget->CloseRound(sigma_t);
       if (!eps.ok()) return eps.status();
       p.epsilon[t + 1] = *eps;
       if (!budget->stop().empty()) {

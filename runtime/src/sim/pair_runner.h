@@ -8,6 +8,7 @@
 // are the same bits; RunExperiment assembles them in (algorithm, run) order.
 // Internal to the simulator.
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,6 +46,7 @@ struct PairOutput {
   std::vector<double> error, train_loss, local_loss;
   std::vector<double> epsilon;  // DP-FedAvg: epsilon spent after round t (row t; 0 in row 0)
   std::string privacy_stop;     // why the run ended before round T (privacy.epsilon_budget)
+  double effective_noise = HUGE_VAL;  // distributed DP: the smallest noise multiplier a round was accounted at
   std::vector<uint32_t> agents;
   std::vector<uint64_t> bits_up, bits_down;
   std::vector<Eigen::VectorXd> history;

@@ -1,6 +1,9 @@
 #include "fedrt/sim/session_driver.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -22,6 +25,21 @@ int SimulatedSecrets(void* ctx, uint64_t round_id, uint32_t u, uint8_t* out, siz
   const secagg::DeviceEntropy e = secagg::SimulatedEntropy(*static_cast<const uint64_t*>(ctx), round_id, u);
   if (n != sizeof e) return -1;
   std::memcpy(out, &e, n);
+  return 0;
+}
+
+// Distributed DP's device noise in a private run: the operating system's
+// cryptographic source (getrandom), never the experiment's seed.
+int OsEntropy(void*, uint64_t, uint32_t, uint8_t* out, size_t n) {
+  while (n > 0) {
+    const ssize_t got = getrandom(out, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    out += got;
+    n -= static_cast<size_t>(got);
+  }
   return 0;
 }
 
@@ -204,6 +222,7 @@ Status SessionDriver::seat(uint32_t c) {
     co.problem = problem;
     co.entropy = SimulatedSecrets;
     co.entropy_ctx = &entropy_seed_;
+    co.noise_entropy = OsEntropy;
     Status st = fresh.session.init(arena, co);
     if (!st.ok()) return AgentError(c, st);
     k = static_cast<uint32_t>(seats_.size() - 1);

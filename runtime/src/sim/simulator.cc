@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "fedrt/task/names.h"
+#include "fedrt/algorithms/lsa.h"  // IsSampled
 #include "fedrt/report/evaluation.h"
 #include "fedrt/config/task_builder.h"
 #include "fedrt/core/worker_pool.h"
 #include "fedrt/privacy/run_budget.h"
+#include "fedrt/protocol/dp_round_sigma.h"
 #include "fedrt/report/privacy_summary.h"
 #include "pair_runner.h"
 
@@ -34,13 +37,29 @@ Result<problems::FedDataset> BuildFedData(const config::ExperimentConfig& cfg) {
 // leaves no round to run.
 Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task, const SimOptions& opt) {
   if (!task.privacy.enabled) return Status::Ok();
-  if (opt.ranks != nullptr && opt.ranks->size() > 1 && !cfg.privacy.test_seed)
+  if (task.privacy.distributed) {  // the group must hold the sum of a likely round's devices (docs/privacy.md)
+    const double qn = task.participation * task.problem.agents;
+    const double likely = std::min<double>(task.problem.agents, std::ceil(qn + 6 * std::sqrt(qn) + 1));
+    privacy::DdgRound r;
+    const task::PrivacySpec& p = task.privacy;
+    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance,
+                                       static_cast<uint32_t>(likely), task.problem.dim, task.compression.quantizer.bits, r);
+    if (why == nullptr) why = privacy::DdgGroupFits(r);
+    if (why != nullptr)
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{} (checked for {} sampled devices, q N + 6 sqrt(q N))", why, likely));
+  }
+  if (!task.privacy.distributed && opt.ranks != nullptr && opt.ranks->size() > 1 && !cfg.privacy.test_seed)
     return Status(StatusCode::kInvalidArgument,
                   std::string("privacy.mechanism = \"central\" does not run across MPI ranks yet: each rank's server "
                               "replica would draw its own noise (run one process)"));
-  auto budget = privacy::RunBudget::Create(cfg.privacy.delta, cfg.privacy.epsilon_budget, task.participation,
-                                          task.privacy.noise_multiplier, task.rounds);
-  if (!budget.ok()) return budget.status();
+  // Each run's first round at its multiplier (distributed: sigma_eff of the n the seed samples).
+  for (uint32_t run = 0; run < (task.privacy.distributed ? task.runs : 1u); ++run) {
+    auto budget = privacy::RunBudget::Create(
+        cfg.privacy.delta, cfg.privacy.epsilon_budget, task.participation,
+        [&task, run](uint32_t t) { return protocol::DpForeseenSigma(task, run, t); }, task.rounds);
+    if (!budget.ok()) return budget.status();
+  }
   return Status::Ok();
 }
 
@@ -103,7 +122,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     AlgorithmResult res;
     res.name = ctx.names[a];
     uint64_t secagg_failed = 0;
-    double epsilon = 0;
+    double epsilon = 0, effective_noise = HUGE_VAL;
     std::vector<std::string> stops;
     for (uint32_t run = 0; run < task.runs; ++run) {
       PairOutput p = done.empty() ? RunPair(ctx, a, run, &pool, opt.on_round)
@@ -117,6 +136,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       secagg_failed += p.secagg_failed;
       if (task.privacy.enabled) {
         epsilon = std::max(epsilon, p.epsilon.empty() ? 0.0 : p.epsilon.back());
+        effective_noise = std::min(effective_noise, p.effective_noise);
         if (!p.privacy_stop.empty()) stops.push_back(fmt::format("run {}: {}", run, p.privacy_stop));
         res.epsilon.push_back(std::move(p.epsilon));
       }
@@ -132,7 +152,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       if (opt.keep_theta_history) res.theta_history.push_back(std::move(p.history));
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
-    if (task.privacy.enabled) report::AddPrivacySummary(cfg.privacy, epsilon, stops, res.extra);
+    if (task.privacy.enabled) report::AddPrivacySummary(cfg.privacy, epsilon, stops, res.extra, effective_noise);
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }

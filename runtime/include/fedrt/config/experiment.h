@@ -83,6 +83,8 @@ struct PrivacySettings {
   std::optional<double> epsilon_budget;     // no round starts that would exceed it
   std::optional<double> adaptive_quantile;  // adaptive clipping (not yet implemented)
   std::optional<uint64_t> test_seed;        // reproducible noise: NOT private
+  double quorum = 0.8;                // distributed: m = ceil(quorum n) survivors carry the noise
+  uint32_t device_variance = 1u << 16;  // distributed: each device's integer noise variance s2
   bool on() const { return mechanism != "none"; }
 };
 

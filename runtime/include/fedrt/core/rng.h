@@ -23,6 +23,8 @@ enum class RngStream : uint64_t {
   kProblem = 4,        // problem generation (Garnet instance)
   kCompression = 5,    // dithering / stochastic rounding draws
   kPrivacyTest = 6,    // DP-FedAvg's noise under privacy.test_seed (reproducible, not private)
+  kDdgRotation = 7,    // distributed DP: the round's public rotation signs
+  kDdgTestNoise = 8,   // distributed DP: a device's rounding and noise under privacy.test_seed (not private)
 };
 
 // Key of one stream: hashes every coordinate so nearby keys give unrelated streams.

@@ -1,5 +1,5 @@
 #pragma once
-// The privacy accountant of DP-FedAvg (docs/privacy.md): Renyi differential
+// The privacy accountant of DP-FedAvg (docs/privacy-accounting.md): Renyi differential
 // privacy (RDP) of the Poisson-subsampled Gaussian mechanism at integer
 // orders, composed over rounds and phases, converted to (epsilon, delta), and
 // its inverse (the noise multiplier that reaches a target epsilon). Host code:
@@ -32,7 +32,7 @@ Result<std::vector<double>> ComposeRdp(const std::vector<Phase>& phases, const s
 
 // How RDP becomes (epsilon, delta): kClassic is min over orders of
 // rdp + log(1/delta)/(alpha-1); kTight subtracts what the sharper bound of
-// docs/privacy.md ("From RDP to (epsilon, delta)") allows.
+// docs/privacy-accounting.md ("From RDP to (epsilon, delta)") allows.
 enum class Conversion { kClassic, kTight };
 
 // Epsilon at one delta by both conversions, with the order each one took.

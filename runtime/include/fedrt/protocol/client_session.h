@@ -26,7 +26,9 @@
 #include "fedrt/protocol/client_work.h"
 #include "fedrt/protocol/families.h"
 #include "fedrt/protocol/messages.h"
+#include "fedrt/protocol/noise_bits.h"
 #include "fedrt/protocol/uplink.h"
+#include "fedrt/privacy/ddg_codec.h"
 
 namespace fedrt::protocol {
 
@@ -43,7 +45,15 @@ class ClientSession {
     problems::LocalProblem<S> problem;
     EntropyFn entropy = nullptr;  // fresh SecAgg+ secrets (secure tasks)
     void* entropy_ctx = nullptr;
+    // Distributed DP's rounding and noise (null: `entropy`, the device's one
+    // source); a simulator whose SecAgg+ secrets come from its seed passes
+    // the operating system's source here.
+    EntropyFn noise_entropy = nullptr;
+    void* noise_entropy_ctx = nullptr;
   };
+
+  // Distributed DP (docs/privacy.md): only builds with the optimisation family run it.
+  static constexpr bool kDdg = Has(kFamilies, task::Family::kOpt);
 
   ClientSession() = default;
   ClientSession(const ClientSession&) = delete;
@@ -57,6 +67,13 @@ class ClientSession {
                s.chains * SegmentCoder<S>::ArenaBytes(s.segment_dim, task.compression.quantizer) +
                sizeof(S) * static_cast<size_t>(s.broadcast_dim) + Arena::kAlignment;
     if (Downlink(task)) n += sizeof(S) * static_cast<size_t>(s.broadcast_dim) + Arena::kAlignment;
+    if constexpr (kDdg) {
+      if (task.privacy.distributed) {  // the noised integers (persistent) and the rotation's doubles, d_pad each
+        const uint32_t inputs = privacy::PaddedDim(s.chains * static_cast<uint32_t>(s.segment_dim));
+        return n + (sizeof(uint32_t) + sizeof(double)) * static_cast<size_t>(inputs) + 2 * Arena::kAlignment +
+               (task.secagg.enabled ? ClientSecAgg::ArenaBytes(inputs) : 0);
+      }
+    }
     if (task.secagg.enabled) n += ClientSecAgg::ArenaBytes(s.chains * static_cast<uint32_t>(s.segment_dim));
     return n;
   }
@@ -100,6 +117,10 @@ class ClientSession {
     problem_ = o.problem;
     entropy_ = o.entropy;
     entropy_ctx_ = o.entropy_ctx;
+    if constexpr (kDdg) {
+      noise_entropy_ = o.noise_entropy != nullptr ? o.noise_entropy : o.entropy;
+      noise_entropy_ctx_ = o.noise_entropy != nullptr ? o.noise_entropy_ctx : o.entropy_ctx;
+    }
     const task::AlgorithmChoice alg = task_.algorithms[o.algorithm];
     auto st = arena.allocate<State>(1);
     if (!st.ok()) return st.status();
@@ -125,14 +146,30 @@ class ClientSession {
     auto b = arena.allocate<S>(static_cast<size_t>(s.broadcast_dim));
     if (!b.ok()) return b.status();
     broadcast_ = b->data;
+    uint32_t inputs = s.chains * static_cast<uint32_t>(s.segment_dim);
+    if constexpr (kDdg) {
+      if (task_.privacy.distributed) {  // the pending round's noised integers persist with it
+        inputs = privacy::PaddedDim(inputs);
+        auto q = arena.allocate<uint32_t>(inputs);
+        if (!q.ok()) return q.status();
+        ddg_ints_ = q->data;
+      }
+    }
     state_size_ = static_cast<size_t>(arena.base() + arena.used() - state_begin_);
+    if constexpr (kDdg) {
+      if (task_.privacy.distributed) {
+        auto w = arena.allocate<double>(inputs);
+        if (!w.ok()) return w.status();
+        ddg_work_ = w->data;
+      }
+    }
     downlink_ = Downlink(task_);
     if (downlink_) {  // decoded deltas, before they move xhat (not persistent)
       auto m = arena.allocate<S>(static_cast<size_t>(s.broadcast_dim));
       if (!m.ok()) return m.status();
       delta_ = m->data;
     }
-    if (task_.secagg.enabled) FEDRT_TRY(secagg_.create(arena, s.chains * static_cast<uint32_t>(s.segment_dim)));
+    if (task_.secagg.enabled) FEDRT_TRY(secagg_.create(arena, inputs));
     coded_ = em || task_.compression.enabled();
     return Status::Ok();
   }
@@ -360,6 +397,13 @@ class ClientSession {
   // its own would cost the image bytes it does not have (fedrt-fw-lsa's budget).
   [[gnu::always_inline]] Status send_update(const Announcement& a, const S* const value[], const S* const start[], ClientMessage& out) {
     if (!a.report) return Status::Ok();  // VR-FedEM: the estimate moved, nothing to send
+    if constexpr (kDdg) {
+      if (task_.privacy.distributed) {
+        FEDRT_TRY(encode_distributed(a, value[0]));
+        state_->encoding = static_cast<uint8_t>(Encoding::kCodec);
+        return hold_pending(a, out);
+      }
+    }
     for (uint32_t k = 0; k < work_.shape().chains; ++k) {
       if (coded_) {
         CounterRng rng(task_.seed, state_->run, state_->agent, a.id.round, RngStream::kCompression);
@@ -370,6 +414,31 @@ class ClientSession {
     }
     state_->encoding = static_cast<uint8_t>(coded_ ? Encoding::kCodec : Encoding::kRawFloat64);
     return hold_pending(a, out);
+  }
+
+  // Distributed DP (privacy/ddg_codec.h): the clipped dx rotated, scaled by
+  // 1/gamma, rounded within the norm bound, noised with N_Z(0, s2) and
+  // reduced mod 2^b into ddg_ints_, once per round (a repeated announcement
+  // sends the same integers: fresh noise would average out).
+  Status encode_distributed(const Announcement& a, const S* dx) {
+    if (!a.secagg.enabled)
+      return Status::InvalidArgument("announcement: distributed DP needs a secure round (the noise is the devices')");
+    const task::PrivacySpec& p = task_.privacy;
+    privacy::DdgRound r;
+    const uint32_t d = static_cast<uint32_t>(work_.shape().segment_dim);
+    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance, a.secagg.n, d,
+                                       task_.compression.quantizer.bits, r);
+    if (why != nullptr) return Status::InvalidArgument(why);
+    NoiseBits bits;
+    if (p.has_test_seed) {
+      bits.use_counter(privacy::DdgTestNoiseKey(p.test_seed, state_->algorithm, state_->run, state_->agent, a.id.round));
+    } else {
+      FEDRT_TRY(bits.use_entropy(noise_entropy_, noise_entropy_ctx_, a.secagg.round_id, a.secagg.id));
+    }
+    const uint64_t seed = privacy::DdgRotationSeed(task_.seed, state_->algorithm, state_->run, a.id.round);
+    FEDRT_TRY(privacy::DdgEncode(dx, r, seed, bits, ddg_work_, ddg_ints_));
+    if (bits.failed()) return Status::Internal("distributed DP: the noise keystream failed");
+    return Status::Ok();
   }
 
   // The coded update is this round's pending one until the server has it.
@@ -477,6 +546,16 @@ class ClientSession {
     const typename Work::Shape& s = work_.shape();
     if (a.secagg.enabled && state_->encoding != static_cast<uint8_t>(Encoding::kRawFloat32)) {
       uint32_t* x = secagg_.input();
+      if constexpr (kDdg) {
+        if (task_.privacy.distributed) {  // the round's noised integers, d_pad of them
+          const uint32_t count = privacy::PaddedDim(s.chains * static_cast<uint32_t>(s.segment_dim));
+          std::memcpy(x, ddg_ints_, sizeof(uint32_t) * count);
+          FEDRT_TRY(secagg_.start(a.id, a.secagg, count, task_.compression.quantizer.bits, entropy_, entropy_ctx_,
+                                  out.advertise));
+          out.kind = MessageKind::kSecAggAdvertise;
+          return Status::Ok();
+        }
+      }
       for (uint32_t k = 0; k < s.chains; ++k) FEDRT_TRY(coder_[k].integers(x + k * static_cast<uint32_t>(s.segment_dim)));
       FEDRT_TRY(secagg_.start(a.id, a.secagg, s.chains * static_cast<uint32_t>(s.segment_dim),
                               task_.compression.quantizer.bits, entropy_, entropy_ctx_, out.advertise));
@@ -516,6 +595,12 @@ class ClientSession {
   ClientSecAgg secagg_;
   bool coded_ = false;
   uint64_t last_samples_ = 0;
+  // Distributed DP, last: the members before keep their offsets (and the
+  // Cortex-M3 image its bytes).
+  EntropyFn noise_entropy_ = nullptr;
+  void* noise_entropy_ctx_ = nullptr;
+  uint32_t* ddg_ints_ = nullptr;  // the pending round's noised integers (d_pad)
+  double* ddg_work_ = nullptr;    // and the rotation's workspace
 };
 
 }  // namespace fedrt::protocol

@@ -76,6 +76,8 @@ class ServerCore {
   void count(uint32_t k);
   // DP-FedAvg: adds noise (dim() values) to the sum of chain k's dx.
   void add_noise(uint32_t k, const double* noise);
+  // Distributed DP: the decoded sum of m members' noised dx (optimisation family).
+  void add_sum(uint32_t k, const double* sum, uint32_t m);
   // The server rule after round t; unchanged when nothing was aggregated.
   void finish_round(uint32_t t);
 

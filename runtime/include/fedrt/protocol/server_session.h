@@ -27,6 +27,7 @@
 #include "fedrt/protocol/server_secagg.h"
 #include "fedrt/protocol/server_uplink.h"
 #include "fedrt/protocol/upload_journal.h"
+#include "fedrt/privacy/ddg_params.h"
 
 namespace fedrt::protocol {
 
@@ -214,7 +215,9 @@ class ServerSession {
 
   task::Task task_{};
   std::function<Status(double*, size_t)> standard_normal_;  // DP-FedAvg's noise source
-  std::vector<double> noise_;
+  std::vector<double> noise_;  // central: the noise; distributed: the decoded sum
+  privacy::DdgRound ddg_{};      // distributed DP: this round's parameters
+  std::vector<double> ddg_work_;
   uint32_t agents_ = 0;
   ServerCore core_;
   ServerUplink uplink_;

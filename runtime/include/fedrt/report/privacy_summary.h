@@ -1,11 +1,13 @@
 #pragma once
 // DP-FedAvg's guarantee in summary.json (docs/privacy.md): per algorithm
 // mechanism, epsilon (the largest over runs, classic conversion), delta,
-// noise_multiplier, clip, private (false under privacy.test_seed), the
+// noise_multiplier (distributed: also effective_noise_multiplier, quorum,
+// device_variance), clip, private (false under privacy.test_seed), the
 // epsilon_budget when set and privacy_stop, why runs ended early. Every
 // driver (fedrt-sim, fedrt-coordinator) writes them with this one function.
 // Host code.
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -15,8 +17,9 @@
 
 namespace fedrt::report {
 
-// `stops`: one line per run the budget ended early ("run r: stopped after ...").
+// `stops`: one line per run the budget ended early ("run r: stopped after ...");
+// effective_noise: distributed, the smallest multiplier a round was accounted at.
 void AddPrivacySummary(const config::PrivacySettings& privacy, double epsilon, const std::vector<std::string>& stops,
-                       nlohmann::json& extra);
+                       nlohmann::json& extra, double effective_noise = HUGE_VAL);
 
 }  // namespace fedrt::report

@@ -61,9 +61,14 @@ inline const char* Invalid(const Task& t) {
   if (t.secagg.enabled && t.compression.quantizer.kind != compression::QuantizerKind::kRounding)
     return "secure aggregation without the rounding quantizer";
   if (!(t.participation > 0 && t.participation <= 1)) return "participation outside (0, 1]";
+#ifndef FEDRT_TASK_NO_DP  // an image without the optimisation family refuses every DP task anyway
   if (t.privacy.enabled && !(t.privacy.clip > 0 && t.privacy.clip <= DBL_MAX && t.privacy.noise_multiplier >= 0 &&
                              t.privacy.noise_multiplier <= DBL_MAX))
     return "privacy: clip <= 0 or noise < 0";  // the experiment file named the key (config)
+  if (t.privacy.distributed && !(t.privacy.enabled && t.secagg.enabled && t.privacy.quorum_ppm - 1u < 1000000u &&
+                                 t.privacy.device_variance - 1u < (1u << 24)))
+    return "privacy: distributed needs SecAgg+, a quorum in (0, 1] and a variance in 1..2^24";
+#endif
   if (t.rounds == 0 || t.runs == 0) return "no rounds or no runs";
   return nullptr;
 }

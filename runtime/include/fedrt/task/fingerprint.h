@@ -113,6 +113,13 @@ inline uint64_t SessionFingerprint(const Task& t, uint32_t algorithm, uint32_t r
   if (t.privacy.enabled) {  // absent otherwise: fingerprints of tasks without privacy are unchanged
     h.f64(t.privacy.clip);
     h.f64(t.privacy.noise_multiplier);
+#ifndef FEDRT_TASK_NO_DP  // an image without the optimisation family never runs a DP task
+    if (t.privacy.distributed) {  // absent for central tasks: their fingerprints are unchanged
+      h.u64(t.privacy.quorum_ppm);
+      h.u64(t.privacy.device_variance);
+      h.u64(t.privacy.has_test_seed ? t.privacy.test_seed : ~0ull);
+    }
+#endif
   }
   h.f64(t.participation);
   h.u64(t.seed);

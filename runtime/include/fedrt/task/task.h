@@ -140,13 +140,22 @@ struct SecAggSpec {
   double dropout = 0.0;      // simulator only: devices that vanish after sharing keys
 };
 
-// Central DP-FedAvg (docs/privacy.md): each device clips its round update to
-// L2 norm `clip`; the server divides the sum by q N and adds Gaussian noise
-// of std noise_multiplier * clip to it. Off: every round as without privacy.
-struct PrivacySpec {
+// DP-FedAvg (docs/privacy.md): each device clips its round update to L2
+// norm `clip`; the server divides the sum by q N. Central: the server adds
+// Gaussian noise of std noise_multiplier * clip to the sum. Distributed
+// (SecAgg+): each device adds discrete Gaussian noise of integer variance
+// device_variance on a grid gamma = sigma clip / sqrt(m s2), m =
+// ceil(quorum n) (privacy/ddg_params.h). Off: every round as without privacy.
+// 32 bytes: the Cortex-M3 image fedrt-fw-lsa stores a default Task in flash.
+struct PrivacySpec {  // the flags and s2 first: they fill the padding after `enabled`
   bool enabled = false;
+  bool distributed = false;         // the devices add the noise (needs secagg)
+  bool has_test_seed = false;       // distributed: draws keyed by test_seed (NOT private)
+  uint32_t device_variance = 0;     // s2, in 1..2^24
   double clip = 1.0;
   double noise_multiplier = 0.0;
+  uint32_t quorum_ppm = 0;          // quorum in millionths (distributed: 1..10^6): m = ceil(quorum_ppm n / 10^6)
+  uint32_t test_seed = 0;           // the low 32 bits of privacy.test_seed
 };
 
 struct Task {
