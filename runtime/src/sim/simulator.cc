@@ -81,10 +81,10 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
         task.problem.kind != task::ProblemKind::kLeastSquares)
       return Status(StatusCode::kInvalidArgument,
                     std::string("fedprox-exact needs least squares (--problem lsq): logistic has no closed-form prox"));
-  FEDRT_TRY(CheckPrivacy(cfg, task, opt));
   auto instance = config::BuildInstance(cfg);
   if (!instance.ok()) return instance.status();
-  task.problem = (*instance)->problem();
+  task.problem = (*instance)->problem();  // devices' own data: N and d from the shards
+  FEDRT_TRY(CheckPrivacy(cfg, task, opt));
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   WorkerPool pool(cfg.threads > 0 ? cfg.threads : static_cast<int>(hw));
   auto eval_r = report::Evaluation::Make(task, config::DataFilesOf(cfg), **instance, &pool);
