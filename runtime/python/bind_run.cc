@@ -36,7 +36,8 @@ py::array_t<double> Stack(const std::vector<Eigen::VectorXd>& rows, int dim) {
 // metrics.csv as columns (report/outputs.cc writes the same rows, the same
 // optional columns, NaN where a row has no value).
 py::dict Metrics(const SimResult& r) {
-  const auto [train, test, with_epsilon] = report::OptionalMetricsColumns(r);
+  const report::MetricsColumns cols = report::OptionalMetricsColumns(r);
+  const bool train = cols.train, test = cols.test, with_epsilon = cols.epsilon;
   size_t rows = 0, name_len = 1;
   for (const AlgorithmResult& a : r.algorithms) {
     for (const auto& e : a.error) rows += e.size();

@@ -295,8 +295,8 @@ TEST(DpFedAvg, BadInputNamesTheKey) {
                     "[compression]\nquantizer = \"rounding\"\nsecure_aggregation = true\n")
                 .find("not yet implemented"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("mechanism = \"central\"\nadaptive_quantile = 0.5\n").find("privacy.adaptive_quantile"),
-            std::string::npos);
+  EXPECT_NE(ErrorOf("mechanism = \"central\"\nadaptive_quantile = 1.5\n").find("privacy.adaptive_quantile"),
+            std::string::npos);  // adaptive clipping: tests/privacy/adaptive_clip_test.cc
   EXPECT_NE(ErrorOf("mechanism = \"central\"\nepsilon_budget = 0\n").find("privacy.epsilon_budget must be > 0"),
             std::string::npos);
   EXPECT_NE(ErrorOf("mechanism = \"central\"\nclipp = 1.0\n").find("clipp"), std::string::npos);

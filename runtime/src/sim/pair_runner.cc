@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "fedrt/config/adaptive_clip.h"
 #include "fedrt/privacy/gaussian_noise.h"
 #include "fedrt/privacy/run_budget.h"
 #include "fedrt/sim/session_driver.h"
@@ -62,6 +63,13 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     }
     budget = std::move(*b);
     p.epsilon.assign(T + 1, 0.0);
+    auto adaptive = config::AdaptiveClipFor(*dp, task.participation, task.problem.agents, task.secagg.enabled);
+    if (!adaptive.ok()) {
+      p.status = adaptive.status();
+      return p;
+    }
+    o.adaptive = *adaptive;
+    if (o.adaptive.on()) p.clip.assign(T + 1, task.privacy.clip);
   }
   bool budget_stop = false;
   SessionDriver driver;
@@ -84,6 +92,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (!r.commit->failure.empty() && p.secagg_failed++ == 0) p.secagg_first_failure = r.commit->failure;
     if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
     rows = t + 2;
+    if (!p.clip.empty()) p.clip[t + 1] = r.commit->clip;
     if (budget) {
       auto eps = budget->CloseRound();
       if (!eps.ok()) return eps.status();
@@ -101,6 +110,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   if (st.code() == StatusCode::kCancelled) {  // the caller ended this run
     for (auto* v : {&p.error, &p.train_loss, &p.local_loss}) v->resize(rows);
     if (!p.epsilon.empty()) p.epsilon.resize(rows);
+    if (!p.clip.empty()) p.clip.resize(rows);
     p.agents.resize(rows);
     p.bits_up.resize(rows);
     p.bits_down.resize(rows);
@@ -112,6 +122,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   p.parked_bytes_per_agent = driver.parked_bytes_per_agent();
   const protocol::ServerCore& core = driver.server().core();
   p.final_theta = Eigen::Map<const Eigen::VectorXd>(core.model(), dim);
+  p.final_clip = driver.server().clip();
   eval.run_finished(a, run, core);
   p.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;

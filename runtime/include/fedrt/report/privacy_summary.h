@@ -18,5 +18,9 @@ namespace fedrt::report {
 // `stops`: one line per run the budget ended early ("run r: stopped after ...").
 void AddPrivacySummary(const config::PrivacySettings& privacy, double epsilon, const std::vector<std::string>& stops,
                        nlohmann::json& extra);
+// Adaptive clipping: adaptive_quantile and final_clip, per run the clip
+// C_T after the run's last round (what a next round would use).
+void AddAdaptiveClipSummary(const config::PrivacySettings& privacy, const std::vector<double>& final_clips,
+                            nlohmann::json& extra);
 
 }  // namespace fedrt::report
