@@ -196,4 +196,44 @@ TEST_F(NetTest, PrivacyUnclippedDeviceIsDroppedAndLoggedOnce) {
     if (r.round >= 1) EXPECT_EQ(r.agents, 3u) << "round " << r.round;
 }
 
+
+// Adaptive clipping across a coordinator restart: the clip C_t is part of
+// the stored server state and the test_seed stream resumes after d + 1
+// draws per committed round (the sum's d, then the count's), so a fleet
+// stopped after round 3 and restarted on its state db ends with the
+// simulator's metrics.csv line for line, clip column included. d = 6 is
+// even: the normals come in pairs (privacy/gaussian_noise.h), so d + 1
+// draws take one pair more than d, and a resume that skipped d per round
+// would shift the stream (with d odd the count's draw is the spare half of
+// the last pair, and the two skips are the same).
+TEST_F(NetTest, PrivacyAdaptiveClipResumesAfterARestart) {
+  const auto cfg = WriteExperiment(
+      "[problem]\nkind = \"lsq\"\nagents = 6\ndim = 6\n[algorithm]\nnames = [\"fedavg\"]\nstep = 0.05\n"
+      "local_steps = 10\n[participation]\nrate = 0.7\n[run]\nrounds = 6\nseed = 3\n[network]\ndeadline_ms = 30000\n"
+      "quorum = 1.0\nstart_timeout_ms = 60000\n[privacy]\nmechanism = \"central\"\nclip = 0.05\n"
+      "noise_multiplier = 0.4\nadaptive_quantile = 0.5\ntest_seed = 11\n");
+  Provision(dir_ / "keys", 6);
+  const int port = FreePort();
+  pid_t co = StartCoordinator(cfg, port, {"--stop-after-rounds", "3"});
+  ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < 6; ++i) StartDevice(i, port);
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  ASSERT_EQ(Rounds().size(), 3u);
+  co = StartCoordinator(cfg, port, {}, "coordinator.restart.log");
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.restart.log");
+  const std::string again = ReadFile(dir_ / "coordinator.restart.log");
+  EXPECT_EQ(Count(again, "privacy alg=fedavg run=0 round=4 "), 1u) << again;
+  EXPECT_EQ(Count(again, "privacy alg=fedavg run=0 round=3 "), 0u) << again;
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const auto fleet_csv = privacy_fleet::Lines(dir_ / "out" / "metrics.csv");
+  const auto sim_csv = privacy_fleet::Lines(dir_ / "sim" / "metrics.csv");
+  ASSERT_EQ(sim_csv.size(), 8u);
+  EXPECT_EQ(sim_csv[0], "algorithm,run,round,error,agents,bits_up,bits_down,epsilon,clip");
+  ASSERT_EQ(fleet_csv.size(), sim_csv.size()) << ReadFile(dir_ / "out" / "metrics.csv");
+  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  EXPECT_NE(Cells(sim_csv[7])[8], Cells(sim_csv[1])[8]) << "the clip moved";
+}
+
 }  // namespace fedrt::net::testing
