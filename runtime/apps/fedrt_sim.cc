@@ -192,9 +192,14 @@ int main(int argc, char** argv) {
     const std::string effective = a.extra.contains("effective_noise_multiplier")
                                       ? fmt::format(" (effective {:.6g})", a.extra["effective_noise_multiplier"].get<double>())
                                       : std::string();
-    std::printf("%-14s epsilon %.6g at delta %g (%s DP-FedAvg, noise_multiplier %g%s, clip %g%s)\n", a.name.c_str(),
+    std::string adaptive;  // adaptive clipping: the quantile and each run's final clip
+    if (a.extra.contains("final_clip")) {
+      adaptive = fmt::format(", adaptive toward quantile {:g}, final", *cfg.privacy.adaptive_quantile);
+      for (const auto& f : a.extra["final_clip"]) adaptive += fmt::format(" {:.6g}", f.get<double>());
+    }
+    std::printf("%-14s epsilon %.6g at delta %g (%s DP-FedAvg, noise_multiplier %g%s, clip %g%s%s)\n", a.name.c_str(),
                 a.extra["epsilon"].get<double>(), cfg.privacy.delta, cfg.privacy.mechanism.c_str(),
-                cfg.privacy.noise_multiplier, effective.c_str(), cfg.privacy.clip,
+                cfg.privacy.noise_multiplier, effective.c_str(), cfg.privacy.clip, adaptive.c_str(),
                 dp_test_seed ? "; test_seed: NOT private" : "");
     if (a.extra.contains("privacy_stop"))
       for (const auto& why : a.extra["privacy_stop"]) log::Get("fedrt-sim").warn("{} {}", a.name, why.get<std::string>());

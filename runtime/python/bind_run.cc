@@ -36,7 +36,8 @@ py::array_t<double> Stack(const std::vector<Eigen::VectorXd>& rows, int dim) {
 // metrics.csv as columns (report/outputs.cc writes the same rows, the same
 // optional columns, NaN where a row has no value).
 py::dict Metrics(const SimResult& r) {
-  const auto [train, test, with_epsilon] = report::OptionalMetricsColumns(r);
+  const report::MetricsColumns cols = report::OptionalMetricsColumns(r);
+  const bool train = cols.train, test = cols.test, with_epsilon = cols.epsilon, with_clip = cols.clip;
   size_t rows = 0, name_len = 1;
   for (const AlgorithmResult& a : r.algorithms) {
     for (const auto& e : a.error) rows += e.size();
@@ -45,7 +46,7 @@ py::dict Metrics(const SimResult& r) {
   const auto n = static_cast<py::ssize_t>(rows);
   py::array_t<int64_t> run(n), round(n), agents(n);
   py::array_t<uint64_t> up(n), down(n);
-  py::array_t<double> error(n), train_loss(n), local_loss(n), test_loss(n), test_accuracy(n), epsilon(n);
+  py::array_t<double> error(n), train_loss(n), local_loss(n), test_loss(n), test_accuracy(n), epsilon(n), clip(n);
   std::vector<std::string> names;
   names.reserve(rows);
   using report::MetricsCell;
@@ -65,6 +66,7 @@ py::dict Metrics(const SimResult& r) {
         test_loss.mutable_at(i) = MetricsCell(a.test_loss, k, t);
         test_accuracy.mutable_at(i) = MetricsCell(a.test_accuracy, k, t);
         epsilon.mutable_at(i) = MetricsCell(a.epsilon, k, t);
+        clip.mutable_at(i) = MetricsCell(a.clip, k, t);
       }
   py::dict m;
   m["algorithm"] = py::module_::import("numpy").attr("array")(names, fmt::format("<U{}", name_len));
@@ -77,6 +79,7 @@ py::dict Metrics(const SimResult& r) {
   if (train) m["train_loss"] = train_loss, m["local_loss"] = local_loss;
   if (test) m["test_loss"] = test_loss, m["test_accuracy"] = test_accuracy;
   if (with_epsilon) m["epsilon"] = epsilon;
+  if (with_clip) m["clip"] = clip;
   return m;
 }
 

@@ -144,6 +144,51 @@ TEST(FwCodec, PrivacyDecodesAsOnTheHost) {
   EXPECT_FALSE(off.fw_task.privacy.enabled);
 }
 
+// Adaptive clipping (docs/privacy.md): the announcement's clip C_t reaches
+// the firmware as the host sent it, and the firmware's clip indicator the
+// host; a negative clip and an indicator other than 0, 1, 2 are refused.
+TEST(FwCodec, AdaptiveClipTravelsBothWays) {
+  static Fixture f;
+  const double model[] = {0.5, -1.0};
+  protocol::Announcement a;
+  a.id = RoundId{0, 0, 4};
+  a.local_steps = 5;
+  a.model = View<double>{model, 2};
+  a.clip = 0.625;
+  wire::Envelope env;
+  wire::Encode(a, env);
+  ASSERT_TRUE(ToNanopb(env, f.env));
+  Inbound in;
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  EXPECT_EQ(in.message().announcement.clip, 0.625);
+  f.env.body.announce.clip = -0.5;
+  EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  a.clip = 0;  // no adaptive clipping: absent, decoded as 0
+  wire::Envelope plain;
+  wire::Encode(a, plain);
+  ASSERT_TRUE(ToNanopb(plain, f.env));
+  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
+  EXPECT_EQ(in.message().announcement.clip, 0.0);
+
+  const uint8_t seg[8] = {};
+  protocol::Update u;
+  u.id = RoundId{0, 0, 4};
+  u.segments = 1;
+  u.payload[0] = View<uint8_t>{seg, 8};
+  u.clip_indicator = 2;
+  ASSERT_TRUE(Encode(u, f.env).ok());
+  wire::Envelope uenv;
+  ASSERT_TRUE(ToHost(f.env, uenv));
+  wire::Inbound host;
+  wire::WireError err;
+  ASSERT_TRUE(host.decode(uenv, err)) << err.message;
+  EXPECT_EQ(host.update().clip_indicator, 2u);
+  f.env.body.update.clip_indicator = 3;
+  ASSERT_TRUE(ToHost(f.env, uenv));
+  EXPECT_FALSE(host.decode(uenv, err));
+  EXPECT_NE(err.message.find("clip indicator 3"), std::string::npos) << err.message;
+}
+
 // The firmware reads a softmax task's classes and intercept (ProblemSpec 13,
 // 14) as the host does; its client then refuses the task with the reason.
 TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {

@@ -223,6 +223,15 @@ last = max(fleet, key=lambda k: (k[0], int(k[1]), int(k[2])))
 print(f"fleet vs simulator: {len(fleet)} rounds, max |sqrt(e_fleet) - sqrt(e_sim)| = {dev[worst]:.3e} "
       f"(round {worst[2]} of {worst[0]}; bound {bound:g}), max relative error difference {rel:.3e}, "
       f"final error fleet {fleet[last]:.6g} simulator {sim[last]:.6g}")
+def clips(p):  # adaptive clipping: the coordinator's clip, from the devices' indicators, in double on both sides
+    with open(p) as f:
+        return {(r["algorithm"], r["run"], r["round"]): r["clip"] for r in csv.DictReader(f) if "clip" in r}
+cf, cs = clips(sys.argv[1]), clips(sys.argv[2])
+if cf != cs:
+    print("clip columns differ: " + ", ".join(f"{k}: fleet {cf.get(k)} simulator {cs.get(k)}" for k in sorted(cs) if cf.get(k) != cs[k]))
+    sys.exit(1)
+if cf:
+    print(f"clip column equal in {len(cf)} rows: round 0 {cs[('fedavg', '0', '0')]}, last {cs[last]}")
 sys.exit(0 if dev[worst] <= bound else 1)
 EOF
 fi

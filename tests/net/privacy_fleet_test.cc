@@ -26,6 +26,7 @@ struct Case {
   std::string budget;   // extra [privacy] lines
   int rounds;           // [run] rounds
   int rows;             // metrics.csv rows per algorithm (rounds + 1, or fewer under a budget)
+  std::string sigma = "1.0";  // privacy.noise_multiplier
 };
 
 const char* kLsq = "[problem]\nkind = \"lsq\"\nagents = 6\ndim = 5\n";
@@ -38,7 +39,11 @@ std::vector<Case> Cases() {
   // budget of 9 ends a run after round 3 of 6.
   return {{"lsq", kLsq, "", 5, 6},
           {"logistic", kLogistic, "", 5, 6},
-          {"lsq_budget", kLsq, "epsilon_budget = 9.0\n", 6, 4}};
+          {"lsq_budget", kLsq, "epsilon_budget = 9.0\n", 6, 4},
+          // Adaptive clipping (docs/privacy.md): q N = 4.2, sigma_b = 0.21,
+          // so sigma must stay below 2 sigma_b = 0.42; the clip starts at
+          // 0.05, below every update, and grows toward their median.
+          {"lsq_adaptive", kLsq, "adaptive_quantile = 0.5\n", 8, 9, "0.4"}};
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -58,7 +63,7 @@ TEST_P(PrivacyFleetTest, FleetEqualsSimulatorWithTheSameNoise) {
       c.problem + "[algorithm]\nnames = [\"fedavg\", \"fedprox\"]\nstep = 0.05\nlocal_steps = 10\n"
                   "[participation]\nrate = 0.7\n[run]\nrounds = " + std::to_string(c.rounds) +
       "\nruns = 1\nseed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\nstart_timeout_ms = 60000\n"
-      "[privacy]\nmechanism = \"central\"\nclip = 0.05\nnoise_multiplier = 1.0\ntest_seed = 11\n" + c.budget);
+      "[privacy]\nmechanism = \"central\"\nclip = 0.05\nnoise_multiplier = " + c.sigma + "\ntest_seed = 11\n" + c.budget);
 
   Provision(dir_ / "keys", kAgents);
   const pid_t co = StartCoordinator(cfg, 0, {});
@@ -73,11 +78,19 @@ TEST_P(PrivacyFleetTest, FleetEqualsSimulatorWithTheSameNoise) {
 
   const auto fleet_csv = Lines(dir_ / "out" / "metrics.csv"), sim_csv = Lines(dir_ / "sim" / "metrics.csv");
   ASSERT_FALSE(sim_csv.empty());
-  EXPECT_EQ(sim_csv[0], "algorithm,run,round,error,agents,bits_up,bits_down,epsilon");
+  const bool adaptive = c.budget.find("adaptive_quantile") != std::string::npos;
+  const bool budgeted = c.budget.find("epsilon_budget") != std::string::npos;
+  EXPECT_EQ(sim_csv[0], std::string("algorithm,run,round,error,agents,bits_up,bits_down,epsilon") +
+                            (adaptive ? ",clip" : ""));
   ASSERT_EQ(sim_csv.size(), 1u + 2 * c.rows);
   ASSERT_EQ(fleet_csv.size(), sim_csv.size()) << ReadFile(dir_ / "out" / "metrics.csv");
   for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
   std::printf("[%s] last row: %s\n", c.name.c_str(), fleet_csv.back().c_str());
+  if (adaptive) {  // the clip moved: round 1 used 0.05, the last round a longer one
+    auto clip_of = [](const std::string& row) { return std::stod(row.substr(row.rfind(',') + 1)); };
+    EXPECT_EQ(clip_of(sim_csv[2]), 0.05);
+    EXPECT_GT(clip_of(sim_csv[c.rows]), 0.05) << sim_csv[c.rows];
+  }
 
   // The comparison can fail: another test_seed, other noise, other errors.
   {
@@ -99,11 +112,16 @@ TEST_P(PrivacyFleetTest, FleetEqualsSimulatorWithTheSameNoise) {
     const auto& s = simj["algorithms"][name];
     for (const char* key : {"mechanism", "epsilon", "delta", "noise_multiplier", "clip", "private"})
       EXPECT_EQ(f[key], s[key]) << name << " " << key;
+    if (adaptive) {
+      EXPECT_EQ(f["adaptive_quantile"], s["adaptive_quantile"]) << name;
+      ASSERT_TRUE(f.contains("final_clip")) << name;
+      EXPECT_EQ(f["final_clip"], s["final_clip"]) << name;
+    }
     EXPECT_EQ(f["mechanism"], "central");
     EXPECT_EQ(f["private"], false);  // test_seed
     EXPECT_GT(f["epsilon"].get<double>(), 0.0);
-    EXPECT_EQ(f.contains("privacy_stop"), !c.budget.empty()) << name;
-    if (!c.budget.empty()) {
+    EXPECT_EQ(f.contains("privacy_stop"), budgeted) << name;
+    if (budgeted) {
       EXPECT_EQ(f["privacy_stop"], s["privacy_stop"]) << name;
       EXPECT_EQ(f["privacy_stop"][0].get<std::string>().rfind("run 0: stopped after round 3 of 6", 0), 0u)
           << f["privacy_stop"];
@@ -114,7 +132,8 @@ TEST_P(PrivacyFleetTest, FleetEqualsSimulatorWithTheSameNoise) {
   // Every closed round says that the run is not private, and its epsilon.
   EXPECT_EQ(Count(log, "is NOT private"), static_cast<size_t>(2 * (c.rows - 1) + 1)) << log;
   EXPECT_EQ(Count(log, "privacy alg="), static_cast<size_t>(2 * (c.rows - 1)) * 2);
-  if (!c.budget.empty()) {
+  if (adaptive) EXPECT_EQ(Count(log, "delta=1e-05 clip="), static_cast<size_t>(2 * (c.rows - 1))) << log;
+  if (budgeted) {
     EXPECT_EQ(Count(log, "privacy_stop alg="), 2u) << log;
     EXPECT_EQ(Count(log, "round=4 "), 0u) << "no round past the budget opens";
   }
@@ -175,6 +194,46 @@ TEST_F(NetTest, PrivacyUnclippedDeviceIsDroppedAndLoggedOnce) {
   for (size_t i = 3; i < 6; ++i) EXPECT_EQ(Cells(fleet_csv[i])[4], "3") << fleet_csv[i];  // agents
   for (const RoundRecord& r : Rounds())
     if (r.round >= 1) EXPECT_EQ(r.agents, 3u) << "round " << r.round;
+}
+
+
+// Adaptive clipping across a coordinator restart: the clip C_t is part of
+// the stored server state and the test_seed stream resumes after d + 1
+// draws per committed round (the sum's d, then the count's), so a fleet
+// stopped after round 3 and restarted on its state db ends with the
+// simulator's metrics.csv line for line, clip column included. d = 6 is
+// even: the normals come in pairs (privacy/gaussian_noise.h), so d + 1
+// draws take one pair more than d, and a resume that skipped d per round
+// would shift the stream (with d odd the count's draw is the spare half of
+// the last pair, and the two skips are the same).
+TEST_F(NetTest, PrivacyAdaptiveClipResumesAfterARestart) {
+  const auto cfg = WriteExperiment(
+      "[problem]\nkind = \"lsq\"\nagents = 6\ndim = 6\n[algorithm]\nnames = [\"fedavg\"]\nstep = 0.05\n"
+      "local_steps = 10\n[participation]\nrate = 0.7\n[run]\nrounds = 6\nseed = 3\n[network]\ndeadline_ms = 30000\n"
+      "quorum = 1.0\nstart_timeout_ms = 60000\n[privacy]\nmechanism = \"central\"\nclip = 0.05\n"
+      "noise_multiplier = 0.4\nadaptive_quantile = 0.5\ntest_seed = 11\n");
+  Provision(dir_ / "keys", 6);
+  const int port = FreePort();
+  pid_t co = StartCoordinator(cfg, port, {"--stop-after-rounds", "3"});
+  ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < 6; ++i) StartDevice(i, port);
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  ASSERT_EQ(Rounds().size(), 3u);
+  co = StartCoordinator(cfg, port, {}, "coordinator.restart.log");
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.restart.log");
+  const std::string again = ReadFile(dir_ / "coordinator.restart.log");
+  EXPECT_EQ(Count(again, "privacy alg=fedavg run=0 round=4 "), 1u) << again;
+  EXPECT_EQ(Count(again, "privacy alg=fedavg run=0 round=3 "), 0u) << again;
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const auto fleet_csv = privacy_fleet::Lines(dir_ / "out" / "metrics.csv");
+  const auto sim_csv = privacy_fleet::Lines(dir_ / "sim" / "metrics.csv");
+  ASSERT_EQ(sim_csv.size(), 8u);
+  EXPECT_EQ(sim_csv[0], "algorithm,run,round,error,agents,bits_up,bits_down,epsilon,clip");
+  ASSERT_EQ(fleet_csv.size(), sim_csv.size()) << ReadFile(dir_ / "out" / "metrics.csv");
+  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  EXPECT_NE(Cells(sim_csv[7])[8], Cells(sim_csv[1])[8]) << "the clip moved";
 }
 
 }  // namespace fedrt::net::testing

@@ -294,8 +294,8 @@ TEST(DpFedAvg, BadInputNamesTheKey) {
   EXPECT_EQ(ErrorOf("mechanism = \"distributed\"\n",
                     "[compression]\nquantizer = \"rounding\"\nsecure_aggregation = true\n"),
             "");  // implemented: tests/privacy/dp_distributed_test.cc
-  EXPECT_NE(ErrorOf("mechanism = \"central\"\nadaptive_quantile = 0.5\n").find("privacy.adaptive_quantile"),
-            std::string::npos);
+  EXPECT_NE(ErrorOf("mechanism = \"central\"\nadaptive_quantile = 1.5\n").find("privacy.adaptive_quantile"),
+            std::string::npos);  // adaptive clipping: tests/privacy/adaptive_clip_test.cc
   EXPECT_NE(ErrorOf("mechanism = \"central\"\nepsilon_budget = 0\n").find("privacy.epsilon_budget must be > 0"),
             std::string::npos);
   EXPECT_NE(ErrorOf("mechanism = \"central\"\nclipp = 1.0\n").find("clipp"), std::string::npos);

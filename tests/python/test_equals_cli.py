@@ -13,6 +13,8 @@ CASES = {
             dict(agents=20, local_steps=50, rounds=8, runs=2)),
     "sgd": ("examples/fedrr-logistic/experiment-h10.toml", ["--rounds", "6", "--runs", "2"], dict(rounds=6, runs=2)),
     "em": ("examples/fedem-toy/experiment-vr.toml", ["--rounds", "6", "--runs", "2"], dict(rounds=6, runs=2)),
+    # Central DP-FedAvg with adaptive clipping (test_seed): the epsilon and clip columns too.
+    "dp_adaptive": ("tests/privacy/data/central_lsq_adaptive.toml", [], dict()),
 }
 
 

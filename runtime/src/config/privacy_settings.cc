@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "fedrt/config/adaptive_clip.h"
 #include "fedrt/config/experiment.h"
 
 namespace fedrt::config {
@@ -48,9 +49,7 @@ Status ValidatePrivacy(const ExperimentConfig& c) {
                            "not \"{}\"",
                            p.mechanism));
   }
-  if (p.adaptive_quantile)
-    return bad("privacy.adaptive_quantile (adaptive clipping) is not yet implemented (docs/privacy.md, \"Still to "
-               "come\"); set a fixed privacy.clip");
+  if (auto a = AdaptiveClipFor(p, c.participation, c.garnet.agents, c.secagg.enabled); !a.ok()) return a.status();
   if (task::FamilyOf(c.problem) != task::Family::kOpt)
     return bad(mech + " needs FedAvg or FedProx (problem lsq, logistic, softmax or a user "
                "model): the LSA family (FedLSA, SCAFFLSA) and FedEM send updates whose clipping DP-FedAvg does not "

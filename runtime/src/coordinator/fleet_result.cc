@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fedrt/config/adaptive_clip.h"
 #include "fedrt/task/names.h"
 #include "fedrt/privacy/run_budget.h"
 #include "fedrt/protocol/server_session.h"
@@ -28,6 +29,13 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
     uint64_t secagg_failed = 0;
     double epsilon = 0;  // the largest over runs
     std::vector<std::string> stops;
+    std::vector<double> final_clips;  // adaptive clipping: C_T per run
+    algorithms::AdaptiveClip adaptive;
+    if (dp) {
+      auto ac = config::AdaptiveClipFor(*privacy, task.participation, task.problem.agents, task.secagg.enabled);
+      if (!ac.ok()) return ac.status();
+      adaptive = *ac;
+    }
     for (uint32_t r = 0; r < task.runs; ++r) {
       std::vector<double> err(T + 1, std::nan(""));
       std::vector<uint32_t> members(T + 1, 0);
@@ -46,6 +54,10 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
         so.standard_normal = [](double*, size_t) {
           return Status(StatusCode::kInternal, std::string("the outputs' replay of committed rounds draws no noise"));
         };
+      so.adaptive = adaptive;  // the clip C_t is a slice of the stored state
+      std::vector<double> clips(adaptive.on() ? T + 1 : 0, std::nan(""));
+      if (!clips.empty()) clips[0] = task.privacy.clip;
+      double clip_before = task.privacy.clip;  // C_t before round t: the state after round t - 1
       FEDRT_TRY(session.init(so));
       // One record at a time, the initial exchange first: a run's records
       // together would be rounds x (model + server state) at the peak.
@@ -66,6 +78,10 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
         }
         const uint32_t t = rec.round;
         closed[t + 1] = 1;
+        if (!clips.empty()) {
+          clips[t + 1] = clip_before;
+          clip_before = session.clip();
+        }
         err[t + 1] = rec.error;
         members[t + 1] = rec.agents;
         up[t + 1] = rec.bits_up;
@@ -89,6 +105,10 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
         }
         if (!budget->stop().empty()) stops.push_back(fmt::format("run {}: {}", r, budget->stop()));
         res.epsilon.push_back(std::move(eps));
+        if (adaptive.on()) {
+          res.clip.push_back(std::move(clips));
+          final_clips.push_back(clip_before);
+        }
       }
       const protocol::ServerCore& core = session.core();
       const int dim = out.problem.dim;
@@ -105,6 +125,7 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
     if (dp) report::AddPrivacySummary(*privacy, epsilon, stops, res.extra);
+    if (!final_clips.empty()) report::AddAdaptiveClipSummary(*privacy, final_clips, res.extra);
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }

@@ -88,8 +88,10 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
   so.initial = opt_.initial;
   so.deadline_ms = opt_.deadline_ms;
   so.quorum = opt_.quorum;
-  if (opt_.privacy != nullptr)  // resumed: a test_seed stream goes on after the committed rounds' draws
+  if (opt_.privacy != nullptr) {  // resumed: a test_seed stream goes on after the committed rounds' draws
     so.standard_normal = opt_.privacy->noise(a, r, last != nullptr ? last->round + 1 : 0, opt_.initial.size);
+    so.adaptive = opt_.privacy->adaptive();
+  }
   FEDRT_TRY(s->init(so));
   if (initial != nullptr) s->mark_initial_exchange_done();
   const RoundRecord* resume = last != nullptr ? last : initial;
@@ -318,7 +320,7 @@ void FleetRounds::pump(uint64_t now_ms) {
       session_->publish();
       deliver(now_ms);
       if (opt_.privacy != nullptr && c.id.round != protocol::kInitRound) {  // epsilon after this round
-        auto eps = opt_.privacy->closed(c.id.algorithm, c.id.run, c.id.round);
+        auto eps = opt_.privacy->closed(c.id.algorithm, c.id.run, c.id.round, c.clip);
         if (!eps.ok()) {
           fatal_ = eps.status();
           CoordinatorError("fatal {}", fatal_.message());

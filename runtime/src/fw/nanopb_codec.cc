@@ -171,6 +171,9 @@ Status Encode(const protocol::Update& m, fedrt_wire_Envelope& env) {
   Head(m.id, u);
   u.encoding = static_cast<uint32_t>(m.encoding);
   u.sample_count = m.sample_count;
+#ifdef fedrt_wire_Update_clip_indicator_tag  // absent from fedrt-fw-lsa (fedrt_fw_lsa.options)
+  u.clip_indicator = m.clip_indicator;
+#endif
   PutReport(m.report, u);
   if (m.chunked) {
     if (m.segments == 0 || m.segments > Cap(u.payload_bytes)) return Status::InvalidArgument("update: 1..2 segments");
@@ -307,6 +310,10 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       m_.announcement.model_bytes = a.model_bytes;
       m_.announcement.resume = a.resume_bytes_count > 0;
       for (pb_size_t k = 0; k < a.resume_bytes_count; ++k) m_.announcement.resume_bytes[k] = a.resume_bytes[k];
+#ifdef fedrt_wire_RoundAnnouncement_clip_tag  // absent from fedrt-fw-lsa (fedrt_fw_lsa.options)
+      if (!(a.clip >= 0 && a.clip - a.clip == 0)) return Status::InvalidArgument("announcement: clip not finite and >= 0");
+      m_.announcement.clip = a.clip;
+#endif
       if (a.has_secagg) {
         const fedrt_wire_SecAggParams& p = a.secagg;
         m_.announcement.secagg = protocol::SecAggRound{true, p.round_id, p.graph_seed, p.n, p.k, p.t, p.id};

@@ -19,7 +19,7 @@ bool ServerSession::checks_clip() const { return task_.privacy.enabled && !secur
 
 bool ServerSession::over_clip(double norm) const {
   const double tol = std::min(1e-4, (static_cast<double>(core_.dim()) + 8.0) * 0x1p-24);
-  return !(norm <= task_.privacy.clip * (1.0 + tol));  // NaN: over (the decoder refuses it anyway)
+  return !(norm <= clip() * (1.0 + tol));  // NaN: over (the decoder refuses it anyway)
 }
 
 namespace {
@@ -66,7 +66,7 @@ Verdict ServerSession::drop_unclipped(uint32_t agent, double norm) {
   return Verdict{Refusal::kUnclipped,
                  fmt::format("update longer than privacy.clip {} (L2 norm): the device did not clip; dropped from "
                              "the round, the others' result is unchanged",
-                             task_.privacy.clip)};
+                             clip())};
 }
 
 }  // namespace fedrt::protocol

@@ -28,6 +28,7 @@ Status ServerSession::init(const ServerOptions& o) {
     standard_normal_ = o.standard_normal;
     noise_.assign(static_cast<size_t>(core_.dim()), 0.0);
   }
+  FEDRT_TRY(init_adaptive_clip(o.adaptive));
   FEDRT_TRY(uplink_.init(task_, core_, agents_));
   secure_ = task_.secagg.enabled;
   deadline_ms_ = o.deadline_ms;
@@ -156,6 +157,7 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
     }
   }
   commit_.sampled = expected_;
+  if (adaptive_.on() && !initial) commit_.clip = clip_[0];
   state_ = State::kOpen;
   deadline_ = deadline_ms_ > 0 ? now_ms + deadline_ms_ : kNoDeadline;
   if (expected_ == 0) {
@@ -221,6 +223,7 @@ Announcement ServerSession::announcement(uint32_t agent, uint64_t now_ms) const 
     a.resume = true;
     for (uint32_t k = 0; k < task::kMaxSegments; ++k) a.resume_bytes[k] = up.received[k];
   }
+  if (adaptive_.on() && a.kind == WorkKind::kLocalWork) a.clip = clip_[0];
   if (deadline_ != kNoDeadline)
     a.deadline_ms = deadline_ > now_ms ? static_cast<uint32_t>(std::min<uint64_t>(deadline_ - now_ms, 0xFFFFFFFFu)) : 0;
   if (secure_ && a.kind == WorkKind::kLocalWork) a.secagg = secagg_.params_for(agent);
@@ -285,6 +288,9 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
   if (!sampled_[agent]) return refuse(Refusal::kNotSampled, fmt::format("agent {} is not sampled in this round", agent));
   if (secure_ && id_.round != kInitRound)
     return refuse(Refusal::kMalformed, "this round uses secure aggregation: answer with SecAggAdvertise, not an Update");
+  if (adaptive_.on() && id_.round != kInitRound && (u.clip_indicator < 1 || u.clip_indicator > 2))
+    return refuse(Refusal::kMalformed, "adaptive clipping: the update has no clip indicator (Update.clip_indicator 1 "
+                                       "or 2 answers an announcement's clip)");
   if (u.chunked) return begin_upload(agent, u);
   if (uploads_[agent].active) abort_upload(agent);  // the device sends the update whole after all
   if (checks_clip()) {
@@ -315,6 +321,7 @@ void ServerSession::record(uint32_t agent, const Update& u, uint64_t bits) {
   reported_[agent] = 1;
   reports_[agent] = u.report;
   samples_[agent] = u.sample_count;
+  if (adaptive_.on()) indicator_[agent] = u.clip_indicator;
   list_report(agent);
   commit_.members.push_back(agent);
   commit_.bits_up += bits;
@@ -450,11 +457,13 @@ void ServerSession::close(const char* by) {
     init_done_ = true;
   } else {
     if (task_.privacy.enabled && !task_.privacy.distributed) {  // N(0, sigma^2 clip^2) per coordinate on the sum of the clipped dx
-      const Status drawn = standard_normal_(noise_.data(), noise_.size());
+      const Status drawn = standard_normal_(noise_.data(), noise_.size());  // adaptive: one more, the count's
       if (!drawn.ok()) return fail(drawn.message());
-      const double scale = task_.privacy.noise_multiplier * task_.privacy.clip;
-      for (double& z : noise_) z *= scale;
+      const double sigma = adaptive_.on() ? adaptive_.noise_multiplier : task_.privacy.noise_multiplier;
+      const double scale = sigma * clip();
+      for (size_t i = 0; i < static_cast<size_t>(core_.dim()); ++i) noise_[i] *= scale;
       core_.add_noise(0, noise_.data());
+      if (adaptive_.on()) adapt_clip();
     }
     core_.finish_round(id_.round);
     if (downlink_) {
@@ -532,6 +541,7 @@ void ServerSession::publish() {
 
 void ServerSession::state_slices(std::vector<StateSlice>& out) const {
   core_.state_slices(out);
+  if (adaptive_.on()) out.push_back({clip_.data(), clip_.size()});
   const std::vector<double>& w = uplink_.memory_sum();
   if (!w.empty()) out.push_back({w.data(), w.size()});
   if (downlink_) out.push_back({xhat_.data(), xhat_.size()});
@@ -539,6 +549,7 @@ void ServerSession::state_slices(std::vector<StateSlice>& out) const {
 
 void ServerSession::import_targets(std::vector<StateTarget>& out) {
   core_.import_targets(out);
+  if (adaptive_.on()) out.push_back({clip_.data(), clip_.size()});
   std::vector<double>& w = uplink_.mutable_memory_sum();
   if (!w.empty()) out.push_back({w.data(), w.size()});
   if (downlink_) out.push_back({xhat_.data(), xhat_.size()});

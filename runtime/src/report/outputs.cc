@@ -61,6 +61,7 @@ MetricsColumns OptionalMetricsColumns(const SimResult& r) {
     c.train = c.train || !a.train_loss.empty();
     c.test = c.test || !a.test_loss.empty();
     c.epsilon = c.epsilon || !a.epsilon.empty();
+    c.clip = c.clip || !a.clip.empty();
   }
   return c;
 }
@@ -72,9 +73,9 @@ double MetricsCell(const std::vector<std::vector<double>>& v, size_t run, size_t
 Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
-  const auto [train, test, epsilon] = OptionalMetricsColumns(r);
-  std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s%s\n", train ? ",train_loss,local_loss" : "",
-               test ? ",test_loss,test_accuracy" : "", epsilon ? ",epsilon" : "");
+  const auto [train, test, epsilon, clip] = OptionalMetricsColumns(r);
+  std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s%s%s\n", train ? ",train_loss,local_loss" : "",
+               test ? ",test_loss,test_accuracy" : "", epsilon ? ",epsilon" : "", clip ? ",clip" : "");
   for (const AlgorithmResult& a : r.algorithms) {
     const char* name = a.name.c_str();
     for (size_t run = 0; run < a.error.size(); ++run)
@@ -85,6 +86,7 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
         if (train) std::fprintf(f, ",%.17g,%.17g", MetricsCell(a.train_loss, run, t), MetricsCell(a.local_loss, run, t));
         if (test) std::fprintf(f, ",%.17g,%.17g", MetricsCell(a.test_loss, run, t), MetricsCell(a.test_accuracy, run, t));
         if (epsilon) std::fprintf(f, ",%.17g", MetricsCell(a.epsilon, run, t));
+        if (clip) std::fprintf(f, ",%.17g", MetricsCell(a.clip, run, t));
         std::fputc('\n', f);
       }
   }

@@ -21,4 +21,11 @@ void AddPrivacySummary(const config::PrivacySettings& privacy, double epsilon, c
   if (!stops.empty()) extra["privacy_stop"] = stops;
 }
 
+void AddAdaptiveClipSummary(const config::PrivacySettings& privacy, const std::vector<double>& final_clips,
+                            nlohmann::json& extra) {
+  if (!privacy.adaptive_quantile) return;
+  extra["adaptive_quantile"] = *privacy.adaptive_quantile;
+  extra["final_clip"] = final_clips;
+}
+
 }  // namespace fedrt::report

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "fedrt/config/adaptive_clip.h"
 #include "fedrt/privacy/gaussian_noise.h"
 #include "fedrt/privacy/run_budget.h"
 #include "fedrt/protocol/dp_round_sigma.h"
@@ -66,6 +67,13 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     }
     budget = std::move(*b);
     p.epsilon.assign(T + 1, 0.0);
+    auto adaptive = config::AdaptiveClipFor(*dp, task.participation, task.problem.agents, task.secagg.enabled);
+    if (!adaptive.ok()) {
+      p.status = adaptive.status();
+      return p;
+    }
+    o.adaptive = *adaptive;
+    if (o.adaptive.on()) p.clip.assign(T + 1, task.privacy.clip);
   }
   bool budget_stop = false;
   SessionDriver driver;
@@ -88,6 +96,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (!r.commit->failure.empty() && p.secagg_failed++ == 0) p.secagg_first_failure = r.commit->failure;
     if (ctx.keep_theta_history) p.history.push_back(Eigen::Map<const Eigen::VectorXd>(core.model(), dim));
     rows = t + 2;
+    if (!p.clip.empty()) p.clip[t + 1] = r.commit->clip;
     if (budget) {
       const double sigma_t = protocol::DpRoundSigma(task, r.commit->sampled);
       if (task.privacy.distributed && r.commit->sampled > 0) p.effective_noise = std::min(p.effective_noise, sigma_t);
@@ -107,6 +116,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   if (st.code() == StatusCode::kCancelled) {  // the caller ended this run
     for (auto* v : {&p.error, &p.train_loss, &p.local_loss}) v->resize(rows);
     if (!p.epsilon.empty()) p.epsilon.resize(rows);
+    if (!p.clip.empty()) p.clip.resize(rows);
     p.agents.resize(rows);
     p.bits_up.resize(rows);
     p.bits_down.resize(rows);
@@ -118,6 +128,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   p.parked_bytes_per_agent = driver.parked_bytes_per_agent();
   const protocol::ServerCore& core = driver.server().core();
   p.final_theta = Eigen::Map<const Eigen::VectorXd>(core.model(), dim);
+  p.final_clip = driver.server().clip();
   eval.run_finished(a, run, core);
   p.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;

@@ -47,6 +47,8 @@ struct PairOutput {
   std::vector<double> epsilon;  // DP-FedAvg: epsilon spent after round t (row t; 0 in row 0)
   std::string privacy_stop;     // why the run ended before round T (privacy.epsilon_budget)
   double effective_noise = HUGE_VAL;  // distributed DP: the smallest noise multiplier a round was accounted at
+  std::vector<double> clip;     // adaptive clipping: the clip round t used (row t + 1; C_0 in row 0)
+  double final_clip = 0;        // adaptive clipping: C_T after the last round
   std::vector<uint32_t> agents;
   std::vector<uint64_t> bits_up, bits_down;
   std::vector<Eigen::VectorXd> history;

@@ -124,6 +124,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     uint64_t secagg_failed = 0;
     double epsilon = 0, effective_noise = HUGE_VAL;
     std::vector<std::string> stops;
+    std::vector<double> final_clips;
     for (uint32_t run = 0; run < task.runs; ++run) {
       PairOutput p = done.empty() ? RunPair(ctx, a, run, &pool, opt.on_round)
                                   : std::move(done[static_cast<size_t>(a) * task.runs + run]);
@@ -139,6 +140,10 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
         effective_noise = std::min(effective_noise, p.effective_noise);
         if (!p.privacy_stop.empty()) stops.push_back(fmt::format("run {}: {}", run, p.privacy_stop));
         res.epsilon.push_back(std::move(p.epsilon));
+        if (!p.clip.empty()) {
+          res.clip.push_back(std::move(p.clip));
+          final_clips.push_back(p.final_clip);
+        }
       }
       res.error.push_back(std::move(p.error));
       res.agents.push_back(std::move(p.agents));
@@ -153,6 +158,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
     if (task.privacy.enabled) report::AddPrivacySummary(cfg.privacy, epsilon, stops, res.extra, effective_noise);
+    if (!final_clips.empty()) report::AddAdaptiveClipSummary(cfg.privacy, final_clips, res.extra);
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));
   }

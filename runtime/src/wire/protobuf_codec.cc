@@ -206,6 +206,7 @@ void Encode(const protocol::Announcement& m, Envelope& env) {
   a->mutable_model()->Add(m.model.data, m.model.data + m.model.size);
   a->set_model_version(m.model_version);
   if (m.model_bytes > 0) a->set_model_bytes(m.model_bytes);
+  if (m.clip > 0) a->set_clip(m.clip);
   if (m.resume)
     for (uint32_t k = 0; k < task::kMaxSegments; ++k) a->add_resume_bytes(m.resume_bytes[k]);
   if (m.has_delta) {
@@ -234,6 +235,7 @@ void Encode(const protocol::Update& m, Envelope& env) {
     else u->add_payload(Bytes(m.payload[k].data, m.payload[k].size));
   }
   u->set_sample_count(m.sample_count);
+  if (m.clip_indicator != 0) u->set_clip_indicator(m.clip_indicator);
   EncodeReport(m.report, u);
 }
 

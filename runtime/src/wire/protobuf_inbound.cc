@@ -1,6 +1,7 @@
 // Decoding a round message (fedrt/wire/protobuf_codec.h, Inbound): the
 // fields into the protocol's structs, refusing what breaks the Linux limits
 // (task/limits.h), then the protocol's checks (protocol/message_check.h).
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -111,6 +112,9 @@ bool Inbound::map(const Envelope& env, WireError& error) {
       announcement_.model = View<double>{a.model().data(), static_cast<uint32_t>(a.model_size())};
       announcement_.model_version = a.model_version();
       announcement_.model_bytes = a.model_bytes();
+      if (!(a.clip() >= 0 && std::isfinite(a.clip())))
+        return fail(ERROR_MALFORMED, fmt::format("announcement with clip {} (adaptive clipping: finite, > 0)", a.clip()));
+      announcement_.clip = a.clip();
       if (a.resume_bytes_size() != 0 && a.resume_bytes_size() != static_cast<int>(task::kMaxSegments))
         return fail(ERROR_MALFORMED, fmt::format("announcement with {} resume offsets", a.resume_bytes_size()));
       announcement_.resume = a.resume_bytes_size() > 0;
@@ -162,6 +166,9 @@ bool Inbound::map(const Envelope& env, WireError& error) {
         update_.payload[k] = View<uint8_t>{reinterpret_cast<const uint8_t*>(p.data()), static_cast<uint32_t>(p.size())};
       }
       update_.sample_count = u.sample_count();
+      if (u.clip_indicator() > 2)
+        return fail(ERROR_MALFORMED, fmt::format("update with clip indicator {} (0, 1 or 2)", u.clip_indicator()));
+      update_.clip_indicator = static_cast<uint8_t>(u.clip_indicator());
       update_.report = DecodeReport(u);
       kind_ = MessageKind::kUpdate;
       return true;

@@ -136,6 +136,7 @@ class FedOptClient {
       S sq = S(0);
       for (int i = 0; i < d; ++i) sq += update_[i] * update_[i];
       const S norm = std::sqrt(sq);
+      within_clip_ = !(norm > hyper_.clip);
       if (norm > hyper_.clip) {
         const S scale = hyper_.clip / norm;
         for (int i = 0; i < d; ++i) update_[i] *= scale;
@@ -165,9 +166,14 @@ class FedOptClient {
   S* mutable_control_variate() { return c_own_; }       // for persistence / parking
   S* mutable_update() { return update_; }                // for restoring a pending update
   int dim() const { return dim_; }
+  // Adaptive clipping (algorithms/adaptive_clip.h): this round's clip C_t,
+  // and after the local steps b = 1[||dx|| <= C_t], taken before clipping.
+  void set_clip(S clip) { hyper_.clip = clip; }
+  bool within_clip() const { return within_clip_; }
 
  private:
   int dim_ = 0;
+  bool within_clip_ = true;
   FedOptHyper<S> hyper_{};
   RoundPlan plan_{};
   S* x_ = nullptr;

@@ -81,7 +81,7 @@ struct PrivacySettings {
   double noise_multiplier = 1.1;      // sigma: noise std sigma * clip on the sum
   double delta = 1e-5;                // the delta of the reported (epsilon, delta)
   std::optional<double> epsilon_budget;     // no round starts that would exceed it
-  std::optional<double> adaptive_quantile;  // adaptive clipping (not yet implemented)
+  std::optional<double> adaptive_quantile;  // adaptive clipping toward this quantile (config/adaptive_clip.h)
   std::optional<uint64_t> test_seed;        // reproducible noise: NOT private
   double quorum = 0.8;                // distributed: m = ceil(quorum n) survivors carry the noise
   uint32_t device_variance = 1u << 16;  // distributed: each device's integer noise variance s2

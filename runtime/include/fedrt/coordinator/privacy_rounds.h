@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fedrt/config/adaptive_clip.h"
 #include "fedrt/config/experiment.h"
 #include "fedrt/core/status.h"
 #include "fedrt/privacy/run_budget.h"
@@ -35,9 +36,12 @@ class PrivacyRounds {
   // whose noise (`per_round` draws each) a committed state already holds.
   Noise noise(uint32_t algorithm, uint32_t run, uint32_t closed, size_t per_round) const;
   // Round t (0-based) of (algorithm, run) closed: the epsilon spent after it.
-  // Logs it, the warning that a test_seed run is not private (every round),
-  // and the budget's stop after the run's last round.
-  Result<double> closed(uint32_t algorithm, uint32_t run, uint32_t t);
+  // Logs it (with adaptive clipping the clip the round used), the warning
+  // that a test_seed run is not private (every round), and the budget's stop
+  // after the run's last round.
+  Result<double> closed(uint32_t algorithm, uint32_t run, uint32_t t, double clip = 0);
+  // Adaptive clipping's parameters (config/adaptive_clip.h): off without privacy.adaptive_quantile.
+  const algorithms::AdaptiveClip& adaptive() const { return adaptive_; }
 
  private:
   bool on_ = false;
@@ -45,7 +49,8 @@ class PrivacyRounds {
   double rate_ = 1, sigma_ = 0;
   uint32_t rounds_ = 0, runs_ = 1, allowed_ = 0;
   std::vector<std::string> names_;
-  std::vector<std::optional<privacy::RunBudget>> ledgers_;  // [algorithm * runs + run]
+  std::vector<std::optional<privacy::RunBudget>> ledgers_;
+  algorithms::AdaptiveClip adaptive_;  // [algorithm * runs + run]
 };
 
 }  // namespace fedrt::net

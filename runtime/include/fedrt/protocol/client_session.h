@@ -192,7 +192,12 @@ class ClientSession {
     }
     const S* value[task::kMaxSegments] = {};
     const S* start[task::kMaxSegments] = {};
+    if constexpr (Work::kOpt) {  // adaptive clipping: this round's clip C_t (docs/privacy.md)
+      if (a.clip > 0 && !task_.privacy.enabled) return Status::InvalidArgument("announcement: a clip in a task without privacy");
+      if (a.clip > 0) work_.set_clip(a.clip);
+    }
     last_samples_ = work_.run(broadcast_, a.id.round, a.local_steps, state_->agent, problem_, value, start);
+    if constexpr (Work::kOpt) state_->clip_indicator = a.clip > 0 ? work_.clip_indicator() : 0;
     return send_update(a, value, start, out);
   }
 
@@ -481,6 +486,7 @@ class ClientSession {
     uint64_t examples;
     uint32_t xhat_version;  // compressed downlink: the version of xhat in broadcast_
     uint8_t has_xhat;
+    uint8_t clip_indicator;  // adaptive clipping: the pending update's Update.clip_indicator
   };
 
   // xhat += alpha Q(x - xhat) decoded (alpha = 1 / (1 + omega), as the
@@ -569,6 +575,7 @@ class ClientSession {
     for (uint32_t k = 0; k < s.chains; ++k)
       u.payload[k] = View<uint8_t>{coder_[k].payload(), static_cast<uint32_t>(coder_[k].payload_size())};
     u.sample_count = state_->samples;
+    if constexpr (Work::kOpt) u.clip_indicator = state_->clip_indicator;
     u.report = report();
     out.kind = MessageKind::kUpdate;
     return Status::Ok();

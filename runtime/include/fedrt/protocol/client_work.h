@@ -127,6 +127,18 @@ class ClientWork {
 
   const Shape& shape() const { return shape_; }
 
+  // Adaptive clipping (docs/privacy.md): the announced clip C_t for this
+  // round's run(), and afterwards its clip indicator (Update.clip_indicator:
+  // 2 if ||dx|| <= C_t, else 1).
+  void set_clip(double clip) {
+    if constexpr (kOpt)
+      for (uint32_t k = 0; k < shape_.chains; ++k) opt_[k].set_clip(static_cast<S>(clip));
+  }
+  uint8_t clip_indicator() const {
+    if constexpr (kOpt) return opt_[0].within_clip() ? 2 : 1;
+    return 0;
+  }
+
   // Local work from `broadcast` (broadcast_dim scalars). Writes, per chain,
   // the value to send (`value[k]`) and what it is coded relative to
   // (`start[k]`, null = zero). Returns the samples drawn.

@@ -74,6 +74,9 @@ struct Announcement {
   // the first resume_bytes[k] bytes of segment k.
   bool resume = false;
   uint64_t resume_bytes[task::kMaxSegments] = {};
+  // Adaptive clipping (docs/privacy.md, "Adaptive clipping"): this round's
+  // clip C_t, which replaces task.privacy.clip; 0: the task's clip.
+  double clip = 0;
 };
 
 enum class Encoding : uint8_t {
@@ -106,6 +109,9 @@ struct Update {
   // bytes follow in Chunk messages (payload[k] empty).
   bool chunked = false;
   uint64_t payload_bytes[task::kMaxSegments] = {};
+  // Adaptive clipping: 0 none (the announcement had no clip), 1 ||dx|| > C_t,
+  // 2 ||dx|| <= C_t (b_i = 1), measured before the update was clipped.
+  uint8_t clip_indicator = 0;
 };
 
 // A piece of a chunked transfer: bytes [offset, offset + data.size) of

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "fedrt/algorithms/adaptive_clip.h"
 #include "fedrt/compression/diana.h"
 #include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
@@ -42,6 +43,10 @@ struct ServerOptions {
   // noise added to each round's sum (privacy/gaussian_noise.h). Required
   // then: without it init refuses the task.
   std::function<Status(double* out, size_t n)> standard_normal;
+  // Adaptive clipping (docs/privacy.md, "Adaptive clipping"): the clip
+  // starts at task.privacy.clip and follows adaptive.quantile; each round
+  // then draws d + 1 normals, the sum's d first, the count's last.
+  algorithms::AdaptiveClip adaptive;
 };
 
 // Why a device's message was refused (the driver sends it back).
@@ -93,6 +98,10 @@ struct Commit {
   // Central DP-FedAvg: agents whose update exceeded privacy.clip, dropped
   // from the round as if they had not reported (docs/privacy.md).
   std::vector<uint32_t> unclipped;
+  // Adaptive clipping: the clip C_t this round used (0: off), and the
+  // members whose update was within it (sum of b_i).
+  double clip = 0;
+  uint32_t within_clip = 0;
 };
 
 // A SecAgg+ phase that closed (for the driver's log).
@@ -108,6 +117,8 @@ class ServerSession {
   const ServerCore& core() const { return core_; }
   const ServerUplink& uplink() const { return uplink_; }
   const task::Task& task() const { return task_; }
+  // The clip updates are held to now: C_t (adaptive clipping) or task.privacy.clip.
+  double clip() const { return adaptive_.on() ? clip_[0] : task_.privacy.clip; }
 
   // Presence: connected (and registered) devices; refused ones never take
   // part, and one refused during the open round (revoked) leaves it: the
@@ -218,6 +229,11 @@ class ServerSession {
   std::vector<double> noise_;  // central: the noise; distributed: the decoded sum
   privacy::DdgRound ddg_{};      // distributed DP: this round's parameters
   std::vector<double> ddg_work_;
+  algorithms::AdaptiveClip adaptive_;
+  std::vector<double> clip_;          // adaptive clipping: {C_t}, a slice of the server's state
+  std::vector<uint8_t> indicator_;    // per agent: this round's Update.clip_indicator
+  Status init_adaptive_clip(const algorithms::AdaptiveClip& a);  // server_adaptive_clip.cc
+  void adapt_clip();
   uint32_t agents_ = 0;
   ServerCore core_;
   ServerUplink uplink_;

@@ -18,9 +18,10 @@ nlohmann::json SummaryJson(const SimResult& result);
 
 // metrics.csv's optional columns: train_loss/local_loss (own data) and
 // test_loss/test_accuracy (a held-out set), epsilon (DP-FedAvg, [privacy]),
-// present when any algorithm has them.
+// clip (adaptive clipping: the clip C_t round t used; row 0 C_0), present
+// when any algorithm has them.
 struct MetricsColumns {
-  bool train = false, test = false, epsilon = false;
+  bool train = false, test = false, epsilon = false, clip = false;
 };
 MetricsColumns OptionalMetricsColumns(const SimResult& result);
 // v[run][t], or NaN where a run has no such row.

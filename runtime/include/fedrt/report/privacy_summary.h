@@ -21,5 +21,9 @@ namespace fedrt::report {
 // effective_noise: distributed, the smallest multiplier a round was accounted at.
 void AddPrivacySummary(const config::PrivacySettings& privacy, double epsilon, const std::vector<std::string>& stops,
                        nlohmann::json& extra, double effective_noise = HUGE_VAL);
+// Adaptive clipping: adaptive_quantile and final_clip, per run the clip
+// C_T after the run's last round (what a next round would use).
+void AddAdaptiveClipSummary(const config::PrivacySettings& privacy, const std::vector<double>& final_clips,
+                            nlohmann::json& extra);
 
 }  // namespace fedrt::report

@@ -36,6 +36,8 @@ struct AlgorithmResult {
   std::vector<std::vector<double>> test_loss, test_accuracy;
   // Central DP-FedAvg ([privacy]): epsilon spent after round t, [run][round]; empty otherwise.
   std::vector<std::vector<double>> epsilon;
+  // Adaptive clipping: the clip C_t round t used, row t + 1 (row 0: C_0); empty otherwise.
+  std::vector<std::vector<double>> clip;
   std::vector<Eigen::VectorXd> final_theta;       // per run
   std::vector<std::vector<Eigen::VectorXd>> theta_history;  // [run][round], only if requested
   double wall_seconds = 0.0;

@@ -46,6 +46,7 @@ struct DriverOptions {
   bool park_idle_agents = true;
   // Central DP-FedAvg's standard normal draws (protocol::ServerOptions).
   std::function<Status(double* out, size_t n)> standard_normal;
+  algorithms::AdaptiveClip adaptive;  // adaptive clipping (protocol::ServerOptions)
 };
 
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).
