@@ -246,6 +246,8 @@ if(COMMAND fedrt_add_firmware)
     # Central DP-FedAvg: the firmware clips, the coordinator adds the simulator's noise (test_seed).
     add_test(NAME fw_link_qemu_fedavg_dp COMMAND ${_fw_link} ${_full} --out "${_out}/fedavg-dp" --fw 2 --native 2
              --compare-sim --config "${_dir}/experiment_fedavg_dp.toml")
+    add_test(NAME fw_link_qemu_fedavg_ddp COMMAND ${_fw_link} ${_full} --out "${_out}/fedavg-ddp" --fw 2 --native 2
+             --compare-sim --config "${_dir}/experiment_fedavg_ddp.toml")
     add_test(NAME fw_link_qemu_fedem COMMAND ${_fw_link} ${_full} --out "${_out}/fedem" --fw 2 --native 2
              --compare-sim --config "${_dir}/experiment_fedem.toml")
     add_test(NAME fw_link_qemu_lsa_refuses_fedavg COMMAND ${_fw_link} ${_lsa} --out "${_out}/lsa-refuses-fedavg"
@@ -296,7 +298,7 @@ if(COMMAND fedrt_add_firmware)
                            ENVIRONMENT "FW_SIM_BOUND=5.8e-5")
     endif()
     set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
-        fw_link_qemu_fedavg_dp fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg
+        fw_link_qemu_fedavg_dp fw_link_qemu_fedavg_ddp fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg
         fw_link_qemu_corrupt-record fw_link_qemu_bad-frames fw_link_qemu_huge-frame)
     set_tests_properties(${_tests} PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
     set_tests_properties(fw_link_qemu_secagg PROPERTIES TIMEOUT 600)  # two federations
