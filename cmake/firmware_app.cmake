@@ -276,7 +276,12 @@ if(COMMAND fedrt_add_firmware)
                --config "${CMAKE_SOURCE_DIR}/examples/digits/experiment-4bit.toml")
       add_test(NAME fleet_qemu_digits_secagg COMMAND ${_digits} --out "${_out}/digits-secagg"
                --config "${CMAKE_SOURCE_DIR}/examples/digits/experiment-secagg.toml")
-      set_tests_properties(fleet_qemu_digits fleet_qemu_digits_4bit fleet_qemu_digits_secagg
+      # Distributed DP with every update exactly zero: 2 native + 2 fedrt-fw-digits,
+      # three runs of one round, metrics.csv byte for byte fedrt-sim's (test_seed).
+      add_test(NAME fleet_qemu_ddp_zero COMMAND "${_dir}/run_digits_fleet.sh" --bin "${FEDRT_HOST_BIN_DIR}"
+               --elf "$<TARGET_FILE:fedrt-fw-digits>" --rounds 1 --native 2 --fw 2 --exact
+               --config "${_dir}/experiment_ddp_zero.toml" --out "${_out}/ddp-zero")
+      set_tests_properties(fleet_qemu_digits fleet_qemu_digits_4bit fleet_qemu_digits_secagg fleet_qemu_ddp_zero
                            PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
       # A missing or corrupted shard blob stops the image at boot with the reason.
       add_test(NAME fw_digits_bad_shard_blob COMMAND "${_dir}/run_shard_blob_check.sh"
