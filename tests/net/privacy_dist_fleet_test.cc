@@ -95,6 +95,57 @@ TEST_F(NetTest, DistributedDpFleetEqualsSimulatorWithTheSameTestSeed) {
   EXPECT_EQ(Count(ReadFile(dir_ / "coordinator.log"), "privacy alg="), 2u * 4 * 2);
 }
 
+// A coordinator killed after round 2 and restarted rebuilds each run's
+// ledger from the committed rounds' sampled counts (PrivacyRounds::resume)
+// and the devices re-enter the open secure round with the noised integers
+// they had: the outputs, epsilon column included, are still fedrt-sim's
+// byte for byte, and the restarted coordinator logs the simulator's epsilon
+// for the rounds it closes.
+TEST_F(NetTest, DistributedDpFleetRestartedMidRunStillEqualsSimulator) {
+  constexpr int kAgents = 6;
+  const auto cfg = WriteExperiment(
+      std::string("[problem]\nkind = \"lsq\"\nagents = 6\ndim = 5\n"
+                  "[algorithm]\nnames = [\"fedavg\"]\nstep = 0.05\nlocal_steps = 10\n"
+                  "[participation]\nrate = 0.7\n[run]\nrounds = 5\nruns = 1\nseed = 3\n"
+                  "[network]\ndeadline_ms = 30000\nquorum = 1.0\nstart_timeout_ms = 60000\n") +
+      kSecure +
+      "[privacy]\nmechanism = \"distributed\"\nclip = 0.05\nnoise_multiplier = 1.0\nquorum = 0.5\n"
+      "device_variance = 4096\ntest_seed = 11\n");
+  Provision(dir_ / "keys", kAgents);
+  const int port = FreePort();
+  pid_t co = StartCoordinator(cfg, port, {});
+  ASSERT_EQ(WaitPort(), port) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < kAgents; ++i) StartDevice(i, port, {"--delay-ms", "100"});
+  const fs::path log = dir_ / "coordinator.log";
+  ASSERT_TRUE(WaitForLog(log, "privacy alg=fedavg run=0 round=2 ", 60000)) << ReadFile(log);
+  Kill(co);
+  const size_t committed = Rounds().size();
+  ASSERT_GE(committed, 2u);
+  ASSERT_LT(committed, 5u) << "the run ended before the kill";
+  co = StartCoordinator(cfg, port, {}, "coordinator.restart.log");
+  ASSERT_EQ(Wait(co, 90000), 0) << ReadFile(dir_ / "coordinator.restart.log");
+  const std::string relog = ReadFile(dir_ / "coordinator.restart.log");
+  EXPECT_NE(relog.find("resume state="), std::string::npos);
+
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const auto fleet_csv = Lines(dir_ / "out" / "metrics.csv"), sim_csv = Lines(dir_ / "sim" / "metrics.csv");
+  ASSERT_EQ(sim_csv.size(), 1u + 6);
+  ASSERT_EQ(fleet_csv.size(), sim_csv.size()) << ReadFile(dir_ / "out" / "metrics.csv");
+  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  // The rounds the restarted coordinator closed: the simulator's epsilon (%.6g), from the rebuilt ledger.
+  for (size_t t = committed + 1; t <= 5; ++t) {
+    const std::string& row = sim_csv[1 + t];
+    const double eps = std::stod(row.substr(row.rfind(',') + 1));
+    char want[96];
+    std::snprintf(want, sizeof want, "privacy alg=fedavg run=0 round=%zu epsilon=%.6g ", t, eps);
+    EXPECT_NE(relog.find(want), std::string::npos) << want << "\n" << relog;
+  }
+  std::printf("[distributed fleet, killed after %zu rounds and restarted] metrics.csv == fedrt-sim: %s\n", committed,
+              fleet_csv == sim_csv ? "yes" : "no");
+}
+
 // Acceptance: with devices dropping down to the quorum the noise on the sum
 // still meets sigma^2 clip^2. N = 10, q = 1, quorum 0.8 (m = 8): two devices
 // withhold their masked input in round 1 (they vanished after the key
