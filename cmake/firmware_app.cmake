@@ -249,6 +249,8 @@ if(COMMAND fedrt_add_firmware)
     # Adaptive clipping: the firmware reads the announced clip and reports its clip indicator.
     add_test(NAME fw_link_qemu_fedavg_dp_adaptive COMMAND ${_fw_link} ${_full} --out "${_out}/fedavg-dp-adaptive"
              --fw 2 --native 2 --compare-sim --config "${_dir}/experiment_fedavg_dp_adaptive.toml")
+    add_test(NAME fw_link_qemu_fedavg_ddp COMMAND ${_fw_link} ${_full} --out "${_out}/fedavg-ddp" --fw 2 --native 2
+             --compare-sim --config "${_dir}/experiment_fedavg_ddp.toml")
     add_test(NAME fw_link_qemu_fedem COMMAND ${_fw_link} ${_full} --out "${_out}/fedem" --fw 2 --native 2
              --compare-sim --config "${_dir}/experiment_fedem.toml")
     add_test(NAME fw_link_qemu_lsa_refuses_fedavg COMMAND ${_fw_link} ${_lsa} --out "${_out}/lsa-refuses-fedavg"
@@ -277,7 +279,12 @@ if(COMMAND fedrt_add_firmware)
                --config "${CMAKE_SOURCE_DIR}/examples/digits/experiment-4bit.toml")
       add_test(NAME fleet_qemu_digits_secagg COMMAND ${_digits} --out "${_out}/digits-secagg"
                --config "${CMAKE_SOURCE_DIR}/examples/digits/experiment-secagg.toml")
-      set_tests_properties(fleet_qemu_digits fleet_qemu_digits_4bit fleet_qemu_digits_secagg
+      # Distributed DP with every update exactly zero: 2 native + 2 fedrt-fw-digits,
+      # three runs of one round, metrics.csv byte for byte fedrt-sim's (test_seed).
+      add_test(NAME fleet_qemu_ddp_zero COMMAND "${_dir}/run_digits_fleet.sh" --bin "${FEDRT_HOST_BIN_DIR}"
+               --elf "$<TARGET_FILE:fedrt-fw-digits>" --rounds 1 --native 2 --fw 2 --exact
+               --config "${_dir}/experiment_ddp_zero.toml" --out "${_out}/ddp-zero")
+      set_tests_properties(fleet_qemu_digits fleet_qemu_digits_4bit fleet_qemu_digits_secagg fleet_qemu_ddp_zero
                            PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
       # A missing or corrupted shard blob stops the image at boot with the reason.
       add_test(NAME fw_digits_bad_shard_blob COMMAND "${_dir}/run_shard_blob_check.sh"
@@ -299,7 +306,7 @@ if(COMMAND fedrt_add_firmware)
                            ENVIRONMENT "FW_SIM_BOUND=5.8e-5")
     endif()
     set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_fleet_dither fw_link_qemu_fedavg
-        fw_link_qemu_fedavg_dp fw_link_qemu_fedavg_dp_adaptive fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg
+        fw_link_qemu_fedavg_dp fw_link_qemu_fedavg_dp_adaptive fw_link_qemu_fedavg_ddp fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg
         fw_link_qemu_corrupt-record fw_link_qemu_bad-frames fw_link_qemu_huge-frame)
     set_tests_properties(${_tests} PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
     set_tests_properties(fw_link_qemu_secagg PROPERTIES TIMEOUT 600)  # two federations

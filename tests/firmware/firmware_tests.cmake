@@ -150,6 +150,16 @@ if(TARGET fedrt_fw_mbedtls)
   set_tests_properties(fw_secagg_round PROPERTIES LABELS device TIMEOUT 620 PASS_REGULAR_EXPRESSION "host=equal")
 endif()
 
+# Cost of a device's distributed DP encoding (rotation, conditional rounding,
+# discrete Gaussian) in instructions per coordinate, under -icount.
+# (ChaCha20 keystream: the SecAgg+ crypto library.)
+if(TARGET fedrt_fw_secagg)
+  fedrt_add_firmware(fedrt-fw-ddg-bench SOURCES ${FEDRT_FW_TEST_DIR}/ddg_bench.cc LIBRARIES fedrt_fw_secagg)
+  add_test(NAME fw_ddg_cost COMMAND ${FEDRT_FW_RUN} --icount --timeout 300 $<TARGET_FILE:fedrt-fw-ddg-bench>)
+  set_tests_properties(fw_ddg_cost PROPERTIES LABELS device TIMEOUT 320
+    PASS_REGULAR_EXPRESSION "ddg_bench: encoding .* instructions per coordinate")
+endif()
+
 # What forward secrecy costs the device: a PSK and an ECDHE-PSK handshake in
 # one image (client and server in memory), client instructions under
 # -icount. mbedTLS here is the firmware's configuration plus ECDH and a

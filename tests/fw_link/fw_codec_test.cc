@@ -189,6 +189,43 @@ TEST(FwCodec, AdaptiveClipTravelsBothWays) {
   EXPECT_NE(err.message.find("clip indicator 3"), std::string::npos) << err.message;
 }
 
+// The distributed mechanism's fields (PrivacySpec 4..8) reach the firmware
+// as they reach a Linux device; a distributed task without them, or with a
+// quorum or variance out of range, is refused by both codecs.
+TEST(FwCodec, DistributedPrivacyDecodesAsOnTheHost) {
+  task::Task t = SampleTask();
+  t.privacy.enabled = true;
+  t.privacy.clip = 0.5;
+  t.privacy.noise_multiplier = 1.0;
+  t.privacy.distributed = true;
+  t.privacy.has_test_seed = true;
+  t.privacy.device_variance = 1u << 16;
+  t.privacy.quorum_ppm = 800000;
+  t.privacy.test_seed = 0xdeadbeefu;
+  const Verdicts v = DecodeBoth(t);
+  ASSERT_TRUE(v.host.ok()) << v.host.message();
+  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
+  for (const task::Task* d : {&v.host_task, &v.fw_task}) {
+    EXPECT_TRUE(d->privacy.distributed);
+    EXPECT_TRUE(d->privacy.has_test_seed);
+    EXPECT_EQ(d->privacy.device_variance, 1u << 16);
+    EXPECT_EQ(d->privacy.quorum_ppm, 800000u);
+    EXPECT_EQ(d->privacy.test_seed, 0xdeadbeefu);
+  }
+  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(t));
+  for (uint32_t bad_ppm : {0u, 1000001u}) {
+    task::Task b = t;
+    b.privacy.quorum_ppm = bad_ppm;
+    const Verdicts vb = DecodeBoth(b);
+    EXPECT_FALSE(vb.host.ok()) << "quorum_ppm " << bad_ppm;
+    EXPECT_FALSE(vb.fw.ok()) << "quorum_ppm " << bad_ppm;
+  }
+  task::Task big = t;
+  big.privacy.device_variance = (1u << 24) + 1;
+  EXPECT_FALSE(DecodeBoth(big).host.ok());
+  EXPECT_FALSE(DecodeBoth(big).fw.ok());
+}
+
 // The firmware reads a softmax task's classes and intercept (ProblemSpec 13,
 // 14) as the host does; its client then refuses the task with the reason.
 TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {

@@ -41,6 +41,9 @@ if(TARGET fedrt-fw-host)
            --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg.toml)
   add_test(NAME fw_link_host_fedem COMMAND ${_run} --out ${_out}/host-fedem --fw 2 --native 2 --compare-sim
            --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedem.toml)
+  # Distributed DP-FedAvg: the firmware client's noised SecAgg+ inputs (test_seed) against the simulator.
+  add_test(NAME fw_link_host_fedavg_ddp COMMAND ${_run} --out ${_out}/host-fedavg-ddp --fw 2 --native 2 --compare-sim
+           --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg_ddp.toml)
   # Refused tasks: the LSA-only build and a workspace too small; the others run on.
   add_test(NAME fw_link_host_refuses_family COMMAND ${_run} --out ${_out}/host-refuses-family --fw 1 --native 2
            --host-client fedrt-fw-host-lsa --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg.toml
@@ -52,7 +55,7 @@ if(TARGET fedrt-fw-host)
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_secagg.sh --bin ${CMAKE_BINARY_DIR}/bin
                    --out ${_out}/host-secagg --fw 2 --native 2)
   set_tests_properties(fw_link_host_corrupt-record fw_link_host_bad-frames fw_link_host_huge-frame fw_link_host_fleet
-                       fw_link_host_dither fw_link_host_lsa_image fw_link_host_fedavg fw_link_host_fedem
+                       fw_link_host_dither fw_link_host_lsa_image fw_link_host_fedavg fw_link_host_fedavg_ddp fw_link_host_fedem
                        fw_link_host_refuses_family fw_link_host_refuses_memory fw_link_host_secagg
                        PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)
   set_tests_properties(fw_link_host_secagg PROPERTIES TIMEOUT 600)

@@ -13,13 +13,15 @@
 # with the rounding). The firmware devices must have sent updates.
 #
 #   run_digits_fleet.sh --bin HOST_BIN_DIR --elf fedrt-fw-digits.elf --out DIR
-#                       [--rounds T] [--native N] [--fw M] [--config EXPERIMENT.toml]
+#                       [--rounds T] [--native N] [--fw M] [--config EXPERIMENT.toml] [--exact]
+# --exact: metrics.csv must equal the simulator's byte for byte (an experiment
+# whose updates are exactly zero: experiment_ddp_zero.toml).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-BIN="" ELF="" OUT="" ROUNDS=3 NNATIVE=18 NFW=2 CFG="$ROOT/examples/digits/experiment.toml"
+BIN="" ELF="" OUT="" ROUNDS=3 NNATIVE=18 NFW=2 CFG="$ROOT/examples/digits/experiment.toml" EXACT=0
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -29,6 +31,7 @@ while (($#)); do
     --native) NNATIVE="$2"; shift 2 ;;
     --fw) NFW="$2"; shift 2 ;;
     --config) CFG="$2"; shift 2 ;;
+    --exact) EXACT=1; shift ;;
     *) echo "run_digits_fleet.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -104,4 +107,8 @@ print(f"rows compared={len(sim)} (bit-identical {same}); max |sqrt(e_fleet) - sq
       f"test_loss rel {worst['test_loss']:.3e}, train_loss rel {worst['train_loss']:.3e}, test accuracy {worst['accuracy']:.4f}")
 sys.exit(0 if ok else 1)
 PY
+if ((EXACT)); then
+  cmp "$OUT/metrics.csv" "$OUT/sim/metrics.csv" || fail "metrics.csv differs from the simulator's"
+  echo "metrics.csv equals the simulator's byte for byte ($(($(grep -c . "$OUT/metrics.csv") - 1)) rows)"
+fi
 echo "PASS: the digits fleet with Cortex-M4F devices is within float32 round-off of the simulator"

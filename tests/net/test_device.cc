@@ -1,5 +1,5 @@
 // fedrt-test-device: fedrt-device plus the faults the integration tests play
-// (a slow board, a device that vanishes after its masked input, a board with
+// (a slow board, a device that vanishes after its masked input or withholds it, a board with
 // little memory, a device that reveals wrong SecAgg+ shares). Built with
 // the tests only; the product's fedrt-device has none of these flags.
 
@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
   app.add_option("--delay-ms", delay_ms, "sleep before sending each update or SecAgg+ message (a slow board)");
   app.add_option("--drop-after-masked", drop_after_masked,
                  "drop the connection right after sending the masked input of secure round ROUND (0-based): a dropout");
+  long withhold_masked = -1;
+  app.add_option("--withhold-masked", withhold_masked,
+                 "in secure round ROUND (0-based), never send the masked input (stay connected and silent): a device "
+                 "that vanished after the key exchange, whose input and noise are not in the sum");
   long wrong_shares = -1;
   app.add_option("--wrong-unmask-shares", wrong_shares,
                  "in secure round ROUND (0-based), reveal every unmasking share with its bytes flipped: a cheater");
@@ -43,6 +47,11 @@ int main(int argc, char** argv) {
                                m.body_case() == wire::Envelope::kSecaggShares ||
                                m.body_case() == wire::Envelope::kSecaggMasked || m.body_case() == wire::Envelope::kSecaggUnmask;
     if (round_message && delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    if (m.body_case() == wire::Envelope::kSecaggMasked && withhold_masked >= 0 &&
+        m.secagg_masked().round() == static_cast<uint32_t>(withhold_masked)) {
+      std::fprintf(stderr, "fedrt-test-device: withheld the masked input of round %ld\n", withhold_masked);
+      return false;  // nothing sent
+    }
     if (m.body_case() == wire::Envelope::kSecaggUnmask && wrong_shares >= 0 &&
         m.secagg_unmask().round() == static_cast<uint32_t>(wrong_shares)) {
       wire::Envelope bad = m;

@@ -8,6 +8,7 @@
 #include "fedrt/config/adaptive_clip.h"
 #include "fedrt/task/names.h"
 #include "fedrt/privacy/run_budget.h"
+#include "fedrt/protocol/dp_round_sigma.h"
 #include "fedrt/protocol/server_session.h"
 #include "fedrt/report/privacy_summary.h"
 
@@ -16,18 +17,16 @@ namespace fedrt::net {
 Status FleetResult(const task::Task& task, const problems::Instance& instance, report::Evaluation& eval,
                    StateStore& store, report::SimResult& out, const config::PrivacySettings* privacy) {
   const bool dp = privacy != nullptr && task.privacy.enabled;
-  uint32_t T = task.rounds;
-  if (dp) {  // a run the budget ends has rows up to its last round (as fedrt-sim's)
-    auto allowed = privacy::RunBudget::RoundsAllowed(privacy->delta, privacy->epsilon_budget, task.participation,
-                                                     task.privacy.noise_multiplier, task.rounds);
-    if (!allowed.ok()) return allowed.status();
-    T = *allowed;
-  }
+  // Round t of run r is accounted at sigma_t = DpRoundSigma(task, n_t), n_t its
+  // sampled count (central: sigma); the budget looks ahead with the seed's n.
+  auto foreseen = [&task](uint32_t r) {
+    return [&task, r](uint32_t t) { return protocol::DpForeseenSigma(task, r, t); };
+  };
   for (uint32_t a = 0; a < task.num_algorithms; ++a) {
     report::AlgorithmResult res;
     res.name = task::AlgorithmName(task.algorithms[a]);
     uint64_t secagg_failed = 0;
-    double epsilon = 0;  // the largest over runs
+    double epsilon = 0, effective_noise = HUGE_VAL;  // the largest epsilon, the smallest sigma_t over runs
     std::vector<std::string> stops;
     std::vector<double> final_clips;  // adaptive clipping: C_T per run
     algorithms::AdaptiveClip adaptive;
@@ -37,6 +36,14 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
       adaptive = *ac;
     }
     for (uint32_t r = 0; r < task.runs; ++r) {
+      uint32_t T = task.rounds;
+      if (dp) {  // a run the budget ends has rows up to its last round (as fedrt-sim's)
+        auto allowed = privacy::RunBudget::RoundsAllowed(privacy->delta, privacy->epsilon_budget, task.participation,
+                                                         foreseen(r), task.rounds);
+        if (!allowed.ok()) return allowed.status();
+        T = *allowed;
+      }
+      std::vector<uint32_t> sampled(T + 1, 0);
       std::vector<double> err(T + 1, std::nan(""));
       std::vector<uint32_t> members(T + 1, 0);
       std::vector<uint64_t> up(T + 1, 0), down(T + 1, 0);
@@ -84,6 +91,7 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
         }
         err[t + 1] = rec.error;
         members[t + 1] = rec.agents;
+        sampled[t + 1] = rec.sampled;
         up[t + 1] = rec.bits_up;
         down[t + 1] = rec.bits_down;
         train[t + 1] = rec.train_loss;
@@ -93,12 +101,14 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
       }, kNoVectors));
       if (dp) {  // epsilon after every round the run closed: the simulator's ledger, row by row
         auto budget = privacy::RunBudget::Create(privacy->delta, privacy->epsilon_budget, task.participation,
-                                                 task.privacy.noise_multiplier, task.rounds);
+                                                 foreseen(r), task.rounds);
         if (!budget.ok()) return budget.status();
         std::vector<double> eps(T + 1, std::nan(""));
         eps[0] = 0;
         for (uint32_t t = 0; t < T && closed[t + 1]; ++t) {
-          auto e = budget->CloseRound();
+          const double sigma_t = protocol::DpRoundSigma(task, sampled[t + 1]);
+          if (task.privacy.distributed && sampled[t + 1] > 0) effective_noise = std::min(effective_noise, sigma_t);
+          auto e = budget->CloseRound(sigma_t);
           if (!e.ok()) return e.status();
           eps[t + 1] = *e;
           epsilon = std::max(epsilon, *e);
@@ -124,7 +134,7 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
       eval.run_finished(a, r, core);
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
-    if (dp) report::AddPrivacySummary(*privacy, epsilon, stops, res.extra);
+    if (dp) report::AddPrivacySummary(*privacy, epsilon, stops, res.extra, effective_noise);
     if (!final_clips.empty()) report::AddAdaptiveClipSummary(*privacy, final_clips, res.extra);
     eval.algorithm_finished(a, res);
     out.algorithms.push_back(std::move(res));

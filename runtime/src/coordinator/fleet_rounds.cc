@@ -48,6 +48,17 @@ Status FleetRounds::init(const FleetRoundsOptions& o, StateStore* store, Send se
     done_[r.algorithm * o.task.runs + r.run][slot] = 1;
     ++done_count_;
   }
+  if (o.privacy != nullptr)  // each run's ledger as its committed rounds left it (their sampled counts)
+    for (uint32_t a = 0; a < o.task.num_algorithms; ++a)
+      for (uint32_t r = 0; r < o.task.runs; ++r) {
+        std::vector<uint32_t> sampled;
+        for (const RoundRecord& rec : *rounds)
+          if (rec.algorithm == a && rec.run == r && rec.round != protocol::kInitRound && rec.round < o.task.rounds) {
+            if (sampled.size() <= rec.round) sampled.resize(rec.round + 1, 0);
+            sampled[rec.round] = rec.sampled;
+          }
+        FEDRT_TRY(o.privacy->resume(a, r, sampled));
+      }
   return Status::Ok();
 }
 
@@ -59,8 +70,10 @@ bool FleetRounds::done(uint32_t a, uint32_t r, uint32_t t) const {
 FleetRounds::Slot FleetRounds::next_slot() const {
   for (uint32_t a = 0; a < opt_.task.num_algorithms; ++a)
     for (uint32_t r = 0; r < opt_.task.runs; ++r)
-      for (uint32_t t = 0; t < rounds_per_run(); ++t)  // privacy.epsilon_budget may end a run early
+      for (uint32_t t = 0; t < rounds_per_run(r); ++t) {  // privacy.epsilon_budget may end a run early
+        if (opt_.privacy != nullptr && opt_.privacy->stopped(a, r)) break;
         if (!done(a, r, t)) return Slot{a, r, t, true};
+      }
   return Slot{};
 }
 
@@ -320,7 +333,7 @@ void FleetRounds::pump(uint64_t now_ms) {
       session_->publish();
       deliver(now_ms);
       if (opt_.privacy != nullptr && c.id.round != protocol::kInitRound) {  // epsilon after this round
-        auto eps = opt_.privacy->closed(c.id.algorithm, c.id.run, c.id.round, c.clip);
+        auto eps = opt_.privacy->closed(c.id.algorithm, c.id.run, c.id.round, c.sampled, c.clip);
         if (!eps.ok()) {
           fatal_ = eps.status();
           CoordinatorError("fatal {}", fatal_.message());

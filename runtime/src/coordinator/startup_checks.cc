@@ -1,7 +1,7 @@
 // What the coordinator does before it listens: the task every device
 // receives, built and checked once (CheckFleetExperiment: what only the
 // simulator can honour), the problem instance and its evaluation, and
-// central DP-FedAvg's budget (coordinator/privacy_rounds.h).
+// DP-FedAvg's budget (coordinator/privacy_rounds.h).
 #include "fedrt/coordinator/startup_checks.h"
 
 #include <malloc.h>  // malloc_trim (glibc)
@@ -10,6 +10,7 @@
 
 #include "coordinator_impl.h"
 #include "fedrt/config/task_builder.h"
+#include "fedrt/protocol/dp_round_sigma.h"
 #include "fedrt/task/names.h"
 
 namespace fedrt::net {
@@ -17,13 +18,13 @@ namespace fedrt::net {
 Status CheckFleetExperiment(const config::ExperimentConfig& cfg, const task::Task& task) {
   if (task.secagg.enabled && task.secagg.dropout > 0.0)
     return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
-  // Central DP-FedAvg runs on the fleet (coordinator/privacy_rounds.h); the
-  // distributed mechanism is refused by config::Validate for every driver.
-  if (cfg.privacy.on() && cfg.privacy.mechanism != "central")
+  // Both DP-FedAvg mechanisms run on the fleet (coordinator/privacy_rounds.h);
+  // config::Validate refused what no driver runs. Distributed: the group must
+  // hold a likely round's noised sum, as fedrt-sim checks before its run.
+  uint32_t likely = 0;
+  if (const char* why = protocol::DpLikelyRoundFits(task, &likely))
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("privacy.mechanism = \"{}\" is not on the fleet: set \"central\" or \"none\" "
-                              "(docs/privacy.md)",
-                              cfg.privacy.mechanism));
+                  fmt::format("{} (checked for {} sampled devices, q N + 6 sqrt(q N))", why, likely));
   return Status::Ok();
 }
 

@@ -139,6 +139,13 @@ Status DecodeTask(const fedrt_wire_Task& in, task::Task& t) {
   if (t.privacy.enabled) {
     t.privacy.clip = in.privacy.clip;
     t.privacy.noise_multiplier = in.privacy.noise_multiplier;
+    t.privacy.distributed = in.privacy.distributed;
+    if (t.privacy.distributed) {
+      t.privacy.has_test_seed = in.privacy.has_test_seed;
+      t.privacy.device_variance = in.privacy.device_variance;
+      t.privacy.quorum_ppm = in.privacy.quorum_ppm;
+      t.privacy.test_seed = in.privacy.test_seed;
+    }
   }
 #endif
   if (const char* why = task::Invalid(t)) return bad(why);

@@ -37,18 +37,10 @@ Result<problems::FedDataset> BuildFedData(const config::ExperimentConfig& cfg) {
 // leaves no round to run.
 Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task, const SimOptions& opt) {
   if (!task.privacy.enabled) return Status::Ok();
-  if (task.privacy.distributed) {  // the group must hold the sum of a likely round's devices (docs/privacy.md)
-    const double qn = task.participation * task.problem.agents;
-    const double likely = std::min<double>(task.problem.agents, std::ceil(qn + 6 * std::sqrt(qn) + 1));
-    privacy::DdgRound r;
-    const task::PrivacySpec& p = task.privacy;
-    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance,
-                                       static_cast<uint32_t>(likely), task.problem.dim, task.compression.quantizer.bits, r);
-    if (why == nullptr) why = privacy::DdgGroupFits(r);
-    if (why != nullptr)
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("{} (checked for {} sampled devices, q N + 6 sqrt(q N))", why, likely));
-  }
+  uint32_t likely = 0;  // distributed: the group must hold the sum of a likely round's devices (docs/privacy.md)
+  if (const char* why = protocol::DpLikelyRoundFits(task, &likely))
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{} (checked for {} sampled devices, q N + 6 sqrt(q N))", why, likely));
   if (!task.privacy.distributed && opt.ranks != nullptr && opt.ranks->size() > 1 && !cfg.privacy.test_seed)
     return Status(StatusCode::kInvalidArgument,
                   std::string("privacy.mechanism = \"central\" does not run across MPI ranks yet: each rank's server "

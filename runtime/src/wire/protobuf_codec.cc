@@ -107,6 +107,13 @@ void EncodeTask(const task::Task& t, Task* out) {
     p->set_enabled(true);
     p->set_clip(t.privacy.clip);
     p->set_noise_multiplier(t.privacy.noise_multiplier);
+    if (t.privacy.distributed) {  // absent otherwise: a central task keeps its bytes
+      p->set_distributed(true);
+      p->set_has_test_seed(t.privacy.has_test_seed);
+      p->set_device_variance(t.privacy.device_variance);
+      p->set_quorum_ppm(t.privacy.quorum_ppm);
+      p->set_test_seed(t.privacy.test_seed);
+    }
   }
 }
 
@@ -189,6 +196,13 @@ Status DecodeTask(const Task& in, task::Task& t) {
   if (t.privacy.enabled) {
     t.privacy.clip = in.privacy().clip();
     t.privacy.noise_multiplier = in.privacy().noise_multiplier();
+    t.privacy.distributed = in.privacy().distributed();
+    if (t.privacy.distributed) {
+      t.privacy.has_test_seed = in.privacy().has_test_seed();
+      t.privacy.device_variance = in.privacy().device_variance();
+      t.privacy.quorum_ppm = in.privacy().quorum_ppm();
+      t.privacy.test_seed = in.privacy().test_seed();
+    }
   }
   if (const char* why = task::Invalid(t)) return bad(why);
   return Status::Ok();

@@ -117,7 +117,9 @@ class FleetRounds {
     bool valid = false;
   };
   Slot next_slot() const;
-  uint32_t rounds_per_run() const { return opt_.privacy != nullptr ? opt_.privacy->rounds_allowed() : opt_.task.rounds; }
+  uint32_t rounds_per_run(uint32_t run) const {
+    return opt_.privacy != nullptr ? opt_.privacy->rounds_allowed(run) : opt_.task.rounds;
+  }
   bool done(uint32_t a, uint32_t r, uint32_t t) const;
   Status ensure_session(uint32_t a, uint32_t r);
   void pump(uint64_t now_ms);

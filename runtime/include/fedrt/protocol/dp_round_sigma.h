@@ -5,6 +5,8 @@
 // devices it samples. A round with no device, or one the plan refuses,
 // releases nothing: sigma. Host code (the drivers' accountants).
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "fedrt/algorithms/lsa.h"  // IsSampled
@@ -22,6 +24,22 @@ inline double DpRoundSigma(const task::Task& task, uint32_t n) {
                        task.compression.quantizer.bits, r) != nullptr)
     return p.noise_multiplier;
   return privacy::DdgEffectiveNoise(r);
+}
+
+// Distributed: whether the group Z_(2^bits) holds the noised sum of a likely
+// round, n = min(N, ceil(q N + 6 sqrt(q N) + 1)) sampled devices (written to
+// *likely); null, or why not (naming the keys). Every driver checks it
+// before the first round; the server checks each round's own n again.
+inline const char* DpLikelyRoundFits(const task::Task& task, uint32_t* likely) {
+  const double qn = task.participation * task.problem.agents;
+  const double n = std::min<double>(task.problem.agents, std::ceil(qn + 6 * std::sqrt(qn) + 1));
+  *likely = static_cast<uint32_t>(n);
+  if (!task.privacy.distributed) return nullptr;
+  const task::PrivacySpec& p = task.privacy;
+  privacy::DdgRound r;
+  const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance, *likely,
+                                     task.problem.dim, task.compression.quantizer.bits, r);
+  return why != nullptr ? why : privacy::DdgGroupFits(r);
 }
 
 // n of round t of run `run` as the seed samples it (every agent taking part).
