@@ -19,8 +19,14 @@ Status CheckFleetExperiment(const config::ExperimentConfig& cfg, const task::Tas
   if (task.secagg.enabled && task.secagg.dropout > 0.0)
     return Status::InvalidArgument("compression.secagg_dropout is simulator-only: a fleet's dropouts are real (set it to 0)");
   // Both DP-FedAvg mechanisms run on the fleet (coordinator/privacy_rounds.h);
-  // config::Validate refused what no driver runs. Distributed: the group must
-  // hold a likely round's noised sum, as fedrt-sim checks before its run.
+  // config::Validate refused what no driver runs.
+  return Status::Ok();
+}
+
+// Distributed DP: the group must hold a likely round's noised sum, as fedrt-sim
+// checks before its run; `task` has the problem's N and d (devices' own data:
+// from the shards).
+static Status CheckDistributedGroup(const task::Task& task) {
   uint32_t likely = 0;
   if (const char* why = protocol::DpLikelyRoundFits(task, &likely))
     return Status(StatusCode::kInvalidArgument,
@@ -46,6 +52,7 @@ Status Coordinator::prepare_task() {
   instance_ = std::move(*inst);
   for (const problems::SkippedShard& bad : instance_->skipped_shards()) bad_shards_[bad.agent] = bad.why;
   task_.problem = instance_->problem();  // with the data fingerprint of a problem read from files
+  FEDRT_TRY(CheckDistributedGroup(task_));
   auto eval = report::Evaluation::Make(task_, config::DataFilesOf(cfg, /*at_coordinator=*/true), *instance_, nullptr);
   if (!eval.ok()) return eval.status();
   eval_ = std::move(*eval);
