@@ -13,7 +13,6 @@ accuracy_vs_epsilon.png and accuracy_rounds.png into --out.
 import argparse
 import csv
 import os
-import subprocess
 import sys
 import time
 import tomllib
@@ -25,17 +24,6 @@ import fedrt
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPERIMENT = os.path.join(HERE, "experiment.toml")
 PLOT_SCRIPTS = os.path.join(HERE, "..", "..", "scripts")
-
-
-def ensure_split(fedrt_data):
-    """The 1000 shards are made, not shipped: 1001 files of one or two rows."""
-    if os.path.exists(os.path.join(HERE, "split", "test.csv")):
-        return
-    cmd = [fedrt_data, "split", "--input", os.path.join(HERE, "..", "digits", "data", "digits.csv"),
-           "--devices", "1000", "--iid", "--test-fraction", "0.2", "--seed", "1",
-           "--out", os.path.join(HERE, "split")]
-    print("making the split:", " ".join(cmd[1:]), flush=True)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
 def final_accuracy(res):
@@ -86,9 +74,6 @@ def main():
     ap.add_argument("--delta", type=float, default=1e-5, help="delta (default 1e-5)")
     ap.add_argument("--bits", type=int, default=20, help="distributed: the SecAgg+ group's bits (default 20)")
     ap.add_argument("--out", default="out/digits-dp-sweep", help="output folder (default out/digits-dp-sweep)")
-    ap.add_argument("--fedrt-data", default=os.path.join(os.path.dirname(os.path.dirname(fedrt.__file__)),
-                                                          "..", "bin", "fedrt-data"),
-                    help="the fedrt-data program (default: next to the module's build)")
     args = ap.parse_args()
     try:
         epsilons = [float(e) for e in args.epsilons.split(",")]
@@ -98,7 +83,6 @@ def main():
     for m in mechanisms:
         if m not in ("central", "distributed"):
             ap.error(f"--mechanisms: unknown mechanism {m!r} (central, distributed)")
-    ensure_split(args.fedrt_data)
     os.makedirs(args.out, exist_ok=True)
 
     with open(EXPERIMENT, "rb") as f:
