@@ -18,91 +18,15 @@
 #include "fedrt/task/fingerprint.h"
 #include "fedrt/fw/nanopb_codec.h"
 #include "fedrt/wire/protobuf_codec.h"
+#include "fw_codec_support.h"
 
 namespace fedrt::fw {
 namespace {
 
+using namespace codec_test;  // NOLINT: the shared helpers of these tests
 using protocol::MessageKind;
 using protocol::RoundId;
 using protocol::View;
-
-// protobuf-lite bytes -> nanopb Envelope.
-bool ToNanopb(const wire::Envelope& in, fedrt_wire_Envelope& out) {
-  const std::string bytes = in.SerializeAsString();
-  std::memset(static_cast<void*>(&out), 0, sizeof out);
-  pb_istream_t s = pb_istream_from_buffer(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  return pb_decode(&s, fedrt_wire_Envelope_fields, &out);
-}
-
-// nanopb Envelope -> protobuf-lite, decoded by the host's Inbound.
-bool ToHost(const fedrt_wire_Envelope& in, wire::Envelope& out) {
-  std::vector<uint8_t> buf(fedrt_wire_Envelope_size);
-  pb_ostream_t s = pb_ostream_from_buffer(buf.data(), buf.size());
-  if (!pb_encode(&s, fedrt_wire_Envelope_fields, &in)) return false;
-  return out.ParseFromArray(buf.data(), static_cast<int>(s.bytes_written));
-}
-
-struct Fixture {
-  fedrt_wire_Envelope env;
-  alignas(8) uint8_t scratch[Inbound::kScratchBytes];
-};
-
-task::Task SampleTask() {
-  task::Task t;
-  t.problem.kind = task::ProblemKind::kLeastSquares;
-  t.problem.agents = 12;
-  t.problem.dim = 7;
-  t.problem.seed = 0x123456789ull;
-  t.problem.synthetic.samples = 77;
-  t.problem.synthetic.covariate_shift = 0.25;
-  t.problem.synthetic.concept_shift = 1.5;
-  t.problem.synthetic.quantity_skew = 0.125;
-  t.problem.synthetic.noise = 0.3;
-  t.problem.synthetic.l2 = 1e-3;
-  t.num_algorithms = 3;
-  t.algorithms[0] = {task::AlgorithmKind::kFedAvg, false};
-  t.algorithms[1] = {task::AlgorithmKind::kScaffold, true};
-  t.algorithms[2] = {task::AlgorithmKind::kFedProxExact, false};
-  t.hyper.step = 0.0625;
-  t.hyper.local_steps = 33;
-  t.hyper.comm_prob = 0.5;
-  t.hyper.batch = 4;
-  t.hyper.prox_mu = 0.75;
-  t.hyper.server_step = 0.9;
-  t.hyper.burn_in = 11;
-  t.hyper.em_step = 0.5;
-  t.hyper.inner_iters = 6;
-  t.compression.quantizer.kind = compression::QuantizerKind::kRounding;
-  t.compression.quantizer.bits = 12;
-  t.compression.quantizer.clip = 2.5;
-  t.compression.control_variates = true;
-  t.secagg.enabled = true;
-  t.secagg.neighbours = 4;
-  t.participation = 0.8;
-  t.seed = 99;
-  t.rounds = 21;
-  t.runs = 2;
-  return t;
-}
-
-// Both decoders' verdict on `t` as the coordinator encodes it.
-struct Verdicts {
-  Status host, fw;
-  task::Task host_task, fw_task;
-};
-Verdicts DecodeBoth(const task::Task& t) {
-  wire::Envelope env;
-  wire::EncodeTask(t, env.mutable_welcome()->mutable_task());
-  wire::Envelope back;
-  EXPECT_TRUE(back.ParseFromString(env.SerializeAsString()));
-  Verdicts v;
-  v.host = wire::DecodeTask(back.welcome().task(), v.host_task);
-  static Fixture f;
-  EXPECT_TRUE(ToNanopb(env, f.env));
-  EXPECT_EQ(f.env.which_body, fedrt_wire_Envelope_welcome_tag);
-  v.fw = DecodeTask(f.env.body.welcome.task, v.fw_task);
-  return v;
-}
 
 TEST(FwCodec, TaskDecodesAsOnTheHost) {
   const task::Task t = SampleTask();
@@ -124,110 +48,6 @@ TEST(FwCodec, TaskDecodesAsOnTheHost) {
 
 // Task.privacy (field 10): the firmware image that runs FedAvg decodes the
 // clip its devices apply, as the host does; a task without it stays off.
-TEST(FwCodec, PrivacyDecodesAsOnTheHost) {
-  task::Task t = SampleTask();
-  t.privacy.enabled = true;
-  t.privacy.clip = 0.375;
-  t.privacy.noise_multiplier = 1.25;
-  const Verdicts v = DecodeBoth(t);
-  ASSERT_TRUE(v.host.ok()) << v.host.message();
-  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
-  for (const task::Task* d : {&v.host_task, &v.fw_task}) {
-    EXPECT_TRUE(d->privacy.enabled);
-    EXPECT_EQ(d->privacy.clip, 0.375);
-    EXPECT_EQ(d->privacy.noise_multiplier, 1.25);
-  }
-  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(t));
-  const Verdicts off = DecodeBoth(SampleTask());
-  ASSERT_TRUE(off.fw.ok()) << off.fw.message();
-  EXPECT_FALSE(off.host_task.privacy.enabled);
-  EXPECT_FALSE(off.fw_task.privacy.enabled);
-}
-
-// Adaptive clipping (docs/privacy.md): the announcement's clip C_t reaches
-// the firmware as the host sent it, and the firmware's clip indicator the
-// host; a negative clip and an indicator other than 0, 1, 2 are refused.
-TEST(FwCodec, AdaptiveClipTravelsBothWays) {
-  static Fixture f;
-  const double model[] = {0.5, -1.0};
-  protocol::Announcement a;
-  a.id = RoundId{0, 0, 4};
-  a.local_steps = 5;
-  a.model = View<double>{model, 2};
-  a.clip = 0.625;
-  wire::Envelope env;
-  wire::Encode(a, env);
-  ASSERT_TRUE(ToNanopb(env, f.env));
-  Inbound in;
-  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  EXPECT_EQ(in.message().announcement.clip, 0.625);
-  f.env.body.announce.clip = -0.5;
-  EXPECT_FALSE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  a.clip = 0;  // no adaptive clipping: absent, decoded as 0
-  wire::Envelope plain;
-  wire::Encode(a, plain);
-  ASSERT_TRUE(ToNanopb(plain, f.env));
-  ASSERT_TRUE(in.decode(f.env, f.scratch, sizeof f.scratch).ok());
-  EXPECT_EQ(in.message().announcement.clip, 0.0);
-
-  const uint8_t seg[8] = {};
-  protocol::Update u;
-  u.id = RoundId{0, 0, 4};
-  u.segments = 1;
-  u.payload[0] = View<uint8_t>{seg, 8};
-  u.clip_indicator = 2;
-  ASSERT_TRUE(Encode(u, f.env).ok());
-  wire::Envelope uenv;
-  ASSERT_TRUE(ToHost(f.env, uenv));
-  wire::Inbound host;
-  wire::WireError err;
-  ASSERT_TRUE(host.decode(uenv, err)) << err.message;
-  EXPECT_EQ(host.update().clip_indicator, 2u);
-  f.env.body.update.clip_indicator = 3;
-  ASSERT_TRUE(ToHost(f.env, uenv));
-  EXPECT_FALSE(host.decode(uenv, err));
-  EXPECT_NE(err.message.find("clip indicator 3"), std::string::npos) << err.message;
-}
-
-// The distributed mechanism's fields (PrivacySpec 4..8) reach the firmware
-// as they reach a Linux device; a distributed task without them, or with a
-// quorum or variance out of range, is refused by both codecs.
-TEST(FwCodec, DistributedPrivacyDecodesAsOnTheHost) {
-  task::Task t = SampleTask();
-  t.privacy.enabled = true;
-  t.privacy.clip = 0.5;
-  t.privacy.noise_multiplier = 1.0;
-  t.privacy.distributed = true;
-  t.privacy.has_test_seed = true;
-  t.privacy.device_variance = 1u << 16;
-  t.privacy.quorum_ppm = 800000;
-  t.privacy.test_seed = 0xdeadbeefu;
-  const Verdicts v = DecodeBoth(t);
-  ASSERT_TRUE(v.host.ok()) << v.host.message();
-  ASSERT_TRUE(v.fw.ok()) << v.fw.message();
-  for (const task::Task* d : {&v.host_task, &v.fw_task}) {
-    EXPECT_TRUE(d->privacy.distributed);
-    EXPECT_TRUE(d->privacy.has_test_seed);
-    EXPECT_EQ(d->privacy.device_variance, 1u << 16);
-    EXPECT_EQ(d->privacy.quorum_ppm, 800000u);
-    EXPECT_EQ(d->privacy.test_seed, 0xdeadbeefu);
-  }
-  EXPECT_EQ(task::TaskFingerprint(v.fw_task), task::TaskFingerprint(t));
-  for (uint32_t bad_ppm : {0u, 1000001u}) {
-    task::Task b = t;
-    b.privacy.quorum_ppm = bad_ppm;
-    const Verdicts vb = DecodeBoth(b);
-    EXPECT_FALSE(vb.host.ok()) << "quorum_ppm " << bad_ppm;
-    EXPECT_FALSE(vb.fw.ok()) << "quorum_ppm " << bad_ppm;
-  }
-  task::Task big = t;
-  big.privacy.device_variance = (1u << 24) + 1;
-  EXPECT_FALSE(DecodeBoth(big).host.ok());
-  EXPECT_FALSE(DecodeBoth(big).fw.ok());
-}
-
-// The firmware reads a softmax task's classes and intercept (ProblemSpec 13,
-// 14) as the host does; its client then refuses the task with the reason.
 TEST(FwCodec, SoftmaxTaskDecodesAsOnTheHost) {
   task::Task t = SampleTask();
   t.problem.kind = task::ProblemKind::kSoftmax;

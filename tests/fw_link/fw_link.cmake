@@ -16,7 +16,8 @@ gtest_discover_tests(fw_problem_image_test PROPERTIES LABELS device DISCOVERY_TI
 
 if(TARGET fedrt_fw_nanopb AND TARGET fedrt_wire)
   # codec.cc compiled here (with the host's Status), nanopb code of the all-families image.
-  add_executable(fw_codec_test ${CMAKE_CURRENT_LIST_DIR}/fw_codec_test.cc ${CMAKE_SOURCE_DIR}/runtime/src/fw/nanopb_codec.cc)
+  add_executable(fw_codec_test ${CMAKE_CURRENT_LIST_DIR}/fw_codec_test.cc ${CMAKE_CURRENT_LIST_DIR}/fw_codec_privacy_test.cc
+                 ${CMAKE_SOURCE_DIR}/runtime/src/fw/nanopb_codec.cc)
   target_link_libraries(fw_codec_test PRIVATE fedrt_wire fedrt_fw_nanopb GTest::gtest_main)
   gtest_discover_tests(fw_codec_test PROPERTIES LABELS device DISCOVERY_TIMEOUT 60)
 endif()
