@@ -26,6 +26,7 @@
 #include "fedrt/protocol/client_work.h"
 #include "fedrt/protocol/families.h"
 #include "fedrt/protocol/messages.h"
+#include "fedrt/protocol/client_ddg.h"
 #include "fedrt/protocol/noise_bits.h"
 #include "fedrt/protocol/uplink.h"
 #include "fedrt/privacy/ddg_codec.h"
@@ -421,29 +422,12 @@ class ClientSession {
     return hold_pending(a, out);
   }
 
-  // Distributed DP (privacy/ddg_codec.h): the clipped dx rotated, scaled by
-  // 1/gamma, rounded within the norm bound, noised with N_Z(0, s2) and
-  // reduced mod 2^b into ddg_ints_, once per round (a repeated announcement
-  // sends the same integers: fresh noise would average out).
+  // Distributed DP (protocol/client_ddg.h), once per round: a repeated
+  // announcement sends the same integers (fresh noise would average out).
   Status encode_distributed(const Announcement& a, const S* dx) {
-    if (!a.secagg.enabled)
-      return Status::InvalidArgument("announcement: distributed DP needs a secure round (the noise is the devices')");
-    const task::PrivacySpec& p = task_.privacy;
-    privacy::DdgRound r;
-    const uint32_t d = static_cast<uint32_t>(work_.shape().segment_dim);
-    const char* why = privacy::DdgPlan(p.noise_multiplier, p.clip, p.quorum_ppm, p.device_variance, a.secagg.n, d,
-                                       task_.compression.quantizer.bits, r);
-    if (why != nullptr) return Status::InvalidArgument(why);
-    NoiseBits bits;
-    if (p.has_test_seed) {
-      bits.use_counter(privacy::DdgTestNoiseKey(p.test_seed, state_->algorithm, state_->run, state_->agent, a.id.round));
-    } else {
-      FEDRT_TRY(bits.use_entropy(noise_entropy_, noise_entropy_ctx_, a.secagg.round_id, a.secagg.id));
-    }
-    const uint64_t seed = privacy::DdgRotationSeed(task_.seed, state_->algorithm, state_->run, a.id.round);
-    FEDRT_TRY(privacy::DdgEncode(dx, r, seed, bits, ddg_work_, ddg_ints_));
-    if (bits.failed()) return Status::Internal("distributed DP: the noise keystream failed");
-    return Status::Ok();
+    return EncodeDistributed(task_, state_->algorithm, state_->run, state_->agent, a,
+                             static_cast<uint32_t>(work_.shape().segment_dim), dx, noise_entropy_,
+                             noise_entropy_ctx_, ddg_work_, ddg_ints_);
   }
 
   // The coded update is this round's pending one until the server has it.
