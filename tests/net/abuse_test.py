@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -39,6 +40,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_HANDSHAKES = 128
 ROUNDS = 1000
+# Each run (quiet, attacked) takes about 12 s on a quiet 2-core machine; ctest stops the test at 300 s.
+RUN_LIMIT_S = 130
 EXPERIMENT = """
 [problem]
 kind = "garnet"
@@ -135,7 +138,7 @@ def run_fleet(a, cfg, out, attack):
     log = os.path.join(out, "coordinator.log")
     fleet = subprocess.Popen([os.path.join(ROOT, "scripts", "fleet.sh"), "--config", cfg, "--native", str(a.devices),
                               "--out", out, "--bin", a.bin, "--auth", "psk", "--timeout", "300"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
     end = time.time() + 120
     pid, port = None, None
     while time.time() < end and fleet.poll() is None:
@@ -146,24 +149,36 @@ def run_fleet(a, cfg, out, attack):
             break
         time.sleep(0.05)
     if port is None:
-        fleet.kill()
+        os.killpg(fleet.pid, signal.SIGKILL)
         fail("%s: the devices did not all register (see %s)" % (out, log))
     res = {"pid": pid}
     stop_t, stop_p = threading.Event(), multiprocessing.Event()
     procs, counters, slow = [], [], {"opened": 0, "sent": 0}
     size0, t0 = os.path.getsize(log), time.time()  # all devices registered: the attack starts
     if attack:
-        t = threading.Thread(target=slow_connections, args=(port, a.slow, stop_t, slow))
-        t.start()
+        # The flood processes are spawned, not forked, and before the slow
+        # connections' thread starts: a child forked while that thread holds a
+        # lock of the C library (inside getaddrinfo, say) can hang in it forever.
+        ctx = multiprocessing.get_context("spawn")
+        stop_p = ctx.Event()
         for _ in range(2):
-            c = multiprocessing.Value("q", 0)
-            p = multiprocessing.Process(target=flood_process, args=(port, stop_p, c))
+            c = ctx.Value("q", 0)
+            p = ctx.Process(target=flood_process, args=(port, stop_p, c), daemon=True)
             p.start()
             procs.append(p)
             counters.append(c)
-    peak = 0
+        t = threading.Thread(target=slow_connections, args=(port, a.slow, stop_t, slow), daemon=True)
+        t.start()
+    peak, end = 0, time.time() + RUN_LIMIT_S
     while fleet.poll() is None:
         peak = max(peak, peak_rss_kb(pid))
+        if time.time() > end:  # say where it stood rather than be killed silently by ctest
+            stop_t.set()
+            stop_p.set()
+            os.killpg(fleet.pid, signal.SIGKILL)  # fleet.sh, the coordinator and the devices
+            text = open(log, errors="replace").read().splitlines()
+            fail("%s: the fleet did not finish within %d s; the coordinator's last log lines:\n%s"
+                 % (out, RUN_LIMIT_S, "\n".join(text[-40:])))
         time.sleep(0.1)
     res["attack_s"] = time.time() - t0
     with open(log, errors="replace") as f:  # the log's lines about refused or dropped connections, during the attack
@@ -172,9 +187,12 @@ def run_fleet(a, cfg, out, attack):
     if attack:
         stop_t.set()
         stop_p.set()
-        t.join()
+        t.join(5)
         for p in procs:
-            p.join()
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+                fail("a flood process did not stop within 10 s of being told to")
         res["flood"] = sum(c.value for c in counters)
         res["slow"] = slow
     if fleet.returncode != 0:
