@@ -5,8 +5,8 @@
 # build/fuzz/corpus/<name> seeded from the committed tests/fuzz/corpus/<name>,
 # crash artifacts into build/fuzz/crashes/<name>/, logs into build/fuzz/logs/,
 # and prints a table. --keep merges what the run found into the committed
-# corpus (libFuzzer -merge=1 keeps only inputs that add coverage), which ctest
-# replays. Exits 1 when any target crashed.
+# archive tests/fuzz/kept/<name>.tar.xz (libFuzzer -merge=1 keeps only inputs
+# that add coverage), which ctest replays. Exits 1 when any target crashed.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +20,7 @@ usage() {
 usage: ./fedrt fuzz [SECONDS | --runs N] [--keep] [TARGET...]
   SECONDS   per target (default 60)
   --runs N  per target: N executions instead of a time (e.g. 10000000)
-  --keep    merge the inputs that add coverage into tests/fuzz/corpus/<name> (replayed by ctest)
+  --keep    merge the inputs that add coverage into tests/fuzz/kept/<name>.tar.xz (replayed by ctest)
   TARGET    names from tests/fuzz.cmake (default: all): frame wire_messages fw_messages codec
             secagg chunk experiment csv_shard record_shard array_bundle
 Builds preset fuzz (build/fuzz), runs each <name>_fuzzer with -print_final_stats=1 on
@@ -64,9 +64,9 @@ declare -a names exes
 while read -r name exe _corpus; do
   [[ -n "$name" ]] || continue
   if ((${#wanted[@]} > 0)); then
-    keep=0
-    for w in "${wanted[@]}"; do [[ "$w" == "$name" ]] && keep=1; done
-    ((keep)) || continue
+    selected=0
+    for w in "${wanted[@]}"; do [[ "$w" == "$name" ]] && selected=1; done
+    ((selected)) || continue
   fi
   names+=("$name")
   exes+=("$exe")
@@ -95,6 +95,8 @@ for i in "${!names[@]}"; do
   mkdir -p "$corpus" "$crashes"
   # Seeds into the scratch corpus (what earlier runs found there stays).
   cp -n "$ROOT/tests/fuzz/corpus/$name"/* "$corpus"/ 2>/dev/null || true
+  kept_tar="$ROOT/tests/fuzz/kept/$name.tar.xz"
+  [[ -f "$kept_tar" ]] && tar -xJf "$kept_tar" -C "$corpus" --skip-old-files
   marker="$BUILD/logs/.$name.start"
   touch "$marker"
   if ((runs > 0)); then say "$name: $runs executions (log build/fuzz/logs/$name.log)"; else say "$name: ${seconds}s (log build/fuzz/logs/$name.log)"; fi
@@ -114,10 +116,21 @@ for i in "${!names[@]}"; do
   fi
   kept=""
   if ((keep && found == 0)); then
-    before="$(find "$ROOT/tests/fuzz/corpus/$name" -type f | wc -l)"
-    (cd "$BUILD" && "$exe" -merge=1 "$ROOT/tests/fuzz/corpus/$name" "$corpus") >>"$log" 2>&1 ||
-      err "$name: merging into tests/fuzz/corpus/$name failed (see the log)"
-    kept="+$(($(find "$ROOT/tests/fuzz/corpus/$name" -type f | wc -l) - before))"
+    # The archive holds what earlier runs kept; -merge=1 adds the inputs of
+    # this run's corpus that reach coverage the archive (or the seeds) lack.
+    merged="$(mktemp -d)"
+    [[ -f "$kept_tar" ]] && tar -xJf "$kept_tar" -C "$merged"
+    before="$(find "$merged" -type f | wc -l)"
+    if (cd "$BUILD" && "$exe" -merge=1 "$merged" "$corpus") >>"$log" 2>&1; then
+      for f in "$ROOT/tests/fuzz/corpus/$name"/*; do rm -f "$merged/$(basename "$f")"; done  # seeds stay in the sources
+      mkdir -p "$ROOT/tests/fuzz/kept"
+      (cd "$merged" && find . -type f -printf '%P\n' | LC_ALL=C sort |
+        tar -cJf "$kept_tar.new" --owner=0 --group=0 --numeric-owner --mtime=@0 -T -) && mv "$kept_tar.new" "$kept_tar"
+      kept="+$(($(find "$merged" -type f | wc -l) - before))"
+    else
+      err "$name: merging into $kept_tar failed (see the log)"
+    fi
+    rm -rf "$merged"
   fi
   rows+=("$(printf '%-14s %12s %10s %8s %8s %6s' "$name" "${execs:-?}" "${rate:-?}" "$files" "$found" "${kept:--}")")
 done

@@ -1,7 +1,8 @@
 # Fuzz targets of the decoders that read untrusted bytes (docs/fuzzing.md).
 # Included from tests/CMakeLists.txt (host builds only: not the device-only or
 # Cortex-M presets). Each target is tests/fuzz/<name>_fuzz.cc, defining
-# LLVMFuzzerTestOneInput, with its seed corpus in tests/fuzz/corpus/<name>.
+# LLVMFuzzerTestOneInput, with its seed corpus in tests/fuzz/corpus/<name> and
+# what long runs kept in tests/fuzz/kept/<name>.tar.xz.
 #   host presets (g++; debug adds ASan + UBSan): fuzz_replay_<name> = target +
 #     replay_main.cc, ctest fuzz_replay_<name> (label fuzz) replays the corpus;
 #   FEDRT_FUZZ=ON (preset fuzz, clang with -fsanitize=fuzzer-no-link): the
@@ -25,6 +26,16 @@ function(fedrt_fuzz_target name source)
     endif()
   endforeach()
   set(corpus ${_fz}/corpus/${name})
+  # What long runs kept (./fedrt fuzz --runs N --keep): one archive per target,
+  # unpacked here at configure time and replayed with the seeds.
+  set(kept ${_fz}/kept/${name}.tar.xz)
+  set(kept_dir "")
+  if(EXISTS ${kept})
+    set(kept_dir ${CMAKE_BINARY_DIR}/fuzz_kept/${name})
+    file(REMOVE_RECURSE ${kept_dir})
+    file(ARCHIVE_EXTRACT INPUT ${kept} DESTINATION ${kept_dir})
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${kept})
+  endif()
   if(FEDRT_FUZZ)
     set(exe ${name}_fuzzer)
     add_executable(${exe} ${_fz}/${source})
@@ -33,7 +44,7 @@ function(fedrt_fuzz_target name source)
   else()
     set(exe fuzz_replay_${name})
     add_executable(${exe} ${_fz}/${source} ${_fz}/replay_main.cc)
-    add_test(NAME fuzz_replay_${name} COMMAND ${exe} ${corpus})
+    add_test(NAME fuzz_replay_${name} COMMAND ${exe} ${corpus} ${kept_dir})
     set_tests_properties(fuzz_replay_${name} PROPERTIES LABELS fuzz TIMEOUT 60
       PASS_REGULAR_EXPRESSION "replayed [1-9][0-9]* inputs"
       ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
