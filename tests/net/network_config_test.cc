@@ -86,7 +86,7 @@ TEST(NetworkConfig, PeerLimitsFromToml) {
 }
 
 TEST(NetworkConfig, PskForwardSecrecyFromToml) {
-  EXPECT_TRUE(NetworkConfig{}.psk_forward_secrecy);  // ECDHE-PSK offered unless the operator says otherwise
+  EXPECT_TRUE(NetworkConfig{}.psk_forward_secrecy);  // PSK with X25519 unless the operator says otherwise
   auto [err, c] = load("psk_forward_secrecy = false\n");
   EXPECT_EQ(err, "");
   EXPECT_FALSE(c.psk_forward_secrecy);
