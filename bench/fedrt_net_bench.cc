@@ -1,6 +1,6 @@
 // fedrt-net-bench: load benchmark of the real system on loopback. Starts a
 // fedrt-coordinator process and N authenticated device sessions (PSK, TLS
-// 1.2) driven by the real device code (device/driver.h RunDevice, one thread
+// 1.3) driven by the real device code (device/driver.h RunDevice, one thread
 // per device, many devices per process), runs a few rounds, and prints
 // handshakes per second, round latency and the coordinator's memory:
 // baseline (code, and each provisioned device's registry entry), per
@@ -9,8 +9,8 @@
 //
 //   fedrt-net-bench [--devices 1000,5000] [--rounds 3] [--no-forward-secrecy]
 //
-// Devices offer ECDHE-PSK, which the coordinator picks unless
-// --no-forward-secrecy sets network.psk_forward_secrecy = false (plain PSK:
+// Devices offer psk_dhe_ke (PSK + X25519), which the coordinator picks unless
+// --no-forward-secrecy sets network.psk_forward_secrecy = false (psk_ke:
 // no X25519 on either side, docs/architecture.md "TLS").
 
 #include <fcntl.h>
@@ -231,9 +231,9 @@ int main(int argc, char** argv) {
   const std::string bin_dir = fs::canonical("/proc/self/exe").parent_path().string();
   const fs::path work = fs::temp_directory_path() / fmt::format("fedrt-net-bench-{}", getpid());
   const int d = 8;
-  std::printf("\nnetwork load: real coordinator process, N %s TLS 1.2 device sessions (real device code, one thread each),\n"
+  std::printf("\nnetwork load: real coordinator process, N %s TLS 1.3 device sessions (real device code, one thread each),\n"
               "Garnet d=%d, SCAFFLSA, H=10, %d rounds, loopback. Memory is the coordinator's resident set.\n",
-              forward_secrecy ? "ECDHE-PSK (X25519)" : "PSK", d, rounds);
+              forward_secrecy ? "PSK + X25519" : "PSK", d, rounds);
   std::printf("%7s %10s %12s %14s %13s %12s %14s %12s %16s %14s %7s\n", "N", "connect s", "handshakes/s",
               "round ms mean", "round ms max", "base MiB", "connected MiB", "peak MiB", "per-conn KiB", "aggr. state B",
               "failed");

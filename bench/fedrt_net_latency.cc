@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   const std::string bin = fs::canonical("/proc/self/exe").parent_path().string();
   const fs::path work = o.keep.empty() ? fs::temp_directory_path() / fmt::format("fedrt-net-latency-{}", getpid())
                                        : fs::path(o.keep);
-  std::printf("round latency on loopback: FedLSA, Garnet d=8, H=%d, N=%d fedrt-device processes (PSK, TLS 1.2), "
+  std::printf("round latency on loopback: FedLSA, Garnet d=8, H=%d, N=%d fedrt-device processes (PSK, TLS 1.3), "
               "%d rounds per run (round 1 left out)\n",
               o.local_steps, o.devices, o.rounds);
   std::printf("%-8s %-11s %9s %9s %9s %7s\n", "run", "phase", "median ms", "p99 ms", "max ms", "rounds");

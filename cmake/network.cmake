@@ -1,4 +1,4 @@
-# The real system: wire format (protobuf-lite), TLS (mbedTLS 2.28), the
+# The real system: wire format (protobuf-lite), TLS (mbedTLS 3.6, cmake/host_mbedtls.cmake), the
 # Linux device, keys, the operator's view and the coordinator (standalone
 # Asio, SQLite): one library each (docs/architecture.md, "Layers").
 find_package(Protobuf REQUIRED)
@@ -10,9 +10,6 @@ if(NOT FEDRT_DEVICE_ONLY)  # coordinator only
   pkg_check_modules(FEDRT_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
   find_path(FEDRT_ASIO_INCLUDE asio.hpp REQUIRED)
 endif()
-find_library(FEDRT_MBEDTLS mbedtls REQUIRED)
-find_library(FEDRT_MBEDX509 mbedx509 REQUIRED)
-find_library(FEDRT_MBEDCRYPTO mbedcrypto REQUIRED)
 find_library(FEDRT_PROTOBUF_LITE protobuf-lite REQUIRED)
 
 set(FEDRT_WIRE_OUT ${CMAKE_BINARY_DIR}/generated/wire)
@@ -35,7 +32,8 @@ add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/protobu
 target_link_libraries(fedrt_wire PUBLIC fedrt_config fedrt_wire_proto)
 
 # TLS (mbedTLS) for both sides: sessions, credentials, the random source.
-add_library(fedrt_tls STATIC runtime/src/tls/tls.cc)
+add_library(fedrt_tls STATIC runtime/src/tls/tls.cc runtime/src/tls/psk_files.cc
+            runtime/src/tls/key_exchange.cc)
 target_link_libraries(fedrt_tls PUBLIC fedrt_core ${FEDRT_MBEDTLS} ${FEDRT_MBEDX509} ${FEDRT_MBEDCRYPTO})
 
 # The Linux device (docs/device-api.md): the public fedrt::Device, its

@@ -1,8 +1,6 @@
 # Secure aggregation: X25519 / HKDF / ChaCha20(-Poly1305) over
-# mbedTLS 2.28, Shamir sharing, SecAgg+ device and server state machines.
-find_library(FEDRT_SECAGG_MBEDCRYPTO mbedcrypto REQUIRED)
+# the host's mbedTLS 3.6 (cmake/host_mbedtls.cmake), Shamir sharing, SecAgg+ device and server state machines.
 find_library(FEDRT_SODIUM sodium REQUIRED)  # X25519 (runtime/src/secagg/x25519_sodium.cc)
-find_path(FEDRT_SECAGG_MBEDTLS_INCLUDE mbedtls/hkdf.h REQUIRED)
 
 # Device part (crypto wrappers, Shamir, device state machine): no exceptions.
 add_library(fedrt_secagg_device STATIC

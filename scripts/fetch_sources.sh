@@ -1,41 +1,44 @@
 #!/usr/bin/env bash
-# Fetches the Debian bookworm source packages the Cortex-M firmware is built
-# from (nanopb 0.4.7 runtime, mbedTLS 2.28) into build/third_party/, with a
+# Fetches the Debian source packages fedrt compiles its third-party C from into
+# build/third_party/: from bookworm, nanopb 0.4.7 (firmware runtime) and
+# mbedTLS 2.28 (the Cortex-M firmware's TLS); from trixie, mbedTLS 3.6 LTS
+# (the host's TLS 1.3: coordinator, Linux devices, tools, cross builds). With a
 # PRIVATE apt configuration (own sources.list with deb-src lines, own state,
 # cache and lists under build/third_party/apt): the system's apt sources and
 # state are never touched. Idempotent: packages already unpacked are skipped.
 #
 # usage: scripts/fetch_sources.sh [--force]
-#   FEDRT_DEBIAN_MIRROR           mirror for bookworm and bookworm-updates
+#   FEDRT_DEBIAN_MIRROR           mirror for bookworm, trixie and their -updates
 #                                 (default: the system's deb.debian.org-style URI, else deb.debian.org)
-#   FEDRT_DEBIAN_SECURITY_MIRROR  mirror for bookworm-security
+#   FEDRT_DEBIAN_SECURITY_MIRROR  mirror for bookworm-security and trixie-security
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/build/third_party"
 APT_DIR="$OUT/apt"
-PACKAGES=(nanopb mbedtls)
+# package/suite/directory glob of the unpacked tree (dpkg-source names it PKG-VERSION)
+PACKAGES=('nanopb/bookworm/nanopb-0.4.*' 'mbedtls/bookworm/mbedtls-2.*' 'mbedtls/trixie/mbedtls-3.*')
 
 force=0
 for a in "$@"; do
   case "$a" in
     --force) force=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "fetch_sources.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
 
 say() { echo "[fetch_sources] $*"; }
 
-# The unpacked source tree of PKG (dpkg-source names it PKG-VERSION).
-src_dir() { find "$OUT" -maxdepth 1 -mindepth 1 -type d -name "$1-[0-9]*" 2>/dev/null | sort | tail -1; }
+# The unpacked source tree of an entry of PACKAGES (its directory glob).
+src_dir() { find "$OUT" -maxdepth 1 -mindepth 1 -type d -name "${1##*/}" 2>/dev/null | sort -V | tail -1; }
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   if [[ $force == 1 || -z "$(src_dir "$p")" ]]; then missing+=("$p"); fi
 done
 if ((${#missing[@]} == 0)); then
-  for p in "${PACKAGES[@]}"; do say "$p: $(src_dir "$p") (already fetched)"; done
+  for p in "${PACKAGES[@]}"; do say "${p%%/*} (${p#*/}): $(src_dir "$p") (already fetched)"; done
   exit 0
 fi
 
@@ -58,11 +61,13 @@ SEC_MIRROR="${SEC_MIRROR:-http://deb.debian.org/debian-security}"
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
 mkdir -p "$APT_DIR"/{lists/partial,cache/archives/partial,etc/apt.conf.d,etc/preferences.d,etc/trusted.gpg.d}
-cat >"$APT_DIR/etc/sources.list" <<EOF
-deb-src [signed-by=$KEYRING] $MIRROR bookworm main
-deb-src [signed-by=$KEYRING] $MIRROR bookworm-updates main
-deb-src [signed-by=$KEYRING] $SEC_MIRROR bookworm-security main
-EOF
+{
+  for suite in bookworm trixie; do
+    echo "deb-src [signed-by=$KEYRING] $MIRROR $suite main"
+    echo "deb-src [signed-by=$KEYRING] $MIRROR $suite-updates main"
+    echo "deb-src [signed-by=$KEYRING] $SEC_MIRROR $suite-security main"
+  done
+} >"$APT_DIR/etc/sources.list"
 mkdir -p "$APT_DIR/etc/sources.list.d"
 cat >"$APT_DIR/apt.conf" <<EOF
 Dir::Etc "$APT_DIR/etc";
@@ -88,20 +93,29 @@ apt-get -q -o APT::Sandbox::User=root update >"$APT_DIR/update.log" 2>&1 || {
 }
 
 cd "$OUT"
-for p in "${missing[@]}"; do
-  [[ $force == 1 ]] && rm -rf "$(src_dir "$p")"
-  say "apt-get source $p"
+for entry in "${missing[@]}"; do
+  p="${entry%%/*}" rest="${entry#*/}"
+  suite="${rest%%/*}" glob="${rest#*/}"
+  log="$APT_DIR/source-$p-$suite.log"
+  if [[ $force == 1 ]]; then
+    old="$(src_dir "$entry")"
+    [[ -n "$old" ]] && rm -rf "$old"
+  fi
+  say "apt-get source $p/$suite"
   # --download-only, then unpack ourselves: no build-dependency checks, no patches applied twice.
-  apt-get -q -o APT::Sandbox::User=root source --download-only "$p" >"$APT_DIR/source-$p.log" 2>&1 || {
-    cat "$APT_DIR/source-$p.log" >&2
-    echo "fetch_sources.sh: apt-get source $p failed" >&2
+  apt-get -q -o APT::Sandbox::User=root source --download-only "$p/$suite" >"$log" 2>&1 || {
+    cat "$log" >&2
+    echo "fetch_sources.sh: apt-get source $p/$suite failed" >&2
     exit 1
   }
-  dsc="$(ls -1 "$OUT"/"${p}"_*.dsc | sort | tail -1)"
-  dpkg-source --no-check -x "$dsc" >>"$APT_DIR/source-$p.log" 2>&1 || {
-    cat "$APT_DIR/source-$p.log" >&2
+  # The .dsc of this suite's version: PKG_VERSION.dsc, VERSION matching the tree's glob.
+  ver_glob="${glob#"$p"-}"
+  dsc="$(ls -1 "$OUT"/"${p}"_$ver_glob.dsc 2>/dev/null | sort -V | tail -1)"
+  [[ -n "$dsc" ]] || { echo "fetch_sources.sh: no ${p}_$ver_glob.dsc after apt-get source $p/$suite" >&2; exit 1; }
+  dpkg-source --no-check -x "$dsc" >>"$log" 2>&1 || {
+    cat "$log" >&2
     echo "fetch_sources.sh: dpkg-source -x $dsc failed" >&2
     exit 1
   }
-  say "$p: $(src_dir "$p")"
+  say "$p ($suite): $(src_dir "$entry")"
 done

@@ -50,8 +50,8 @@ for tool in clang-14 clang++-14; do
   command -v "$tool" >/dev/null 2>&1 || { err "$tool not found: ./fedrt setup installs clang-14 and libclang-rt-14-dev"; exit 2; }
 done
 if [[ ! -f "$BUILD/CMakeCache.txt" || ! -f "$BUILD/build.ninja" ]]; then
-  # The firmware's nanopb decoder (target fw_messages) needs the fetched sources, as the host presets do.
-  "$ROOT/scripts/fetch_sources.sh" >/dev/null 2>&1 || say "note: firmware sources not fetched: no fw_messages target"
+  # The host's mbedTLS 3.6 and the firmware's nanopb decoder (target fw_messages) are built from the fetched sources.
+  "$ROOT/scripts/fetch_sources.sh" || { err "fetching the Debian source packages failed (scripts/fetch_sources.sh)"; exit 2; }
   say "configuring preset 'fuzz' -> build/fuzz"
   (cd "$ROOT" && cmake --preset fuzz) || { err "cmake configure failed for preset 'fuzz'"; exit 2; }
 fi

@@ -17,19 +17,17 @@ ensure_setup() {
   SETUP_DONE=1
 }
 
-# Fetch what a cross preset needs before CMake configures it (idempotent; all
-# of it lands under build/, nothing outside the repo):
-#   aarch64, armhf        -> scripts/sysroot.sh ARCH (Debian target libraries, dpkg -x)
-#   cortex-m4, cortex-m3  -> scripts/fetch_sources.sh (apt-get source nanopb mbedtls)
+# Fetch what a preset needs before CMake configures it (idempotent; all of it
+# lands under build/, nothing outside the repo). scripts/fetch_sources.sh
+# (apt-get source nanopb mbedtls) gives every preset its mbedTLS: 3.6 for the
+# host and the ARM Linux boards (cmake/host_mbedtls.cmake), 2.28 and nanopb
+# for the firmware (and fedrt-fw-host, its client over TCP, in the host presets).
+#   aarch64, armhf        -> also scripts/sysroot.sh ARCH (Debian target libraries, dpkg -x)
 prepare_preset() {
   local preset="$1"
   case "$preset" in
-    aarch64|armhf) "$ROOT/scripts/sysroot.sh" "$preset" ;;
-    cortex-m4|cortex-m3) "$ROOT/scripts/fetch_sources.sh" ;;
-    # Host presets build the firmware's client over TCP (fedrt-fw-host) and its
-    # link tests from the same sources when they can be fetched; optional there.
-    release|debug) "$ROOT/scripts/fetch_sources.sh" >/dev/null 2>&1 \
-      || say "note: firmware sources not fetched (scripts/fetch_sources.sh): fedrt-fw-host not built"; return 0 ;;
+    aarch64|armhf) "$ROOT/scripts/sysroot.sh" "$preset" && "$ROOT/scripts/fetch_sources.sh" ;;
+    cortex-m4|cortex-m3|release|debug) "$ROOT/scripts/fetch_sources.sh" ;;
     *) return 0 ;;
   esac
 }

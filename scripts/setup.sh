@@ -27,7 +27,6 @@ PACKAGES=(
   # networked fleet: wire messages, TLS, event loop, coordinator state
   protobuf-compiler
   libprotobuf-dev
-  libmbedtls-dev
   libsodium-dev
   libasio-dev
   libsqlite3-dev
@@ -42,7 +41,7 @@ PACKAGES=(
   libclang-rt-14-dev
   # edge targets: cross compilers for ARM Linux boards and Cortex-M,
   # the emulators that run their binaries, the nanopb generator, and dpkg-dev
-  # for `apt-get source` (nanopb runtime, mbedTLS sources for the firmware).
+  # for `apt-get source` (nanopb runtime; mbedTLS 3.6 for the host, 2.28 for the firmware).
   # Only the C++ headers of arm-none-eabi's libstdc++ (the firmware links no
   # libstdc++; libstdc++-arm-none-eabi-newlib would add 1.5 GB).
   g++-aarch64-linux-gnu

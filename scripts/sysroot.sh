@@ -17,15 +17,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # What fedrt-device and the cross-built unit tests need:
-#   static libraries  : libmbedtls-dev (libmbedtls/x509/crypto.a), libprotobuf-dev
+#   static libraries  : libprotobuf-dev
 #                       (libprotobuf-lite.a, same 3.21 as the host's protoc), libgtest-dev,
 #                       libsodium-dev (libsodium.a: X25519 of secure aggregation),
 #                       libcsv-dev (libcsv.a: CSV shards of the devices' own data)
 #   headers only      : libfmt-dev (FMT_HEADER_ONLY), libtomlplusplus-dev (TOML_HEADER_ONLY),
 #                       libeigen3-dev, libcli11-dev, nlohmann-json3-dev
 # Not needed on a board: SQLite and Asio (coordinator only), spdlog (unused).
+# (mbedTLS 3.6 is compiled from source with the cross compiler: cmake/host_mbedtls.cmake.)
 PACKAGES=(
-  libmbedtls-dev
   libsodium-dev
   libcsv-dev
   libprotobuf-dev
@@ -96,7 +96,7 @@ find "$SYSROOT" -mindepth 1 -maxdepth 1 ! -name debs -exec rm -rf {} +
 for deb in "$SYSROOT"/debs/*.deb; do
   dpkg -x "$deb" "$SYSROOT" || die "dpkg -x $deb failed"
 done
-for lib in libmbedtls.a libprotobuf-lite.a libgtest.a libsodium.a; do
+for lib in libprotobuf-lite.a libgtest.a libsodium.a; do
   [[ -n "$(find "$SYSROOT/usr/lib" -name "$lib" -print -quit)" ]] || die "$lib missing from the $DEBARCH packages"
 done
 # protoc runs on the host: the target's libprotobuf-lite must be the same release.

@@ -103,8 +103,8 @@ add_test(NAME crash_torture_same_results_as_undisturbed
           --out ${CMAKE_CURRENT_BINARY_DIR}/crash_torture --kills 10 --device-kills 10)
 set_tests_properties(crash_torture_same_results_as_undisturbed PROPERTIES LABELS integration TIMEOUT 300)
 
-# TLS as `openssl s_client` sees it (docs/architecture.md, "TLS"): TLS 1.2
-# only, X25519 then P-256 for ECDHE, PSK and certificate handshakes.
+# TLS as `openssl s_client` sees it (docs/security.md, "TLS"): TLS 1.3 with
+# X25519 then P-256, certificates and PSK; TLS 1.2 only while tls_min_version allows it.
 add_test(NAME tls_as_openssl_sees_it
   COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/net/tls_openssl_test.py
           --bin $<TARGET_FILE_DIR:fedrt-coordinator> --out ${CMAKE_CURRENT_BINARY_DIR}/tls_openssl)

@@ -173,6 +173,17 @@ for ((i = first; i < N; i++)); do
   grep -q -E "update alg=|secagg masked alg=" "$OUT/$id.log" || fail "$id sent no update"  # plain or SecAgg+ round
   grep -q "shutdown reason=" "$OUT/$id.log" || fail "$id did not see the coordinator's shutdown"
 done
+# The TLS of each session, as the coordinator names it: the Linux devices TLS 1.3 with X25519
+# (psk_dhe_ke), the firmware (mbedTLS 2.28 until it moves to 3.6) TLS 1.2 plain PSK
+# (docs/security.md, "TLS"). A relayed device's session ends at the relay.
+for ((i = first; i < N; i++)); do
+  id="$(printf 'dev%04d' "$i")"
+  [[ "$MODE" != none && $i == 0 ]] && continue
+  want="TLSv1.3/X25519"
+  ((i < NFW)) && want="TLSv1.2/none"
+  grep -q "ready device=$id .*tls=$want" "$OUT/coordinator.log" \
+    || fail "$id's session is not $want: $(grep "ready device=$id " "$OUT/coordinator.log" | tail -1)"
+done
 for ((i = 0; i < NFW; i++)); do
   id="$(printf 'dev%04d' "$i")"
   grep -E "tls_heap_hwm|workspace_hwm|tls_heap_max_bytes" "$OUT/$id.log" | tail -3

@@ -86,6 +86,16 @@ TEST_F(NetTest, FleetMatchesSimulatorEveryRound) {
   EXPECT_TRUE(fs::exists(dir_ / "out" / "summary.json"));
   // Every device finished cleanly on the coordinator's shutdown message.
   for (int i = 0; i < 20; ++i) EXPECT_NE(ReadFile(dir_ / (Id(i) + ".log")).find("shutdown reason="), std::string::npos);
+  // Every device's session is TLS 1.3 with X25519 (even ids: PSK with psk_dhe_ke; odd: certificates),
+  // as the coordinator's line for each device says (docs/security.md, "TLS").
+  std::istringstream log(ReadFile(dir_ / "coordinator.log"));
+  int ready = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("ready device=") == std::string::npos) continue;
+    ++ready;
+    EXPECT_NE(line.find(" tls=TLSv1.3/X25519"), std::string::npos) << line;
+  }
+  EXPECT_EQ(ready, 20);
 }
 
 // Acceptance: killing 30% of the devices in the middle of a round lets the

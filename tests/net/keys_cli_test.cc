@@ -33,13 +33,16 @@ void ExpectSignedBy(const fs::path& ca, const fs::path& device_dir, const std::s
   mbedtls_x509_crt_init(&trust);
   mbedtls_x509_crt_init(&crt);
   mbedtls_pk_init(&key);
+  TlsRandom rng;  // mbedTLS 3.x parses and checks EC keys with blinding
+  ASSERT_TRUE(rng.init("keys_cli_test").ok());
   ASSERT_EQ(mbedtls_x509_crt_parse_file(&trust, ca.c_str()), 0);
   ASSERT_EQ(mbedtls_x509_crt_parse_file(&crt, (device_dir / crt_name).c_str()), 0);
-  ASSERT_EQ(mbedtls_pk_parse_keyfile(&key, (device_dir / key_name).c_str(), nullptr), 0);
+  ASSERT_EQ(mbedtls_pk_parse_keyfile(&key, (device_dir / key_name).c_str(), nullptr, mbedtls_ctr_drbg_random, rng.drbg()),
+            0);
   uint32_t flags = 0;
   EXPECT_EQ(mbedtls_x509_crt_verify(&crt, &trust, nullptr, cn.c_str(), &flags, nullptr, nullptr), 0)
       << device_dir << ": verification flags " << flags;
-  EXPECT_EQ(mbedtls_pk_check_pair(&crt.pk, &key), 0) << device_dir << ": device.key is not device.crt's key";
+  EXPECT_EQ(mbedtls_pk_check_pair(&crt.pk, &key, mbedtls_ctr_drbg_random, rng.drbg()), 0) << device_dir << ": device.key is not device.crt's key";
   if (serial_hex != nullptr) *serial_hex = BytesToHex(crt.serial.p, crt.serial.len);
   if (serial >= 0) {
     ASSERT_EQ(crt.serial.len, 1u);

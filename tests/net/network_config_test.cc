@@ -86,12 +86,24 @@ TEST(NetworkConfig, PeerLimitsFromToml) {
 }
 
 TEST(NetworkConfig, PskForwardSecrecyFromToml) {
-  EXPECT_TRUE(NetworkConfig{}.psk_forward_secrecy);  // ECDHE-PSK offered unless the operator says otherwise
+  EXPECT_TRUE(NetworkConfig{}.psk_forward_secrecy);  // PSK with X25519 unless the operator says otherwise
   auto [err, c] = load("psk_forward_secrecy = false\n");
   EXPECT_EQ(err, "");
   EXPECT_FALSE(c.psk_forward_secrecy);
   EXPECT_NE(load("psk_forward_secrecy = 1\n").first.find("'network.psk_forward_secrecy' must be true or false"),
             std::string::npos);
+}
+
+// TLS 1.2 is taken by default (the firmware speaks only 1.2); "1.3" refuses it; anything else names the key.
+TEST(NetworkConfig, TlsMinVersionFromToml) {
+  EXPECT_EQ(NetworkConfig{}.tls_min_version, "1.2");
+  auto [err, c] = load("tls_min_version = \"1.3\"\n");
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.tls_min_version, "1.3");
+  EXPECT_NE(load("tls_min_version = \"1.1\"\n")
+                .first.find("network.tls_min_version must be \"1.2\" or \"1.3\", got '1.1'"),
+            std::string::npos);
+  EXPECT_NE(load("tls_min_version = 1.3\n").first.find("'network.tls_min_version' must be a string"), std::string::npos);
 }
 
 // The idle timeout: on by default, 0 turns it off, and it is at least a second.

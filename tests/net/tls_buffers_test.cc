@@ -1,9 +1,9 @@
-// A Linux device's session with the coordinator: ECDHE-PSK, and the
-// coordinator's TLS record buffers after the handshake
-// (docs/scale.md, "Memory per connection"): the Linux device asks for
-// 2048-byte records (max_fragment_length), the coordinator agrees, and with
-// the host's mbedTLS (cmake/host_mbedtls.cmake, variable buffer length) it
-// shrinks that session's 16 KiB buffers to the negotiated size.
+// A Linux device's session with the coordinator: TLS 1.3 with PSK and an
+// X25519 exchange, and the coordinator's TLS record buffers after the
+// handshake (docs/scale.md, "Memory per connection"): both ends send records
+// of at most 2048 bytes, and the host's mbedTLS (cmake/host_mbedtls.cmake:
+// variable buffer length, 4096-byte input records) shrinks the session's
+// handshake buffers once it ends.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -18,6 +18,7 @@
 #include <fstream>
 #include <thread>
 
+#include "fedrt/tls/key_exchange.h"
 #include "fedrt/tls/tls.h"
 
 namespace fedrt::net {
@@ -30,8 +31,23 @@ namespace fs = std::filesystem;
 struct Session {
   int handshake_rc = -1;
   size_t out_frag = 0, in_buf = 0, out_buf = 0;
-  std::string identity, client_suite;
+  std::string identity, client_suite, client_version, server_session;
   bool echoed = false;
+};
+
+// The server side's socket, whose outgoing handshake bytes a ServerFlight sees (as the coordinator's do).
+struct ObservedNet {
+  mbedtls_net_context* net;
+  ServerFlight* flight;
+  static int Send(void* ctx, const unsigned char* buf, size_t len) {
+    auto* self = static_cast<ObservedNet*>(ctx);
+    const int n = mbedtls_net_send(self->net, buf, len);
+    if (n > 0) self->flight->observe(buf, static_cast<size_t>(n));
+    return n;
+  }
+  static int Recv(void* ctx, unsigned char* buf, size_t len) {
+    return mbedtls_net_recv(static_cast<ObservedNet*>(ctx)->net, buf, len);
+  }
 };
 
 // One device session against a coordinator configuration (psk_ecdhe as
@@ -65,16 +81,17 @@ void RunSession(bool psk_ecdhe, Session& side) {
     mbedtls_ssl_context ssl;
     mbedtls_ssl_init(&ssl);
     if (mbedtls_ssl_setup(&ssl, server.conf()) == 0) {
-      mbedtls_ssl_set_bio(&ssl, &peer, mbedtls_net_send, mbedtls_net_recv, nullptr);
+      ServerFlight flight;
+      ObservedNet io{&peer, &flight};
+      mbedtls_ssl_set_bio(&ssl, &io, ObservedNet::Send, ObservedNet::Recv, nullptr);
       while ((side.handshake_rc = mbedtls_ssl_handshake(&ssl)) == MBEDTLS_ERR_SSL_WANT_READ) {}
       if (side.handshake_rc == 0) {
         bool used_psk = false;
         side.identity = PeerIdentity(server, &ssl, &used_psk);
-        side.out_frag = mbedtls_ssl_get_output_max_frag_len(&ssl);
-#if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
-        side.in_buf = ssl.in_buf_len;
-        side.out_buf = ssl.out_buf_len;
-#endif
+        side.server_session = TlsSessionName(&ssl, flight);
+        side.out_frag = static_cast<size_t>(mbedtls_ssl_get_max_out_record_payload(&ssl));
+        side.in_buf = ssl.MBEDTLS_PRIVATE(in_buf_len);
+        side.out_buf = ssl.MBEDTLS_PRIVATE(out_buf_len);
         // A 6000-byte message crosses three records each way.
         std::string received;
         unsigned char buf[8192];
@@ -113,6 +130,7 @@ void RunSession(bool psk_ecdhe, Session& side) {
   const Status st = client.connect("127.0.0.1", port, 5000);
   ASSERT_TRUE(st.ok()) << st.message();
   side.client_suite = client.suite();
+  side.client_version = client.version();
   std::string msg(6000, '\0');
   for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<char>('a' + i % 26);
   ASSERT_TRUE(client.write_all(msg).ok());
@@ -132,31 +150,32 @@ void RunSession(bool psk_ecdhe, Session& side) {
   side.echoed = back == msg;
 }
 
-TEST(TlsDeviceSession, ForwardSecretPskAnd2048ByteRecordsAndTheCoordinatorShrinksItsBuffers) {
+TEST(TlsDeviceSession, Tls13PskWithX25519And2048ByteRecordsAndTheCoordinatorShrinksItsBuffers) {
   Session side;
   RunSession(true, side);
   ASSERT_EQ(side.handshake_rc, 0);
-  // Forward secrecy where the device can afford it: the coordinator prefers ECDHE-PSK.
-  EXPECT_EQ(side.client_suite, "TLS-ECDHE-PSK-WITH-CHACHA20-POLY1305-SHA256");
+  // Forward secrecy: TLS 1.3 psk_dhe_ke on X25519, the coordinator's first group.
+  EXPECT_EQ(side.client_version, "TLSv1.3");
+  EXPECT_EQ(side.server_session, "TLSv1.3/X25519");
+  EXPECT_EQ(side.client_suite, "TLS1-3-CHACHA20-POLY1305-SHA256");  // fedrt-device's first TLS 1.3 suite
   EXPECT_EQ(side.identity, "dev0");
-  EXPECT_EQ(side.out_frag, 2048u);  // the coordinator's records to this device
+  // The coordinator's records to this device: 2048 bytes of payload at most (less TLS 1.3's inner padding room).
+  EXPECT_GE(side.out_frag, 2048u - 16u);
+  EXPECT_LE(side.out_frag, 2048u);
   EXPECT_TRUE(side.echoed);  // whole messages cross 2048-byte records both ways
-#if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
-  // 2048 bytes of plaintext plus header, IV, MAC and padding room: far from 16 KiB each way.
-  EXPECT_GE(side.in_buf, 2048u);
-  EXPECT_LE(side.in_buf, 2048u + 512u);
+  // After the handshake: 4096 bytes in (TLS 1.3 negotiates no smaller records), 2048 out, plus
+  // header, IV, MAC and padding room: far from 16 KiB each way.
+  EXPECT_GE(side.in_buf, 4096u);
+  EXPECT_LE(side.in_buf, 4096u + 512u);
   EXPECT_GE(side.out_buf, 2048u);
   EXPECT_LE(side.out_buf, 2048u + 512u);
-#else
-  GTEST_SKIP() << "Debian's libmbedtls (fixed 16 KiB buffers): scripts/fetch_sources.sh provides the source build";
-#endif
 }
 
-TEST(TlsDeviceSession, WithoutForwardSecrecyTheCoordinatorPicksPlainPsk) {
+TEST(TlsDeviceSession, WithoutForwardSecrecyTheCoordinatorTakesPskAlone) {
   Session side;
   RunSession(false, side);
   ASSERT_EQ(side.handshake_rc, 0);
-  EXPECT_EQ(side.client_suite, "TLS-PSK-WITH-AES-128-GCM-SHA256");
+  EXPECT_EQ(side.server_session, "TLSv1.3/none");  // psk_ke: no (EC)DHE
   EXPECT_EQ(side.identity, "dev0");
   EXPECT_TRUE(side.echoed);
 }

@@ -59,6 +59,7 @@ void Connection::set_registered(int agent) {
 int Connection::BioSend(void* ctx, const unsigned char* buf, size_t len) {
   auto* c = static_cast<Connection*>(ctx);
   const ssize_t n = ::send(c->sock_.native_handle(), buf, len, MSG_NOSIGNAL);
+  if (n > 0 && c->state_ == State::kHandshake) c->flight_.observe(buf, static_cast<size_t>(n));
   if (n >= 0) return static_cast<int>(n);
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_WRITE;
   return MBEDTLS_ERR_NET_SEND_FAILED;
@@ -166,6 +167,7 @@ void Connection::pump() {
     }
     bool used_psk = false;
     identity_ = PeerIdentity(owner_->tls(), &ssl_, &used_psk);
+    tls_session_ = TlsSessionName(&ssl_, flight_);
     state_ = State::kAwaitHello;
     owner_->on_handshake_done(*this);
     if (state_ == State::kClosed) return;

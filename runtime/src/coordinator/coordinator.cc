@@ -56,7 +56,7 @@ Status Coordinator::init() {
     CoordinatorWarn("warning registry={} provisions {} of the experiment's {} agents", keys + "/registry.tsv",
                    registry_.provisioned(), agents);
   FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", registry_.entries(),
-                      opt_.network.auth, opt_.network.psk_forward_secrecy));
+                      opt_.network.auth, opt_.network.psk_forward_secrecy, opt_.network.tls_min_version == "1.2"));
   auto st = StateStore::Open(opt_.network.state);
   if (!st.ok()) return st.status();
   store_ = std::move(*st);
@@ -180,17 +180,18 @@ Status Coordinator::listen() {
 void Coordinator::on_handshake_failed(Connection& c, int rc) {
   // Reason as mbedTLS reports it, plus the unknown PSK identity if that was it.
   const std::string rejected = tls_.take_rejected_identity(c.ssl());
-  const std::string label = HandshakeFailureLabel(rc);
+  // (TLS 1.3 reports an unknown identity as a failed key exchange: the callback saw it.)
+  const std::string label = rejected.empty() ? HandshakeFailureLabel(rc) : "unknown_psk_identity";
   monitor_->handshake_failed(label);
   if (!log_refusal("handshake/" + label)) return;
   std::string why = TlsErrorString(rc);
   if (!rejected.empty()) why += fmt::format(" [PSK identity '{}' is not provisioned]", rejected);
-  if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD || rc == MBEDTLS_ERR_SSL_BAD_HS_CLIENT_HELLO)
-    why += " [not a TLS 1.2 client hello / plaintext or corrupt record]";
+  if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD) why += " [not a TLS client hello / plaintext or corrupt record]";
   if (rc == MBEDTLS_ERR_SSL_INVALID_MAC) why += " [record MAC check failed: wrong pre-shared key or tampered record]";
   if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) why += " [client certificate not signed by the fleet CA]";
   if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
-  if (rc == MBEDTLS_ERR_SSL_BAD_HS_FINISHED) why += " [wrong pre-shared key]";
+  if (rc == MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE && rejected.empty())
+    why += " [wrong pre-shared key (TLS 1.3 binder), or no suite, group or key exchange in common]";
   CoordinatorWarn("refused peer={} stage=handshake reason={}", c.peer(), why);
 }
 
@@ -363,7 +364,7 @@ void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
   }
   registry_.set_state(agent, Registry::State::kReady);
   monitor_->link(agent, FleetMonitor::Link::kConnected);
-  CoordinatorLog("ready device={} index={}", c.identity(), agent);
+  CoordinatorLog("ready device={} index={} tls={}", c.identity(), agent, c.tls_session());
   // A device that computed an update whose round has since closed learns the result.
   if (pending_[agent]) {
     wire::Envelope env;

@@ -22,7 +22,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   const toml::table* t = root["network"].as_table();
   if (t == nullptr) return Status::Ok();
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
-  static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth", "psk_forward_secrecy",
+  static const std::set<std::string> kKeys = {"listen", "port", "keys", "state", "auth", "psk_forward_secrecy", "tls_min_version",
                                               "deadline_ms", "quorum", "start_timeout_ms", "http",
                                               "refusal_log_lines", "refusal_log_interval_ms",
                                               "max_connections", "max_handshakes", "peer_connections_per_s",
@@ -63,6 +63,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(str("keys", net.keys, true));
   FEDRT_TRY(str("state", net.state, true));
   FEDRT_TRY(str("auth", net.auth, false));
+  FEDRT_TRY(str("tls_min_version", net.tls_min_version, false));
   FEDRT_TRY(str("http", net.http, false));  // checked by the coordinator (ops/http_endpoint.h)
   FEDRT_TRY(integer("port", net.port));
   FEDRT_TRY(integer("deadline_ms", net.deadline_ms));
@@ -110,6 +111,8 @@ Status ValidateNetwork(const NetworkConfig& n) {
                                  ? " (the port is network.port, --port)"
                                  : ""));
   }
+  if (n.tls_min_version != "1.2" && n.tls_min_version != "1.3")
+    return bad(fmt::format("network.tls_min_version must be \"1.2\" or \"1.3\", got '{}'", n.tls_min_version));
   if (n.deadline_ms <= 0) return bad(fmt::format("network.deadline_ms must be positive, got {}", n.deadline_ms));
   if (n.start_timeout_ms < 0)
     return bad(fmt::format("network.start_timeout_ms must be >= 0, got {}", n.start_timeout_ms));

@@ -75,10 +75,9 @@ nlohmann::json DashboardRun(const std::string& name, const task::Task& task, con
 std::string HandshakeFailureLabel(int rc) {
   switch (rc) {
     case MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY: return "unknown_psk_identity";
-    case MBEDTLS_ERR_SSL_BAD_HS_FINISHED:
+    case MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE:  // TLS 1.3: the PSK binder does not verify
     case MBEDTLS_ERR_SSL_INVALID_MAC: return "bad_psk";
-    case MBEDTLS_ERR_SSL_INVALID_RECORD:
-    case MBEDTLS_ERR_SSL_BAD_HS_CLIENT_HELLO: return "not_tls";
+    case MBEDTLS_ERR_SSL_INVALID_RECORD: return "not_tls";
     case MBEDTLS_ERR_X509_CERT_VERIFY_FAILED: return "bad_certificate";
     case MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE: return "no_credentials";
     case MBEDTLS_ERR_SSL_CONN_EOF:

@@ -89,12 +89,7 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
     }
     reload_credentials();
     Status st = tls_->connect(opt_.host, opt_.port, kReadTimeoutMs);
-    // Refused credentials: a few tries (a key rotated or added a moment ago
-    // reaches a running coordinator within a second), then the reason.
-    refusals_ = st.code() == StatusCode::kPermissionDenied ? refusals_ + 1 : 0;
-    if (refusals_ >= kMaxCredentialRefusals)
-      return Status(StatusCode::kPermissionDenied,
-                    fmt::format("{} handshakes in a row refused: {}", refusals_, st.message()));
+    FEDRT_TRY(count_refusal(st));
     if (!st.ok()) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - last_ok_).count();
@@ -106,7 +101,7 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
       backoff_ = std::min<long>(backoff_ * 2, 3000);
       continue;
     }
-    log_("connected {}:{} suite={}", opt_.host, opt_.port, tls_->suite());
+    log_("connected {}:{} tls={} suite={}", opt_.host, opt_.port, tls_->version(), tls_->suite());
     dec_ = wire::FrameDecoder();
     heartbeat_ms_ = 0;
     wire::Envelope hello;
@@ -125,6 +120,16 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
     backoff_ = std::min<long>(backoff_ * 2, 3000);
     last_ok_ = std::chrono::steady_clock::now();
   }
+}
+
+Status DeviceConnection::count_refusal(const Status& st) {
+  // Refused credentials: a few tries (a key rotated or added a moment ago
+  // reaches a running coordinator within a second), then the reason. TLS 1.3
+  // refuses a certificate after the client's handshake: at the first read.
+  if (st.code() == StatusCode::kPermissionDenied && ++refusals_ >= kMaxCredentialRefusals)
+    return Status(StatusCode::kPermissionDenied,
+                  fmt::format("{} handshakes in a row refused: {}", refusals_, st.message()));
+  return Status::Ok();
 }
 
 Status DeviceConnection::drain(bool until_round, DeviceStop& stop, bool* round) {
@@ -182,6 +187,7 @@ Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel,
         st = n.status();
       } else if (*n > 0) {
         last_ok_ = std::chrono::steady_clock::now();
+        refusals_ = 0;  // the coordinator took this session
         dec_.feed(buf_.data(), *n);
         st = drain(until_round, stop, &round);
       }
@@ -198,6 +204,7 @@ Status DeviceConnection::pump(bool until_round, const std::atomic<bool>& cancel,
     }
     if (!st.ok()) {
       tls_->close();
+      FEDRT_TRY(count_refusal(st));
       log_("disconnected: {}; reconnect in {} ms", st.message(), backoff_);
       wait(backoff_, cancel);
       backoff_ = std::min<long>(backoff_ * 2, 3000);

@@ -68,16 +68,18 @@ Status MakeCert(Key& subject, Key& issuer, const std::string& subject_name, cons
                 int serial, bool is_ca, TlsRandom& rng, std::string& pem) {
   mbedtls_x509write_cert crt;
   mbedtls_x509write_crt_init(&crt);
-  mbedtls_mpi sn;
-  mbedtls_mpi_init(&sn);
   mbedtls_x509write_crt_set_version(&crt, MBEDTLS_X509_CRT_VERSION_3);
   mbedtls_x509write_crt_set_md_alg(&crt, MBEDTLS_MD_SHA256);
   mbedtls_x509write_crt_set_subject_key(&crt, &subject.pk);
   mbedtls_x509write_crt_set_issuer_key(&crt, &issuer.pk);
   int rc = mbedtls_x509write_crt_set_subject_name(&crt, subject_name.c_str());
   if (rc == 0) rc = mbedtls_x509write_crt_set_issuer_name(&crt, issuer_name.c_str());
-  if (rc == 0) rc = mbedtls_mpi_lset(&sn, serial);
-  if (rc == 0) rc = mbedtls_x509write_crt_set_serial(&crt, &sn);
+  // The serial as big-endian bytes, leading zeros dropped (a positive INTEGER: serials are < 2^31).
+  unsigned char sn[4] = {static_cast<unsigned char>(serial >> 24), static_cast<unsigned char>(serial >> 16),
+                         static_cast<unsigned char>(serial >> 8), static_cast<unsigned char>(serial)};
+  size_t skip = 0;
+  while (skip < 3 && sn[skip] == 0 && sn[skip + 1] < 0x80) ++skip;
+  if (rc == 0) rc = mbedtls_x509write_crt_set_serial_raw(&crt, sn + skip, sizeof sn - skip);
   if (rc == 0) rc = mbedtls_x509write_crt_set_validity(&crt, "20240101000000", "20491231235959");
   if (rc == 0) rc = mbedtls_x509write_crt_set_basic_constraints(&crt, is_ca ? 1 : 0, is_ca ? 0 : -1);
   if (rc == 0)
@@ -85,7 +87,6 @@ Status MakeCert(Key& subject, Key& issuer, const std::string& subject_name, cons
         &crt, is_ca ? (MBEDTLS_X509_KU_KEY_CERT_SIGN | MBEDTLS_X509_KU_CRL_SIGN) : MBEDTLS_X509_KU_DIGITAL_SIGNATURE);
   std::vector<unsigned char> buf(4096);
   if (rc == 0) rc = mbedtls_x509write_crt_pem(&crt, buf.data(), buf.size(), mbedtls_ctr_drbg_random, rng.drbg());
-  mbedtls_mpi_free(&sn);
   mbedtls_x509write_crt_free(&crt);
   if (rc != 0) return Status(StatusCode::kInternal, fmt::format("certificate '{}': {}", subject_name, TlsErrorString(rc)));
   pem = reinterpret_cast<const char*>(buf.data());
@@ -148,14 +149,14 @@ Result<std::string> WriteDevice(const fs::path& keys, const std::string& id, uin
 
 // The CA of an existing folder: its key must match its certificate, and its
 // subject becomes the issuer name of the new certificates.
-Status LoadIssuer(const fs::path& keys, Issuer& ca) {
+Status LoadIssuer(const fs::path& keys, Issuer& ca, TlsRandom& rng) {
   const std::string key_path = (keys / "ca.key").string(), crt_path = (keys / "ca.crt").string();
-  int rc = mbedtls_pk_parse_keyfile(&ca.key.pk, key_path.c_str(), nullptr);
+  int rc = mbedtls_pk_parse_keyfile(&ca.key.pk, key_path.c_str(), nullptr, mbedtls_ctr_drbg_random, rng.drbg());
   if (rc != 0) return Status(StatusCode::kNotFound, fmt::format("CA key '{}': {}", key_path, TlsErrorString(rc)));
   Cert cert;
   rc = mbedtls_x509_crt_parse_file(&cert.crt, crt_path.c_str());
   if (rc != 0) return Status(StatusCode::kNotFound, fmt::format("CA certificate '{}': {}", crt_path, TlsErrorString(rc)));
-  if (mbedtls_pk_check_pair(&cert.crt.pk, &ca.key.pk) != 0)
+  if (mbedtls_pk_check_pair(&cert.crt.pk, &ca.key.pk, mbedtls_ctr_drbg_random, rng.drbg()) != 0)
     return Status(StatusCode::kFailedPrecondition, fmt::format("'{}' is not the key of '{}'", key_path, crt_path));
   for (const mbedtls_x509_name* n = &cert.crt.subject; n != nullptr && n->oid.p != nullptr; n = n->next) {
     const char* attr = nullptr;
@@ -292,9 +293,9 @@ Result<std::vector<NewDevice>> AddDevices(const std::string& keys_dir, uint32_t 
   }
 
   Issuer ca;
-  FEDRT_TRY(LoadIssuer(keys, ca));
   TlsRandom rng;
   FEDRT_TRY(rng.init("fedrt-keys add"));
+  FEDRT_TRY(LoadIssuer(keys, ca, rng));
   std::string updated = *text;
   if (!updated.empty() && updated.back() != '\n') updated += '\n';
   for (const NewDevice& d : added) {
@@ -370,9 +371,9 @@ Result<std::vector<NewDevice>> RotateDevices(const std::string& keys_dir, const 
     return Status(StatusCode::kNotFound,
                   fmt::format("unknown device id {} (not in '{}'): nothing rotated", unknown, registry_path));
   Issuer ca;
-  FEDRT_TRY(LoadIssuer(keys, ca));
   TlsRandom rng;
   FEDRT_TRY(rng.init("fedrt-keys rotate"));
+  FEDRT_TRY(LoadIssuer(keys, ca, rng));
   std::map<std::string, std::string> lines;  // id -> its new registry line
   for (const NewDevice& d : out) {
     auto line = WriteDevice(keys, d.id, d.index, ca, rng, /*rotate=*/true);
@@ -396,9 +397,9 @@ Result<std::vector<NewDevice>> RotateDevices(const std::string& keys_dir, const 
 Status RotateCoordinator(const std::string& keys_dir) {
   const fs::path keys(keys_dir);
   Issuer ca;
-  FEDRT_TRY(LoadIssuer(keys, ca));
   TlsRandom rng;
   FEDRT_TRY(rng.init("fedrt-keys rotate coordinator"));
+  FEDRT_TRY(LoadIssuer(keys, ca, rng));
   Key k;
   std::string key_pem, crt_pem;
   int serial = 0;

@@ -7,20 +7,25 @@
 
 #include <cctype>
 #include <cerrno>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <mbedtls/error.h>
 #include <mbedtls/oid.h>
 #include <mbedtls/platform_util.h>
+#include <psa/crypto.h>
 
 namespace fedrt::net {
 
 namespace {
 
-// PSK suites in order of preference (the server's order decides, and mbedTLS
+// TLS 1.3 suites (every key exchange mode uses them; SHA-256, the hash of
+// external PSKs). The key exchange is chosen apart from the suite. A TLS 1.3
+// server takes the client's first: ChaCha20-Poly1305 for fedrt-device, fast on
+// ARM boards without AES instructions (the cipher its TLS 1.2 ECDHE-PSK suite had).
+const int kTls13Suites[] = {MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, MBEDTLS_TLS1_3_AES_128_GCM_SHA256};
+
+// TLS 1.2 PSK suites in order of preference (the server's order decides, and mbedTLS
 // takes the first of its own list that the client offers). ECDHE-PSK first:
 // an ephemeral X25519 exchange keyed by the PSK gives forward secrecy, so a
 // leaked PSK does not decrypt recorded sessions; the plain PSK suites stay
@@ -30,12 +35,14 @@ const int kPlainPskSuites[] = {MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256, MBEDTLS_
 const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
                            MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256};
 
-// ECDHE groups in order of preference (a TLS 1.2 server picks the first the client offers too):
-// X25519, then P-256. mbedTLS's default order starts with P-521, which costs the coordinator
-// about 30% more CPU per certificate handshake (docs/architecture.md, "TLS"). The certificates
-// are P-256 (keys/provision.cc), so a peer must offer P-256.
-const mbedtls_ecp_group_id kCurves[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1,
-                                        MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_SECP521R1, MBEDTLS_ECP_DP_NONE};
+// (EC)DHE groups in order of preference: X25519, then P-256, and no other. A TLS 1.2 server
+// picks the first the client offers; a TLS 1.3 client sends its key share for its first, and
+// a client whose share is for another group is asked for one of these (HelloRetryRequest).
+// mbedTLS's default order starts with P-521, which costs the coordinator about 30% more CPU
+// per certificate handshake (docs/architecture.md, "TLS"). The certificates are P-256
+// (keys/provision.cc), so a TLS 1.2 peer offers P-256 anyway.
+const uint16_t kGroups[] = {MBEDTLS_SSL_IANA_TLS_GROUP_X25519, MBEDTLS_SSL_IANA_TLS_GROUP_SECP256R1,
+                            MBEDTLS_SSL_IANA_TLS_GROUP_NONE};
 
 constexpr uint32_t kHandshakeTimeoutMs = 15000;
 
@@ -55,15 +62,28 @@ int RecvTimeoutPoll(void* ctx, unsigned char* buf, size_t len, uint32_t timeout_
   return mbedtls_net_recv(ctx, buf, len);
 }
 
+// A fatal alert from the coordinator during the handshake, or (TLS 1.3, whose
+// client finishes before the server has checked its certificate) before any
+// application data: it refused this device's credentials.
+Status CredentialsRefused(const char* when) {
+  return Status(StatusCode::kPermissionDenied,
+                fmt::format("{}: the coordinator refused this device's credentials (a fatal alert): the id is "
+                            "not in its registry, the key is not the one it holds for the id, or the id is revoked; "
+                            "check --id and --key against the fleet's keys folder",
+                            when));
+}
+
 Status TlsFail(const std::string& what, int rc) {
   return Status(StatusCode::kUnavailable, fmt::format("{}: {}", what, TlsErrorString(rc)));
 }
 
-// TLS 1.2 only (Debian's mbedTLS 2.28 has no TLS 1.3 server), with kCurves for ECDHE.
-void TlsOnly12(mbedtls_ssl_config* conf) {
-  mbedtls_ssl_conf_min_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
-  mbedtls_ssl_conf_max_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
-  mbedtls_ssl_conf_curves(conf, kCurves);
+// TLS 1.3, and 1.2 when allow_tls12, with kGroups for (EC)DHE; no session
+// tickets (every session lasts a run: nothing to resume).
+void TlsVersions(mbedtls_ssl_config* conf, bool allow_tls12) {
+  mbedtls_ssl_conf_min_tls_version(conf, allow_tls12 ? MBEDTLS_SSL_VERSION_TLS1_2 : MBEDTLS_SSL_VERSION_TLS1_3);
+  mbedtls_ssl_conf_max_tls_version(conf, MBEDTLS_SSL_VERSION_TLS1_3);
+  mbedtls_ssl_conf_groups(conf, kGroups);
+  mbedtls_ssl_conf_session_tickets(conf, MBEDTLS_SSL_SESSION_TICKETS_DISABLED);
 }
 
 }  // namespace
@@ -72,90 +92,6 @@ std::string TlsErrorString(int code) {
   char buf[200];
   mbedtls_strerror(code, buf, sizeof buf);
   return fmt::format("{} (-0x{:04x})", buf, static_cast<unsigned>(-code));
-}
-
-namespace {
-
-int Nibble(char ch) {
-  if (ch >= '0' && ch <= '9') return ch - '0';
-  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-  return -1;
-}
-
-// Appends the bytes `hex` spells to `out` (false on an odd length or a non-hex digit).
-template <class Bytes>
-bool DecodeHex(const std::string& hex, Bytes& out) {
-  if (hex.size() % 2 != 0) return false;
-  out.reserve(hex.size() / 2);  // one allocation: no copy left behind by growth
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    const int hi = Nibble(hex[i]), lo = Nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<uint8_t>(hi * 16 + lo));
-  }
-  return true;
-}
-
-}  // namespace
-
-std::vector<uint8_t> HexToBytes(const std::string& hex, bool* ok) {
-  std::vector<uint8_t> out;
-  *ok = DecodeHex(hex, out);
-  return out;
-}
-
-SecretBytes HexToSecret(const std::string& hex, bool* ok) {
-  SecretBytes out;
-  *ok = DecodeHex(hex, out);
-  return out;
-}
-
-std::string BytesToHex(const uint8_t* data, size_t n) {
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", data[i]);
-  return s;
-}
-
-Result<SecretBytes> LoadPskFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status(StatusCode::kNotFound, fmt::format("cannot read PSK file '{}'", path));
-  std::string hex;
-  in >> hex;
-  bool ok = false;
-  SecretBytes bytes = HexToSecret(hex, &ok);
-  mbedtls_platform_zeroize(hex.data(), hex.size());
-  if (!ok || bytes.size() < 16 || bytes.size() > 64)
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("PSK file '{}' must hold 16..64 bytes as hex on one line", path));
-  return bytes;
-}
-
-Result<std::vector<RegistryEntry>> LoadRegistry(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status(StatusCode::kNotFound, fmt::format("cannot read device registry '{}'", path));
-  std::vector<RegistryEntry> out;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    RegistryEntry e;
-    std::string hex;
-    long index = -1;
-    if (!(ls >> e.id >> index >> hex) || index < 0) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("{}:{}: expected 'id index psk_hex'", path, lineno));
-    }
-    bool ok = false;
-    e.psk = HexToSecret(hex, &ok);
-    mbedtls_platform_zeroize(hex.data(), hex.size());
-    if (!ok || e.psk.size() < 16)
-      return Status(StatusCode::kInvalidArgument, fmt::format("{}:{}: bad PSK hex", path, lineno));
-    e.index = static_cast<uint32_t>(index);
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 TlsRandom::TlsRandom() {
@@ -167,6 +103,9 @@ TlsRandom::~TlsRandom() {
   mbedtls_entropy_free(&entropy_);
 }
 Status TlsRandom::init(const std::string& pers) {
+  const psa_status_t ps = psa_crypto_init();  // idempotent; TLS 1.3 hashes, derives and exchanges through PSA
+  if (ps != PSA_SUCCESS)
+    return Status(StatusCode::kUnavailable, fmt::format("starting PSA crypto: psa_crypto_init returned {}", ps));
   const int rc = mbedtls_ctr_drbg_seed(&drbg_, mbedtls_entropy_func, &entropy_,
                                        reinterpret_cast<const unsigned char*>(pers.data()), pers.size());
   return rc == 0 ? Status::Ok() : TlsFail("seeding the random generator", rc);
@@ -215,7 +154,8 @@ std::string TlsServerConfig::take_rejected_identity(const mbedtls_ssl_context* s
 }
 
 Status TlsServerConfig::init(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
-                             const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe) {
+                             const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe,
+                             bool allow_tls12) {
   const bool psk = auth == "any" || auth == "psk";
   const bool cert = auth == "any" || auth == "cert";
   if (!psk && !cert)
@@ -224,26 +164,34 @@ Status TlsServerConfig::init(const std::string& ca_file, const std::string& cert
   int rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
                                        MBEDTLS_SSL_PRESET_DEFAULT);
   if (rc != 0) return TlsFail("TLS server defaults", rc);
-  TlsOnly12(&conf_);
+  TlsVersions(&conf_, allow_tls12);
+  // The coordinator's records to every peer: at most kDeviceMaxFragment bytes, so
+  // that a TLS 1.3 session (no max_fragment_length) keeps small buffers too.
+  if ((rc = mbedtls_ssl_conf_max_frag_len(&conf_, kDeviceMaxFragment)) != 0) return TlsFail("max_fragment_length", rc);
+  suites_.assign(std::begin(kTls13Suites), std::end(kTls13Suites));
+  int tls13_modes = 0;
   mbedtls_ssl_conf_rng(&conf_, mbedtls_ctr_drbg_random, rng_.drbg());
   if (cert) {
     if ((rc = mbedtls_x509_crt_parse_file(&ca_, ca_file.c_str())) != 0)
       return TlsFail(fmt::format("CA certificate '{}'", ca_file), rc);
     if ((rc = mbedtls_x509_crt_parse_file(&cert_, cert_file.c_str())) != 0)
       return TlsFail(fmt::format("coordinator certificate '{}'", cert_file), rc);
-    if ((rc = mbedtls_pk_parse_keyfile(&key_, key_file.c_str(), nullptr)) != 0)
+    if ((rc = mbedtls_pk_parse_keyfile(&key_, key_file.c_str(), nullptr, mbedtls_ctr_drbg_random, rng_.drbg())) != 0)
       return TlsFail(fmt::format("coordinator key '{}'", key_file), rc);
     if ((rc = mbedtls_ssl_conf_own_cert(&conf_, &cert_, &key_)) != 0) return TlsFail("coordinator certificate", rc);
     mbedtls_ssl_conf_ca_chain(&conf_, &ca_, nullptr);
     mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_REQUIRED);  // mutual authentication
     for (int s : kCertSuites) suites_.push_back(s);
+    tls13_modes |= MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL;  // ECDHE, signed by both sides
   }
   if (psk) {
     for (const auto& e : registry) psks_[e.id] = e.psk;
     mbedtls_ssl_conf_psk_cb(&conf_, &TlsServerConfig::PskCallback, this);
     if (psk_ecdhe) suites_.insert(suites_.end(), std::begin(kEcdhePskSuites), std::end(kEcdhePskSuites));
     suites_.insert(suites_.end(), std::begin(kPlainPskSuites), std::end(kPlainPskSuites));
+    tls13_modes |= psk_ecdhe ? MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL : MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK;
   }
+  mbedtls_ssl_conf_tls13_key_exchange_modes(&conf_, tls13_modes);
   suites_.push_back(0);
   mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());
   return Status::Ok();
@@ -284,7 +232,8 @@ Status TlsClient::init(const TlsClientCredentials& creds) {
   int rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
                                        MBEDTLS_SSL_PRESET_DEFAULT);
   if (rc != 0) return TlsFail("TLS client defaults", rc);
-  TlsOnly12(&conf_);
+  TlsVersions(&conf_, true);  // TLS 1.3 first; 1.2 for a coordinator that allows no more
+  suites_.assign(std::begin(kTls13Suites), std::end(kTls13Suites));
   // Records of at most kDeviceMaxFragment bytes: a coordinator whose mbedTLS
   // has variable buffers (cmake/host_mbedtls.cmake) shrinks this session's
   // record buffers to that size once the handshake ends (docs/scale.md).
@@ -298,18 +247,23 @@ Status TlsClient::init(const TlsClientCredentials& creds) {
     if (rc != 0) return TlsFail("PSK", rc);
     suites_.insert(suites_.end(), std::begin(kEcdhePskSuites), std::end(kEcdhePskSuites));
     suites_.insert(suites_.end(), std::begin(kPlainPskSuites), std::end(kPlainPskSuites));
+    // TLS 1.3: psk_dhe_ke (forward secrecy) unless the coordinator allows only psk_ke.
+    mbedtls_ssl_conf_tls13_key_exchange_modes(
+        &conf_, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL | MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK);
     mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_NONE);  // PSK authenticates both sides
   } else {
     if ((rc = mbedtls_x509_crt_parse_file(&ca_, creds.ca_file.c_str())) != 0)
       return TlsFail(fmt::format("CA certificate '{}'", creds.ca_file), rc);
     if ((rc = mbedtls_x509_crt_parse_file(&cert_, creds.cert_file.c_str())) != 0)
       return TlsFail(fmt::format("device certificate '{}'", creds.cert_file), rc);
-    if ((rc = mbedtls_pk_parse_keyfile(&key_, creds.key_file.c_str(), nullptr)) != 0)
+    if ((rc = mbedtls_pk_parse_keyfile(&key_, creds.key_file.c_str(), nullptr, mbedtls_ctr_drbg_random,
+                                       rng_.drbg())) != 0)
       return TlsFail(fmt::format("device key '{}'", creds.key_file), rc);
     if ((rc = mbedtls_ssl_conf_own_cert(&conf_, &cert_, &key_)) != 0) return TlsFail("device certificate", rc);
     mbedtls_ssl_conf_ca_chain(&conf_, &ca_, nullptr);
     mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_REQUIRED);
     for (int s : kCertSuites) suites_.push_back(s);
+    mbedtls_ssl_conf_tls13_key_exchange_modes(&conf_, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL);
   }
   suites_.push_back(0);
   mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());
@@ -337,15 +291,13 @@ Status TlsClient::connect(const std::string& host, uint16_t port, uint32_t read_
     if (rc != MBEDTLS_ERR_SSL_WANT_READ && rc != MBEDTLS_ERR_SSL_WANT_WRITE) {
       mbedtls_net_free(&net_);
       if (rc == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE)  // the peer refused our credentials: retrying will not mend it
-        return Status(StatusCode::kPermissionDenied,
-                      "TLS handshake: the coordinator refused this device's credentials (a fatal alert): the id is "
-                      "not in its registry, the key is not the one it holds for the id, or the id is revoked; "
-                      "check --id and --key against the fleet's keys folder");
+        return CredentialsRefused("TLS handshake");
       return TlsFail("TLS handshake", rc);
     }
   }
   mbedtls_ssl_conf_read_timeout(&conf_, read_timeout_ms);
   connected_ = true;
+  received_ = false;
   return Status::Ok();
 }
 
@@ -366,12 +318,21 @@ Status TlsClient::write_all(const std::string& bytes) {
 
 Result<size_t> TlsClient::read_some(uint8_t* buf, size_t cap) {
   const int rc = mbedtls_ssl_read(&ssl_, buf, cap);
-  if (rc > 0) return static_cast<size_t>(rc);
+  const bool tls13 = mbedtls_ssl_get_version_number(&ssl_) == MBEDTLS_SSL_VERSION_TLS1_3;
+  if (rc > 0) {
+    received_ = true;
+    return static_cast<size_t>(rc);
+  }
   if (rc == MBEDTLS_ERR_SSL_TIMEOUT || rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE)
     return size_t(0);
   close();
   if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
     return Status(StatusCode::kUnavailable, std::string("connection closed by the coordinator"));
+  // TLS 1.3: the coordinator checks a client certificate after the client's handshake has
+  // ended, and its alert is protected with its handshake keys, which the client no longer
+  // reads with: a fatal alert, or a record that does not decrypt, before any data.
+  if (!received_ && (rc == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || (tls13 && rc == MBEDTLS_ERR_SSL_INVALID_MAC)))
+    return CredentialsRefused("after the TLS handshake");
   return TlsFail("TLS read", rc);
 }
 

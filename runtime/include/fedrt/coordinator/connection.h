@@ -14,6 +14,7 @@
 #include <mbedtls/ssl.h>
 
 #include "fedrt/core/status.h"
+#include "fedrt/tls/key_exchange.h"
 #include "fedrt/tls/tls.h"
 #include "fedrt/wire/frame.h"
 
@@ -61,6 +62,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const mbedtls_ssl_context* ssl() const { return &ssl_; }
   const std::string& peer() const { return peer_; }
   const std::string& identity() const { return identity_; }
+  // The negotiated TLS version and (EC)DHE group, "TLSv1.3/X25519" ("" before the handshake).
+  const std::string& tls_session() const { return tls_session_; }
   int agent() const { return agent_; }  // agent index once registered, else -1
   uint64_t serial() const { return serial_; }
 
@@ -83,6 +86,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   State state_ = State::kHandshake;
   std::string peer_;
   std::string identity_;
+  ServerFlight flight_;  // the handshake's plaintext bytes out, for tls_session_
+  std::string tls_session_;
   int agent_ = -1;
   bool reading_ = false, writing_ = false, close_after_flush_ = false;
   std::string close_reason_;

@@ -7,8 +7,11 @@
 //   keys = "keys"          # provisioning directory of ./fedrt keys
 //   state = "coordinator.db"  # SQLite state of the coordinator
 //   auth = "any"           # any | psk | cert
-//   psk_forward_secrecy = true  # offer ECDHE-PSK (X25519) first: a leaked PSK opens no recorded
-//                          # session; about 2 ms of coordinator CPU per PSK handshake instead of 0.3
+//   psk_forward_secrecy = true  # PSK with an ephemeral X25519 exchange (TLS 1.3 psk_dhe_ke, 1.2 ECDHE-PSK
+//                          # first): a leaked PSK opens no recorded session; about 2 ms of coordinator CPU
+//                          # per PSK handshake instead of 0.3
+//   tls_min_version = "1.2"  # "1.2": peers that speak only TLS 1.2 (the firmware, mbedTLS 2.28) connect
+//                          # too; "1.3": TLS 1.3 only (docs/security.md, "TLS")
 //   deadline_ms = 30000    # a round closes at its deadline if the quorum reported
 //   quorum = 0.5           # fraction of the sampled devices needed at the deadline
 //   start_timeout_ms = 60000  # wait this long for every device before round 0
@@ -43,6 +46,7 @@ struct NetworkConfig {
   std::string state = "coordinator.db";
   std::string auth = "any";
   bool psk_forward_secrecy = true;
+  std::string tls_min_version = "1.2";
   long deadline_ms = 30000;
   double quorum = 0.5;
   long start_timeout_ms = 60000;

@@ -45,6 +45,8 @@ class DeviceConnection {
  private:
   Status send(const wire::Envelope& env);
   Status connect(const std::atomic<bool>& cancel, bool* cancelled);
+  // Counts a refusal of this device's credentials (kPermissionDenied); an error after kMaxCredentialRefusals in a row.
+  Status count_refusal(const Status& st);
   // Handles the buffered complete frames; stops early on a settled round (until_round) or a stop.
   Status drain(bool until_round, DeviceStop& stop, bool* round);
   void wait(long ms, const std::atomic<bool>& cancel);

@@ -1,6 +1,6 @@
 #pragma once
 // Cryptographic primitives of secure aggregation, thin wrappers over mbedTLS
-// 2.28 (Debian libmbedtls-dev on hosts; the firmware's mbedTLS must enable
+// (3.6 on hosts, cmake/host_mbedtls.cmake; 2.28 on the firmware, which must enable
 // MBEDTLS_ECP_C + MBEDTLS_ECP_DP_CURVE25519_ENABLED, MBEDTLS_BIGNUM_C,
 // MBEDTLS_HKDF_C + MBEDTLS_SHA256_C, MBEDTLS_CHACHA20_C, MBEDTLS_POLY1305_C,
 // MBEDTLS_CHACHAPOLY_C). Device style: fixed-size caller buffers, Status

@@ -1,8 +1,9 @@
 #pragma once
-// TLS 1.2 with mbedTLS 2.28 (docs/architecture.md, "Wire"): pre-shared keys with one identity
-// per device (TLS-PSK-WITH-AES-128-GCM-SHA256 / CHACHA20-POLY1305, the
-// microcontroller path) and mutual certificate authentication with
-// TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256 (the Linux-board path). Host code.
+// TLS 1.3 (and 1.2 where network.tls_min_version allows it) with mbedTLS 3.6
+// (docs/security.md, "TLS"): pre-shared keys with one identity per device
+// and mutual certificate authentication, both with an ephemeral (EC)DHE
+// exchange on X25519 first, P-256 second. TLS 1.2 remains for the firmware
+// (mbedTLS 2.28, plain PSK) while network.tls_min_version = "1.2". Host code.
 
 #include <cstdint>
 #include <map>
@@ -41,7 +42,8 @@ struct RegistryEntry {
 // Reads "id<TAB>index<TAB>psk_hex" lines; errors name the line.
 Result<std::vector<RegistryEntry>> LoadRegistry(const std::string& path);
 
-// Entropy + CTR-DRBG seeded from the OS.
+// Entropy + CTR-DRBG seeded from the OS; init() also starts PSA crypto,
+// which mbedTLS 3.6's TLS 1.3 needs before any handshake.
 class TlsRandom {
  public:
   TlsRandom();
@@ -66,9 +68,13 @@ class TlsServerConfig {
 
   // ca/cert/key: PEM files (CA that signs device certificates, the coordinator's
   // certificate and key); psks: identity -> key. auth: "any", "psk" or "cert".
-  // psk_ecdhe: offer ECDHE-PSK before the plain PSK suites (forward secrecy).
+  // psk_ecdhe: PSK with an ephemeral X25519/P-256 exchange (forward secrecy):
+  // TLS 1.3 psk_dhe_ke, and ECDHE-PSK before the plain PSK suites of TLS 1.2;
+  // false: TLS 1.3 psk_ke and plain PSK only. allow_tls12: accept peers that
+  // speak only TLS 1.2 (network.tls_min_version = "1.2"); TLS 1.3 otherwise.
   Status init(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
-              const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe = true);
+              const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe = true,
+              bool allow_tls12 = true);
   const mbedtls_ssl_config* conf() const { return &conf_; }
   // A device provisioned while running (`keys add`): its PSK is accepted from
   // the next handshake on (certificates need nothing: the CA signed them).
@@ -119,12 +125,15 @@ class TlsClient {
   Status connect(const std::string& host, uint16_t port, uint32_t read_timeout_ms);
   // Writes all bytes.
   Status write_all(const std::string& bytes);
-  // Reads some bytes: >0 bytes, 0 on timeout, error on close/failure.
+  // Reads some bytes: >0 bytes, 0 on timeout, error on close/failure
+  // (kPermissionDenied: a fatal alert before any data, the credentials refused).
   Result<size_t> read_some(uint8_t* buf, size_t cap);
   void close();
   bool connected() const { return connected_; }
   // The negotiated suite's IANA name ("" before a handshake).
   const char* suite() const { return connected_ ? mbedtls_ssl_get_ciphersuite(&ssl_) : ""; }
+  // The negotiated protocol version ("TLSv1.3", "TLSv1.2"; "" before a handshake).
+  const char* version() const { return connected_ ? mbedtls_ssl_get_version(&ssl_) : ""; }
 
  private:
   TlsRandom rng_;
@@ -137,6 +146,7 @@ class TlsClient {
   std::vector<int> suites_;
   bool ssl_ready_ = false;
   bool connected_ = false;
+  bool received_ = false;  // application data came in since the handshake
 };
 
 }  // namespace fedrt::net
