@@ -85,6 +85,7 @@ Status Coordinator::init() {
   fo.names = names_;
   fo.deadline_ms = static_cast<uint32_t>(opt_.network.deadline_ms);
   fo.quorum = opt_.network.quorum;
+  fo.max_update_norm = opt_.experiment.robustness.max_update_norm;
   fo.faults = opt_.faults;
   fo.events = monitor_.get();
   fo.privacy = privacy_.on() ? &privacy_ : nullptr;
@@ -388,19 +389,22 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
                       last_rejection_[agent]);
     repeated_rejections_[agent] = 0;
   };
-  auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what) {
+  // `counter`: the rejection's label in the monitor's counts (default: the wire reason).
+  auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what,
+                    const char* counter = nullptr) {
+    const std::string label = counter != nullptr ? counter : wire::ErrorReasonName(reason);
     std::string line = fmt::format("{}reason={}: {}", what, wire::ErrorReasonName(reason), why);
     if (agent < last_rejection_.size()) {
       if (line == last_rejection_[agent]) {  // the same again (the refused update's next chunk): counted only
         ++repeated_rejections_[agent];
-        monitor_->frame_rejected(wire::ErrorReasonName(reason));
+        monitor_->frame_rejected(label);
         return;
       }
       close_repeats();
       last_rejection_[agent] = line;
     }
     CoordinatorWarn("rejected device={} {}", c.identity(), line);
-    monitor_->frame_rejected(wire::ErrorReasonName(reason));
+    monitor_->frame_rejected(label);
     c.send_error(reason, why, false);
   };
   const Registry::State s = registry_.state(agent);
@@ -416,11 +420,14 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   if (kind == protocol::MessageKind::kUpdate) id = inbound_.update().id;
   if (kind == protocol::MessageKind::kChunk) id = inbound_.chunk().id;
   const protocol::Verdict v = rounds_.on_message(agent, env, inbound_, now_ms());
-  // An unclipped update (DP-FedAvg) is logged once per device, not once per round.
-  const std::string where = v.refusal == protocol::Refusal::kUnclipped ? fmt::format("alg={} ", id.algorithm)
+  // An unclipped update (DP-FedAvg) or one over robustness.max_update_norm is
+  // logged once per device, not once per round.
+  const bool per_device = v.refusal == protocol::Refusal::kUnclipped || v.refusal == protocol::Refusal::kOverNorm;
+  const std::string where = per_device ? fmt::format("alg={} ", id.algorithm)
                             : update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
                                      : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
-  if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
+  if (!v.ok())
+    return reject(ReasonOf(v.refusal), v.why, where, v.refusal == protocol::Refusal::kOverNorm ? "update_norm" : nullptr);
   if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
     close_repeats();
     last_rejection_[agent].clear();

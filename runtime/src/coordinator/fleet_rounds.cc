@@ -101,6 +101,7 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
   so.initial = opt_.initial;
   so.deadline_ms = opt_.deadline_ms;
   so.quorum = opt_.quorum;
+  so.max_update_norm = opt_.max_update_norm;
   if (opt_.privacy != nullptr) {  // resumed: a test_seed stream goes on after the committed rounds' draws
     so.standard_normal = opt_.privacy->noise(a, r, last != nullptr ? last->round + 1 : 0, opt_.initial.size);
     so.adaptive = opt_.privacy->adaptive();

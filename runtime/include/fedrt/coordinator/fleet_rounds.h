@@ -58,6 +58,7 @@ struct FleetRoundsOptions {
   // Central DP-FedAvg (not owned; null without [privacy]): each session's
   // noise, epsilon after each round, and the rounds the budget allows.
   PrivacyRounds* privacy = nullptr;
+  double max_update_norm = 0;  // [robustness] (protocol::ServerOptions; 0: the task's default)
   // Called after a secure round closed, for each agent convicted of wrong SecAgg+
   // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
   std::function<void(uint32_t agent, const std::string& why)> on_cheater;
