@@ -57,9 +57,13 @@ Status Coordinator::init() {
                    registry_.provisioned(), agents);
   FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", registry_.entries(),
                       opt_.network.auth, opt_.network.psk_forward_secrecy));
-  auto st = StateStore::Open(opt_.network.state);
+  auto st = StateStore::Open(opt_.network.state, opt_.accept_rollback);
   if (!st.ok()) return st.status();
   store_ = std::move(*st);
+  if (store_->rolled_back_from() > 0)
+    CoordinatorWarn("warning state={} rolled_back_from={} committed_rounds={}: resuming from what the db holds "
+                    "(--accept-rollback); the rounds after it run again",
+                    opt_.network.state, store_->rolled_back_from(), store_->committed_rounds());
   std::string algs;
   for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
   FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", task::TaskFingerprint(task_), algs)));
@@ -329,6 +333,9 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   heartbeats_[agent] = h.heartbeats() ? 1 : 0;
   heard_ms_[agent] = now_ms();
   if (h.has_pending()) pending_[agent] = protocol::RoundId{h.pending_algorithm(), h.pending_run(), h.pending_round()};
+  if (const std::string lag = pending_[agent] && !opt_.accept_rollback ? rounds_.behind(*pending_[agent]) : "";
+      !lag.empty())
+    return stop_behind(h.device_id(), lag);
   (void)store_->upsert_device(h.device_id(), agent, "registered");
   CoordinatorLog("registered device={} index={} peer={} pending={}", h.device_id(), agent, c.peer(),
                  h.has_pending() ? fmt::format("alg:{} run:{} round:{}", h.pending_algorithm(), h.pending_run(),
