@@ -77,6 +77,14 @@ inline std::vector<std::string> Cells(const std::string& line) {
   return out;
 }
 
+// The lines of a text file (metrics.csv), without their newlines.
+inline std::vector<std::string> ReadLines(const fs::path& p) {
+  std::vector<std::string> out;
+  std::ifstream in(p);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
 inline size_t Count(const std::string& hay, const std::string& needle) {
   size_t n = 0;
   for (size_t pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) ++n;

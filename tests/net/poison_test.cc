@@ -6,7 +6,6 @@
 // (the model stays where it was), logs the event, and every later round's
 // error stays finite and near the clean run's.
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,13 +15,6 @@ namespace fedrt::net::testing {
 // Named, not anonymous: this file's helpers stay apart from its unity batch
 // neighbours' (cmake/unity_build.cmake).
 namespace poison {
-
-std::vector<std::string> Lines(const fs::path& p) {
-  std::vector<std::string> out;
-  std::ifstream in(p);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 double Error(const std::string& line) { return std::stod(Cells(line)[3]); }
 
@@ -54,8 +46,8 @@ TEST_F(NetTest, PoisonedUpdateOf1e308IsRefusedLoggedAndTheModelStaysFinite) {
             1u)
       << log;
   EXPECT_EQ(Count(log, "round=2 agents=3/4"), 1u) << log;  // the log counts rounds from 1
-  const auto fleet_csv = poison::Lines(dir_ / "out" / "metrics.csv");
-  const auto sim_csv = poison::Lines(dir_ / "sim" / "metrics.csv");
+  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv");
+  const auto sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
   ASSERT_EQ(fleet_csv.size(), 6u);
   ASSERT_EQ(sim_csv.size(), 6u);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
@@ -101,8 +93,8 @@ TEST_F(NetTest, MaskedInputShiftedBy2To31FailsItsRoundAndTheModelStays) {
   EXPECT_EQ(rounds[1].agents, 0u);
   EXPECT_NE(rounds[1].failure.find("a masked input was out of range"), std::string::npos) << rounds[1].failure;
   EXPECT_EQ(rounds[1].error, rounds[0].error) << "the model moved in the refused round";
-  const auto fleet_csv = poison::Lines(dir_ / "out" / "metrics.csv");
-  const auto sim_csv = poison::Lines(dir_ / "sim" / "metrics.csv");
+  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv");
+  const auto sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
   ASSERT_EQ(fleet_csv.size(), 6u);
   ASSERT_EQ(sim_csv.size(), 6u);
   for (size_t i = 1; i < 3; ++i)  // the initial row and round 0

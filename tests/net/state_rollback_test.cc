@@ -40,7 +40,8 @@ TEST_F(NetTest, RolledBackOrEmptiedStateStopsTheCoordinatorInsteadOfResuming) {
 
   co = StartCoordinator(cfg, port, {}, "second.log");
   ASSERT_TRUE(WaitForLog(dir_ / "second.log", "round alg=fedavg run=0 round=10 ", 60000)) << ReadFile(dir_ / "second.log");
-  std::this_thread::sleep_for(std::chrono::milliseconds(15));  // round 11's updates persisted, in their delay
+  // A device's update for round 11 is out (persisted before it left): it is pending when the coordinator dies.
+  ASSERT_TRUE(WaitForLog(dir_ / (Id(1) + ".log"), "update alg=0 run=0 round=10 ", 60000)) << ReadFile(dir_ / (Id(1) + ".log"));
   Kill(co);
   ASSERT_TRUE(fs::exists(dir_ / "coordinator.db-wal"));
 

@@ -240,17 +240,21 @@ TEST_F(StateStoreTest, AFileWithoutTheRevocationsTableGainsItAtOpen) {
 // emptied after three commits is refused at open, naming both counts and the
 // way on; an open that accepts the rollback takes it and brings the
 // watermark back to the db.
-TEST_F(StateStoreTest, AnEmptiedDbIsRefusedAgainstItsWatermarkUnlessTheRollbackIsAccepted) {
-  const std::vector<double> x = {1.0, 2.0};
+// Rounds 0..n-1 of algorithm 0, run 0, each with the model x (inside its state).
+void SaveRounds(StateStore& store, uint32_t n, const std::vector<double>& x) {
   RoundVectors v;
   v.theta.push_back({x.data(), x.size()});
   v.state = {{x.data(), x.size()}};
-  for (uint32_t t = 0; t < 3; ++t) {
+  for (uint32_t t = 0; t < n; ++t) {
     RoundRecord r;
     r.round = t;
     r.closed_by = "all";
-    ASSERT_TRUE(store_->save_round(r, {0}, v).ok());
+    ASSERT_TRUE(store.save_round(r, {0, 1}, v).ok());
   }
+}
+
+TEST_F(StateStoreTest, AnEmptiedDbIsRefusedAgainstItsWatermarkUnlessTheRollbackIsAccepted) {
+  SaveRounds(*store_, 3, {1.0, 2.0});
   EXPECT_EQ(store_->committed_rounds(), 3u);
   store_.reset();
   for (const char* ext : {"-wal", "-shm"}) fs::remove(path_.string() + ext);
@@ -275,16 +279,7 @@ TEST_F(StateStoreTest, AnEmptiedDbIsRefusedAgainstItsWatermarkUnlessTheRollbackI
 // A db whose pages are damaged is refused at open (SQLite's quick_check, or
 // the first read that meets the damage), naming the file.
 TEST_F(StateStoreTest, ACorruptDbIsRefusedAtOpen) {
-  std::vector<double> x(2000, 0.5);  // several pages
-  RoundVectors v;
-  v.theta.push_back({x.data(), x.size()});
-  v.state = {{x.data(), x.size()}};
-  for (uint32_t t = 0; t < 3; ++t) {
-    RoundRecord r;
-    r.round = t;
-    r.closed_by = "all";
-    ASSERT_TRUE(store_->save_round(r, {0, 1}, v).ok());
-  }
+  SaveRounds(*store_, 3, std::vector<double>(2000, 0.5));  // several pages
   store_.reset();
   ASSERT_FALSE(fs::exists(path_.string() + "-wal"));
   const auto size = fs::file_size(path_);
