@@ -93,6 +93,8 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/state_store.cc
   runtime/src/coordinator/state_vectors.cc
   runtime/src/coordinator/state_devices.cc
+  runtime/src/coordinator/state_watermark.cc
+  runtime/src/coordinator/rollback_check.cc
   runtime/src/coordinator/refusal_log.cc
   runtime/src/coordinator/peer_rate_limit.cc
   runtime/src/coordinator/connection.cc

@@ -136,7 +136,7 @@ kind_of() {
 }
 
 mkdir -p "$OUT/devices" "$OUT/logs"
-rm -rf "$OUT/keys" "$OUT/coordinator.db" "$OUT/coordinator.db-wal" "$OUT/coordinator.db-shm" \
+rm -rf "$OUT/keys" "$OUT/coordinator.db" "$OUT/coordinator.db-wal" "$OUT/coordinator.db-shm" "$OUT/coordinator.db.rounds" \
   "$OUT"/devices/* "$OUT"/logs/*.log "$OUT/port" "$OUT/devices.tsv"
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$DEVICES" >/dev/null || { echo "fleet: error: provisioning failed" >&2; exit 1; }
 

@@ -77,6 +77,14 @@ inline std::vector<std::string> Cells(const std::string& line) {
   return out;
 }
 
+// The lines of a text file (metrics.csv), without their newlines.
+inline std::vector<std::string> ReadLines(const fs::path& p) {
+  std::vector<std::string> out;
+  std::ifstream in(p);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
 inline size_t Count(const std::string& hay, const std::string& needle) {
   size_t n = 0;
   for (size_t pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1)) ++n;
@@ -205,12 +213,14 @@ class NetTest : public ::testing::Test {
   // Device i (even: PSK, odd: certificate), its own log and state directory.
   // The device needs only the address and its credentials: the task comes
   // from the coordinator. Test faults (--delay-ms, --drop-after-masked,
-  // --capacity, --wrong-unmask-shares, --unclipped-from, --withhold-masked) run the tests' device program, which has them.
+  // --capacity, --wrong-unmask-shares, --unclipped-from, --withhold-masked, --add-to-masked,
+  // --update-value) run the tests' device program, which has them.
   pid_t StartDevice(int i, int port, const std::vector<std::string>& extra = {}) {
     const fs::path kd = dir_ / "keys" / "devices" / Id(i);
     const bool faults = !extra.empty() && (extra[0] == "--delay-ms" || extra[0] == "--drop-after-masked" ||
                                            extra[0] == "--capacity" || extra[0] == "--wrong-unmask-shares" ||
-                                           extra[0] == "--unclipped-from" || extra[0] == "--withhold-masked");
+                                           extra[0] == "--unclipped-from" || extra[0] == "--withhold-masked" ||
+                                           extra[0] == "--add-to-masked" || extra[0] == "--update-value");
     std::vector<std::string> args = {faults ? TestBin("fedrt-test-device") : Bin("fedrt-device"), "--coordinator",
                                      "127.0.0.1:" + std::to_string(port), "--id", Id(i), "--state",
                                      (dir_ / Id(i)).string()};

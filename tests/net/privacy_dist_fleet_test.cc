@@ -163,6 +163,7 @@ TEST_F(NetTest, DistributedDpNoiseMeetsSigmaClipWithDevicesDroppedToTheQuorum) {
     const fs::path out = dir_ / tag;  // this run's outputs; the state and the devices' start afresh
     fs::remove_all(dir_ / "out");
     fs::remove(dir_ / "coordinator.db");
+    fs::remove(dir_ / "coordinator.db.rounds");  // its watermark: a new run
     for (int i = 0; i < kAgents; ++i) fs::remove_all(dir_ / Id(i));
     const auto cfg = WriteExperiment(
         std::string("[problem]\nkind = \"lsq\"\nagents = 10\ndim = 4096\nsamples = 4\n"

@@ -24,14 +24,14 @@ class StateStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = fs::temp_directory_path() / ("fedrt-state-store-" + std::to_string(getpid()) + ".db");
-    fs::remove(path_);
+    for (const char* ext : {"", "-wal", "-shm", ".rounds"}) fs::remove(path_.string() + ext);
     auto s = StateStore::Open(path_.string());
     ASSERT_TRUE(s.ok()) << s.status().message();
     store_ = std::move(*s);
   }
   void TearDown() override {
     store_.reset();
-    for (const char* ext : {"", "-wal", "-shm"}) fs::remove(path_.string() + ext);
+    for (const char* ext : {"", "-wal", "-shm", ".rounds"}) fs::remove(path_.string() + ext);
   }
   fs::path path_;
   std::unique_ptr<StateStore> store_;
@@ -234,6 +234,68 @@ TEST_F(StateStoreTest, AFileWithoutTheRevocationsTableGainsItAtOpen) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   store_ = std::move(*s);
   ASSERT_TRUE(store_->record_revocation({"dev0000", 1, "lost"}).ok());
+}
+
+// The watermark (docs/security.md, "State that never goes back"): a db
+// emptied after three commits is refused at open, naming both counts and the
+// way on; an open that accepts the rollback takes it and brings the
+// watermark back to the db.
+// Rounds 0..n-1 of algorithm 0, run 0, each with the model x (inside its state).
+void SaveRounds(StateStore& store, uint32_t n, const std::vector<double>& x) {
+  RoundVectors v;
+  v.theta.push_back({x.data(), x.size()});
+  v.state = {{x.data(), x.size()}};
+  for (uint32_t t = 0; t < n; ++t) {
+    RoundRecord r;
+    r.round = t;
+    r.closed_by = "all";
+    ASSERT_TRUE(store.save_round(r, {0, 1}, v).ok());
+  }
+}
+
+TEST_F(StateStoreTest, AnEmptiedDbIsRefusedAgainstItsWatermarkUnlessTheRollbackIsAccepted) {
+  SaveRounds(*store_, 3, {1.0, 2.0});
+  EXPECT_EQ(store_->committed_rounds(), 3u);
+  store_.reset();
+  for (const char* ext : {"-wal", "-shm"}) fs::remove(path_.string() + ext);
+  std::ofstream(path_, std::ios::trunc).close();
+  auto refused = StateStore::Open(path_.string());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  const std::string m = refused.status().message();
+  EXPECT_NE(m.find("holds 0 committed rounds but its watermark"), std::string::npos) << m;
+  EXPECT_NE(m.find(".rounds' records 3"), std::string::npos) << m;
+  EXPECT_NE(m.find("--accept-rollback"), std::string::npos) << m;
+  auto accepted = StateStore::Open(path_.string(), /*accept_rollback=*/true);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().message();
+  EXPECT_EQ((*accepted)->rolled_back_from(), 3u);
+  EXPECT_EQ((*accepted)->committed_rounds(), 0u);
+  accepted->reset();
+  auto again = StateStore::Open(path_.string());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  store_ = std::move(*again);
+}
+
+// A db whose pages are damaged is refused at open (SQLite's quick_check, or
+// the first read that meets the damage), naming the file.
+TEST_F(StateStoreTest, ACorruptDbIsRefusedAtOpen) {
+  SaveRounds(*store_, 3, std::vector<double>(2000, 0.5));  // several pages
+  store_.reset();
+  ASSERT_FALSE(fs::exists(path_.string() + "-wal"));
+  const auto size = fs::file_size(path_);
+  ASSERT_GE(size, 4u * 4096u);
+  {  // page 2 is a b-tree page: its type byte (offset 0 of the page) made invalid
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    const char junk[16] = {'\x7f', '\x7f', '\x7f', '\x7f', '\x7f', '\x7f', '\x7f', '\x7f',
+                           '\x7f', '\x7f', '\x7f', '\x7f', '\x7f', '\x7f', '\x7f', '\x7f'};
+    f.write(junk, sizeof junk);
+  }
+  auto refused = StateStore::Open(path_.string());
+  ASSERT_FALSE(refused.ok());
+  const std::string m = refused.status().message();
+  EXPECT_NE(m.find("state db"), std::string::npos) << m;
+  EXPECT_TRUE(m.find("integrity check") != std::string::npos || m.find("malformed") != std::string::npos) << m;
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // fedrt-test-device: fedrt-device plus the faults the integration tests play
 // (a slow board, a device that vanishes after its masked input or withholds it, a board with
-// little memory, a device that reveals wrong SecAgg+ shares). Built with
+// little memory, a device that reveals wrong SecAgg+ shares, a device with valid keys that
+// poisons its update or its masked input: docs/security.md). Built with
 // the tests only; the product's fedrt-device has none of these flags.
 
 #include <chrono>
 #include <cstring>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -38,6 +40,18 @@ int main(int argc, char** argv) {
   app.add_option("--unclipped-from", unclipped,
                  "from round ROUND (0-based) on, send every inline update times 10: a device that does not clip "
                  "(central DP-FedAvg)");
+  std::vector<double> add_to_masked;  // ROUND,COORD,VALUE
+  app.add_option("--add-to-masked", add_to_masked,
+                 "in secure round ROUND (0-based), add VALUE to coordinate COORD of the masked input (modulo 2^32): "
+                 "a device that pushes the sum out of range")
+      ->delimiter(',')
+      ->expected(3);
+  std::vector<double> update_value;  // ROUND,VALUE
+  app.add_option("--update-value", update_value,
+                 "in round ROUND (0-based), send an inline update whose every float64 value is VALUE (e.g. 1e308): "
+                 "a poisoned plain update")
+      ->delimiter(',')
+      ->expected(2);
   CLI11_PARSE(app, argc, argv);
   net::DeviceOptions opt;
   Status st = net::DeviceOptionsFromFlags(flags, opt);
@@ -60,6 +74,28 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fedrt-test-device: sent wrong unmasking shares in round %ld\n", wrong_shares);
       (void)raw(wire::EncodeFrame(bad));
       return false;  // instead of the honest message
+    }
+    if (m.body_case() == wire::Envelope::kSecaggMasked && add_to_masked.size() == 3 &&
+        m.secagg_masked().round() == static_cast<uint32_t>(add_to_masked[0]) &&
+        static_cast<int>(add_to_masked[1]) < m.secagg_masked().masked_size()) {
+      wire::Envelope bad = m;
+      const int i = static_cast<int>(add_to_masked[1]);
+      const uint32_t add = static_cast<uint32_t>(static_cast<uint64_t>(add_to_masked[2]));
+      bad.mutable_secagg_masked()->set_masked(i, bad.secagg_masked().masked(i) + add);
+      std::fprintf(stderr, "fedrt-test-device: added %u to coordinate %d of the masked input of round %u\n", add, i,
+                   m.secagg_masked().round());
+      (void)raw(wire::EncodeFrame(bad));
+      return false;
+    }
+    if (m.body_case() == wire::Envelope::kUpdate && update_value.size() == 2 &&
+        m.update().round() == static_cast<uint32_t>(update_value[0])) {
+      wire::Envelope bad = m;
+      for (std::string& seg : *bad.mutable_update()->mutable_payload())
+        for (size_t i = 0; i + 8 <= seg.size(); i += 8) std::memcpy(seg.data() + i, &update_value[1], 8);
+      std::fprintf(stderr, "fedrt-test-device: sent round %u's update with every value %g\n", m.update().round(),
+                   update_value[1]);
+      (void)raw(wire::EncodeFrame(bad));
+      return false;
     }
     if (m.body_case() == wire::Envelope::kUpdate && unclipped >= 0 && m.update().round() >= static_cast<uint32_t>(unclipped)) {
       wire::Envelope bad = m;

@@ -14,6 +14,7 @@
 
 #include "fedrt/privacy/gaussian_noise.h"
 #include "fedrt/protocol/server_session.h"
+#include "../protocol/raw_update.h"
 
 namespace fedrt {
 namespace dp_defence_test {
@@ -37,66 +38,19 @@ task::Task PrivateTask() {
 }
 
 // Device c's update: a fixed direction scaled to L2 norm `norm`.
-std::vector<double> Update(uint32_t c, double norm) {
-  std::vector<double> v(kDim);
-  double sq = 0;
-  for (int i = 0; i < kDim; ++i) {
-    v[i] = std::sin(1.0 + 3.0 * c + i);
-    sq += v[i] * v[i];
-  }
-  for (double& x : v) x *= norm / std::sqrt(sq);
-  return v;
+std::vector<double> Update(uint32_t c, double norm) { return protocol::raw_update::Direction(c, norm, kDim); }
+
+protocol::ServerOptions PrivateOptions() {
+  auto noise = std::make_shared<privacy::GaussianNoise>(privacy::GaussianNoise::Seeded(7, 0, 0));
+  protocol::ServerOptions so;
+  so.task = PrivateTask();
+  so.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
+  return so;
 }
 
-class Server {
+class Server : public protocol::raw_update::OpenRound {
  public:
-  Server() {
-    noise_ = std::make_shared<privacy::GaussianNoise>(privacy::GaussianNoise::Seeded(7, 0, 0));
-    protocol::ServerOptions so;
-    so.task = PrivateTask();
-    so.initial = protocol::View<double>{x0_.data(), kDim};
-    auto noise = noise_;
-    so.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
-    EXPECT_TRUE(s.init(so).ok());
-    for (uint32_t c = 0; c < kAgents; ++c) s.set_connected(c, true, 0);
-    EXPECT_TRUE(s.open_round(0, 0).ok());
-  }
-  protocol::Verdict send(uint32_t c, const std::vector<double>& dx) {
-    protocol::Update u;
-    u.id = protocol::RoundId{0, 0, 0};
-    u.segments = 1;
-    u.payload[0] = protocol::View<uint8_t>{reinterpret_cast<const uint8_t*>(dx.data()),
-                                           static_cast<uint32_t>(sizeof(double) * dx.size())};
-    return s.on_update(c, u, 0);
-  }
-  // The same update as a header and chunks of 16 bytes; the last chunk's verdict.
-  protocol::Verdict send_chunked(uint32_t c, const std::vector<double>& dx) {
-    const uint64_t bytes = sizeof(double) * dx.size();
-    protocol::Update h;
-    h.id = protocol::RoundId{0, 0, 0};
-    h.segments = 1;
-    h.chunked = true;
-    h.payload_bytes[0] = bytes;
-    protocol::Verdict v = s.on_update(c, h, 0);
-    EXPECT_TRUE(v.ok()) << v.why;
-    const uint8_t* p = reinterpret_cast<const uint8_t*>(dx.data());
-    for (uint64_t off = 0; off < bytes; off += 16) {
-      protocol::Chunk ch;
-      ch.id = h.id;
-      ch.segment = 0;
-      ch.offset = off;
-      ch.total = bytes;
-      ch.data = protocol::View<uint8_t>{p + off, static_cast<uint32_t>(std::min<uint64_t>(16, bytes - off))};
-      v = s.on_chunk(c, ch, 0);
-    }
-    return v;
-  }
-  std::vector<double> model() const { return {s.core().model(), s.core().model() + kDim}; }
-  protocol::ServerSession s;
-
- private:
-  std::vector<double> x0_ = std::vector<double>(kDim, 0.0);
-  std::shared_ptr<privacy::GaussianNoise> noise_;
+  Server() : OpenRound(PrivateOptions()) {}
 };
 
 // Devices 0..2 clip; device 3 sends 4 x clip. The round closes as soon as

@@ -240,6 +240,12 @@ TEST(SimSecAgg, RefusesWhatItCannotRun) {
   d.garnet.agents = 1000;  // 24 + log2(1000) > 32
   expect_refused(d, "can wrap Z_(2^32)");
   d = c;
+  d.compression.quantizer.bits = 16;
+  d.garnet.agents = 40000;  // 16 + log2(40000) = 31.3: the sums could reach 2^31 (docs/security.md)
+  expect_refused(d, "no bit of headroom below it (bits + log2 agents = 31.29 > 31");
+  d.garnet.agents = 32768;  // 32768 (2^16 - 1) < 2^31: one bit left
+  EXPECT_TRUE(Validate(d).ok()) << Validate(d).message();
+  d = c;
   d.secagg.neighbours = 3;
   expect_refused(d, "secagg_neighbours");
   d = c;

@@ -137,7 +137,8 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
   const std::filesystem::path base(base_dir);
   // [network] is read by the coordinator and devices (coordinator/network_config.cc).
   static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
-                                                "network", "compression", "gmm", "data", "model", "privacy"};
+                                                "network", "compression", "gmm", "data", "model", "privacy",
+                                                "robustness"};
   for (auto& [k, v] : root) {
     if (kTables.count(std::string(k.str())) && !v.is_table())
       return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}' must be a table ([{}] and its keys){}", path,
@@ -146,7 +147,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
       const std::string near = ClosestName(std::string(k.str()), kTables);
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("{}: unknown top-level key or table '{}'{}{}; expected tables "
-                                "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network], [privacy]",
+                                "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network], [privacy], [robustness]",
                                 path, k.str(), LineSuffix(v), near.empty() ? "" : fmt::format("; did you mean [{}]?", near)));
     }
   }
@@ -300,6 +301,11 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     if (t.contains("test_seed")) cfg.privacy.test_seed = test_seed;
     FEDRT_TRY(r.check_unknown());
   }
+  {  // [robustness]: the server's bound on updates (docs/security.md)
+    TableReader r(table("robustness"), "robustness", path);
+    FEDRT_TRY(r.read("max_update_norm", cfg.robustness.max_update_norm));
+    FEDRT_TRY(r.check_unknown());
+  }
   FEDRT_TRY(ReadDataModel(table("data"), table("model"), base.string(), path, cfg));
   {  // [gmm]: Gaussian mixture and federated EM (docs/algorithms.md 1.5, 5)
     TableReader r(table("gmm"), "gmm", path);
@@ -386,6 +392,9 @@ Status Validate(const ExperimentConfig& c) {
   FEDRT_TRY(ValidateCompressionEm(c));
   FEDRT_TRY(ValidateSecAgg(c));
   FEDRT_TRY(ValidatePrivacy(c));
+  if (!(c.robustness.max_update_norm >= 0.0) || !std::isfinite(c.robustness.max_update_norm))
+    return bad(fmt::format("robustness.max_update_norm must be a positive number (0: the task's default), got {}",
+                           c.robustness.max_update_norm));
   if (c.out.empty()) return bad("--out must name a directory");
   return Status::Ok();
 }

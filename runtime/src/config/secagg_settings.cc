@@ -42,11 +42,18 @@ Status ValidateSecAgg(const ExperimentConfig& c) {
   if (c.problem != task::ProblemKind::kBundle && agents < 3)
     return bad(fmt::format("secure_aggregation needs at least 3 agents, got {}", agents));
   const uint64_t top = (uint64_t{1} << q.bits) - 1;
-  if (agents * top > 0xFFFFFFFFull)
-    return bad(fmt::format("secure_aggregation: {} agents x {}-bit inputs can wrap Z_(2^32) (bits + log2 agents = {:.2f} > 32); "
-                           "lower compression.bits to at most {}",
-                           agents, q.bits, q.bits + std::log2(static_cast<double>(agents)),
-                           static_cast<int>(std::floor(std::log2(4294967295.0 / static_cast<double>(agents) + 1.0)))));
+  // One bit of headroom: m honest sums stay below 2^31, so an input shifted
+  // to wrap Z_(2^32) lands above their range and the server refuses the
+  // round (protocol/server_secagg.h, first_out_of_range; docs/security.md).
+  // Distributed DP's integers wrap by design: its bound is 2^32.
+  const bool headroom = c.privacy.mechanism != "distributed";
+  const double limit = headroom ? 2147483647.0 : 4294967295.0;
+  if (static_cast<double>(agents * top) > limit)
+    return bad(fmt::format("secure_aggregation: {} agents x {}-bit inputs can wrap Z_(2^32){} (bits + log2 agents = "
+                           "{:.2f} > {}, docs/security.md); lower compression.bits to at most {}",
+                           agents, q.bits, headroom ? " or leave no bit of headroom below it" : "",
+                           q.bits + std::log2(static_cast<double>(agents)), headroom ? 31 : 32,
+                           static_cast<int>(std::floor(std::log2(limit / static_cast<double>(agents) + 1.0)))));
   if (s.neighbours != 0 && (s.neighbours < 2 || s.neighbours > secagg::kMaxNeighbours || s.neighbours % 2 != 0))
     return bad(fmt::format("compression.secagg_neighbours must be 0 (automatic) or an even number in [2, {}], got {}",
                            secagg::kMaxNeighbours, s.neighbours));

@@ -31,6 +31,9 @@ void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
                  "a non-loopback ADDRESS requires the token in KEYS/http.token");
   app.add_option("--http-linger", f.http_linger_s,
                  "network.http_linger_s: keep serving the finished run's dashboard this many SECONDS (Ctrl-C ends it)");
+  app.add_flag("--accept-rollback", f.accept_rollback,
+               "resume from a state db that holds fewer rounds than its watermark or its devices show (emptied, "
+               "restored from an older backup, its -wal lost): those rounds run again (docs/security.md)");
   log::AddLevelFlag(app, f.log_level);
 }
 
@@ -66,6 +69,7 @@ Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& 
   // fedrt-sim's; without either, to out/coordinator rather than the simulator's default.
   opt.out = opt.experiment.out == config::ExperimentConfig{}.out ? std::string("out/coordinator") : opt.experiment.out;
   opt.port_file = f.port_file;
+  opt.accept_rollback = f.accept_rollback;
   opt.plot = opt.experiment.plot;
   return Status::Ok();
 }

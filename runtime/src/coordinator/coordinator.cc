@@ -57,9 +57,13 @@ Status Coordinator::init() {
                    registry_.provisioned(), agents);
   FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", registry_.entries(),
                       opt_.network.auth, opt_.network.psk_forward_secrecy, opt_.network.tls_min_version == "1.2"));
-  auto st = StateStore::Open(opt_.network.state);
+  auto st = StateStore::Open(opt_.network.state, opt_.accept_rollback);
   if (!st.ok()) return st.status();
   store_ = std::move(*st);
+  if (store_->rolled_back_from() > 0)
+    CoordinatorWarn("warning state={} rolled_back_from={} committed_rounds={}: resuming from what the db holds "
+                    "(--accept-rollback); the rounds after it run again",
+                    opt_.network.state, store_->rolled_back_from(), store_->committed_rounds());
   std::string algs;
   for (const auto& n : names_) algs += (algs.empty() ? "" : ",") + n;
   FEDRT_TRY(store_->check_experiment(fmt::format("task={:016x};algorithms={}", task::TaskFingerprint(task_), algs)));
@@ -85,6 +89,7 @@ Status Coordinator::init() {
   fo.names = names_;
   fo.deadline_ms = static_cast<uint32_t>(opt_.network.deadline_ms);
   fo.quorum = opt_.network.quorum;
+  fo.max_update_norm = opt_.experiment.robustness.max_update_norm;
   fo.faults = opt_.faults;
   fo.events = monitor_.get();
   fo.privacy = privacy_.on() ? &privacy_ : nullptr;
@@ -329,6 +334,9 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   heartbeats_[agent] = h.heartbeats() ? 1 : 0;
   heard_ms_[agent] = now_ms();
   if (h.has_pending()) pending_[agent] = protocol::RoundId{h.pending_algorithm(), h.pending_run(), h.pending_round()};
+  if (const std::string lag = pending_[agent] && !opt_.accept_rollback ? rounds_.behind(*pending_[agent]) : "";
+      !lag.empty())
+    return stop_behind(h.device_id(), lag);
   (void)store_->upsert_device(h.device_id(), agent, "registered");
   CoordinatorLog("registered device={} index={} peer={} pending={}", h.device_id(), agent, c.peer(),
                  h.has_pending() ? fmt::format("alg:{} run:{} round:{}", h.pending_algorithm(), h.pending_run(),
@@ -389,19 +397,22 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
                       last_rejection_[agent]);
     repeated_rejections_[agent] = 0;
   };
-  auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what) {
+  // `counter`: the rejection's label in the monitor's counts (default: the wire reason).
+  auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what,
+                    const char* counter = nullptr) {
+    const std::string label = counter != nullptr ? counter : wire::ErrorReasonName(reason);
     std::string line = fmt::format("{}reason={}: {}", what, wire::ErrorReasonName(reason), why);
     if (agent < last_rejection_.size()) {
       if (line == last_rejection_[agent]) {  // the same again (the refused update's next chunk): counted only
         ++repeated_rejections_[agent];
-        monitor_->frame_rejected(wire::ErrorReasonName(reason));
+        monitor_->frame_rejected(label);
         return;
       }
       close_repeats();
       last_rejection_[agent] = line;
     }
     CoordinatorWarn("rejected device={} {}", c.identity(), line);
-    monitor_->frame_rejected(wire::ErrorReasonName(reason));
+    monitor_->frame_rejected(label);
     c.send_error(reason, why, false);
   };
   const Registry::State s = registry_.state(agent);
@@ -417,11 +428,14 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
   if (kind == protocol::MessageKind::kUpdate) id = inbound_.update().id;
   if (kind == protocol::MessageKind::kChunk) id = inbound_.chunk().id;
   const protocol::Verdict v = rounds_.on_message(agent, env, inbound_, now_ms());
-  // An unclipped update (DP-FedAvg) is logged once per device, not once per round.
-  const std::string where = v.refusal == protocol::Refusal::kUnclipped ? fmt::format("alg={} ", id.algorithm)
+  // An unclipped update (DP-FedAvg) or one over robustness.max_update_norm is
+  // logged once per device, not once per round.
+  const bool per_device = v.refusal == protocol::Refusal::kUnclipped || v.refusal == protocol::Refusal::kOverNorm;
+  const std::string where = per_device ? fmt::format("alg={} ", id.algorithm)
                             : update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
                                      : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
-  if (!v.ok()) return reject(ReasonOf(v.refusal), v.why, where);
+  if (!v.ok())
+    return reject(ReasonOf(v.refusal), v.why, where, v.refusal == protocol::Refusal::kOverNorm ? "update_norm" : nullptr);
   if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
     close_repeats();
     last_rejection_[agent].clear();

@@ -1,8 +1,9 @@
 #pragma once
 // The coordinator's event loop object (coordinator/coordinator.h), shared by its
 // source files: coordinator.cc (devices, rounds, outputs), startup_checks.cc
-// (the task and what the fleet refuses before it listens) and operator.cc
-// (the keys folder while running, the HTTP endpoint).
+// (the task and what the fleet refuses before it listens), operator.cc
+// (the keys folder while running, the HTTP endpoint) and rollback_check.cc (a
+// state db behind its devices).
 // Private to the net library. Host code.
 
 #include <chrono>
@@ -78,6 +79,8 @@ class Coordinator : public ConnectionOwner {
   void watch_idle();
   void drop_idle();
   void after_event();
+  // A device shows a round this state db does not hold (rollback_check.cc): the run stops.
+  void stop_behind(const std::string& device, const std::string& lag);
   void arm_deadline();
   Status finish();
   void linger();

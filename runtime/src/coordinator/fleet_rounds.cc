@@ -67,6 +67,18 @@ bool FleetRounds::done(uint32_t a, uint32_t r, uint32_t t) const {
   return done_[a * opt_.task.runs + r][slot] != 0;
 }
 
+std::string FleetRounds::behind(const protocol::RoundId& p) const {
+  if (p.algorithm >= opt_.task.num_algorithms || p.run >= opt_.task.runs) return "";  // not this experiment's
+  if (p.round == protocol::kInitRound || p.round == 0 || p.round > opt_.task.rounds) return "";
+  if (done(p.algorithm, p.run, p.round - 1)) return "";
+  uint32_t held = 0;  // rounds of that run the state holds, from its start
+  while (held < p.round && done(p.algorithm, p.run, held)) ++held;
+  return fmt::format("a pending update for alg={} run={} round={}, so round {} was committed, but this state db holds "
+                     "that run's rounds up to {}",
+                     opt_.names[p.algorithm], p.run, round_name(p.round), round_name(p.round - 1),
+                     held == 0 ? std::string("none") : round_name(held - 1));
+}
+
 FleetRounds::Slot FleetRounds::next_slot() const {
   for (uint32_t a = 0; a < opt_.task.num_algorithms; ++a)
     for (uint32_t r = 0; r < opt_.task.runs; ++r)
@@ -101,6 +113,7 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
   so.initial = opt_.initial;
   so.deadline_ms = opt_.deadline_ms;
   so.quorum = opt_.quorum;
+  so.max_update_norm = opt_.max_update_norm;
   if (opt_.privacy != nullptr) {  // resumed: a test_seed stream goes on after the committed rounds' draws
     so.standard_normal = opt_.privacy->noise(a, r, last != nullptr ? last->round + 1 : 0, opt_.initial.size);
     so.adaptive = opt_.privacy->adaptive();

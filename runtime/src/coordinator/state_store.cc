@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include "fedrt/coordinator/state_watermark.h"
 #include "state_sql.h"
 
 namespace fedrt::net {
@@ -62,7 +63,7 @@ Status StateStore::exec(const char* sql) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
+Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, bool accept_rollback) {
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
     std::string m = db ? sqlite3_errmsg(db) : "out of memory";
@@ -71,6 +72,8 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
   }
   std::unique_ptr<StateStore> st(new StateStore(db));
   sqlite3_busy_timeout(db, 5000);
+  st->path_ = path;
+  FEDRT_TRY(st->quick_check());  // first: a damaged page can make any later read say something else
   // Registry updates need not hit the disk one by one (synchronous=NORMAL is safe
   // against a process crash in WAL mode); round commits are fsynced (FULL).
   FEDRT_TRY(st->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"));
@@ -91,7 +94,34 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
   FEDRT_TRY(st->exec("CREATE TABLE IF NOT EXISTS revocations (id TEXT PRIMARY KEY, revoked_at REAL NOT NULL,"
                      "  reason TEXT NOT NULL);"));  // added without a schema bump: older files gain it here
   FEDRT_TRY(st->check_schema(path, true));
+  FEDRT_TRY(st->check_watermark(accept_rollback));
   return st;
+}
+
+// SQLite's quick_check: pages, cells and index order (not index contents).
+Status StateStore::quick_check() {
+  Stmt q(db_, "PRAGMA quick_check(1)");
+  const bool row = q.s != nullptr && sqlite3_step(q.s) == SQLITE_ROW;
+  const unsigned char* text = row ? sqlite3_column_text(q.s, 0) : nullptr;
+  const std::string v = text ? reinterpret_cast<const char*>(text) : sqlite3_errmsg(db_);
+  if (v == "ok") return Status::Ok();
+  return Status(StatusCode::kDataLoss,
+                fmt::format("state db '{}' fails SQLite's integrity check ({}): restore it together with its -wal "
+                            "from a backup (docs/security.md, \"Backing up the state\"), or start a new run",
+                            path_, v));
+}
+
+// The db against its watermark (coordinator/state_watermark.h).
+Status StateStore::check_watermark(bool accept_rollback) {
+  Stmt n(db_, "SELECT COUNT(*) FROM rounds");
+  if (n.s == nullptr || sqlite3_step(n.s) != SQLITE_ROW) return SqlError(db_, "rounds count");
+  committed_ = static_cast<uint64_t>(sqlite3_column_int64(n.s, 0));
+  auto mark = ReadWatermark(path_);
+  if (!mark.ok()) return mark.status();
+  if (*mark <= committed_) return Status::Ok();
+  if (!accept_rollback) return Status(StatusCode::kFailedPrecondition, RollbackMessage(path_, committed_, *mark));
+  rolled_back_from_ = *mark;
+  return WriteWatermark(path_, committed_);
 }
 
 Result<std::unique_ptr<StateStore>> StateStore::OpenReadOnly(const std::string& path) {
@@ -233,7 +263,9 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
   if (before_commit_) before_commit_();
   Status committed = exec("COMMIT");
   (void)exec("PRAGMA synchronous=NORMAL");
-  return committed;
+  if (!committed.ok()) return committed;
+  ++committed_;
+  return WriteWatermark(path_, committed_);
 }
 
 Result<std::vector<RoundRecord>> StateStore::load_rounds(unsigned vectors) {

@@ -1,9 +1,11 @@
-// ServerSession's defence of central DP-FedAvg (docs/privacy.md, "DP-FedAvg
-// on the fleet"): without SecAgg+ the server sees each plain update, and
-// one whose L2 norm exceeds privacy.clip comes from a device that did not
-// clip (lying or broken). It is dropped from the round as if it had not
-// reported: nothing of it reaches the sums, the round does not wait for it,
-// and the others' result is the one it would have been without it.
+// ServerSession's bounds on plain updates. Central DP-FedAvg (docs/privacy.md,
+// "DP-FedAvg on the fleet"): without SecAgg+ the server sees each plain
+// update, and one whose L2 norm exceeds privacy.clip comes from a device that
+// did not clip (lying or broken). Every mode: an update longer than
+// robustness.max_update_norm (docs/security.md). Either is dropped from the
+// round as if it had not reported: nothing of it reaches the sums, the round
+// does not wait for it, and the others' result is the one it would have
+// been without it.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -58,15 +60,48 @@ double ServerSession::journal_norm(uint32_t agent, const Update& h) const {
 }
 
 Verdict ServerSession::drop_unclipped(uint32_t agent, double norm) {
+  (void)norm;  // not in the reason: one line per device in the driver's log, whatever the round
+  return drop_update(agent, Refusal::kUnclipped,
+                     fmt::format("update longer than privacy.clip {} (L2 norm): the device did not clip; dropped from "
+                                 "the round, the others' result is unchanged",
+                                 clip()));
+}
+
+Verdict ServerSession::drop_update(uint32_t agent, Refusal why, std::string reason) {
   reported_[agent] = 1;  // answered: a second copy is a duplicate, a revocation does not count it again
-  commit_.unclipped.push_back(agent);
+  (why == Refusal::kUnclipped ? commit_.unclipped : commit_.over_norm).push_back(agent);
   ++withdrawn_;
   if (commit_.members.size() + withdrawn_ >= expected_) close(commit_.members.empty() ? "empty" : "all");
-  (void)norm;  // not in the reason: one line per device in the driver's log, whatever the round
-  return Verdict{Refusal::kUnclipped,
-                 fmt::format("update longer than privacy.clip {} (L2 norm): the device did not clip; dropped from "
-                             "the round, the others' result is unchanged",
-                             clip())};
+  return Verdict{why, std::move(reason)};
+}
+
+// The L2 norm of a streamed raw update (ServerUplink::add_update_squares),
+// read back from its journal; infinity when the journal cannot be read.
+double ServerSession::journal_update_norm(uint32_t agent, const Update& h) const {
+  uint8_t buf[4096];
+  double values[sizeof buf / 8];
+  double sq = 0;
+  uint64_t at = 0;  // the segment's first byte in the journal
+  for (uint32_t k = 0; k < h.segments; ++k) {
+    for (uint64_t off = 0; off < h.payload_bytes[k];) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof buf, h.payload_bytes[k] - off));
+      if (!journals_[agent]->read(at + off, buf, n).ok()) return std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < n / 8; ++i) {
+        uint64_t u = 0;
+        for (int b = 0; b < 8; ++b) u |= static_cast<uint64_t>(buf[8 * i + b]) << (8 * b);
+        std::memcpy(&values[i], &u, 8);
+      }
+      sq = uplink_.add_update_squares(k, static_cast<int>(off / 8), values, static_cast<int>(n / 8),
+                                      announced_model().data, core_, sq);
+      off += n;
+    }
+    at += h.payload_bytes[k];
+  }
+  return std::sqrt(sq);
+}
+
+double DefaultMaxUpdateNorm(const task::Task& task) {
+  return std::sqrt(std::numeric_limits<double>::max()) / (static_cast<double>(task.problem.agents) + 1.0);
 }
 
 }  // namespace fedrt::protocol

@@ -19,6 +19,13 @@ Status ServerSecAgg::begin(const task::Task& task, const RoundId& id, const std:
   p_.n = static_cast<uint32_t>(sampled.size());
   p_.dim = dim;
   p_.bits = bits;
+  range_checked_ = !task.privacy.distributed;  // distributed DP's integers live in their own group (privacy/ddg_codec.h)
+  const uint64_t top = bits >= 1 && bits <= 31 ? (uint64_t{1} << bits) - 1 : 0;
+  if (range_checked_ && static_cast<uint64_t>(p_.n) * top > kHonestSumMax)
+    return Status(StatusCode::kInvalidArgument, fmt::format(
+        "secure aggregation: {} inputs of {} bits can reach 2^31: the server keeps one bit of headroom below "
+        "Z_(2^32) to detect out-of-range inputs (bits + log2 n <= 31, docs/security.md); lower compression.bits",
+        p_.n, bits));
   p_.round_id = static_cast<uint64_t>(id.algorithm) << 48 | static_cast<uint64_t>(id.run) << 32 | id.round;
   p_.graph_seed = Mix64(task.seed ^ Mix64(p_.round_id + 0x6EA9));  // public
   secagg::DefaultGraph(p_.n, p_.k, p_.t, std::max(0.2, task.secagg.dropout));
@@ -178,6 +185,14 @@ std::vector<uint32_t> ServerSecAgg::contributors() const {
   std::vector<uint32_t> out;
   for (uint32_t u : server_.contributors()) out.push_back(agent_of_[u]);
   return out;
+}
+
+int64_t ServerSecAgg::first_out_of_range() const {
+  if (!range_checked_ || sum_.empty()) return -1;
+  const uint64_t honest = static_cast<uint64_t>(server_.contributors().size()) * ((uint64_t{1} << p_.bits) - 1);
+  for (size_t i = 0; i < sum_.size(); ++i)
+    if (sum_[i] > honest) return static_cast<int64_t>(i);
+  return -1;
 }
 
 std::vector<uint32_t> ServerSecAgg::cheaters() const {

@@ -13,10 +13,6 @@
 
 namespace fedrt::protocol {
 
-namespace {
-constexpr uint64_t kServerRngAgent = 0xFFFFFFFFull;  // key of the broadcast's compression stream
-}  // namespace
-
 Status ServerSession::init(const ServerOptions& o) {
   task_ = o.task;
   agents_ = task_.problem.agents;
@@ -30,6 +26,7 @@ Status ServerSession::init(const ServerOptions& o) {
   }
   FEDRT_TRY(init_adaptive_clip(o.adaptive));
   FEDRT_TRY(uplink_.init(task_, core_, agents_));
+  uplink_.set_max_norm(o.max_update_norm > 0 ? o.max_update_norm : DefaultMaxUpdateNorm(task_));
   secure_ = task_.secagg.enabled;
   deadline_ms_ = o.deadline_ms;
   quorum_ = o.quorum;
@@ -300,6 +297,7 @@ Verdict ServerSession::on_update(uint32_t agent, const Update& u, uint64_t now_m
   auto bits = uplink_.accept(agent, u, announced_model().data, core_);
   if (!bits.ok()) {
     const StatusCode c = bits.status().code();
+    if (c == StatusCode::kResourceExhausted) return drop_update(agent, Refusal::kOverNorm, bits.status().message());
     return refuse(c == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed, bits.status().message());
   }
   record(agent, u, *bits);
@@ -400,6 +398,11 @@ void ServerSession::advance_secagg() {
         core_.add_sum(0, noise_.data(), m);
         return close("secagg");
       }
+      if (const int64_t i = secagg_.first_out_of_range(); i >= 0)
+        return fail(fmt::format("secure aggregation: the unmasked sum of coordinate {} is {}, above the {} that {} honest "
+                                "inputs can reach: a masked input was out of range; the round's result is not applied",
+                                i, secagg_.sum()[static_cast<size_t>(i)], commit_.members.size() * ((1ull << task_.compression.quantizer.bits) - 1),
+                                commit_.members.size()));
       uplink_.close(static_cast<uint32_t>(commit_.members.size()), secagg_.sum().data(), announced_model().data, core_);
       return close("secagg");
     }
@@ -500,36 +503,6 @@ void ServerSession::summarize_reports() {
   }
   commit_.train_loss = n_before > 0 ? before / n_before : std::nan("");
   commit_.local_loss = n_after > 0 ? after / n_after : std::nan("");
-}
-
-// The agents' model follows xhat <- xhat + Q(broadcast_{t+1} - xhat): one
-// encoded copy per chain, decoded as every agent decodes it (its bits count
-// when it is announced).
-void ServerSession::compress_broadcast() {
-  const int seg = core_.segment_dim();
-  for (uint32_t k = 0; k < core_.chains(); ++k) {
-    const double* target = core_.broadcast() + static_cast<size_t>(k) * seg;
-    double* xh = xhat_.data() + static_cast<size_t>(k) * seg;
-    for (int i = 0; i < seg; ++i) down_g_[i] = target[i] - xh[i];
-    CounterRng rng(task_.seed, id_.run, kServerRngAgent, id_.round, RngStream::kCompression);
-    auto n = down_[k].encode(down_g_.data(), rng, down_wire_.data(), down_wire_.size(), down_g_.data());
-    if (!n.ok()) return;  // cannot fail: the buffer holds the longest payload
-    const double* m = down_[k].message();
-    // xhat <- xhat + alpha Q(x - xhat), alpha = 1 / (1 + omega): without the
-    // damping a quantizer with omega > 1 makes ||x - xhat|| grow.
-    const double alpha = compression::ControlVariateStep(task_.compression.quantizer, seg);
-    for (int i = 0; i < seg; ++i) xh[i] += alpha * m[i];
-    down_delta_[k].assign(down_wire_.begin(), down_wire_.begin() + static_cast<long>(*n));
-  }
-  core_.complete_broadcast(xhat_.data());  // EM: xhat's parameters T(xhat), as the devices compute them
-  ++down_version_;
-}
-
-// Whether agent c's announcement carries the last close's delta (it holds
-// the version before it) rather than xhat whole.
-bool ServerSession::sends_delta(uint32_t agent) const {
-  return downlink_ && id_.round != kInitRound && down_version_ > 0 && agent < synced_.size() &&
-         synced_[agent] == static_cast<int64_t>(down_version_) - 1;
 }
 
 void ServerSession::publish() {

@@ -97,6 +97,10 @@ Result<uint64_t> ServerUplink::accept(uint32_t /*agent*/, const Update& u, const
     core.add_initial(scratch_.data());
     return bits;
   }
+  double sq = 0;
+  for (uint32_t k = 0; k < segments; ++k)
+    sq = add_update_squares(k, 0, scratch_.data() + static_cast<size_t>(k) * seg_, seg_, announced, core, sq);
+  if (over_norm(std::sqrt(sq))) return Status(StatusCode::kResourceExhausted, over_norm_reason());
   for (uint32_t k = 0; k < segments; ++k) {
     const double* m = scratch_.data() + static_cast<size_t>(k) * seg_;
     if (mode_ == Mode::kInteger) {  // the payload's b-bit fields (validated above)
@@ -124,6 +128,22 @@ Result<uint64_t> ServerUplink::accept(uint32_t /*agent*/, const Update& u, const
     core.add(k, value_.data());
   }
   return bits;
+}
+
+double ServerUplink::add_update_squares(uint32_t k, int first, const double* values, int n, const double* announced,
+                                       const ServerCore& core, double sq) const {
+  const double* start = mode_ == Mode::kRaw ? core.start(k, announced) : nullptr;  // coded: m is the difference
+  for (int i = 0; i < n; ++i) {
+    const double x = values[i] - (start != nullptr ? start[first + i] : 0.0);
+    sq += x * x;
+  }
+  return sq;
+}
+
+std::string ServerUplink::over_norm_reason() const {
+  return fmt::format("update longer than robustness.max_update_norm {:g} (L2 norm of what it adds to the broadcast, "
+                     "or not finite): dropped from the round, the others' result is unchanged",
+                     max_norm_);
 }
 
 Status ServerUplink::check_stream(const Update& h) const {

@@ -125,6 +125,10 @@ Verdict ServerSession::complete_upload(uint32_t agent) {
         return drop_unclipped(agent, norm);
       }
     }
+    if (uplink_.over_norm(journal_update_norm(agent, u))) {  // taken back exactly, as above
+      abort_upload(agent);
+      return drop_update(agent, Refusal::kOverNorm, uplink_.over_norm_reason());
+    }
     uplink_.count_stream(core_);
   } else {
     std::vector<uint8_t> bytes(journals_[agent]->size());
@@ -141,6 +145,8 @@ Verdict ServerSession::complete_upload(uint32_t agent) {
       }
     }
     auto b = uplink_.accept(agent, u, announced_model().data, core_);
+    if (!b.ok() && b.status().code() == StatusCode::kResourceExhausted)
+      return drop_update(agent, Refusal::kOverNorm, b.status().message());
     if (!b.ok())
       return Verdict{b.status().code() == StatusCode::kOutOfRange ? Refusal::kDimension : Refusal::kMalformed,
                      b.status().message()};

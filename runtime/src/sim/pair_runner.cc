@@ -46,6 +46,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.pool = pool;
   o.min_parallel_work = eval.min_parallel_work();
   o.work_per_sample = eval.work_per_sample();
+  o.max_update_norm = ctx.max_update_norm;
   o.kernel = ctx.kernel;
   o.ranks = ctx.ranks;
   o.park_idle_agents = ctx.park_idle_agents;

@@ -37,6 +37,7 @@ struct PairContext {
   bool park_idle_agents = true;       // DriverOptions::park_idle_agents
   config::TdKernel kernel = config::TdKernel::kAuto;  // TD(0) local steps (sim/td_lanes.h)
   const config::PrivacySettings* privacy = nullptr;  // [privacy] (used when task->privacy.enabled)
+  double max_update_norm = 0;  // [robustness] (protocol::ServerOptions; 0: the task's default)
   RankChannel* ranks = nullptr;       // a distributed run: pairs one at a time (docs/architecture.md, "MPI")
 };
 

@@ -72,6 +72,7 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
   so.initial = o.initial;
   so.standard_normal = o.standard_normal;
   so.adaptive = o.adaptive;
+  so.max_update_norm = o.max_update_norm;
   FEDRT_TRY(server_.init(so));
   entropy_seed_ = Mix64(task.seed ^ 0xE27E27ull);
   arena_bytes_ = (ClientSession<double>::WorkspaceBytes(task, o.algorithm) + 63) & ~size_t(63);

@@ -101,6 +101,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   config::ParseTdKernel(cfg.kernel.c_str(), ctx.kernel);  // checked by Validate
   ctx.ranks = opt.ranks;
   ctx.privacy = &cfg.privacy;
+  ctx.max_update_norm = cfg.robustness.max_update_norm;
   // Short rounds: whole runs at once, one per thread; otherwise one run after
   // the other, each round's agents on the pool. The same bits either way.
   std::vector<PairOutput> done;

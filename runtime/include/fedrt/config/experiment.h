@@ -73,6 +73,14 @@ struct DataSettings {
   bool own() const { return format != "generated"; }
 };
 
+// [robustness]: the server's bounds on what one device can send
+// (docs/security.md, "What a malicious device can do to the model").
+struct RobustnessSettings {
+  // The largest L2 norm of an update the server takes (protocol::ServerUplink);
+  // 0: protocol::DefaultMaxUpdateNorm of the task.
+  double max_update_norm = 0;
+};
+
 // [privacy]: DP-FedAvg at the device level (docs/privacy.md, "DP-FedAvg in
 // the simulator"). mechanism "none" leaves every round as it was.
 struct PrivacySettings {
@@ -105,6 +113,7 @@ struct ExperimentConfig {
   CompressionSettings compression;  // [compression]: uplink (and downlink) codec
   secagg::SecAggSettings secagg;   // [compression] secure_aggregation, secagg_*: SecAgg+ on the uplink
   PrivacySettings privacy;         // [privacy]
+  RobustnessSettings robustness;   // [robustness]
   // [algorithm]
   // Algorithm names as on the command line; each problem family knows its own
   // (KnownAlgorithms) and its simulator maps them to its cores.

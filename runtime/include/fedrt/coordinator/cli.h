@@ -20,6 +20,7 @@ struct CoordinatorFlags {
   std::string log_level = "info";
   long port = 0, deadline_ms = 0, start_timeout_ms = 0, http_linger_s = 0;
   double quorum = 0;
+  bool accept_rollback = false;
 };
 
 // Registers the coordinator's flags on `app` (--config is required).

@@ -25,6 +25,10 @@ struct CoordinatorOptions {
   std::string port_file;  // written with the bound port once listening
   std::string name;       // the experiment's name on the dashboard (its file: folder/stem)
   bool plot = true;
+  // --accept-rollback: resume from a state db behind its watermark or its
+  // devices (docs/security.md, "State that never goes back"); else the
+  // coordinator stops and says so.
+  bool accept_rollback = false;
   RoundFaults* faults = nullptr;  // tests only (coordinator/fleet_rounds.h); the command line sets none
   // Set to true once the experiment, its data, the keys and the state db are
   // read and accepted: an error before is in what the coordinator was given

@@ -58,6 +58,7 @@ struct FleetRoundsOptions {
   // Central DP-FedAvg (not owned; null without [privacy]): each session's
   // noise, epsilon after each round, and the rounds the budget allows.
   PrivacyRounds* privacy = nullptr;
+  double max_update_norm = 0;  // [robustness] (protocol::ServerOptions; 0: the task's default)
   // Called after a secure round closed, for each agent convicted of wrong SecAgg+
   // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
   std::function<void(uint32_t agent, const std::string& why)> on_cheater;
@@ -80,6 +81,10 @@ class FleetRounds {
   void set_chunk_limit(uint32_t agent, uint32_t bytes);
 
   size_t rounds_done() const { return done_count_; }
+  // A device's pending update for round t proves that the coordinator which
+  // opened t had committed round t - 1 (docs/security.md, "State that never
+  // goes back"): "" when this state holds it, else what the state lacks.
+  std::string behind(const protocol::RoundId& pending) const;
   bool finished() const { return finished_; }  // every round of the schedule is durable
   bool complete() const { return !next_slot().valid; }  // nothing left to run (also before start)
   bool stopped() const { return stopped_; }    // a fault hook stopped the rounds

@@ -58,7 +58,12 @@ struct MemberTotals {
 class StateStore {
  public:
   ~StateStore();
-  static Result<std::unique_ptr<StateStore>> Open(const std::string& path);
+  // Opens (or creates) the state db and checks it (docs/security.md, "State
+  // that never goes back"): SQLite's quick_check must pass, and the db must
+  // hold at least the rounds its watermark (coordinator/state_watermark.h)
+  // records, unless `accept_rollback`: then the watermark is brought back to
+  // the db and rolled_back_from() tells what it recorded.
+  static Result<std::unique_ptr<StateStore>> Open(const std::string& path, bool accept_rollback = false);
   // For readers such as fedrt-status: SQLITE_OPEN_READONLY, no table created;
   // works while a coordinator holds the file (WAL). A missing file, a file
   // that is not a fedrt state database or one of another schema is an error.
@@ -79,7 +84,8 @@ class StateStore {
   Result<std::vector<Revocation>> load_revocations();
   // Per agent index that took part in a round, ordered by index.
   Result<std::vector<MemberTotals>> member_totals();
-  // One transaction: the round row, its vectors and its members.
+  // One transaction: the round row, its vectors and its members; then the
+  // watermark moves to the rounds committed.
   Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members, const RoundVectors& vectors);
   // Test hook (crash torture): called inside save_round's transaction, every
   // row written, just before its COMMIT.
@@ -97,10 +103,16 @@ class StateStore {
   Result<bool> was_member(uint32_t alg, uint32_t run, uint32_t round, uint32_t device);
   // Every member's report, ordered by (algorithm, run, round, device).
   Result<std::vector<MemberRow>> load_reports();
+  // Rounds committed to the db, and (an accepted rollback) what the watermark
+  // recorded at open (0: none).
+  uint64_t committed_rounds() const { return committed_; }
+  uint64_t rolled_back_from() const { return rolled_back_from_; }
 
  private:
   explicit StateStore(sqlite3* db) : db_(db) {}
   Status check_schema(const std::string& path, bool adopt);
+  Status quick_check();
+  Status check_watermark(bool accept_rollback);
   Status exec(const char* sql);
   Status write_vector(const RoundRecord& r, unsigned kind, const std::vector<protocol::StateSlice>& parts);
   Status read_vector(uint32_t alg, uint32_t run, uint32_t round, unsigned kind, std::vector<double>* whole,
@@ -108,6 +120,9 @@ class StateStore {
   Status load_vectors(RoundRecord& r, unsigned vectors);
   sqlite3* db_ = nullptr;
   std::function<void()> before_commit_;
+  std::string path_;          // the db's file (its watermark is next to it); empty: read-only
+  uint64_t committed_ = 0;    // rows of `rounds`
+  uint64_t rolled_back_from_ = 0;
 };
 
 }  // namespace fedrt::net

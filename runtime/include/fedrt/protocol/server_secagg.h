@@ -53,6 +53,13 @@ class ServerSecAgg {
   // After unmasking: sum_{u in U3} x_u and the contributing agents.
   const std::vector<uint32_t>& sum() const { return sum_; }
   std::vector<uint32_t> contributors() const;
+  // The range check (docs/security.md, "What a malicious device can do to
+  // the model"): m honest b-bit inputs sum to at most m (2^b - 1) < 2^31, one
+  // bit of headroom that begin() keeps. After unmasking, the first coordinate
+  // whose sum lies above it (a masked input out of range), or -1; -1 always
+  // under distributed DP, whose integers wrap by design.
+  static constexpr uint64_t kHonestSumMax = 0x7FFFFFFFull;
+  int64_t first_out_of_range() const;
   // After unmasking: the agents whose round-3 shares (or round-1 dealing) were
   // off their polynomial, convicted and dropped (secagg/server.h cheaters()),
   // and how many shares were dropped in all.
@@ -68,6 +75,7 @@ class ServerSecAgg {
   secagg::RoundParams p_{};
   RoundId id_{};
   int phase_ = 0;
+  bool range_checked_ = true;
   std::vector<uint32_t> agent_of_;  // u -> agent
   std::vector<int> id_of_;          // agent -> u (-1)
   std::vector<char> expected_, answered_, left_;

@@ -47,7 +47,18 @@ struct ServerOptions {
   // starts at task.privacy.clip and follows adaptive.quantile; each round
   // then draws d + 1 normals, the sum's d first, the count's last.
   algorithms::AdaptiveClip adaptive;
+  // [robustness] max_update_norm (docs/security.md): the largest L2 norm of
+  // an update the server takes (ServerUplink::set_max_norm); 0: the task's
+  // default, DefaultMaxUpdateNorm(task).
+  double max_update_norm = 0;
 };
+
+// The default bound on an update's L2 norm: sqrt(DBL_MAX) / (N + 1) for N
+// agents, so that the squares of a norm and the sum of N updates stay finite
+// (an update of 1e308 values is refused; every finite honest update of the
+// tests passes). It stops overflow, not a large finite shift: a task sets
+// max_update_norm to what its honest updates can reach.
+double DefaultMaxUpdateNorm(const task::Task& task);
 
 // Why a device's message was refused (the driver sends it back).
 enum class Refusal : uint8_t {
@@ -61,6 +72,7 @@ enum class Refusal : uint8_t {
   kNonFinite,
   kChunk,  // a chunk out of order, duplicated, past the announced size or with another total
   kUnclipped,  // central DP-FedAvg: an update longer than privacy.clip (dropped from the round)
+  kOverNorm,   // an update longer than robustness.max_update_norm (dropped from the round)
 };
 struct Verdict {
   Refusal refusal = Refusal::kNone;
@@ -98,6 +110,8 @@ struct Commit {
   // Central DP-FedAvg: agents whose update exceeded privacy.clip, dropped
   // from the round as if they had not reported (docs/privacy.md).
   std::vector<uint32_t> unclipped;
+  // Agents whose update exceeded robustness.max_update_norm, dropped the same way.
+  std::vector<uint32_t> over_norm;
   // Adaptive clipping: the clip C_t this round used (0: off), and the
   // members whose update was within it (sum of b_i).
   double clip = 0;
@@ -222,6 +236,10 @@ class ServerSession {
   double payload_norm(const Update& u) const;  // -1 when the payload is not d raw float64 values
   double journal_norm(uint32_t agent, const Update& header) const;
   Verdict drop_unclipped(uint32_t agent, double norm);
+  // Any update refused after its round checks passed (too long): the agent
+  // answered, nothing of it reaches the sums, the round does not wait for it.
+  Verdict drop_update(uint32_t agent, Refusal why, std::string reason);
+  double journal_update_norm(uint32_t agent, const Update& header) const;  // a streamed raw update's norm
   uint32_t quorum_needed() const;
 
   task::Task task_{};

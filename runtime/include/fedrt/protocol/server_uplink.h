@@ -61,6 +61,22 @@ class ServerUplink {
   // A raw update is whole: it counts once per segment.
   void count_stream(ServerCore& core) const;
 
+  // The bound on an update's L2 norm (docs/security.md, "What a malicious
+  // device can do to the model"): accept() refuses a longer update with
+  // kResourceExhausted before anything moves. The norm is that of what the
+  // update adds relative to the broadcast: raw LSA theta_H^c - theta_t, raw
+  // optimisation dx (every chain), a coded or integer update its decoded
+  // message m (relative to the start and the compression memory), FedEM m.
+  void set_max_norm(double bound) { max_norm_ = bound; }
+  double max_norm() const { return max_norm_; }
+  // sq plus the squares of segment k's entries [first, first + n) of the
+  // update, given its decoded values (raw: the start is taken off).
+  double add_update_squares(uint32_t k, int first, const double* values, int n, const double* announced,
+                            const ServerCore& core, double sq) const;
+  // Whether an update of this L2 norm is refused (NaN and infinity are), and why.
+  bool over_norm(double norm) const { return !(norm <= max_norm_); }
+  std::string over_norm_reason() const;
+
   // Compression memories: the server keeps W = sum_c V_c (chains x segment_dim).
   bool keeps_sum() const { return memory_ && !message_only_; }
   const std::vector<double>& memory_sum() const { return w_; }
@@ -77,6 +93,7 @@ class ServerUplink {
   uint32_t chains_ = 1;
   int seg_ = 0;
   double alpha_ = 1.0;
+  double max_norm_ = 0;  // set by the session (ServerSession::init)
   std::vector<double> w_;                 // memories: W = sum_c V_c per segment
   std::vector<uint8_t> msum_memory_;      // msum_'s arena
   ExactSumArray msum_;                    // coded mode with memories: S_m, exactly, per segment

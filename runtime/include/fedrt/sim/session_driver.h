@@ -47,6 +47,7 @@ struct DriverOptions {
   // Central DP-FedAvg's standard normal draws (protocol::ServerOptions).
   std::function<Status(double* out, size_t n)> standard_normal;
   algorithms::AdaptiveClip adaptive;  // adaptive clipping (protocol::ServerOptions)
+  double max_update_norm = 0;         // [robustness] (protocol::ServerOptions)
 };
 
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).
