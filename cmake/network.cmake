@@ -103,6 +103,7 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/privacy_rounds.cc
   runtime/src/coordinator/startup_checks.cc
   runtime/src/coordinator/coordinator.cc
+  runtime/src/coordinator/device_messages.cc
   runtime/src/coordinator/operator.cc
   runtime/src/coordinator/accept.cc
   runtime/src/coordinator/cli.cc
