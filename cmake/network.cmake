@@ -84,6 +84,7 @@ target_link_libraries(fedrt_keys PUBLIC fedrt_tls fmt::fmt)
 add_library(fedrt_ops STATIC
   runtime/src/ops/fleet_monitor.cc
   runtime/src/ops/http_endpoint.cc
+  runtime/src/ops/http_gate.cc
   ${FEDRT_DASHBOARD_CC})
 target_include_directories(fedrt_ops SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
 target_compile_definitions(fedrt_ops PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
