@@ -155,10 +155,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& o, 
   std::unique_ptr<HttpEndpoint> ep(new HttpEndpoint());
   ep->impl_ = std::make_unique<Impl>(o.threads);
   httplib::Server& s = ep->impl_->server;
-  s.set_payload_max_length(1024);
-  s.set_read_timeout(5, 0);
-  s.set_write_timeout(5, 0);
-  s.set_keep_alive_timeout(2);
+  s.set_payload_max_length(1024);  // time limits and one request per connection: http_gate.h
   s.set_default_headers({{"X-Content-Type-Options", "nosniff"},
                          {"X-Frame-Options", "DENY"},
                          {"Referrer-Policy", "no-referrer"},
