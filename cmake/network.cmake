@@ -82,6 +82,7 @@ target_link_libraries(fedrt_keys PUBLIC fedrt_tls fmt::fmt)
 add_library(fedrt_ops STATIC
   runtime/src/ops/fleet_monitor.cc
   runtime/src/ops/http_endpoint.cc
+  runtime/src/ops/http_gate.cc
   ${FEDRT_DASHBOARD_CC})
 target_include_directories(fedrt_ops SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
 target_compile_definitions(fedrt_ops PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
@@ -103,6 +104,7 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/privacy_rounds.cc
   runtime/src/coordinator/startup_checks.cc
   runtime/src/coordinator/coordinator.cc
+  runtime/src/coordinator/device_messages.cc
   runtime/src/coordinator/operator.cc
   runtime/src/coordinator/accept.cc
   runtime/src/coordinator/cli.cc

@@ -29,7 +29,8 @@ add_executable(fedrt_net_integration_tests net/fleet_test.cc net/family_fleet_te
   net/softmax_fleet_test.cc net/digits_example_test.cc net/own_gmm_test.cc net/chunked_fleet_test.cc
   net/generated_blind_test.cc net/http_test.cc net/keys_live_test.cc net/refusal_flood_test.cc
   net/idle_timeout_test.cc net/exit_codes_test.cc net/coordinator_bad_shard_test.cc net/privacy_fleet_test.cc
-  net/privacy_dist_fleet_test.cc net/poison_test.cc net/state_rollback_test.cc)
+  net/privacy_dist_fleet_test.cc net/poison_test.cc net/state_rollback_test.cc net/bounds_test.cc
+  net/http_bounds_test.cc)
 target_link_libraries(fedrt_net_integration_tests PRIVATE fedrt_net fedrt_sim GTest::gtest_main)
 target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
@@ -40,7 +41,7 @@ target_compile_definitions(fedrt_net_integration_tests PRIVATE
 add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim
   fedrt-test-device fedrt-test-coordinator)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
-set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:NetTest.FloodOf*:NetTest.FloodFrom*:NetTest.IdleHalfOpen*:NetTest.ConnectionsBeyond*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:NetTest.PrivacyBudgetBelowOneRoundIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
+set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:HttpBoundsTest.*:HttpToken.*:NetTest.FloodOf*:NetTest.FloodFrom*:NetTest.IdleHalfOpen*:NetTest.ConnectionsBeyond*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:NetTest.PrivacyBudgetBelowOneRoundIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_FAST}"
   PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 # The small fleet of `./fedrt test --quick` (docs/testing.md): a coordinator and

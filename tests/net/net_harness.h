@@ -91,6 +91,14 @@ inline size_t Count(const std::string& hay, const std::string& needle) {
   return n;
 }
 
+// A field of /proc/PID/status in kB (VmRSS, VmHWM: memory bounds are behaviour); -1 if absent.
+inline long StatusKb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.compare(0, field.size() + 1, field + ":") == 0) return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
+
 // A free loopback port (bound to 0, then released).
 inline int FreePort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -119,6 +119,24 @@ TEST(NetworkConfig, IdleTimeoutFromToml) {
             std::string::npos);
 }
 
+// The bounds per connection (docs/security.md): defaults, 0 turns each off, and a bad value names its key.
+TEST(NetworkConfig, ConnectionBoundsFromToml) {
+  EXPECT_EQ(NetworkConfig{}.max_output_bytes, 8L << 20);
+  EXPECT_EQ(NetworkConfig{}.device_messages_per_s, 50);
+  EXPECT_EQ(NetworkConfig{}.device_message_burst, 500);
+  auto [err, c] = load("max_output_bytes = 0\ndevice_messages_per_s = 0\ndevice_message_burst = 7\n");
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.max_output_bytes, 0);
+  EXPECT_EQ(c.device_messages_per_s, 0);
+  EXPECT_EQ(c.device_message_burst, 7);
+  EXPECT_NE(load("max_output_bytes = 4096\n").first.find("network.max_output_bytes must be 0 (no cap) or at least 65536"),
+            std::string::npos);
+  EXPECT_NE(load("device_messages_per_s = -1\n").first.find("network.device_messages_per_s must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(load("device_message_burst = 0\n").first.find("network.device_message_burst must be at least 1"),
+            std::string::npos);
+}
+
 // A misspelled key names the key meant; a word far from every key does not.
 TEST(NetworkConfig, MisspelledKeySuggestsTheKeyMeant) {
   EXPECT_NE(load("deadline_sm = 100\n").first.find("unknown key 'network.deadline_sm' (line 2); did you mean "

@@ -73,10 +73,11 @@ void Coordinator::set_limits() {
                          static_cast<size_t>(n.max_handshakes),
                          rate.ok() ? std::move(*rate) : PeerRateLimit());  // (validated with the config: cannot fail here)
   CoordinatorLog("limits open_files={} max_connections={} max_handshakes={} peer_connections_per_s={} "
-                 "peer_connection_burst={} rate_limit_exempt={} tcp_keepalive_s={} idle_timeout_ms={}",
+                 "peer_connection_burst={} rate_limit_exempt={} tcp_keepalive_s={} idle_timeout_ms={} "
+                 "max_output_bytes={} device_messages_per_s={} device_message_burst={}",
                  files, admission_.max_connections(), admission_.max_handshakes(), n.peer_connections_per_s,
-                 n.peer_connection_burst,
-                 fmt::join(n.rate_limit_exempt, ","), n.tcp_keepalive_s, n.idle_timeout_ms);
+                 n.peer_connection_burst, fmt::join(n.rate_limit_exempt, ","), n.tcp_keepalive_s, n.idle_timeout_ms,
+                 n.max_output_bytes, n.device_messages_per_s, n.device_message_burst);
 }
 
 // Looks for idle devices every quarter of the timeout (the devices' heartbeat interval), so a
@@ -164,6 +165,9 @@ void Coordinator::admit(asio::ip::tcp::socket sock) {
   }
   SetKeepalive(sock, opt_.network.tcp_keepalive_s);
   auto c = std::make_shared<Connection>(this, std::move(sock), next_serial_++);
+  c->set_limits({static_cast<size_t>(opt_.network.max_output_bytes),
+                 static_cast<double>(opt_.network.device_messages_per_s),
+                 static_cast<double>(opt_.network.device_message_burst)});
   Status st = c->start(tls_.conf());
   if (!st.ok()) {
     refused("setup", "refused peer={} stage=setup reason={}", c->peer(), st.message());

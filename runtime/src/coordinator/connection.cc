@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -17,11 +18,20 @@ namespace {
 // records. A chunked broadcast's frame is up to task::kChunkBytes plus
 // framing, so a connection that carried one gives the memory back.
 constexpr size_t kKeptOutBytes = 4096;
+// Frames handled in one turn of a connection before the others get theirs
+// (the event loop runs the rest later): a device that floods cannot keep the
+// loop to itself.
+constexpr int kFramesPerTurn = 64;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 }  // namespace
 
 Connection::Connection(ConnectionOwner* owner, asio::ip::tcp::socket sock, uint64_t serial)
-    : owner_(owner), sock_(std::move(sock)), hs_timer_(owner->io()), serial_(serial) {
+    : owner_(owner), sock_(std::move(sock)), hs_timer_(owner->io()), pause_timer_(owner->io()), serial_(serial) {
   mbedtls_ssl_init(&ssl_);
+  dec_.set_limit(wire::kMaxHelloFrameBytes);  // until set_registered
   std::error_code ec;
   auto ep = sock_.remote_endpoint(ec);
   peer_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
@@ -54,6 +64,30 @@ void Connection::set_registered(int agent) {
   state_ = State::kRegistered;
   agent_ = agent;
   hs_timer_.cancel();
+  dec_.set_limit(task::kMaxLinuxFrameBytes);
+}
+
+bool Connection::charge() {
+  if (limits_.messages_per_s <= 0) return true;
+  const double now = NowSeconds();
+  if (budget_.at == 0) budget_ = TokenBucket{limits_.message_burst, now};
+  if (budget_.take(limits_.messages_per_s, limits_.message_burst, now)) return true;
+  ++flooded_;
+  if (!paused_ && state_ != State::kClosed) {
+    paused_ = true;
+    auto self = shared_from_this();
+    pause_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(1.0 / limits_.messages_per_s)));
+    pause_timer_.async_wait([self](const std::error_code& e) {
+      if (!e) self->resume();
+    });
+  }
+  return false;
+}
+
+void Connection::resume() {
+  paused_ = false;
+  pump();
 }
 
 int Connection::BioSend(void* ctx, const unsigned char* buf, size_t len) {
@@ -137,6 +171,13 @@ void Connection::stream(Source source) {
 
 void Connection::send(const wire::Envelope& env) {
   if (state_ == State::kClosed || state_ == State::kHandshake || close_after_flush_) return;
+  const size_t unsent = out_.size() - out_off_;
+  if (limits_.max_output_bytes > 0 && unsent > limits_.max_output_bytes) {
+    // on_closed writes the one line ("disconnected device=... reason=output: ...").
+    close(fmt::format("output: {} bytes queued unsent, above network.max_output_bytes = {} (the device does not read)",
+                      unsent, limits_.max_output_bytes));
+    return;
+  }
   out_ += wire::EncodeFrame(env);
   flush();
 }
@@ -173,25 +214,31 @@ void Connection::pump() {
     if (state_ == State::kClosed) return;
   }
   if (!flush()) return;
-  if (close_after_flush_) return;  // stop reading; waiting for the error to drain
+  if (close_after_flush_ || paused_) return;  // draining an error, or over the message budget
   unsigned char buf[16384];
+  int frames = 0;
   for (;;) {
+    std::string body;
+    wire::WireError err;
+    int k;
+    while ((k = dec_.next(body, err)) == 1) {
+      owner_->on_frame(*this, body);
+      if (state_ == State::kClosed || close_after_flush_ || paused_) return;
+      if (++frames == kFramesPerTurn) {  // the others' turn; this one goes on after them
+        asio::post(owner_->io(), [self] { self->pump(); });
+        return;
+      }
+    }
+    if (k < 0) {
+      if (owner_->log_refusal(std::string("rejected/") + wire::ErrorReasonName(err.reason)))
+        CoordinatorWarn("rejected device={} peer={} reason={}: {} (connection closed)", identity_, peer_,
+                        wire::ErrorReasonName(err.reason), err.message);
+      send_error(err.reason, err.message, true);
+      return;
+    }
     const int rc = mbedtls_ssl_read(&ssl_, buf, sizeof buf);
     if (rc > 0) {
       dec_.feed(buf, static_cast<size_t>(rc));
-      std::string body;
-      wire::WireError err;
-      int k;
-      while ((k = dec_.next(body, err)) == 1) {
-        owner_->on_frame(*this, body);
-        if (state_ == State::kClosed || close_after_flush_) return;
-      }
-      if (k < 0) {
-        CoordinatorWarn("rejected device={} peer={} reason={}: {} (connection closed)", identity_, peer_,
-                       wire::ErrorReasonName(err.reason), err.message);
-        send_error(err.reason, err.message, true);
-        return;
-      }
       continue;
     }
     if (rc == MBEDTLS_ERR_SSL_WANT_READ) return wait_read();
@@ -210,6 +257,7 @@ void Connection::close(const std::string& why) {
   state_ = State::kClosed;
   std::error_code ec;
   hs_timer_.cancel();
+  pause_timer_.cancel();
   if (was_open) mbedtls_ssl_close_notify(&ssl_);
   sock_.close(ec);
   owner_->on_closed(*this, why);

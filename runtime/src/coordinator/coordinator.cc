@@ -30,23 +30,6 @@
 
 namespace fedrt::net::detail {
 
-namespace {
-
-wire::ErrorReason ReasonOf(protocol::Refusal r) {
-  switch (r) {
-    case protocol::Refusal::kStaleRound: return wire::ERROR_STALE_ROUND;
-    case protocol::Refusal::kFutureRound: return wire::ERROR_FUTURE_ROUND;
-    case protocol::Refusal::kDuplicate: return wire::ERROR_DUPLICATE;
-    case protocol::Refusal::kNotSampled: return wire::ERROR_NOT_SAMPLED;
-    case protocol::Refusal::kDimension: return wire::ERROR_DIMENSION;
-    case protocol::Refusal::kNonFinite: return wire::ERROR_NON_FINITE;
-    case protocol::Refusal::kChunk: return wire::ERROR_CHUNK;
-    default: return wire::ERROR_MALFORMED;
-  }
-}
-
-}  // namespace
-
 Status Coordinator::init() {
   FEDRT_TRY(prepare_task());
   const uint32_t agents = task_.problem.agents;
@@ -253,7 +236,10 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
     return;
   }
   if (c.agent() >= 0) heard_ms_[static_cast<size_t>(c.agent())] = now_ms();
-  if (c.state() == Connection::State::kRegistered && env.body_case() == wire::Envelope::kHeartbeat) return;
+  if (c.state() == Connection::State::kRegistered && env.body_case() == wire::Envelope::kHeartbeat) {
+    if (!c.charge()) flooded(c, "heartbeats");
+    return;
+  }
   if (c.state() == Connection::State::kAwaitHello) {
     if (env.body_case() != wire::Envelope::kHello) {
       refused("rejected/not_registered",
@@ -351,102 +337,6 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   if (h.heartbeats() && opt_.network.idle_timeout_ms > 0)
     w->set_heartbeat_ms(static_cast<uint32_t>(heartbeat_ms()));
   c.send(env);
-}
-
-void Coordinator::on_task_reply(Connection& c, const wire::TaskReply& r) {
-  const uint32_t agent = static_cast<uint32_t>(c.agent());
-  if (registry_.state(agent) != Registry::State::kAwaitingReply) {
-    CoordinatorWarn("rejected device={} reason=malformed: a second TaskReply", c.identity());
-    c.send_error(wire::ERROR_MALFORMED, "a TaskReply answers Welcome once", false);
-    return;
-  }
-  if (!r.accepted()) {
-    const std::string why = r.reason().substr(0, task::kMaxReasonChars);
-    registry_.set_state(agent, Registry::State::kRefused, why);
-    monitor_->link(agent, FleetMonitor::Link::kRefused, why);
-    (void)store_->upsert_device(c.identity(), agent, "refused: " + why);
-    CoordinatorWarn("refused device={} index={} stage=task reason={}", c.identity(), agent, why);
-    rounds_.set_refused(agent, now_ms());
-    maybe_start(false);
-    return;
-  }
-  registry_.set_state(agent, Registry::State::kReady);
-  monitor_->link(agent, FleetMonitor::Link::kConnected);
-  CoordinatorLog("ready device={} index={} tls={}", c.identity(), agent, c.tls_session());
-  // A device that computed an update whose round has since closed learns the result.
-  if (pending_[agent]) {
-    wire::Envelope env;
-    auto replayed = rounds_.replay(agent, *pending_[agent], env);
-    if (replayed.ok() && *replayed) {
-      c.send(env);
-      CoordinatorLog("replayed result device={} alg={} run={} round={} included={}", c.identity(),
-                     pending_[agent]->algorithm, pending_[agent]->run, pending_[agent]->round, env.result().included());
-    }
-    pending_[agent].reset();
-  }
-  rounds_.set_connected(agent, true, now_ms());
-  maybe_start(false);
-}
-
-void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
-  const uint32_t agent = static_cast<uint32_t>(c.agent());
-  // The count of identical rejections, once something else happens.
-  auto close_repeats = [&] {
-    if (repeated_rejections_[agent] > 0)
-      CoordinatorWarn("rejected device={} {} more times: {}", c.identity(), repeated_rejections_[agent],
-                      last_rejection_[agent]);
-    repeated_rejections_[agent] = 0;
-  };
-  // `counter`: the rejection's label in the monitor's counts (default: the wire reason).
-  auto reject = [&](wire::ErrorReason reason, const std::string& why, const std::string& what,
-                    const char* counter = nullptr) {
-    const std::string label = counter != nullptr ? counter : wire::ErrorReasonName(reason);
-    std::string line = fmt::format("{}reason={}: {}", what, wire::ErrorReasonName(reason), why);
-    if (agent < last_rejection_.size()) {
-      if (line == last_rejection_[agent]) {  // the same again (the refused update's next chunk): counted only
-        ++repeated_rejections_[agent];
-        monitor_->frame_rejected(label);
-        return;
-      }
-      close_repeats();
-      last_rejection_[agent] = line;
-    }
-    CoordinatorWarn("rejected device={} {}", c.identity(), line);
-    monitor_->frame_rejected(label);
-    c.send_error(reason, why, false);
-  };
-  const Registry::State s = registry_.state(agent);
-  if (s == Registry::State::kRefused)
-    return reject(wire::ERROR_TASK_REFUSED, "this device refused the task", "");
-  if (s != Registry::State::kReady)
-    return reject(wire::ERROR_NOT_REGISTERED, "answer the task (TaskReply) before taking part in rounds", "");
-  wire::WireError err;
-  if (!inbound_.decode(env, err)) return reject(err.reason, err.message, "");
-  const protocol::MessageKind kind = inbound_.kind();
-  protocol::RoundId id{};
-  const bool update = kind == protocol::MessageKind::kUpdate || kind == protocol::MessageKind::kChunk;
-  if (kind == protocol::MessageKind::kUpdate) id = inbound_.update().id;
-  if (kind == protocol::MessageKind::kChunk) id = inbound_.chunk().id;
-  const protocol::Verdict v = rounds_.on_message(agent, env, inbound_, now_ms());
-  // An unclipped update (DP-FedAvg) or one over robustness.max_update_norm is
-  // logged once per device, not once per round.
-  const bool per_device = v.refusal == protocol::Refusal::kUnclipped || v.refusal == protocol::Refusal::kOverNorm;
-  const std::string where = per_device ? fmt::format("alg={} ", id.algorithm)
-                            : update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
-                                     : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
-  if (!v.ok())
-    return reject(ReasonOf(v.refusal), v.why, where, v.refusal == protocol::Refusal::kOverNorm ? "update_norm" : nullptr);
-  if (agent < last_rejection_.size() && !last_rejection_[agent].empty()) {  // accepted: the next rejection is news
-    close_repeats();
-    last_rejection_[agent].clear();
-  }
-  if (update && v.whole) {
-    wire::Envelope ack;
-    ack.mutable_ack()->set_algorithm_index(id.algorithm);
-    ack.mutable_ack()->set_run(id.run);
-    ack.mutable_ack()->set_round(id.round);
-    c.send(ack);
-  }
 }
 
 // Round 0 starts when every agent answered the task, or at the start timeout.

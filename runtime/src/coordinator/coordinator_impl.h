@@ -1,6 +1,7 @@
 #pragma once
 // The coordinator's event loop object (coordinator/coordinator.h), shared by its
-// source files: coordinator.cc (devices, rounds, outputs), startup_checks.cc
+// source files: coordinator.cc (devices, rounds, outputs), device_messages.cc
+// (a registered device's task reply and round messages), startup_checks.cc
 // (the task and what the fleet refuses before it listens), operator.cc
 // (the keys folder while running, the HTTP endpoint) and rollback_check.cc (a
 // state db behind its devices).
@@ -71,6 +72,7 @@ class Coordinator : public ConnectionOwner {
   void on_hello(Connection& c, const wire::Hello& h);
   void on_task_reply(Connection& c, const wire::TaskReply& r);
   void on_round_message(Connection& c, const wire::Envelope& env);
+  void flooded(Connection& c, const char* what);  // a message over the connection's budget, dropped
   void maybe_start(bool timeout);
   // network.idle_timeout_ms: drops registered devices that heartbeat but fell silent.
   // heartbeat_ms = idle_timeout_ms / 4: the devices' heartbeat interval (Welcome) and the idle

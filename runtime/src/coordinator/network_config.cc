@@ -27,7 +27,8 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
                                               "refusal_log_lines", "refusal_log_interval_ms",
                                               "max_connections", "max_handshakes", "peer_connections_per_s",
                                               "peer_connection_burst", "rate_limit_exempt", "tcp_keepalive_s",
-                                              "idle_timeout_ms", "http_linger_s"};
+                                              "idle_timeout_ms", "http_linger_s", "max_output_bytes",
+                                              "device_messages_per_s", "device_message_burst"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str()))) {
       const std::string near = ClosestName(std::string(k.str()), kKeys);
@@ -77,6 +78,9 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
   FEDRT_TRY(integer("tcp_keepalive_s", net.tcp_keepalive_s));
   FEDRT_TRY(integer("idle_timeout_ms", net.idle_timeout_ms));
   FEDRT_TRY(integer("http_linger_s", net.http_linger_s));
+  FEDRT_TRY(integer("max_output_bytes", net.max_output_bytes));
+  FEDRT_TRY(integer("device_messages_per_s", net.device_messages_per_s));
+  FEDRT_TRY(integer("device_message_burst", net.device_message_burst));
   if (t->contains("rate_limit_exempt")) {
     const toml::array* a = (*t)["rate_limit_exempt"].as_array();
     if (a == nullptr) return wrong("rate_limit_exempt", "an array of addresses or ADDRESS/PREFIX networks");
@@ -136,6 +140,12 @@ Status ValidateNetwork(const NetworkConfig& n) {
     return bad(fmt::format("network.tcp_keepalive_s must be in 0..86400 (0: off), got {}", n.tcp_keepalive_s));
   if (n.idle_timeout_ms != 0 && (n.idle_timeout_ms < 1000 || n.idle_timeout_ms > 86400000))
     return bad(fmt::format("network.idle_timeout_ms must be 0 (off) or in 1000..86400000, got {}", n.idle_timeout_ms));
+  if (n.max_output_bytes != 0 && n.max_output_bytes < 65536)
+    return bad(fmt::format("network.max_output_bytes must be 0 (no cap) or at least 65536, got {}", n.max_output_bytes));
+  if (n.device_messages_per_s < 0)
+    return bad(fmt::format("network.device_messages_per_s must be >= 0 (0: no limit), got {}", n.device_messages_per_s));
+  if (n.device_message_burst < 1)
+    return bad(fmt::format("network.device_message_burst must be at least 1, got {}", n.device_message_burst));
   if (!(n.quorum > 0.0 && n.quorum <= 1.0)) return bad(fmt::format("network.quorum must be in (0, 1], got {}", n.quorum));
   if (n.auth != "any" && n.auth != "psk" && n.auth != "cert")
     return bad(fmt::format("network.auth must be any, psk or cert, got '{}'", n.auth));

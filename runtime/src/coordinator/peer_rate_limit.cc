@@ -38,6 +38,14 @@ bool Within(const ExemptNetwork& a, const ExemptNetwork& net) {
 
 }  // namespace
 
+bool TokenBucket::take(double rate, double burst, double now_s) {
+  tokens = std::min(burst, tokens + rate * std::max(0.0, now_s - at));
+  at = now_s;
+  if (tokens < 1.0) return false;
+  tokens -= 1.0;
+  return true;
+}
+
 Result<PeerRateLimit> PeerRateLimit::Make(double rate, double burst, const std::vector<std::string>& exempt) {
   PeerRateLimit l;
   l.rate_ = rate;
@@ -81,15 +89,9 @@ bool PeerRateLimit::admit(const asio::ip::address& peer, double now_s) {
     }
     it = buckets_.emplace(key, Bucket{burst_, now_s}).first;
   }
-  Bucket& b = it->second;
-  b.tokens = std::min(burst_, b.tokens + rate_ * std::max(0.0, now_s - b.at));
-  b.at = now_s;
-  if (b.tokens < 1.0) {
-    ++refused_;
-    return false;
-  }
-  b.tokens -= 1.0;
-  return true;
+  if (it->second.take(rate_, burst_, now_s)) return true;
+  ++refused_;
+  return false;
 }
 
 }  // namespace fedrt::net

@@ -15,14 +15,15 @@
 
 #include "fedrt/ops/dashboard_assets.h"
 #include "fedrt/tls/tls.h"
+#include "http_gate.h"
 
 namespace fedrt::net {
 
 namespace {
 
 constexpr const char* kCookie = "fedrt_token";
-// Header fields a request may carry (a browser sends about 15). cpp-httplib
-// bounds each line (8 KiB) but not their number while it reads them.
+// Header fields a request may carry (a browser sends about 15); the whole head
+// is bounded before it is parsed (http_gate.h).
 constexpr size_t kMaxHeaders = 64;
 
 bool SameSecret(const std::string& a, const std::string& b) {  // constant time in the length of b
@@ -73,6 +74,15 @@ bool SinceParam(const httplib::Request& req, httplib::Response& res, size_t* sin
   return true;
 }
 
+// Where /PATH?token=T sends the browser once the cookie is set: PATH itself when
+// it is a path of this server, else "/". "//host/x" and "/\\host/x" are read
+// by browsers as another host's address.
+std::string OnSite(const std::string& path) {
+  const bool own = path.size() >= 1 && path[0] == '/' && (path.size() == 1 || (path[1] != '/' && path[1] != '\\')) &&
+                   path.find_first_of("\r\n") == std::string::npos;
+  return own ? path : std::string("/");
+}
+
 }  // namespace
 
 Status ParseHttpAddress(const std::string& spec, std::string* host, uint16_t* port) {
@@ -108,6 +118,12 @@ Result<std::string> LoadOrCreateHttpToken(const std::string& keys_dir) {
   const std::string path = keys_dir + "/http.token";
   std::ifstream in(path);
   if (in) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+      return Status(StatusCode::kPermissionDenied,
+                    fmt::format("'{}' is readable or writable by others (mode {:04o}): anyone on this machine could "
+                                "read the dashboard's token; run 'chmod 600 {}'",
+                                path, st.st_mode & 07777, path));
     std::string token;
     std::getline(in, token);
     if (token.size() < 32)
@@ -130,20 +146,16 @@ Result<std::string> LoadOrCreateHttpToken(const std::string& keys_dir) {
 }
 
 struct HttpEndpoint::Impl {
-  httplib::Server server;
+  explicit Impl(int threads) : server(static_cast<size_t>(threads)) {}
+  GatedHttpServer server;
   std::thread thread;
 };
 
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& o, const FleetMonitor& monitor) {
   std::unique_ptr<HttpEndpoint> ep(new HttpEndpoint());
-  ep->impl_ = std::make_unique<Impl>();
+  ep->impl_ = std::make_unique<Impl>(o.threads);
   httplib::Server& s = ep->impl_->server;
-  const int threads = o.threads;
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  s.set_payload_max_length(1024);
-  s.set_read_timeout(5, 0);
-  s.set_write_timeout(5, 0);
-  s.set_keep_alive_timeout(2);
+  s.set_payload_max_length(1024);  // time limits and one request per connection: http_gate.h
   s.set_default_headers({{"X-Content-Type-Options", "nosniff"},
                          {"X-Frame-Options", "DENY"},
                          {"Referrer-Policy", "no-referrer"},
@@ -172,7 +184,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& o, 
     if (req.has_param("token") && SameSecret(req.get_param_value("token"), token)) {
       // The browser's way in: a cookie for the page's own requests, and the token out of the address bar.
       res.set_header("Set-Cookie", fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict", kCookie, token));
-      res.set_redirect(req.path, 303);
+      res.set_redirect(OnSite(req.path), 303);
       return httplib::Server::HandlerResponse::Handled;
     }
     res.status = 401;
@@ -220,6 +232,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& o, 
                   fmt::format("--http: cannot listen on {}:{} (in use, or not an address of this machine)", o.host,
                               o.port));
   }
+  ep->impl_->server.widen_backlog();
   ep->port_ = static_cast<uint16_t>(port);
   ep->impl_->thread = std::thread([&s] { s.listen_after_bind(); });
   for (int i = 0; i < 1000 && !s.is_running(); ++i)  // stop() before the loop runs would not stop it

@@ -32,9 +32,9 @@ int FrameDecoder::next(std::string& body, WireError& error) {
   if (buffered() < kFrameHeaderBytes) return 0;
   const auto* p = reinterpret_cast<const uint8_t*>(buf_.data() + pos_);
   const uint32_t n = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
-  if (n > task::kMaxLinuxFrameBytes) {
-    error = {ERROR_FRAME_TOO_LARGE,
-             fmt::format("frame length {} exceeds the maximum of {} bytes", n, task::kMaxLinuxFrameBytes)};
+  if (n > limit_) {
+    error = {ERROR_FRAME_TOO_LARGE, fmt::format("frame length {} exceeds the maximum of {} bytes{}", n, limit_,
+                                                limit_ < task::kMaxLinuxFrameBytes ? " before registration" : "")};
     return -1;
   }
   if (buffered() < kFrameHeaderBytes + n) return 0;

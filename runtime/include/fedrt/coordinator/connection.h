@@ -14,6 +14,7 @@
 #include <mbedtls/ssl.h>
 
 #include "fedrt/core/status.h"
+#include "fedrt/coordinator/peer_rate_limit.h"
 #include "fedrt/tls/key_exchange.h"
 #include "fedrt/tls/tls.h"
 #include "fedrt/wire/frame.h"
@@ -36,6 +37,14 @@ class ConnectionOwner {
   virtual bool log_refusal(std::string_view key) = 0;
 };
 
+// What one connection may take from the coordinator (docs/security.md,
+// "Bounds per connection"; the [network] keys of the same names).
+struct ConnectionLimits {
+  size_t max_output_bytes = 0;  // unsent bytes a new frame may queue behind (0: no cap)
+  double messages_per_s = 0;    // charged messages per second (0: no limit) ...
+  double message_burst = 1;     // ... of which this many at once
+};
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   enum class State { kHandshake, kAwaitHello, kRegistered, kClosed };
@@ -44,8 +53,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(ConnectionOwner* owner, asio::ip::tcp::socket sock, uint64_t serial);
   ~Connection() { mbedtls_ssl_free(&ssl_); }
 
+  void set_limits(const ConnectionLimits& limits) { limits_ = limits; }
   Status start(const mbedtls_ssl_config* conf);
   void pump();
+  // Charges one message that carries no round data (a heartbeat, a task reply
+  // again, a rejected message) to the connection's budget. False when the
+  // budget is spent: the caller drops the message, and the connection reads
+  // nothing more until a token is back (the device's own TCP stalls, the
+  // coordinator spends nothing on it); `flooded()` counts those.
+  bool charge();
+  uint64_t flooded() const { return flooded_; }
   void send(const wire::Envelope& env);
   // A stream of frames made one at a time as the previous ones are written
   // (a chunked broadcast: one chunk per connection in memory). The source
@@ -73,10 +90,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void wait_read();
   void wait_write();
   bool flush();  // false when the connection failed
+  void resume();  // after a pause of charge()
 
   ConnectionOwner* owner_;
   asio::ip::tcp::socket sock_;
   asio::steady_timer hs_timer_;
+  asio::steady_timer pause_timer_;
   uint64_t serial_;
   mbedtls_ssl_context ssl_;
   wire::FrameDecoder dec_;
@@ -89,7 +108,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ServerFlight flight_;  // the handshake's plaintext bytes out, for tls_session_
   std::string tls_session_;
   int agent_ = -1;
-  bool reading_ = false, writing_ = false, close_after_flush_ = false;
+  bool reading_ = false, writing_ = false, close_after_flush_ = false, paused_ = false;
+  ConnectionLimits limits_;
+  TokenBucket budget_;
+  uint64_t flooded_ = 0;
   std::string close_reason_;
 };
 

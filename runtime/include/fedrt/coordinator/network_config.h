@@ -28,6 +28,10 @@
 //                          # 3 unanswered: a device whose host vanished is dropped after about 90 s
 //   idle_timeout_ms = 60000  # a registered device that heartbeats (fedrt-device) and sends nothing for this
 //                          # long while it owes no open round is dropped (0: off); it heartbeats every quarter
+//   max_output_bytes = 8388608  # a frame queued behind more unsent bytes than this closes the connection
+//                          # (a device that does not read); streamed broadcasts queue one chunk at a time
+//   device_messages_per_s = 50  # per connection: heartbeats, repeated task replies and rejected messages
+//   device_message_burst = 500  # ... (burst this many); beyond, dropped and the connection not read (0: no limit)
 
 #include <array>
 #include <cstdint>
@@ -61,6 +65,9 @@ struct NetworkConfig {
   std::vector<std::string> rate_limit_exempt = {"127.0.0.0/8", "::1"};
   long tcp_keepalive_s = 60;
   long idle_timeout_ms = 60000;
+  long max_output_bytes = 8L << 20;
+  long device_messages_per_s = 50;
+  long device_message_burst = 500;
 };
 
 // Reads [network] of `path` (absent keys keep their value; unknown keys are

@@ -24,6 +24,14 @@
 
 namespace fedrt::net {
 
+// One token bucket of `burst` tokens refilled at `rate` per second (the
+// formula above); also each connection's message budget (coordinator/connection.h).
+struct TokenBucket {
+  double tokens = 0, at = 0;
+  // Refills up to `now_s`, then takes one token: false (nothing taken) when less than one is left.
+  bool take(double rate, double burst, double now_s);
+};
+
 class PeerRateLimit {
  public:
   static constexpr size_t kMaxPeers = 65536;
@@ -40,9 +48,7 @@ class PeerRateLimit {
   uint64_t refused() const { return refused_; }
 
  private:
-  struct Bucket {
-    double tokens = 0, at = 0;
-  };
+  using Bucket = TokenBucket;
   static std::string KeyOf(const asio::ip::address& a);
   void forget_full(double now_s);
 

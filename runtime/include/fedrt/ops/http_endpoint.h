@@ -3,10 +3,11 @@
 // files (compiled in, ops/dashboard_assets.h), the JSON of FleetMonitor
 // (GET /api/run, /api/rounds?since=K, /api/devices) and Prometheus metrics
 // (GET /metrics), served by cpp-httplib on threads of its own so that the
-// event loop never waits for a browser. Bound to a loopback address it is
-// open; bound elsewhere every request needs the keys folder's token
-// (Authorization: Bearer TOKEN, or the cookie set by /?token=TOKEN), else
-// 401. It reads no file and accepts no body. Host code.
+// event loop never waits for a browser; request heads are bounded in size
+// and time before anything parses them (runtime/src/ops/http_gate.h). Bound
+// to a loopback address it is open; bound elsewhere every request needs the
+// keys folder's token (Authorization: Bearer TOKEN, or the cookie set by
+// /?token=TOKEN), else 401. It reads no file and accepts no body. Host code.
 
 #include <cstdint>
 #include <memory>
@@ -20,14 +21,15 @@ namespace fedrt::net {
 // "PORT", "ADDR:PORT" or "[IPv6]:PORT" (no address: 127.0.0.1).
 Status ParseHttpAddress(const std::string& spec, std::string* host, uint16_t* port);
 bool IsLoopbackAddress(const std::string& host);
-// KEYS/http.token (64 hex characters, mode 0600), created on first use.
+// KEYS/http.token (64 hex characters, mode 0600), created on first use; an
+// existing one that group or others may read or write is refused (chmod 600).
 Result<std::string> LoadOrCreateHttpToken(const std::string& keys_dir);
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;   // 0: any free port
   std::string token;   // non-empty: every request must carry it
-  int threads = 4;     // request threads (a keep-alive browser holds one while it polls)
+  int threads = 4;     // threads that answer complete requests (heads: runtime/src/ops/http_gate.h)
 };
 
 class HttpEndpoint {
