@@ -196,7 +196,8 @@ TEST_F(BoundsTest, HeartbeatFloodIsThrottledAndRoundsKeepTheirPace) {
   std::map<bool, std::vector<RoundRecord>> rounds;
   std::map<bool, double> median;
   for (bool flood : {false, true}) {
-    for (const char* p : {"coordinator.db", "coordinator.log", "out", "dev0001", "dev0002"}) fs::remove_all(dir_ / p);
+    for (const char* p : {"coordinator.db", "coordinator.db.rounds", "coordinator.log", "out", "dev0001", "dev0002"})
+      fs::remove_all(dir_ / p);  // a new run: its db and watermark go
     const pid_t co = StartCoordinator(cfg, 0, {});
     const int port = WaitPort();
     ASSERT_GT(port, 0) << log();
