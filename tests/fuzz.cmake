@@ -12,6 +12,8 @@
 set(_fz ${CMAKE_CURRENT_LIST_DIR}/fuzz)
 set(_fz_list ${CMAKE_BINARY_DIR}/fuzz_targets.txt)
 file(WRITE ${_fz_list} "")
+# A kept archive added or replaced re-runs the configure that unpacks it.
+file(GLOB _fz_kept CONFIGURE_DEPENDS ${_fz}/kept/*.tar.xz)
 if(FEDRT_FUZZ)
   add_custom_target(fuzzers)
 endif()
