@@ -1,4 +1,4 @@
-# Firmware applications fedrt-fw and fedrt-fw-lsa: mbedTLS 2.28 and the
+# Firmware applications fedrt-fw and fedrt-fw-lsa: mbedTLS 3.6 and the
 # nanopb 0.4.7 runtime built from the Debian source packages that
 # scripts/fetch_sources.sh unpacks into build/third_party, messages generated
 # from runtime/wire (fedrt.proto + fedrt.options + the firmware's bounds) by
@@ -21,26 +21,23 @@ endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/third_party.cmake)
 find_program(FEDRT_NANOPB_GENERATOR NAMES nanopb_generator.py nanopb_generator)
-if(NOT FEDRT_MBEDTLS_SRC OR NOT FEDRT_NANOPB_SRC OR NOT FEDRT_NANOPB_GENERATOR)
-  message(STATUS "fedrt-fw: mbedTLS/nanopb sources (scripts/fetch_sources.sh) or nanopb_generator missing: "
+if(NOT FEDRT_MBEDTLS_SRC OR NOT FEDRT_NANOPB_SRC OR NOT FEDRT_SODIUM_SRC OR NOT FEDRT_NANOPB_GENERATOR)
+  message(STATUS "fedrt-fw: mbedTLS/nanopb/libsodium sources (scripts/fetch_sources.sh) or nanopb_generator missing: "
                  "firmware client not built")
   return()
 endif()
 message(STATUS "fedrt-fw: mbedTLS from ${FEDRT_MBEDTLS_SRC}, nanopb from ${FEDRT_NANOPB_SRC}")
 
-# mbedTLS with the firmware's configuration (runtime/fw/mbedtls_config.h).
-set(_fedrt_mbedtls_modules chacha20 chachapoly cipher cipher_wrap constant_time hkdf hmac_drbg md
-    memory_buffer_alloc platform platform_util poly1305 sha256 ssl_ciphersuites ssl_cli ssl_msg ssl_tls
-    bignum ecp ecp_curves)  # the last three: X25519 for secure aggregation (tests/firmware/secagg_bench.cc)
-set(_fedrt_mbedtls_sources "")
-foreach(m IN LISTS _fedrt_mbedtls_modules)
-  list(APPEND _fedrt_mbedtls_sources "${FEDRT_MBEDTLS_SRC}/library/${m}.c")
-endforeach()
+# mbedTLS with the firmware's configuration (runtime/fw/fw_mbedtls_config.h).
+# Every library file: the configuration leaves most of them empty, and
+# --gc-sections drops what an image does not call.
+file(GLOB _fedrt_mbedtls_sources "${FEDRT_MBEDTLS_SRC}/library/*.c")
 add_library(fedrt_fw_mbedtls STATIC ${_fedrt_mbedtls_sources})
 fedrt_no_unity_build(fedrt_fw_mbedtls)  # third-party C, file by file
 target_include_directories(fedrt_fw_mbedtls SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/include"
                            "${CMAKE_SOURCE_DIR}/runtime/fw")
-target_compile_definitions(fedrt_fw_mbedtls PUBLIC MBEDTLS_CONFIG_FILE="mbedtls_config.h")
+target_include_directories(fedrt_fw_mbedtls PRIVATE "${FEDRT_MBEDTLS_SRC}/library")
+target_compile_definitions(fedrt_fw_mbedtls PUBLIC MBEDTLS_CONFIG_FILE="fw_mbedtls_config.h")
 target_compile_options(fedrt_fw_mbedtls PRIVATE -w)
 
 # nanopb messages from the same .proto/.options as the host's protobuf-lite
@@ -76,11 +73,27 @@ endfunction()
 _fedrt_fw_messages(fedrt_fw_nanopb nanopb fedrt_fw.options)
 _fedrt_fw_messages(fedrt_fw_nanopb_lsa nanopb-lsa fedrt_fw.options fedrt_fw_lsa.options)
 
+# X25519 for the firmware: libsodium's ref10 ladder (runtime/src/secagg/x25519_ref10_ladder.c).
+set(_sodium "${FEDRT_SODIUM_SRC}/src/libsodium")
+add_library(fedrt_fw_x25519 STATIC "${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_ref10_ladder.c"
+            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_ref10.cc")
+fedrt_no_unity_build(fedrt_fw_x25519)
+target_include_directories(fedrt_fw_x25519 SYSTEM PRIVATE "${_sodium}" "${_sodium}/include/sodium")
+target_compile_definitions(fedrt_fw_x25519 PRIVATE CONFIGURED=1)
+target_link_libraries(fedrt_fw_x25519 PUBLIC fedrt_device_headers)
+if(NOT CMAKE_CROSSCOMPILING)
+  # Host builds (fedrt-fw-host) keep all of ed25519_ref10.c: its helpers
+  # (sodium_is_zero, crypto_verify_32, ...) come from the system's libsodium.
+  find_library(FEDRT_SODIUM sodium REQUIRED)
+  target_link_libraries(fedrt_fw_x25519 PUBLIC ${FEDRT_SODIUM})
+endif()
+target_compile_options(fedrt_fw_x25519 PRIVATE $<$<COMPILE_LANGUAGE:C>:-w> $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+
 # The SecAgg+ device with tables for 16 neighbours (the bound of runtime/fw/fedrt_fw.options).
 add_library(fedrt_fw_secagg_device STATIC
-            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_mbedtls.cc"
+            "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc"
             "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
-target_link_libraries(fedrt_fw_secagg_device PUBLIC fedrt_device_headers fedrt_fw_mbedtls)
+target_link_libraries(fedrt_fw_secagg_device PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_x25519)
 target_compile_options(fedrt_fw_secagg_device PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
 target_compile_definitions(fedrt_fw_secagg_device PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=16)
 
@@ -115,7 +128,7 @@ endif()
 
 if(COMMAND fedrt_add_firmware)
   # Cortex-M (C1's platform/mps2): Eigen kernels inlined as in every firmware unit.
-  foreach(_lib fedrt_fw_client fedrt_fw_client_lsa fedrt_fw_secagg_device)
+  foreach(_lib fedrt_fw_client fedrt_fw_client_lsa fedrt_fw_secagg_device fedrt_fw_x25519)
     target_link_libraries(${_lib} PUBLIC fedrt_firmware_config)
   endforeach()
   # Two images (platform/mps2/budget.json): fedrt-fw runs every family its
@@ -179,9 +192,10 @@ if(COMMAND fedrt_add_firmware)
     # SecAgg+ with up to 32 neighbours: the complete graph of the digits
     # example's 20 devices (k = 19) fits, 16 would not.
     add_library(fedrt_fw_secagg_device32 STATIC
-                "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_mbedtls.cc"
+                "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc"
                 "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
-    target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_firmware_config)
+    target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_x25519
+                          fedrt_firmware_config)
     target_compile_options(fedrt_fw_secagg_device32 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
     target_compile_definitions(fedrt_fw_secagg_device32 PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=32)
     add_library(fedrt_fw_client_d650 STATIC ${_fw_client_sources})

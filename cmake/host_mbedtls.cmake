@@ -4,7 +4,8 @@
 # runtime/tls/mbedtls_host_config.h: TLS 1.3 and 1.2, Debian's build options
 # plus variable record buffers (docs/scale.md, "Memory per connection"). The
 # one TLS library of the host: there is no fallback to a system copy. (The
-# Cortex-M firmware builds its own mbedTLS 2.28, cmake/firmware_app.cmake.)
+# Cortex-M firmware builds the same source with its own configuration,
+# cmake/firmware_app.cmake.)
 #
 # Sets FEDRT_MBEDTLS, FEDRT_MBEDX509, FEDRT_MBEDCRYPTO, FEDRT_SECAGG_MBEDCRYPTO
 # and FEDRT_SECAGG_MBEDTLS_INCLUDE (read by network.cmake and secagg.cmake).

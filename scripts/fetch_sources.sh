@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the Debian source packages fedrt compiles its third-party C from into
 # build/third_party/: from bookworm, nanopb 0.4.7 (firmware runtime) and
-# mbedTLS 2.28 (the Cortex-M firmware's TLS); from trixie, mbedTLS 3.6 LTS
-# (the host's TLS 1.3: coordinator, Linux devices, tools, cross builds). With a
+# libsodium 1.0.18 (the firmware's X25519, its ref10 ladder); from
+# trixie, mbedTLS 3.6 LTS (the TLS of the host: coordinator, Linux devices,
+# tools, cross builds; and of the Cortex-M firmware). With a
 # PRIVATE apt configuration (own sources.list with deb-src lines, own state,
 # cache and lists under build/third_party/apt): the system's apt sources and
 # state are never touched. Idempotent: packages already unpacked are skipped.
@@ -17,7 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/build/third_party"
 APT_DIR="$OUT/apt"
 # package/suite/directory glob of the unpacked tree (dpkg-source names it PKG-VERSION)
-PACKAGES=('nanopb/bookworm/nanopb-0.4.*' 'mbedtls/bookworm/mbedtls-2.*' 'mbedtls/trixie/mbedtls-3.*')
+PACKAGES=('nanopb/bookworm/nanopb-0.4.*' 'mbedtls/trixie/mbedtls-3.*' 'libsodium/bookworm/libsodium-1.0.*')
 
 force=0
 for a in "$@"; do

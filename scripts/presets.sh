@@ -20,7 +20,7 @@ ensure_setup() {
 # Fetch what a preset needs before CMake configures it (idempotent; all of it
 # lands under build/, nothing outside the repo). scripts/fetch_sources.sh
 # (apt-get source nanopb mbedtls) gives every preset its mbedTLS: 3.6 for the
-# host and the ARM Linux boards (cmake/host_mbedtls.cmake), 2.28 and nanopb
+# host and the ARM Linux boards (cmake/host_mbedtls.cmake), and with nanopb
 # for the firmware (and fedrt-fw-host, its client over TCP, in the host presets).
 #   aarch64, armhf        -> also scripts/sysroot.sh ARCH (Debian target libraries, dpkg -x)
 prepare_preset() {

@@ -41,7 +41,7 @@ PACKAGES=(
   libclang-rt-14-dev
   # edge targets: cross compilers for ARM Linux boards and Cortex-M,
   # the emulators that run their binaries, the nanopb generator, and dpkg-dev
-  # for `apt-get source` (nanopb runtime; mbedTLS 3.6 for the host, 2.28 for the firmware).
+  # for `apt-get source` (nanopb runtime; mbedTLS 3.6 for the host and the firmware).
   # Only the C++ headers of arm-none-eabi's libstdc++ (the firmware links no
   # libstdc++; libstdc++-arm-none-eabi-newlib would add 1.5 GB).
   g++-aarch64-linux-gnu

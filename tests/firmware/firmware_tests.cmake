@@ -137,10 +137,9 @@ set_tests_properties(fw_qemu_run_signal_idle PROPERTIES LABELS device TIMEOUT 60
 if(TARGET fedrt_fw_mbedtls)
   add_library(fedrt_fw_secagg STATIC
     ${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc
-    ${CMAKE_SOURCE_DIR}/runtime/src/secagg/x25519_mbedtls.cc
     ${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc
     ${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc)
-  target_link_libraries(fedrt_fw_secagg PUBLIC fedrt_firmware_config fedrt_fw_mbedtls)
+  target_link_libraries(fedrt_fw_secagg PUBLIC fedrt_firmware_config fedrt_fw_mbedtls fedrt_fw_x25519)
   # k = 54 for n = 1000 (DefaultGraph): tables for 54 neighbours, not 64.
   target_compile_definitions(fedrt_fw_secagg PUBLIC FEDRT_SECAGG_MAX_NEIGHBOURS=54)
   fedrt_add_firmware(fedrt-fw-secagg-bench SOURCES ${FEDRT_FW_TEST_DIR}/secagg_bench.cc
@@ -162,13 +161,13 @@ endif()
 
 # What forward secrecy costs the device: a PSK and an ECDHE-PSK handshake in
 # one image (client and server in memory), client instructions under
-# -icount. mbedTLS here is the firmware's configuration plus ECDH and a
+# -icount. mbedTLS here is the firmware's configuration plus psk_ke and a
 # server (tests/firmware/tls_kex_mbedtls_config.h); the product images keep theirs.
 if(TARGET fedrt_fw_mbedtls)
-  add_library(fedrt_fw_mbedtls_kex STATIC ${_fedrt_mbedtls_sources}
-    "${FEDRT_MBEDTLS_SRC}/library/ecdh.c" "${FEDRT_MBEDTLS_SRC}/library/ssl_srv.c")
+  add_library(fedrt_fw_mbedtls_kex STATIC ${_fedrt_mbedtls_sources})
   target_include_directories(fedrt_fw_mbedtls_kex SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/include"
     "${CMAKE_SOURCE_DIR}/runtime/fw" ${FEDRT_FW_TEST_DIR})
+  target_include_directories(fedrt_fw_mbedtls_kex PRIVATE "${FEDRT_MBEDTLS_SRC}/library")
   target_compile_definitions(fedrt_fw_mbedtls_kex PUBLIC MBEDTLS_CONFIG_FILE="tls_kex_mbedtls_config.h")
   target_compile_options(fedrt_fw_mbedtls_kex PRIVATE -w)
   target_link_libraries(fedrt_fw_mbedtls_kex PUBLIC fedrt_firmware_config)

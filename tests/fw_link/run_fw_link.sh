@@ -174,7 +174,7 @@ for ((i = first; i < N; i++)); do
   grep -q "shutdown reason=" "$OUT/$id.log" || fail "$id did not see the coordinator's shutdown"
 done
 # The TLS of each session, as the coordinator names it: the Linux devices TLS 1.3 with X25519
-# (psk_dhe_ke), the firmware (mbedTLS 2.28 until it moves to 3.6) TLS 1.2 plain PSK
+# (psk_dhe_ke), the firmware (mbedTLS 3.6, runtime/fw/fw_mbedtls_config.h) TLS 1.2 plain PSK
 # (docs/security.md, "TLS"). A relayed device's session ends at the relay.
 for ((i = first; i < N; i++)); do
   id="$(printf 'dev%04d' "$i")"

@@ -1,10 +1,11 @@
 #pragma once
-// TlsLink: the firmware's TLS 1.2 PSK session over a non-blocking ByteLink
+// TlsLink: the firmware's TLS session (1.2 PSK, or 1.3 PSK + X25519 with the
+// TLS 1.3 configuration) over a non-blocking ByteLink
 // (a UART on the board, TCP on the host, byte queues in a test) and the
 // length-prefixed frames on it (docs/architecture.md, "Wire"). Nothing here
 // waits: every call does what the link allows and says whether it is done,
 // must wait for the link (kPending) or the session is over (kEnd). mbedTLS
-// (runtime/fw/mbedtls_config.h) allocates from one heap buffer given to
+// (runtime/fw/fw_mbedtls_config.h) allocates from one heap buffer given to
 // init(); its buffer allocator is global, hence one TlsLink per program. The
 // HMAC_DRBG, seeded from the link's entropy source, also draws the SecAgg+
 // round secrets. Device code.
@@ -27,7 +28,7 @@ class TlsLink {
   enum class Frame { kOk, kSkipped, kPending, kEnd };
 
   // Sets up mbedTLS on `heap` (static or the caller's workspace, 8-aligned),
-  // the DRBG, PSK, ChaCha20-Poly1305 only, max_fragment_length 1024. `opt`
+  // the DRBG (also PSA crypto's in TLS 1.3), PSK, ChaCha20-Poly1305 only. `opt`
   // and `heap` must outlive the link.
   Status init(const ClientOptions* opt, ClientStats* stats, uint8_t* heap, size_t heap_bytes);
   // Starts a new TLS session (after reset).

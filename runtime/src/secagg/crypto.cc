@@ -1,5 +1,5 @@
-// mbedTLS 2.28 back end of fedrt/secagg/crypto.h (HKDF, ChaCha20, ChaCha20-Poly1305);
-// X25519 lives in x25519_sodium.cc (hosts, Linux devices) or x25519_mbedtls.cc (firmware).
+// mbedTLS 3.6 back end of fedrt/secagg/crypto.h (HKDF, ChaCha20, ChaCha20-Poly1305);
+// X25519 lives in x25519_sodium.cc (hosts, Linux devices) or x25519_ref10.cc (firmware).
 #include "fedrt/secagg/crypto.h"
 
 #include <cstring>

@@ -4,7 +4,7 @@
 // fedrt-device, in float, for the families its build contains. Over an
 // abstract non-blocking byte link (a UART on the board, a TCP socket on the
 // host, byte queues in a test) it runs TLS 1.2 PSK (mbedTLS built with
-// runtime/fw/mbedtls_config.h), then the fedrt.proto session with nanopb:
+// runtime/fw/fw_mbedtls_config.h), then the fedrt.proto session with nanopb:
 // Hello -> Welcome (the task) -> TaskReply -> (RoundAnnouncement -> Update |
 // SecAgg+ phases -> RoundResult)* -> Shutdown.
 // It is a state machine driven by poll(): each call does all the work the link

@@ -1,12 +1,11 @@
 #pragma once
 // Cryptographic primitives of secure aggregation, thin wrappers over mbedTLS
-// (3.6 on hosts, cmake/host_mbedtls.cmake; 2.28 on the firmware, which must enable
-// MBEDTLS_ECP_C + MBEDTLS_ECP_DP_CURVE25519_ENABLED, MBEDTLS_BIGNUM_C,
+// (3.6 on hosts, cmake/host_mbedtls.cmake, and on the firmware, which must enable
 // MBEDTLS_HKDF_C + MBEDTLS_SHA256_C, MBEDTLS_CHACHA20_C, MBEDTLS_POLY1305_C,
-// MBEDTLS_CHACHAPOLY_C). Device style: fixed-size caller buffers, Status
-// results, no exceptions. mbedTLS's bignum code allocates internally
-// (mbedtls_calloc); on a microcontroller point it at a static buffer with
-// MBEDTLS_MEMORY_BUFFER_ALLOC_C.
+// MBEDTLS_CHACHAPOLY_C) and X25519 over libsodium (the system's on hosts,
+// x25519_sodium.cc; its ref10 ladder compiled in on the firmware,
+// x25519_ref10.cc, which allocates nothing). Device style: fixed-size caller
+// buffers, Status results, no exceptions.
 
 #include <cstddef>
 #include <cstdint>

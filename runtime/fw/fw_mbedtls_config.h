@@ -1,11 +1,12 @@
-/* mbedTLS 2.28 configuration of the fedrt firmware (fedrt-fw) and of its host
- * build (the same library built from `apt-get source mbedtls`, see
- * scripts/fetch_sources.sh and cmake/firmware_app.cmake).
+/* mbedTLS 3.6 configuration of the fedrt firmware (fedrt-fw) and of its host
+ * build (the same library built from Debian's mbedtls 3.6 LTS source
+ * package, see scripts/fetch_sources.sh and cmake/firmware_app.cmake).
  *
  * What it is: a TLS 1.2 client with one cipher suite,
- * TLS-PSK-WITH-CHACHA20-POLY1305-SHA256 (the coordinator accepts it:
- * runtime/src/tls/tls.cc kPskSuites), no certificates, no public-key crypto.
- * Memory: mbedTLS allocates only from a static buffer handed to
+ * TLS-PSK-WITH-CHACHA20-POLY1305-SHA256 (the coordinator accepts it when
+ * [network] tls_min_version = "1.2"), no certificates, no PSA crypto; the
+ * TLS 1.3 variant is runtime/fw/fw_mbedtls_tls13_config.h.
+ * Memory: mbedTLS and PSA allocate only from a static buffer handed to
  * mbedtls_memory_buffer_alloc_init() (MEMORY_BUFFER_ALLOC_C); before that,
  * every allocation fails (PLATFORM_NO_STD_FUNCTIONS: calloc/free are never
  * referenced). Records are at most 1 KB of plaintext each way: the client asks
@@ -30,7 +31,8 @@
 #define MBEDTLS_PLATFORM_FPRINTF_MACRO(...) ((void)0)
 #define MBEDTLS_PLATFORM_EXIT_MACRO(code) __builtin_trap()
 
-/* Crypto: ChaCha20-Poly1305 AEAD, SHA-256 for the PRF, HMAC_DRBG, HKDF */
+/* Crypto: ChaCha20-Poly1305 AEAD, SHA-256, HMAC_DRBG, HKDF (TLS and SecAgg+,
+ * whose X25519 is libsodium's ref10: runtime/src/secagg/x25519_ref10.cc) */
 #define MBEDTLS_CIPHER_C
 #define MBEDTLS_CHACHA20_C
 #define MBEDTLS_POLY1305_C
@@ -41,19 +43,10 @@
 #define MBEDTLS_HMAC_DRBG_C
 #define MBEDTLS_HKDF_C
 
-/* Secure aggregation (SecAgg+, runtime/src/secagg): X25519 through the ECP
- * module with Curve25519 only (Montgomery ladder; no Weierstrass curves, no
- * ECDH/ECDSA modules). --gc-sections keeps it out of firmware that does not
- * call it. Small windows/limbs: no fixed-point tables. */
-#define MBEDTLS_BIGNUM_C
-#define MBEDTLS_ECP_C
-#define MBEDTLS_ECP_DP_CURVE25519_ENABLED
-#define MBEDTLS_ECP_WINDOW_SIZE 2
-#define MBEDTLS_ECP_FIXED_POINT_OPTIM 0
-#define MBEDTLS_MPI_MAX_SIZE 64
-#define MBEDTLS_MPI_WINDOW_SIZE 1
-
-/* TLS 1.2 client, PSK only */
+/* TLS 1.2 client, PSK only: the images of the 96 KB / 128 KB parts (fedrt-fw,
+ * fedrt-fw-lsa, fedrt-fw-own), which TLS 1.3 with PSA crypto does not fit
+ * (runtime/fw/fw_mbedtls_tls13_config.h): a coordinator serving them keeps
+ * [network] tls_min_version = "1.2". */
 #define MBEDTLS_SSL_TLS_C
 #define MBEDTLS_SSL_CLI_C
 #define MBEDTLS_SSL_PROTO_TLS1_2
@@ -68,7 +61,5 @@
 #define MBEDTLS_SSL_MAX_CONTENT_LEN 1024
 #define MBEDTLS_PSK_MAX_LEN 64
 #define MBEDTLS_SSL_DTLS_MAX_BUFFERING 0
-
-#include "mbedtls/check_config.h"
 
 #endif /* FEDRT_FW_MBEDTLS_CONFIG_H */
