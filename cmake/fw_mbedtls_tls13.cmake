@@ -1,0 +1,45 @@
+# mbedTLS 3.6 for a firmware TLS 1.3 client whose X25519 is libsodium's ref10
+# ladder (fedrt_fw_x25519, cmake/firmware_app.cmake): PSA crypto with the
+# transparent driver of runtime/fw/psa_driver (public keys) and
+# MBEDTLS_ECDH_COMPUTE_SHARED_ALT (shared secrets). PSA's driver dispatch
+# (psa_crypto_driver_wrappers.h) is generated from the drivers' JSON
+# descriptions by mbedTLS's own generator (its generate_driver_wrappers.py,
+# Jinja2) into a copy of the library sources: the header sits next to
+# psa_crypto.c, which includes it from its own directory.
+#
+# fedrt_fw_mbedtls_tls13(TARGET CONFIG_FILE [INCLUDE_DIRS...]): a static
+# library built with MBEDTLS_CONFIG_FILE=CONFIG_FILE (which must define
+# MBEDTLS_PSA_CRYPTO_DRIVERS, FEDRT_PSA_X25519_DRIVER_ENABLED and
+# MBEDTLS_ECDH_COMPUTE_SHARED_ALT, as runtime/fw/fw_mbedtls_tls13_config.h does).
+include_guard(GLOBAL)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+set(_fedrt_tls13_root "${CMAKE_BINARY_DIR}/mbedtls-x25519-driver")
+set(_fedrt_tls13_lib "${_fedrt_tls13_root}/library")
+set(_fedrt_tls13_jsons "${_fedrt_tls13_root}/driver_jsons")
+set(_fedrt_tls13_json "${CMAKE_SOURCE_DIR}/runtime/fw/psa_driver/fedrt_x25519_driver.json")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_fedrt_tls13_json}")
+file(GLOB _fedrt_tls13_orig "${FEDRT_MBEDTLS_SRC}/library/*.c" "${FEDRT_MBEDTLS_SRC}/library/*.h")
+file(COPY ${_fedrt_tls13_orig} DESTINATION "${_fedrt_tls13_lib}")
+file(COPY "${FEDRT_MBEDTLS_SRC}/scripts/data_files/driver_jsons/" DESTINATION "${_fedrt_tls13_jsons}")
+file(COPY "${_fedrt_tls13_json}" DESTINATION "${_fedrt_tls13_jsons}")
+file(WRITE "${_fedrt_tls13_jsons}/driverlist.json" "[\"p256_transparent_driver.json\",\"fedrt_x25519_driver.json\"]\n")
+execute_process(
+  COMMAND "${Python3_EXECUTABLE}" "${FEDRT_MBEDTLS_SRC}/scripts/generate_driver_wrappers.py"
+          --project-root "${FEDRT_MBEDTLS_SRC}" --json-dir "${_fedrt_tls13_jsons}" "${_fedrt_tls13_lib}"
+  RESULT_VARIABLE _fedrt_tls13_rc OUTPUT_VARIABLE _fedrt_tls13_out ERROR_VARIABLE _fedrt_tls13_out)
+if(NOT _fedrt_tls13_rc EQUAL 0)
+  message(FATAL_ERROR "generate_driver_wrappers.py (mbedTLS, python3-jinja2) failed: ${_fedrt_tls13_out}")
+endif()
+
+function(fedrt_fw_mbedtls_tls13 target config)
+  file(GLOB _sources "${_fedrt_tls13_lib}/*.c")
+  add_library(${target} STATIC ${_sources} "${CMAKE_SOURCE_DIR}/runtime/fw/psa_driver/fedrt_psa_x25519_driver.c")
+  fedrt_no_unity_build(${target})  # third-party C, file by file
+  target_include_directories(${target} SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/include" "${CMAKE_SOURCE_DIR}/runtime/fw"
+                             "${CMAKE_SOURCE_DIR}/runtime/fw/psa_driver" ${ARGN})
+  target_include_directories(${target} PRIVATE "${_fedrt_tls13_lib}")
+  target_compile_definitions(${target} PUBLIC MBEDTLS_CONFIG_FILE="${config}")
+  target_compile_options(${target} PRIVATE -w)
+  target_link_libraries(${target} PUBLIC fedrt_fw_x25519)
+endfunction()
