@@ -189,17 +189,22 @@ if(COMMAND fedrt_add_firmware)
   # --shard), read in place: one image for every device.
   if(FEDRT_FW_CPU STREQUAL "cortex-m4")
     _fedrt_fw_messages(fedrt_fw_nanopb_d650 nanopb-d650 fedrt_fw.options fedrt_fw_d650.options)
+    # TLS 1.3 (psk_dhe_ke, X25519 over ref10: runtime/fw/fw_mbedtls_tls13_config.h)
+    # on the nRF52840 image, whose flash has room for PSA crypto.
+    include(${CMAKE_SOURCE_DIR}/cmake/fw_mbedtls_tls13.cmake)
+    fedrt_fw_mbedtls_tls13(fedrt_fw_mbedtls13 fw_mbedtls_tls13_config.h)
+    target_link_libraries(fedrt_fw_mbedtls13 PUBLIC fedrt_firmware_config)
     # SecAgg+ with up to 32 neighbours: the complete graph of the digits
     # example's 20 devices (k = 19) fits, 16 would not.
     add_library(fedrt_fw_secagg_device32 STATIC
                 "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc"
                 "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
-    target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_x25519
+    target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls13 fedrt_fw_x25519
                           fedrt_firmware_config)
     target_compile_options(fedrt_fw_secagg_device32 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
     target_compile_definitions(fedrt_fw_secagg_device32 PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=32)
     add_library(fedrt_fw_client_d650 STATIC ${_fw_client_sources})
-    target_link_libraries(fedrt_fw_client_d650 PUBLIC fedrt_device_headers fedrt_fw_secagg_device32 fedrt_fw_mbedtls
+    target_link_libraries(fedrt_fw_client_d650 PUBLIC fedrt_device_headers fedrt_fw_secagg_device32 fedrt_fw_mbedtls13
                           fedrt_fw_nanopb_d650 fedrt_firmware_config)
     target_compile_options(fedrt_fw_client_d650 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
     target_compile_definitions(fedrt_fw_client_d650 PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
