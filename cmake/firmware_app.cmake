@@ -227,9 +227,15 @@ if(COMMAND fedrt_add_firmware)
     # updates leave in chunks, so its d is set by the workspace alone (least
     # squares at d = 4096, FedAvg: 208 KB of state vectors, matrix-free
     # oracle over the agent's samples in the data partition).
+    # TLS 1.3 as fedrt-fw-digits, with its own SecAgg+ tables (16 neighbours) on that mbedTLS.
     _fedrt_fw_messages(fedrt_fw_nanopb_d4096 nanopb-d4096 fedrt_fw.options fedrt_fw_d4096.options)
+    add_library(fedrt_fw_secagg_device13 STATIC $<TARGET_PROPERTY:fedrt_fw_secagg_device,SOURCES>)
+    target_link_libraries(fedrt_fw_secagg_device13 PUBLIC fedrt_device_headers fedrt_fw_mbedtls13 fedrt_fw_x25519
+                          fedrt_firmware_config)
+    target_compile_options(fedrt_fw_secagg_device13 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
+    target_compile_definitions(fedrt_fw_secagg_device13 PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=16)
     add_library(fedrt_fw_client_d4096 STATIC ${_fw_client_sources})
-    target_link_libraries(fedrt_fw_client_d4096 PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
+    target_link_libraries(fedrt_fw_client_d4096 PUBLIC fedrt_device_headers fedrt_fw_secagg_device13 fedrt_fw_mbedtls13
                           fedrt_fw_nanopb_d4096 fedrt_firmware_config)
     target_compile_options(fedrt_fw_client_d4096 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
     target_compile_definitions(fedrt_fw_client_d4096 PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
@@ -320,7 +326,7 @@ if(COMMAND fedrt_add_firmware)
     if(TARGET fedrt-fw-d4096)
       add_test(NAME fw_link_qemu_d4096 COMMAND ${_fw_link} --elf "$<TARGET_FILE:fedrt-fw-d4096>" --out "${_out}/d4096"
                --fw 1 --native 2 --compare-sim --config "${_dir}/experiment_d4096.toml"
-               --expect-chunks "bytes=32768 chunks=32")
+               --expect-chunks "bytes=32768 chunks=32" --fw-tls "TLSv1.3/X25519")
       set_tests_properties(fw_link_qemu_d4096 PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300
                            ENVIRONMENT "FW_SIM_BOUND=5.8e-5")
     endif()
