@@ -10,7 +10,7 @@
 //   psk_forward_secrecy = true  # PSK with an ephemeral X25519 exchange (TLS 1.3 psk_dhe_ke, 1.2 ECDHE-PSK
 //                          # first): a leaked PSK opens no recorded session; about 2 ms of coordinator CPU
 //                          # per PSK handshake instead of 0.3
-//   tls_min_version = "1.2"  # "1.2": peers that speak only TLS 1.2 (the firmware, mbedTLS 2.28) connect
+//   tls_min_version = "1.2"  # "1.2": peers that speak only TLS 1.2 (the small firmware images) connect
 //                          # too; "1.3": TLS 1.3 only (docs/security.md, "TLS")
 //   deadline_ms = 30000    # a round closes at its deadline if the quorum reported
 //   quorum = 0.5           # fraction of the sampled devices needed at the deadline

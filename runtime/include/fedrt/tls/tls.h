@@ -3,7 +3,8 @@
 // (docs/security.md, "TLS"): pre-shared keys with one identity per device
 // and mutual certificate authentication, both with an ephemeral (EC)DHE
 // exchange on X25519 first, P-256 second. TLS 1.2 remains for the firmware
-// (mbedTLS 2.28, plain PSK) while network.tls_min_version = "1.2". Host code.
+// images without room for TLS 1.3 (plain PSK) while network.tls_min_version
+// = "1.2". Host code.
 
 #include <cstdint>
 #include <map>
