@@ -11,7 +11,7 @@
 //
 // Devices offer psk_dhe_ke (PSK + X25519), which the coordinator picks unless
 // --no-forward-secrecy sets network.psk_forward_secrecy = false (psk_ke:
-// no X25519 on either side, docs/architecture.md "TLS").
+// no X25519 on either side, docs/tls.md).
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a TLS handshake costs the coordinator, as a standard client sees it (docs/architecture.md, "TLS").
+"""What a TLS handshake costs the coordinator, as a standard client sees it (docs/tls.md).
 
 Starts fedrt-coordinator (auth = "any") on loopback with a fresh keys folder
 and makes full handshakes against it with OpenSSL's own clients:

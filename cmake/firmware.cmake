@@ -53,6 +53,11 @@ function(fedrt_add_firmware name)
     ${FEDRT_MPS2_DIR}/mps2.c
     ${FEDRT_MPS2_DIR}/provision.c)
   target_include_directories(${name} PRIVATE ${FEDRT_MPS2_DIR})
+  # The C library's system calls (_sbrk, _write, ...) are referenced only
+  # from newlib's archives, after link-time optimisation has run: the
+  # platform's stubs stay ordinary objects so that it cannot drop them.
+  set_source_files_properties(${FEDRT_MPS2_DIR}/mps2.c ${FEDRT_MPS2_DIR}/startup.c TARGET_DIRECTORY ${name}
+                              PROPERTIES COMPILE_OPTIONS -fno-lto)
   target_link_libraries(${name} PRIVATE fedrt_firmware_config ${FW_LIBRARIES} m)
   target_link_options(${name} PRIVATE
     -L${FEDRT_MPS2_DIR} -T${_ld}.ld

@@ -28,17 +28,13 @@ if(NOT FEDRT_MBEDTLS_SRC OR NOT FEDRT_NANOPB_SRC OR NOT FEDRT_SODIUM_SRC OR NOT 
 endif()
 message(STATUS "fedrt-fw: mbedTLS from ${FEDRT_MBEDTLS_SRC}, nanopb from ${FEDRT_NANOPB_SRC}")
 
-# mbedTLS with the firmware's configuration (runtime/fw/fw_mbedtls_config.h).
+# mbedTLS with the firmware's configuration: a TLS 1.3 psk_dhe_ke client with
+# X25519 in a PSA driver over libsodium's ref10 ladder
+# (runtime/fw/fw_mbedtls_config.h, cmake/fw_mbedtls_tls13.cmake).
 # Every library file: the configuration leaves most of them empty, and
 # --gc-sections drops what an image does not call.
-file(GLOB _fedrt_mbedtls_sources "${FEDRT_MBEDTLS_SRC}/library/*.c")
-add_library(fedrt_fw_mbedtls STATIC ${_fedrt_mbedtls_sources})
-fedrt_no_unity_build(fedrt_fw_mbedtls)  # third-party C, file by file
-target_include_directories(fedrt_fw_mbedtls SYSTEM PUBLIC "${FEDRT_MBEDTLS_SRC}/include"
-                           "${CMAKE_SOURCE_DIR}/runtime/fw")
-target_include_directories(fedrt_fw_mbedtls PRIVATE "${FEDRT_MBEDTLS_SRC}/library")
-target_compile_definitions(fedrt_fw_mbedtls PUBLIC MBEDTLS_CONFIG_FILE="fw_mbedtls_config.h")
-target_compile_options(fedrt_fw_mbedtls PRIVATE -w)
+include(${CMAKE_CURRENT_LIST_DIR}/fw_mbedtls_tls13.cmake)
+fedrt_fw_mbedtls_tls13(fedrt_fw_mbedtls fw_mbedtls_config.h)
 
 # nanopb messages from the same .proto/.options as the host's protobuf-lite
 # code, with the firmware's tighter bounds appended (nanopb merges matching
@@ -114,7 +110,11 @@ target_compile_definitions(fedrt_fw_client_lsa PRIVATE "FEDRT_FW_FAMILIES=fedrt:
   # It refuses every optimisation task, so every DP task: the privacy bounds
   # and the distributed mechanism's fingerprint fields are left out
   # (task/check.h, task/fingerprint.h).
-  FEDRT_TASK_NO_DP)
+  FEDRT_TASK_NO_DP
+  # Local-step kernels unrolled for d = 8 only (the examples' d), every other
+  # d on the Eigen::Dynamic one (core/types.h, DispatchDim): about 3 KB of
+  # flash that TLS 1.3 needs on the 96 KB part.
+  FEDRT_UNROLLED_DIM=8)
 
 if(NOT CMAKE_CROSSCOMPILING AND FEDRT_BUILD_HOST AND TARGET fedrt_net)
   # Host driver over TCP, one per image. Links only the firmware's mbedTLS (never Debian's: same symbols).
@@ -128,7 +128,7 @@ endif()
 
 if(COMMAND fedrt_add_firmware)
   # Cortex-M (C1's platform/mps2): Eigen kernels inlined as in every firmware unit.
-  foreach(_lib fedrt_fw_client fedrt_fw_client_lsa fedrt_fw_secagg_device fedrt_fw_x25519)
+  foreach(_lib fedrt_fw_client fedrt_fw_client_lsa fedrt_fw_secagg_device fedrt_fw_x25519 fedrt_fw_mbedtls)
     target_link_libraries(${_lib} PUBLIC fedrt_firmware_config)
   endforeach()
   # Two images (platform/mps2/budget.json): fedrt-fw runs every family its
@@ -145,7 +145,7 @@ if(COMMAND fedrt_add_firmware)
   target_compile_definitions(fedrt-fw PRIVATE FEDRT_FW_WORKSPACE_BYTES=28672)
   fedrt_add_firmware(fedrt-fw-lsa
     SOURCES "${CMAKE_SOURCE_DIR}/runtime/apps/fedrt_fw.cc"
-    STACK_SIZE 6144
+    STACK_SIZE 5632  # high-water mark about 3.1 KB with ref10 X25519 (TLS 1.3 key share and SecAgg+)
     LIBRARIES fedrt_fw_client_lsa
     NO_STANDALONE_RUN
     FOOTPRINT_LOG "${CMAKE_BINARY_DIR}/fw_link/lsa-fleet/dev0000.log")  # fw_link_qemu_lsa_fleet
@@ -189,22 +189,17 @@ if(COMMAND fedrt_add_firmware)
   # --shard), read in place: one image for every device.
   if(FEDRT_FW_CPU STREQUAL "cortex-m4")
     _fedrt_fw_messages(fedrt_fw_nanopb_d650 nanopb-d650 fedrt_fw.options fedrt_fw_d650.options)
-    # TLS 1.3 (psk_dhe_ke, X25519 over ref10: runtime/fw/fw_mbedtls_tls13_config.h)
-    # on the nRF52840 image, whose flash has room for PSA crypto.
-    include(${CMAKE_SOURCE_DIR}/cmake/fw_mbedtls_tls13.cmake)
-    fedrt_fw_mbedtls_tls13(fedrt_fw_mbedtls13 fw_mbedtls_tls13_config.h)
-    target_link_libraries(fedrt_fw_mbedtls13 PUBLIC fedrt_firmware_config)
     # SecAgg+ with up to 32 neighbours: the complete graph of the digits
     # example's 20 devices (k = 19) fits, 16 would not.
     add_library(fedrt_fw_secagg_device32 STATIC
                 "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc"
                 "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
-    target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls13 fedrt_fw_x25519
+    target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_x25519
                           fedrt_firmware_config)
     target_compile_options(fedrt_fw_secagg_device32 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
     target_compile_definitions(fedrt_fw_secagg_device32 PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=32)
     add_library(fedrt_fw_client_d650 STATIC ${_fw_client_sources})
-    target_link_libraries(fedrt_fw_client_d650 PUBLIC fedrt_device_headers fedrt_fw_secagg_device32 fedrt_fw_mbedtls13
+    target_link_libraries(fedrt_fw_client_d650 PUBLIC fedrt_device_headers fedrt_fw_secagg_device32 fedrt_fw_mbedtls
                           fedrt_fw_nanopb_d650 fedrt_firmware_config)
     target_compile_options(fedrt_fw_client_d650 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
     target_compile_definitions(fedrt_fw_client_d650 PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
@@ -227,15 +222,9 @@ if(COMMAND fedrt_add_firmware)
     # updates leave in chunks, so its d is set by the workspace alone (least
     # squares at d = 4096, FedAvg: 208 KB of state vectors, matrix-free
     # oracle over the agent's samples in the data partition).
-    # TLS 1.3 as fedrt-fw-digits, with its own SecAgg+ tables (16 neighbours) on that mbedTLS.
     _fedrt_fw_messages(fedrt_fw_nanopb_d4096 nanopb-d4096 fedrt_fw.options fedrt_fw_d4096.options)
-    add_library(fedrt_fw_secagg_device13 STATIC $<TARGET_PROPERTY:fedrt_fw_secagg_device,SOURCES>)
-    target_link_libraries(fedrt_fw_secagg_device13 PUBLIC fedrt_device_headers fedrt_fw_mbedtls13 fedrt_fw_x25519
-                          fedrt_firmware_config)
-    target_compile_options(fedrt_fw_secagg_device13 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
-    target_compile_definitions(fedrt_fw_secagg_device13 PUBLIC FEDRT_SCALAR_FLOAT FEDRT_SECAGG_MAX_NEIGHBOURS=16)
     add_library(fedrt_fw_client_d4096 STATIC ${_fw_client_sources})
-    target_link_libraries(fedrt_fw_client_d4096 PUBLIC fedrt_device_headers fedrt_fw_secagg_device13 fedrt_fw_mbedtls13
+    target_link_libraries(fedrt_fw_client_d4096 PUBLIC fedrt_device_headers fedrt_fw_secagg_device fedrt_fw_mbedtls
                           fedrt_fw_nanopb_d4096 fedrt_firmware_config)
     target_compile_options(fedrt_fw_client_d4096 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)
     target_compile_definitions(fedrt_fw_client_d4096 PRIVATE "FEDRT_FW_FAMILIES=fedrt::protocol::kFamilyOpt")
@@ -326,7 +315,7 @@ if(COMMAND fedrt_add_firmware)
     if(TARGET fedrt-fw-d4096)
       add_test(NAME fw_link_qemu_d4096 COMMAND ${_fw_link} --elf "$<TARGET_FILE:fedrt-fw-d4096>" --out "${_out}/d4096"
                --fw 1 --native 2 --compare-sim --config "${_dir}/experiment_d4096.toml"
-               --expect-chunks "bytes=32768 chunks=32" --fw-tls "TLSv1.3/X25519")
+               --expect-chunks "bytes=32768 chunks=32")
       set_tests_properties(fw_link_qemu_d4096 PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300
                            ENVIRONMENT "FW_SIM_BOUND=5.8e-5")
     endif()

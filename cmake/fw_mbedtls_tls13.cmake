@@ -1,18 +1,24 @@
 # mbedTLS 3.6 for a firmware TLS 1.3 client whose X25519 is libsodium's ref10
-# ladder (fedrt_fw_x25519, cmake/firmware_app.cmake): PSA crypto with the
-# transparent driver of runtime/fw/psa_driver (public keys) and
-# MBEDTLS_ECDH_COMPUTE_SHARED_ALT (shared secrets). PSA's driver dispatch
-# (psa_crypto_driver_wrappers.h) is generated from the drivers' JSON
-# descriptions by mbedTLS's own generator (its generate_driver_wrappers.py,
-# Jinja2) into a copy of the library sources: the header sits next to
-# psa_crypto.c, which includes it from its own directory.
+# ladder (fedrt_fw_x25519, cmake/firmware_app.cmake): PSA crypto with every
+# X25519 operation in the transparent driver of runtime/fw/psa_driver, so no
+# bignum, ECP or ECDH module is built (a "driver-only" ECC build). PSA's
+# driver dispatch (psa_crypto_driver_wrappers.h) is generated from the
+# drivers' JSON descriptions by mbedTLS's own generator (its
+# generate_driver_wrappers.py, Jinja2) into a copy of the library sources:
+# the header sits next to psa_crypto.c, which includes it from its own
+# directory. The generator takes import_key and export_public_key from a
+# description but not generate_key or key_agreement: the calls to those two
+# entry points are inserted here, before the built-in fallbacks, and the
+# configure step fails if the generated text no longer has those places.
 #
 # fedrt_fw_mbedtls_tls13(TARGET CONFIG_FILE [INCLUDE_DIRS...]): a static
 # library built with MBEDTLS_CONFIG_FILE=CONFIG_FILE (which must define
-# MBEDTLS_PSA_CRYPTO_DRIVERS, FEDRT_PSA_X25519_DRIVER_ENABLED and
-# MBEDTLS_ECDH_COMPUTE_SHARED_ALT, as runtime/fw/fw_mbedtls_tls13_config.h does).
+# MBEDTLS_PSA_CRYPTO_DRIVERS, FEDRT_PSA_X25519_DRIVER_ENABLED and the
+# MBEDTLS_PSA_ACCEL_* macros of X25519, as runtime/fw/fw_mbedtls_config.h does).
 include_guard(GLOBAL)
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
+# python3 by path: a find_package(Python3) here, before cmake/python.cmake asks for
+# the development module too, would leave pybind11 without it.
+find_program(FEDRT_PYTHON3 python3 REQUIRED)
 
 set(_fedrt_tls13_root "${CMAKE_BINARY_DIR}/mbedtls-x25519-driver")
 set(_fedrt_tls13_lib "${_fedrt_tls13_root}/library")
@@ -25,12 +31,48 @@ file(COPY "${FEDRT_MBEDTLS_SRC}/scripts/data_files/driver_jsons/" DESTINATION "$
 file(COPY "${_fedrt_tls13_json}" DESTINATION "${_fedrt_tls13_jsons}")
 file(WRITE "${_fedrt_tls13_jsons}/driverlist.json" "[\"p256_transparent_driver.json\",\"fedrt_x25519_driver.json\"]\n")
 execute_process(
-  COMMAND "${Python3_EXECUTABLE}" "${FEDRT_MBEDTLS_SRC}/scripts/generate_driver_wrappers.py"
+  COMMAND "${FEDRT_PYTHON3}" "${FEDRT_MBEDTLS_SRC}/scripts/generate_driver_wrappers.py"
           --project-root "${FEDRT_MBEDTLS_SRC}" --json-dir "${_fedrt_tls13_jsons}" "${_fedrt_tls13_lib}"
   RESULT_VARIABLE _fedrt_tls13_rc OUTPUT_VARIABLE _fedrt_tls13_out ERROR_VARIABLE _fedrt_tls13_out)
 if(NOT _fedrt_tls13_rc EQUAL 0)
   message(FATAL_ERROR "generate_driver_wrappers.py (mbedTLS, python3-jinja2) failed: ${_fedrt_tls13_out}")
 endif()
+
+# _fedrt_tls13_insert(TEXT ANCHOR CALL): CALL goes right before ANCHOR, which must occur once.
+function(_fedrt_tls13_insert var anchor call)
+  string(FIND "${${var}}" "${anchor}" _at)
+  string(FIND "${${var}}" "${anchor}" _last REVERSE)
+  if(_at EQUAL -1 OR NOT _at EQUAL _last)
+    message(FATAL_ERROR "cmake/fw_mbedtls_tls13.cmake: the generated psa_crypto_driver_wrappers.h has no single "
+                        "'${anchor}' to put the X25519 driver's call before (another mbedTLS version?)")
+  endif()
+  string(REPLACE "${anchor}" "${call}${anchor}" _text "${${var}}")
+  set(${var} "${_text}" PARENT_SCOPE)
+endfunction()
+file(READ "${_fedrt_tls13_lib}/psa_crypto_driver_wrappers.h" _fedrt_tls13_wrappers)
+_fedrt_tls13_insert(_fedrt_tls13_wrappers
+  "            /* Software fallback */\n            status = psa_generate_key_internal("
+  "#if defined(FEDRT_PSA_X25519_DRIVER_ENABLED)
+            if( is_default_production )
+            {
+                status = fedrt_x25519_transparent_generate_key( attributes, key_buffer,
+                                                                key_buffer_size, key_buffer_length );
+                if( status != PSA_ERROR_NOT_SUPPORTED )
+                    break;
+            }
+#endif /* FEDRT_PSA_X25519_DRIVER_ENABLED */
+")
+_fedrt_tls13_insert(_fedrt_tls13_wrappers
+  "            /* Software Fallback */\n            status = psa_key_agreement_raw_builtin("
+  "#if defined(FEDRT_PSA_X25519_DRIVER_ENABLED)
+            status = fedrt_x25519_transparent_key_agreement( attributes, key_buffer, key_buffer_size, alg,
+                                                             peer_key, peer_key_length, shared_secret,
+                                                             shared_secret_size, shared_secret_length );
+            if( status != PSA_ERROR_NOT_SUPPORTED )
+                return( status );
+#endif /* FEDRT_PSA_X25519_DRIVER_ENABLED */
+")
+file(WRITE "${_fedrt_tls13_lib}/psa_crypto_driver_wrappers.h" "${_fedrt_tls13_wrappers}")
 
 function(fedrt_fw_mbedtls_tls13 target config)
   file(GLOB _sources "${_fedrt_tls13_lib}/*.c")

@@ -1,5 +1,5 @@
 /* PSA crypto configuration of the fedrt firmware (MBEDTLS_PSA_CRYPTO_CONFIG,
- * included by runtime/fw/fw_mbedtls_tls13_config.h): what TLS 1.3 psk_dhe_ke with
+ * included by runtime/fw/fw_mbedtls_config.h): what TLS 1.3 psk_dhe_ke with
  * TLS_CHACHA20_POLY1305_SHA256 over X25519 uses, nothing more. Without it PSA
  * would enable every algorithm the legacy modules allow (TLS 1.2 PRF,
  * PBKDF2, ...): about 1.1 KB more flash. */

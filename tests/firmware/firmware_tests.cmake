@@ -44,6 +44,13 @@ endif()
 set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${FEDRT_MPS2_DIR}/budget.json)
 add_test(NAME fw_td_step_cost COMMAND ${FEDRT_FW_RUN} --icount --timeout 300 $<TARGET_FILE:fedrt-td-step-bench>)
 set_tests_properties(fw_td_step_cost PROPERTIES LABELS device TIMEOUT 320)
+# The same step on the Eigen::Dynamic kernel, which fedrt-fw-lsa runs for
+# every d but 8 (FEDRT_UNROLLED_DIM): reported, no budget.
+fedrt_add_firmware(fedrt-td-step-bench-dynamic SOURCES ${FEDRT_FW_TEST_DIR}/td_step_bench.cc)
+target_compile_definitions(fedrt-td-step-bench-dynamic PRIVATE FEDRT_TD_STEP_DYNAMIC)
+add_test(NAME fw_td_step_cost_dynamic COMMAND ${FEDRT_FW_RUN} --icount --timeout 300
+         $<TARGET_FILE:fedrt-td-step-bench-dynamic>)
+set_tests_properties(fw_td_step_cost_dynamic PROPERTIES LABELS device TIMEOUT 320)
 
 # Heap-symbol self-check: a firmware that calls malloc must be caught.
 fedrt_add_firmware(fw_heap_canary SOURCES ${FEDRT_FW_TEST_DIR}/heap_canary.c EXCLUDE_FROM_CHECKS)

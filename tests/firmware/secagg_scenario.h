@@ -7,7 +7,7 @@
 // firmware bench (tests/firmware/secagg_bench.cc, costs per phase) and the
 // host generator of its expected outputs (gen_secagg_expected.cc), so the
 // masked output y and the unmask shares must be bit-equal on both.
-// Device code: static buffers, no heap beyond mbedTLS's bignum allocations.
+// Device code: static buffers, no heap beyond mbedTLS's cipher and digest contexts.
 
 #include <cstdint>
 #include <cstring>

@@ -1,5 +1,5 @@
 // fedrt-fw-tls-kex-bench: what forward secrecy costs a microcontroller
-// (docs/architecture.md, "TLS"). One image runs both ends of a TLS 1.3
+// (docs/tls.md). One image runs both ends of a TLS 1.3
 // handshake in memory, the firmware's client configuration (PSK identity,
 // TLS_CHACHA20_POLY1305_SHA256, HMAC_DRBG, PSA crypto) against a server,
 // once with psk_ke (PSK alone) and once with psk_dhe_ke (PSK + X25519: the
@@ -21,7 +21,7 @@ namespace {
 
 constexpr uint32_t kInstructionsPerTick = 40;  // -icount shift=0 at 25 MHz
 // The client's psk_dhe_ke handshake budget (issue 45: forward secrecy on the
-// microcontroller at most 5 M instructions; docs/architecture.md, "TLS").
+// microcontroller at most 5 M instructions; docs/tls.md).
 constexpr uint64_t kDheBudget = 5000000;
 
 alignas(8) unsigned char g_heap[16384];

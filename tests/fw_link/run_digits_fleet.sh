@@ -57,7 +57,7 @@ grep "\[fleet\]   " "$OUT/fleet.log"
 for ((i = NNATIVE; i < NNATIVE + NFW; i++)); do
   log="$OUT/logs/$(printf 'dev%04d' "$i").log"
   grep -q -E "update alg=|secagg masked alg=" "$log" || fail "firmware device $i sent no update ($log)"
-  # fedrt-fw-digits speaks TLS 1.3 with an X25519 exchange (runtime/fw/fw_mbedtls_tls13_config.h).
+  # fedrt-fw-digits speaks TLS 1.3 with an X25519 exchange (runtime/fw/fw_mbedtls_config.h).
   id="$(printf 'dev%04d' "$i")"
   grep -q "ready device=$id .*tls=TLSv1.3/X25519" "$OUT/coordinator.log" \
     || fail "$id's session is not TLSv1.3/X25519: $(grep "ready device=$id " "$OUT/coordinator.log" | tail -1)"

@@ -94,12 +94,12 @@ TEST(NetworkConfig, PskForwardSecrecyFromToml) {
             std::string::npos);
 }
 
-// TLS 1.2 is taken by default (the firmware speaks only 1.2); "1.3" refuses it; anything else names the key.
+// TLS 1.3 only by default; "1.2" takes TLS 1.2 peers too; anything else names the key.
 TEST(NetworkConfig, TlsMinVersionFromToml) {
-  EXPECT_EQ(NetworkConfig{}.tls_min_version, "1.2");
-  auto [err, c] = load("tls_min_version = \"1.3\"\n");
+  EXPECT_EQ(NetworkConfig{}.tls_min_version, "1.3");
+  auto [err, c] = load("tls_min_version = \"1.2\"\n");
   EXPECT_EQ(err, "");
-  EXPECT_EQ(c.tls_min_version, "1.3");
+  EXPECT_EQ(c.tls_min_version, "1.2");
   EXPECT_NE(load("tls_min_version = \"1.1\"\n")
                 .first.find("network.tls_min_version must be \"1.2\" or \"1.3\", got '1.1'"),
             std::string::npos);

@@ -1,6 +1,7 @@
 // Device discipline of SecAggDevice: what one device round costs in heap.
-// The state machine itself uses fixed tables; mbedTLS's bignum code (X25519)
-// allocates internally. This program counts every malloc/calloc/realloc/free
+// The state machine itself uses fixed tables; mbedTLS's cipher and message
+// digest contexts (ChaCha20-Poly1305, HKDF) allocate internally (X25519, the
+// ref10 ladder, allocates nothing). This program counts every malloc/calloc/realloc/free
 // during one full device round (k = 16 neighbours), prints the count and the
 // peak, and fails if anything is left allocated afterwards (a leak) or if the
 // state machine's own buffers ever come from the heap (peak above 16 KB).
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   if (self_check) g_leak = std::malloc(100);  // an allocation that is never freed
   g_counting = false;
 
-  std::printf("one device round (k = %u, d = %u): %ld heap calls (all inside mbedTLS bignum), peak %ld bytes, "
+  std::printf("one device round (k = %u, d = %u): %ld heap calls (all inside mbedTLS's cipher and digest contexts), peak %ld bytes, "
               "%ld bytes left; sizeof(SecAggDevice) = %zu bytes\n",
               k, p.dim, g_calls, g_peak, g_live, sizeof(SecAggDevice));
   if (!ok) {

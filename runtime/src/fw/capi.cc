@@ -12,7 +12,7 @@
 #include "fedrt/fw/nanopb_codec.h"
 
 #ifndef FEDRT_CAPI_TLS_HEAP_BYTES
-#define FEDRT_CAPI_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase
+#define FEDRT_CAPI_TLS_HEAP_BYTES 8192  // TLS 1.3 session and PSA keys: high-water mark 5.7 KB (docs/tls.md)
 #endif
 
 using fedrt::Status;

@@ -218,7 +218,7 @@ size_t FwClient::TaskBytes(const task::Task& task) {
 
 Status FwClient::init(const ClientOptions& options) {
 #ifndef FEDRT_FW_TLS_HEAP_BYTES
-#define FEDRT_FW_TLS_HEAP_BYTES 8192  // TLS session (about 3.9 KB) + X25519 bignums of a SecAgg+ phase
+#define FEDRT_FW_TLS_HEAP_BYTES 8192  // TLS 1.3 session and PSA keys: high-water mark 5.7 KB (docs/tls.md)
 #endif
   alignas(16) static uint8_t impl_mem[sizeof(Impl)];
   alignas(8) static uint8_t tls_heap[FEDRT_FW_TLS_HEAP_BYTES];

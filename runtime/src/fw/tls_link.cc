@@ -6,9 +6,7 @@
 #include <mbedtls/memory_buffer_alloc.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/sha256.h>
-#if defined(MBEDTLS_SSL_PROTO_TLS1_3)
 #include <psa/crypto.h>
-#endif
 
 #include "fedrt/task/limits.h"
 #include "fedrt/fw/log_line.h"
@@ -23,7 +21,6 @@ uint32_t ReadBe32(const uint8_t* p) {
 
 }  // namespace
 
-#if defined(MBEDTLS_SSL_PROTO_TLS1_3)
 namespace {
 // The DRBG PSA crypto draws from (one TlsLink per program, as for the heap).
 mbedtls_hmac_drbg_context* g_psa_drbg = nullptr;
@@ -42,7 +39,6 @@ extern "C" psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_ran
 }
 
 namespace fedrt::fw {
-#endif
 
 // DRBG entropy: the link's entropy source, else SHA-256(seed || counter)
 // blocks (the mps2 boards have no TRNG; the seed is provisioned per device and
@@ -117,27 +113,17 @@ Status TlsLink::init(const ClientOptions* opt, ClientStats* stats, uint8_t* heap
   int rc = mbedtls_hmac_drbg_seed(&drbg_, mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), Entropy, this,
                                   reinterpret_cast<const unsigned char*>(id.device_id), std::strlen(id.device_id));
   if (rc != 0) return Status::Internal("seeding the TLS random generator failed");
-#if defined(MBEDTLS_SSL_PROTO_TLS1_3)
   g_psa_drbg = &drbg_;
   if (psa_crypto_init() != PSA_SUCCESS) return Status::ResourceExhausted("psa_crypto_init failed (TLS heap too small?)");
-#endif
   rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
                                    MBEDTLS_SSL_PRESET_DEFAULT);
   if (rc != 0) return Status::Internal("mbedtls_ssl_config_defaults failed");
-#if defined(MBEDTLS_SSL_PROTO_TLS1_3)
-  // TLS 1.3, psk_dhe_ke over X25519 only, ChaCha20-Poly1305 (runtime/fw/fw_mbedtls_tls13_config.h).
+  // TLS 1.3, psk_dhe_ke over X25519 only, ChaCha20-Poly1305 (runtime/fw/fw_mbedtls_config.h).
   static const int kSuites[] = {MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, 0};
   static const uint16_t kGroups[] = {MBEDTLS_SSL_IANA_TLS_GROUP_X25519, MBEDTLS_SSL_IANA_TLS_GROUP_NONE};
   mbedtls_ssl_conf_groups(&conf_, kGroups);
   mbedtls_ssl_conf_tls13_key_exchange_modes(&conf_, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL);
   const mbedtls_ssl_protocol_version version = MBEDTLS_SSL_VERSION_TLS1_3;
-#else
-  // TLS 1.2 plain PSK (runtime/fw/fw_mbedtls_config.h): 1 KB records both ways.
-  static const int kSuites[] = {MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256, 0};
-  if (mbedtls_ssl_conf_max_frag_len(&conf_, MBEDTLS_SSL_MAX_FRAG_LEN_1024) != 0)
-    return Status::Internal("max_fragment_length not supported");
-  const mbedtls_ssl_protocol_version version = MBEDTLS_SSL_VERSION_TLS1_2;
-#endif
   mbedtls_ssl_conf_ciphersuites(&conf_, kSuites);
   mbedtls_ssl_conf_min_tls_version(&conf_, version);
   mbedtls_ssl_conf_max_tls_version(&conf_, version);

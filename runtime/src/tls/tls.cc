@@ -29,7 +29,7 @@ const int kTls13Suites[] = {MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, MBEDTLS_TLS
 // takes the first of its own list that the client offers). ECDHE-PSK first:
 // an ephemeral X25519 exchange keyed by the PSK gives forward secrecy, so a
 // leaked PSK does not decrypt recorded sessions; the plain PSK suites stay
-// for the firmware, which cannot afford the exchange (docs/architecture.md, "TLS").
+// for the firmware, which cannot afford the exchange (docs/tls.md).
 const int kEcdhePskSuites[] = {MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256};
 const int kPlainPskSuites[] = {MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256, MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256};
 const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
@@ -39,7 +39,7 @@ const int kCertSuites[] = {MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
 // picks the first the client offers; a TLS 1.3 client sends its key share for its first, and
 // a client whose share is for another group is asked for one of these (HelloRetryRequest).
 // mbedTLS's default order starts with P-521, which costs the coordinator about 30% more CPU
-// per certificate handshake (docs/architecture.md, "TLS"). The certificates are P-256
+// per certificate handshake (docs/tls.md). The certificates are P-256
 // (keys/provision.cc), so a TLS 1.2 peer offers P-256 anyway.
 const uint16_t kGroups[] = {MBEDTLS_SSL_IANA_TLS_GROUP_X25519, MBEDTLS_SSL_IANA_TLS_GROUP_SECP256R1,
                             MBEDTLS_SSL_IANA_TLS_GROUP_NONE};

@@ -10,8 +10,8 @@
 //   psk_forward_secrecy = true  # PSK with an ephemeral X25519 exchange (TLS 1.3 psk_dhe_ke, 1.2 ECDHE-PSK
 //                          # first): a leaked PSK opens no recorded session; about 2 ms of coordinator CPU
 //                          # per PSK handshake instead of 0.3
-//   tls_min_version = "1.2"  # "1.2": peers that speak only TLS 1.2 (the small firmware images) connect
-//                          # too; "1.3": TLS 1.3 only (docs/security.md, "TLS")
+//   tls_min_version = "1.3"  # "1.3": TLS 1.3 only; "1.2": peers that speak only TLS 1.2 connect too
+//                          # (docs/security.md, "TLS")
 //   deadline_ms = 30000    # a round closes at its deadline if the quorum reported
 //   quorum = 0.5           # fraction of the sampled devices needed at the deadline
 //   start_timeout_ms = 60000  # wait this long for every device before round 0
@@ -50,7 +50,7 @@ struct NetworkConfig {
   std::string state = "coordinator.db";
   std::string auth = "any";
   bool psk_forward_secrecy = true;
-  std::string tls_min_version = "1.2";
+  std::string tls_min_version = "1.3";
   long deadline_ms = 30000;
   double quorum = 0.5;
   long start_timeout_ms = 60000;

@@ -43,9 +43,15 @@ inline ConstMatMap<S, D> MapMat(const S* p, int d) {
 }
 
 // Calls f(std::integral_constant<int, D>) with D = d for the dimensions that
-// have a compile-time-unrolled kernel, Eigen::Dynamic otherwise.
+// have a compile-time-unrolled kernel, Eigen::Dynamic otherwise. Built with
+// FEDRT_UNROLLED_DIM=D (the 96 KB firmware image, cmake/firmware_app.cmake),
+// only d = D is unrolled: two instantiations instead of five.
 template <class F>
 inline decltype(auto) DispatchDim(int d, F&& f) {
+#if defined(FEDRT_UNROLLED_DIM)
+  if (d == FEDRT_UNROLLED_DIM) return f(std::integral_constant<int, FEDRT_UNROLLED_DIM>{});
+  return f(std::integral_constant<int, Eigen::Dynamic>{});
+#else
   switch (d) {
     case 2: return f(std::integral_constant<int, 2>{});
     case 4: return f(std::integral_constant<int, 4>{});
@@ -53,6 +59,7 @@ inline decltype(auto) DispatchDim(int d, F&& f) {
     case 16: return f(std::integral_constant<int, 16>{});
     default: return f(std::integral_constant<int, Eigen::Dynamic>{});
   }
+#endif
 }
 
 }  // namespace fedrt

@@ -3,7 +3,7 @@
 // "Wire"): a thin driver of the same ClientSession as fedrt-sim and
 // fedrt-device, in float, for the families its build contains. Over an
 // abstract non-blocking byte link (a UART on the board, a TCP socket on the
-// host, byte queues in a test) it runs TLS 1.2 PSK (mbedTLS built with
+// host, byte queues in a test) it runs TLS 1.3 PSK with X25519 (mbedTLS built with
 // runtime/fw/fw_mbedtls_config.h), then the fedrt.proto session with nanopb:
 // Hello -> Welcome (the task) -> TaskReply -> (RoundAnnouncement -> Update |
 // SecAgg+ phases -> RoundResult)* -> Shutdown.

@@ -1,7 +1,7 @@
 #pragma once
 // The device side of SecAgg+ (protocol.h) as a pure state machine: no sockets,
-// no heap of its own (mbedTLS's bignum code allocates inside X25519, peak
-// about 1.7 KB: tests/secagg/device_heap_test.cc), fixed tables for up to
+// no heap of its own (mbedTLS's cipher and digest contexts allocate, peak
+// 256 B: tests/secagg/device_heap_test.cc), fixed tables for up to
 // kMaxNeighbours neighbours (13 KB per instance at 64). Each call consumes what the server forwarded in the previous
 // round and produces this device's message; any deviation (unknown sender,
 // duplicate, bad tag, out-of-range input, wrong phase) is an error and the

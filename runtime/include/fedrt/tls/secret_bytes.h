@@ -1,6 +1,6 @@
 #pragma once
 // Key material in the host's memory (PSKs of the registry and of a Linux
-// device, docs/architecture.md "TLS"): SecretBytes is a byte vector whose
+// device, docs/tls.md): SecretBytes is a byte vector whose
 // storage is overwritten with zeros (mbedtls_platform_zeroize, which the
 // compiler may not drop as a dead store) before it goes back to the heap,
 // whether the vector is destroyed, reassigned to another size or grown.

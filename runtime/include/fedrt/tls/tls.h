@@ -2,9 +2,8 @@
 // TLS 1.3 (and 1.2 where network.tls_min_version allows it) with mbedTLS 3.6
 // (docs/security.md, "TLS"): pre-shared keys with one identity per device
 // and mutual certificate authentication, both with an ephemeral (EC)DHE
-// exchange on X25519 first, P-256 second. TLS 1.2 remains for the firmware
-// images without room for TLS 1.3 (plain PSK) while network.tls_min_version
-// = "1.2". Host code.
+// exchange on X25519 first, P-256 second. TLS 1.2 only when
+// network.tls_min_version = "1.2" asks for it. Host code.
 
 #include <cstdint>
 #include <map>
@@ -75,7 +74,7 @@ class TlsServerConfig {
   // speak only TLS 1.2 (network.tls_min_version = "1.2"); TLS 1.3 otherwise.
   Status init(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
               const std::vector<RegistryEntry>& registry, const std::string& auth, bool psk_ecdhe = true,
-              bool allow_tls12 = true);
+              bool allow_tls12 = false);
   const mbedtls_ssl_config* conf() const { return &conf_; }
   // A device provisioned while running (`keys add`): its PSK is accepted from
   // the next handshake on (certificates need nothing: the CA signed them).
