@@ -63,6 +63,8 @@ PACKAGES=(
   # plotting of experiment results (scripts/plot_run.py)
   python3
   python3-matplotlib
+  # mbedTLS's PSA driver-dispatch generator for the firmware's X25519 driver (cmake/fw_mbedtls_tls13.cmake)
+  python3-jinja2
   # the Python module (import fedrt: runtime/python, docs/python.md) and its tests
   python3-dev
   python3-pybind11
