@@ -19,6 +19,7 @@ if(TARGET fedrt_fw_nanopb AND TARGET fedrt_wire)
   add_executable(fw_codec_test ${CMAKE_CURRENT_LIST_DIR}/fw_codec_test.cc ${CMAKE_CURRENT_LIST_DIR}/fw_codec_privacy_test.cc
                  ${CMAKE_SOURCE_DIR}/runtime/src/fw/nanopb_codec.cc)
   target_link_libraries(fw_codec_test PRIVATE fedrt_wire fedrt_fw_nanopb GTest::gtest_main)
+  target_include_directories(fw_codec_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)  # sample_task.h
   gtest_discover_tests(fw_codec_test PROPERTIES LABELS device DISCOVERY_TIMEOUT 60)
 endif()
 
