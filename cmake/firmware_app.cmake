@@ -30,11 +30,11 @@ message(STATUS "fedrt-fw: mbedTLS from ${FEDRT_MBEDTLS_SRC}, nanopb from ${FEDRT
 
 # mbedTLS with the firmware's configuration: a TLS 1.3 psk_dhe_ke client with
 # X25519 in a PSA driver over libsodium's ref10 ladder
-# (runtime/fw/fw_mbedtls_config.h, cmake/fw_mbedtls_tls13.cmake).
+# (runtime/fw/fw_mbedtls_config.h, cmake/fw_mbedtls.cmake).
 # Every library file: the configuration leaves most of them empty, and
 # --gc-sections drops what an image does not call.
-include(${CMAKE_CURRENT_LIST_DIR}/fw_mbedtls_tls13.cmake)
-fedrt_fw_mbedtls_tls13(fedrt_fw_mbedtls fw_mbedtls_config.h)
+include(${CMAKE_CURRENT_LIST_DIR}/fw_mbedtls.cmake)
+fedrt_fw_mbedtls_library(fedrt_fw_mbedtls fw_mbedtls_config.h)
 
 # nanopb messages from the same .proto/.options as the host's protobuf-lite
 # code, with the firmware's tighter bounds appended (nanopb merges matching

@@ -1,7 +1,7 @@
 /* mbedTLS 3.6 configuration of the fedrt firmware (every image) and of its
  * host build fedrt-fw-host (the same library built from Debian's mbedtls 3.6
  * LTS source package, see scripts/fetch_sources.sh and
- * cmake/fw_mbedtls_tls13.cmake).
+ * cmake/fw_mbedtls.cmake).
  *
  * What it is: a TLS 1.3 client with one key exchange mode, psk_dhe_ke (the
  * provisioned PSK plus an ephemeral X25519 exchange: forward secrecy), one
@@ -56,7 +56,7 @@
 #define MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG
 #define MBEDTLS_PSA_KEY_SLOT_COUNT 4
 /* X25519 entirely in the PSA driver of runtime/fw/psa_driver (libsodium's
- * ref10 ladder, cmake/fw_mbedtls_tls13.cmake): key generation, import,
+ * ref10 ladder, cmake/fw_mbedtls.cmake): key generation, import,
  * public key and ECDH. With every ECC key type, curve and algorithm
  * accelerated, mbedTLS builds no bignum, ECP or ECDH code (a "driver-only"
  * ECC build) and its X25519 costs 1.2 M Cortex-M4F instructions instead of

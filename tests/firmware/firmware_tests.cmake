@@ -169,11 +169,11 @@ endif()
 # What forward secrecy costs the device: a TLS 1.3 psk_ke and a psk_dhe_ke
 # handshake in one image (client and server in memory), client instructions
 # under -icount. mbedTLS here is the firmware's TLS 1.3 configuration with
-# the ref10 X25519 (cmake/fw_mbedtls_tls13.cmake) plus psk_ke and a server
+# the ref10 X25519 (cmake/fw_mbedtls.cmake) plus psk_ke and a server
 # (tests/firmware/tls_kex_mbedtls_config.h); the product images keep theirs.
 if(TARGET fedrt_fw_mbedtls)
-  include(${CMAKE_SOURCE_DIR}/cmake/fw_mbedtls_tls13.cmake)
-  fedrt_fw_mbedtls_tls13(fedrt_fw_mbedtls_kex tls_kex_mbedtls_config.h ${FEDRT_FW_TEST_DIR})
+  include(${CMAKE_SOURCE_DIR}/cmake/fw_mbedtls.cmake)
+  fedrt_fw_mbedtls_library(fedrt_fw_mbedtls_kex tls_kex_mbedtls_config.h ${FEDRT_FW_TEST_DIR})
   target_link_libraries(fedrt_fw_mbedtls_kex PUBLIC fedrt_firmware_config)
   fedrt_add_firmware(fedrt-fw-tls-kex-bench SOURCES ${FEDRT_FW_TEST_DIR}/tls_kex_bench.cc
     STACK_SIZE 8192 LIBRARIES fedrt_fw_mbedtls_kex)

@@ -5,7 +5,7 @@
  * dispatched from runtime/fw/psa_driver/fedrt_x25519_driver.json; generate_key
  * and key_agreement, which mbedTLS 3.6's generator does not take from a
  * description, are added to the generated dispatch by
- * cmake/fw_mbedtls_tls13.cmake. Keys: Montgomery curve 25519, 255 bits,
+ * cmake/fw_mbedtls.cmake. Keys: Montgomery curve 25519, 255 bits,
  * 32-byte little-endian strings (private scalar k, public u). */
 #ifndef FEDRT_PSA_X25519_DRIVER_H
 #define FEDRT_PSA_X25519_DRIVER_H
