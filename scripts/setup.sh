@@ -63,7 +63,7 @@ PACKAGES=(
   # plotting of experiment results (scripts/plot_run.py)
   python3
   python3-matplotlib
-  # mbedTLS's PSA driver-dispatch generator for the firmware's X25519 driver (cmake/fw_mbedtls_tls13.cmake)
+  # mbedTLS's PSA driver-dispatch generator for the firmware's X25519 driver (cmake/fw_mbedtls.cmake)
   python3-jinja2
   # the Python module (import fedrt: runtime/python, docs/python.md) and its tests
   python3-dev
