@@ -1,5 +1,6 @@
 #include "fedrt/problems/array_bundle.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -148,7 +149,10 @@ Result<ArrayBundle> ArrayBundle::parse(std::string_view text, const std::string&
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("{}:{}: array '{}' is defined twice", source, line_no, a.name));
     }
-    a.values.reserve(count);
+    // Reserve what the rest of the text can hold (a value and its separator
+    // take at least 2 bytes), not what the header claims: a 40-byte file
+    // declaring 2^28 values must not reserve 2 GB.
+    a.values.reserve(std::min<size_t>(count, (text.size() - std::min(pos, text.size())) / 2 + 1));
     auto [it, _] = bundle.arrays_.emplace(a.name, std::move(a));
     current = &it->second;
     expected = count;
