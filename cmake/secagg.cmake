@@ -14,6 +14,9 @@ target_compile_definitions(fedrt_secagg_device PUBLIC FEDRT_HOST=1)
 target_sources(fedrt_secagg_device PRIVATE
   runtime/src/secagg/protocol.cc
   runtime/src/secagg/device.cc)
+# An object of its own, so that the secagg fuzz target can link its memoised
+# X25519 (tests/fuzz/x25519_memo.cc) instead.
+set_source_files_properties(runtime/src/secagg/x25519_sodium.cc PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 
 # Host part: the server state machine and the in-process round driver
 # (not on the ARM boards, FEDRT_DEVICE_ONLY, whose devices run the device part).
