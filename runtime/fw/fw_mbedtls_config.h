@@ -3,9 +3,10 @@
  * LTS source package, see scripts/fetch_sources.sh and
  * cmake/fw_mbedtls.cmake).
  *
- * What it is: a TLS 1.3 client with one key exchange mode, psk_dhe_ke (the
- * provisioned PSK plus an ephemeral X25519 exchange: forward secrecy), one
- * suite, TLS_CHACHA20_POLY1305_SHA256, no certificates. TLS 1.3 runs on PSA
+ * What it is: a TLS 1.3 client whose key exchange is psk_dhe_ke (the
+ * provisioned PSK plus an ephemeral X25519 exchange: forward secrecy), or
+ * psk_ke when the coordinator allows only that, one suite,
+ * TLS_CHACHA20_POLY1305_SHA256, no certificates. TLS 1.3 runs on PSA
  * crypto (runtime/fw/fw_psa_config.h), whose random generator is the link's
  * HMAC_DRBG (MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG, runtime/src/fw/tls_link.cc),
  * and X25519 is a PSA driver over libsodium's ref10 ladder (runtime/fw/psa_driver).
@@ -73,12 +74,15 @@
 #define MBEDTLS_PSA_ACCEL_KEY_TYPE_ECC_KEY_PAIR_EXPORT
 #define MBEDTLS_PSA_ACCEL_KEY_TYPE_ECC_KEY_PAIR_GENERATE
 
-/* TLS 1.3 client, PSK with ephemeral X25519 only */
+/* TLS 1.3 client, PSK with ephemeral X25519 (psk_dhe_ke), and PSK alone
+ * (psk_ke) for a coordinator that allows only that
+ * (network.psk_forward_secrecy = false), as the Linux devices offer. */
 #define MBEDTLS_SSL_TLS_C
 #define MBEDTLS_SSL_CLI_C
 #define MBEDTLS_SSL_PROTO_TLS1_3
 #define MBEDTLS_SSL_KEEP_PEER_CERTIFICATE /* required by TLS 1.3; no certificate is ever received */
 #define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED
+#define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_ENABLED
 #define MBEDTLS_SSL_CIPHERSUITES MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256
 
 /* Record buffers: 2 KB in (the coordinator's largest record), 1 KB out. */

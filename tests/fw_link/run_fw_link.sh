@@ -38,6 +38,7 @@
 #                  [--fw N] [--native M] [--mode none|corrupt-record|bad-frames|huge-frame] [--compare-sim]
 #                  [--config EXPERIMENT.toml]   (default: tests/fw_link/experiment.toml)
 #                  [--expect-refusal REGEX] [--workspace-bytes N] [--expect-chunks REGEX]
+#                  [--tls VERSION/GROUP]   (default TLSv1.3/X25519)
 # --expect-refusal: every firmware device must refuse the task in TaskReply
 # with a reason matching REGEX and exit with an error, the coordinator must log
 # the refusal and finish the experiment with the native devices alone.
@@ -46,13 +47,15 @@
 # broadcast in chunks (its log line "broadcast alg=A run=R round=T bytes=B
 # chunks=N" matching REGEX) and sent each round's update in chunks ("update
 # chunks ..."): one of each per round of every algorithm.
+# --tls: the session every device must have, as the coordinator names it
+# (TLSv1.3/none: psk_ke, for an experiment with psk_forward_secrecy = false).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CFG="$HERE/experiment.toml"
-BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=() CHUNKS=""
+BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=() CHUNKS="" TLS_WANT="TLSv1.3/X25519"
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -67,6 +70,7 @@ while (($#)); do
     --host-client) HOST_CLIENT="$2"; shift 2 ;;
     --expect-refusal) REFUSAL="$2"; shift 2 ;;
     --workspace-bytes) WORKSPACE=(--workspace-bytes "$2"); shift 2 ;;
+    --tls) TLS_WANT="$2"; shift 2 ;;
     --expect-chunks) CHUNKS="$2"; shift 2 ;;
     *) echo "run_fw_link.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -174,12 +178,12 @@ for ((i = first; i < N; i++)); do
   grep -q "shutdown reason=" "$OUT/$id.log" || fail "$id did not see the coordinator's shutdown"
 done
 # The TLS of each session, as the coordinator names it: TLS 1.3 with an X25519 exchange
-# (psk_dhe_ke) for the Linux devices and the firmware alike (runtime/fw/fw_mbedtls_config.h,
-# docs/security.md, "TLS"). A relayed device's session ends at the relay.
+# (psk_dhe_ke) for the Linux devices and the firmware alike, unless --tls says otherwise
+# (runtime/fw/fw_mbedtls_config.h, docs/security.md, "TLS"). A relayed device's session ends at the relay.
 for ((i = first; i < N; i++)); do
   id="$(printf 'dev%04d' "$i")"
   [[ "$MODE" != none && $i == 0 ]] && continue
-  want="TLSv1.3/X25519"
+  want="$TLS_WANT"
   grep -q "ready device=$id .*tls=$want" "$OUT/coordinator.log" \
     || fail "$id's session is not $want: $(grep "ready device=$id " "$OUT/coordinator.log" | tail -1)"
 done

@@ -118,11 +118,13 @@ Status TlsLink::init(const ClientOptions* opt, ClientStats* stats, uint8_t* heap
   rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
                                    MBEDTLS_SSL_PRESET_DEFAULT);
   if (rc != 0) return Status::Internal("mbedtls_ssl_config_defaults failed");
-  // TLS 1.3, psk_dhe_ke over X25519 only, ChaCha20-Poly1305 (runtime/fw/fw_mbedtls_config.h).
+  // TLS 1.3, ChaCha20-Poly1305, psk_dhe_ke over X25519, or psk_ke when the
+  // coordinator allows only that (runtime/fw/fw_mbedtls_config.h).
   static const int kSuites[] = {MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, 0};
   static const uint16_t kGroups[] = {MBEDTLS_SSL_IANA_TLS_GROUP_X25519, MBEDTLS_SSL_IANA_TLS_GROUP_NONE};
   mbedtls_ssl_conf_groups(&conf_, kGroups);
-  mbedtls_ssl_conf_tls13_key_exchange_modes(&conf_, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL);
+  mbedtls_ssl_conf_tls13_key_exchange_modes(
+      &conf_, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL | MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK);
   const mbedtls_ssl_protocol_version version = MBEDTLS_SSL_VERSION_TLS1_3;
   mbedtls_ssl_conf_ciphersuites(&conf_, kSuites);
   mbedtls_ssl_conf_min_tls_version(&conf_, version);
