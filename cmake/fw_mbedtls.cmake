@@ -26,7 +26,9 @@ set(_fedrt_fwtls_jsons "${_fedrt_fwtls_root}/driver_jsons")
 set(_fedrt_fwtls_json "${CMAKE_SOURCE_DIR}/runtime/fw/psa_driver/fedrt_x25519_driver.json")
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_fedrt_fwtls_json}")
 file(GLOB _fedrt_fwtls_orig "${FEDRT_MBEDTLS_SRC}/library/*.c" "${FEDRT_MBEDTLS_SRC}/library/*.h")
-list(FILTER _fedrt_fwtls_orig EXCLUDE REGEX "/psa_crypto_driver_wrappers[^/]*$")  # generated below, with our driver
+# The two files the generator writes (below, with our driver) are not copied
+# from the release's own; psa_crypto_driver_wrappers_no_static.h is.
+list(FILTER _fedrt_fwtls_orig EXCLUDE REGEX "/psa_crypto_driver_wrappers(\\.h|_no_static\\.c)$")
 file(COPY ${_fedrt_fwtls_orig} DESTINATION "${_fedrt_fwtls_lib}")
 file(COPY "${FEDRT_MBEDTLS_SRC}/scripts/data_files/driver_jsons/" DESTINATION "${_fedrt_fwtls_jsons}")
 file(COPY "${_fedrt_fwtls_json}" DESTINATION "${_fedrt_fwtls_jsons}")
