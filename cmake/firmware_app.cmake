@@ -191,9 +191,7 @@ if(COMMAND fedrt_add_firmware)
     _fedrt_fw_messages(fedrt_fw_nanopb_d650 nanopb-d650 fedrt_fw.options fedrt_fw_d650.options)
     # SecAgg+ with up to 32 neighbours: the complete graph of the digits
     # example's 20 devices (k = 19) fits, 16 would not.
-    add_library(fedrt_fw_secagg_device32 STATIC
-                "${CMAKE_SOURCE_DIR}/runtime/src/secagg/crypto.cc"
-                "${CMAKE_SOURCE_DIR}/runtime/src/secagg/protocol.cc" "${CMAKE_SOURCE_DIR}/runtime/src/secagg/device.cc")
+    add_library(fedrt_fw_secagg_device32 STATIC $<TARGET_PROPERTY:fedrt_fw_secagg_device,SOURCES>)
     target_link_libraries(fedrt_fw_secagg_device32 PUBLIC fedrt_device_headers fedrt_fw_mbedtls fedrt_fw_x25519
                           fedrt_firmware_config)
     target_compile_options(fedrt_fw_secagg_device32 PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions -fno-rtti>)

@@ -10,11 +10,11 @@
 # Sets FEDRT_MBEDTLS, FEDRT_MBEDX509, FEDRT_MBEDCRYPTO, FEDRT_SECAGG_MBEDCRYPTO
 # and FEDRT_SECAGG_MBEDTLS_INCLUDE (read by network.cmake and secagg.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/third_party.cmake)
-if(NOT FEDRT_HOST_MBEDTLS_SRC)
+if(NOT FEDRT_MBEDTLS_SRC)
   message(FATAL_ERROR "host mbedTLS: no mbedtls-3.* source tree in ${FEDRT_THIRD_PARTY_DIR}: "
                       "run scripts/fetch_sources.sh (./fedrt build does)")
 endif()
-set(_src "${FEDRT_HOST_MBEDTLS_SRC}")
+set(_src "${FEDRT_MBEDTLS_SRC}")
 file(GLOB _fedrt_host_mbedtls_sources "${_src}/library/*.c")
 add_library(fedrt_host_mbedtls STATIC ${_fedrt_host_mbedtls_sources})
 fedrt_no_unity_build(fedrt_host_mbedtls)  # third-party C, file by file

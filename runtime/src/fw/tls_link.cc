@@ -125,10 +125,9 @@ Status TlsLink::init(const ClientOptions* opt, ClientStats* stats, uint8_t* heap
   mbedtls_ssl_conf_groups(&conf_, kGroups);
   mbedtls_ssl_conf_tls13_key_exchange_modes(
       &conf_, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL | MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK);
-  const mbedtls_ssl_protocol_version version = MBEDTLS_SSL_VERSION_TLS1_3;
   mbedtls_ssl_conf_ciphersuites(&conf_, kSuites);
-  mbedtls_ssl_conf_min_tls_version(&conf_, version);
-  mbedtls_ssl_conf_max_tls_version(&conf_, version);
+  mbedtls_ssl_conf_min_tls_version(&conf_, MBEDTLS_SSL_VERSION_TLS1_3);
+  mbedtls_ssl_conf_max_tls_version(&conf_, MBEDTLS_SSL_VERSION_TLS1_3);
   mbedtls_ssl_conf_rng(&conf_, mbedtls_hmac_drbg_random, &drbg_);
   rc = mbedtls_ssl_conf_psk(&conf_, id.psk, id.psk_len, reinterpret_cast<const unsigned char*>(id.device_id),
                             std::strlen(id.device_id));

@@ -1,6 +1,6 @@
 #pragma once
-// TlsLink: the firmware's TLS session (1.2 PSK, or 1.3 PSK + X25519 with the
-// TLS 1.3 configuration) over a non-blocking ByteLink
+// TlsLink: the firmware's TLS 1.3 PSK session (with an X25519 exchange
+// unless the coordinator allows psk_ke only) over a non-blocking ByteLink
 // (a UART on the board, TCP on the host, byte queues in a test) and the
 // length-prefixed frames on it (docs/architecture.md, "Wire"). Nothing here
 // waits: every call does what the link allows and says whether it is done,
@@ -28,7 +28,7 @@ class TlsLink {
   enum class Frame { kOk, kSkipped, kPending, kEnd };
 
   // Sets up mbedTLS on `heap` (static or the caller's workspace, 8-aligned),
-  // the DRBG (also PSA crypto's in TLS 1.3), PSK, ChaCha20-Poly1305 only. `opt`
+  // the DRBG (also PSA crypto's), PSK, ChaCha20-Poly1305 only. `opt`
   // and `heap` must outlive the link.
   Status init(const ClientOptions* opt, ClientStats* stats, uint8_t* heap, size_t heap_bytes);
   // Starts a new TLS session (after reset).
