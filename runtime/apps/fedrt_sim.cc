@@ -98,6 +98,12 @@ int main(int argc, char** argv) {
   AddExperimentFlags(app, flags);
   std::string log_level = "info";
   log::AddLevelFlag(app, log_level);
+  uint32_t gateways = 0;
+  app.add_option("--gateways", gateways,
+                 "put the agents behind G gateways (agent c behind gateway c mod G), each aggregating its agents' "
+                 "updates into one partial sum per round, as ./fedrt fleet --gateways does: the same results "
+                 "(docs/gateways.md); not with secagg or MPI ranks")
+      ->check(CLI::Range(0u, 1u << 20));
   Status parsed;
   try {
     app.parse(argc, argv);
@@ -114,6 +120,11 @@ int main(int argc, char** argv) {
     else if (!counted->empty()) log::Get("fedrt-sim").info("{}", *counted);
   }
   if (parsed.ok()) parsed = Validate(cfg);
+  if (parsed.ok() && gateways > 0 && cfg.secagg.enabled)
+    parsed = Status::InvalidArgument("--gateways: the simulator's gateways do not run secure aggregation yet "
+                                     "(compression.secure_aggregation = true)");
+  if (parsed.ok() && gateways > 0 && ranks)
+    parsed = Status::InvalidArgument("--gateways: not with MPI ranks (run one process)");
   if (!ranks && !parsed.ok()) return Fail(parsed.message());
   if (ranks) {  // every rank must run the same experiment, or none runs
     uint64_t fingerprint = 0;
@@ -132,6 +143,7 @@ int main(int argc, char** argv) {
   Progress progress(cfg, !quiet && log::Get("fedrt-sim").should_log(spdlog::level::info));
   SimOptions opt;
   opt.ranks = ranks ? &*ranks : nullptr;
+  opt.gateways = gateways;
   const bool dp_test_seed = cfg.privacy.on() && cfg.privacy.test_seed.has_value();
   opt.on_round = [&](const RoundEvent& e) {
     progress.on_round(e);

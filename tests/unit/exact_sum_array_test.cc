@@ -19,6 +19,7 @@
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/core/exact_sum.h"
 #include "fedrt/core/exact_sum_array.h"
+#include "fedrt/core/exact_sum_pieces.h"
 
 namespace fedrt {
 namespace {
@@ -255,6 +256,55 @@ TEST(ExactSumArray, PromotionBeyondThePool) {
   for (size_t i = 0; i < 8; ++i) EXPECT_EQ(Bits(s.a.value(i)), Bits(0.0));
   s.a.add(1, -2.0);
   EXPECT_EQ(s.a.value(1), -2.0);
+}
+
+// A partial sum handed on as pieces (core/exact_sum_pieces.h): the addends
+// split between two arrays (a gateway's and the coordinator's), the first
+// moved into the second as pieces, read the bits of one sum of them all; the
+// first ends at zero; addends within 80 binary orders take at most 4 pieces; one
+// beyond the double range is refused and left as it was.
+TEST(ExactSumPieces, PiecesCarryAPartialSumExactly) {
+  std::mt19937_64 g(20261129);
+  const size_t n = 64;
+  Sums gateway(n), coordinator(n);
+  double piece[kMaxSumPieces];
+  for (int trial = 0; trial < 200; ++trial) {
+    gateway.a.clear();
+    coordinator.a.clear();
+    std::vector<uint64_t> want(n);
+    std::vector<int> span(n);  // binary orders between the addends' largest and smallest exponents
+    for (size_t i = 0; i < n; ++i) {
+      int kind = static_cast<int>(g() % 7);
+      if (kind == 4) kind = 0;  // overflow: below
+      const std::vector<double> v = Draw(g, kind);
+      want[i] = Bits(Reference(v));
+      int lo = 1 << 20, hi = -(1 << 20);
+      for (double x : v)
+        if (x != 0) lo = std::min(lo, std::ilogb(x)), hi = std::max(hi, std::ilogb(x));
+      span[i] = hi - lo;
+      for (double x : v) (g() & 1 ? gateway : coordinator).a.add(i, x);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int k = TakeSumPieces(gateway.a, i, piece);
+      if (!kHeapSlots && k < 0) continue;  // lost to the device pool: refused
+      ASSERT_GE(k, 0) << "trial " << trial << " coordinate " << i;
+      // At most 48 addends within 80 binary orders: a sum of at most 80 + 53 + 6 bits, 3 or 4 pieces.
+      if (span[i] <= 80) {
+        EXPECT_LE(k, 4) << "trial " << trial << " coordinate " << i;
+      }
+      for (int j = 0; j < k; ++j) coordinator.a.add(i, piece[j]);
+      ASSERT_EQ(Bits(gateway.a.value(i)), Bits(0.0));
+      const double got = coordinator.a.value(i);
+      if (!kHeapSlots && std::isnan(got)) continue;
+      ASSERT_EQ(Bits(got), want[i]) << "trial " << trial << " coordinate " << i;
+    }
+  }
+  Sums big(1);
+  big.a.add(0, DBL_MAX);
+  big.a.add(0, DBL_MAX);
+  EXPECT_EQ(TakeSumPieces(big.a, 0, piece), -1);
+  big.a.add(0, -DBL_MAX);
+  EXPECT_EQ(big.a.value(0), DBL_MAX);  // left as it was
 }
 
 // 26 bytes per coordinate plus 1 + n/128 ExactSum slots (544 bytes each):

@@ -189,6 +189,24 @@ void ServerCore::add_initial(const double* v0c) {
   if (family_ == Family::kEm) em_.add_initial_control_variate(v0c);
 }
 
+void ServerCore::round_sums(bool initial, std::vector<ExactSumArray*>& out) {
+  out.clear();
+  switch (family_) {
+    case Family::kLsa:
+      if (!initial) out.push_back(&lsa_.round_sum());
+      break;
+    case Family::kOpt:
+      for (uint32_t k = 0; k < chains_ && !initial; ++k) out.push_back(&opt_[k].round_sum());
+      break;
+    case Family::kEm: out.push_back(initial ? &em_.initial_sum() : &em_.round_sum()); break;
+  }
+}
+void ServerCore::count_merged(uint32_t k, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) count(k);
+}
+void ServerCore::refresh_initial() {
+  if (family_ == Family::kEm) em_.refresh_initial();
+}
 void ServerCore::add_noise(uint32_t k, const double* noise) {
   if (family_ == Family::kOpt) opt_[k].add_noise(noise);
 }

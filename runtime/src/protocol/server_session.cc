@@ -19,7 +19,7 @@ Status ServerSession::init(const ServerOptions& o) {
   if (agents_ == 0) return Status::InvalidArgument("server: the task has no agents");
   FEDRT_TRY(core_.init(task_, o.algorithm, o.run, o.initial));
   if (task_.privacy.enabled && !task_.privacy.distributed) {
-    if (!o.standard_normal)
+    if (!o.standard_normal && !o.partial)  // a gateway adds no noise: the coordinator does
       return Status::InvalidArgument("privacy: this server has no noise source for central DP-FedAvg");
     standard_normal_ = o.standard_normal;
     noise_.assign(static_cast<size_t>(core_.dim()), 0.0);
@@ -30,6 +30,8 @@ Status ServerSession::init(const ServerOptions& o) {
   secure_ = task_.secagg.enabled;
   deadline_ms_ = o.deadline_ms;
   quorum_ = o.quorum;
+  partial_ = o.partial;
+  served_.assign(agents_, 1);
   id_ = RoundId{o.algorithm, o.run, 0};
   init_done_ = false;
   state_ = State::kIdle;
@@ -149,7 +151,7 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
     sampled_[c] = s ? 1 : 0;
     informed_[c] = s || (!initial && !refused_[c] && core_.informs_all()) ? 1 : 0;
     if (s) {
-      ++expected_;
+      if (served_[c]) ++expected_;
       sampled_list.push_back(c);
     }
   }
@@ -446,6 +448,7 @@ void ServerSession::fail(const std::string& why) {
 }
 
 void ServerSession::close(const char* by) {
+  if (partial_) return close_partial(by);
   const bool initial = id_.round == kInitRound;
   if (secure_ && !initial) {
     commit_.bits_up = secagg_.bytes_up() * 8;  // the secure round's traffic replaces the payload bits

@@ -50,6 +50,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.kernel = ctx.kernel;
   o.ranks = ctx.ranks;
   o.park_idle_agents = ctx.park_idle_agents;
+  o.gateways = ctx.gateways;
   // DP-FedAvg (docs/privacy.md): the server's noise (central) and the accountant.
   const config::PrivacySettings* dp = task.privacy.enabled ? ctx.privacy : nullptr;
   std::optional<privacy::RunBudget> budget;

@@ -35,6 +35,7 @@ struct PairContext {
   int dim = 0;                     // the reported model's length (ProblemSummary::dim)
   bool keep_theta_history = false;
   bool park_idle_agents = true;       // DriverOptions::park_idle_agents
+  uint32_t gateways = 0;              // DriverOptions::gateways
   config::TdKernel kernel = config::TdKernel::kAuto;  // TD(0) local steps (sim/td_lanes.h)
   const config::PrivacySettings* privacy = nullptr;  // [privacy] (used when task->privacy.enabled)
   double max_update_norm = 0;  // [robustness] (protocol::ServerOptions; 0: the task's default)

@@ -74,6 +74,9 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
   so.adaptive = o.adaptive;
   so.max_update_norm = o.max_update_norm;
   FEDRT_TRY(server_.init(so));
+  if (o.gateways > 0 && o.ranks != nullptr)
+    return Status::InvalidArgument("simulator: gateways and MPI ranks do not combine (run one process)");
+  FEDRT_TRY(hub_.init(so, o.gateways));
   entropy_seed_ = Mix64(task.seed ^ 0xE27E27ull);
   arena_bytes_ = (ClientSession<double>::WorkspaceBytes(task, o.algorithm) + 63) & ~size_t(63);
   for (uint32_t c = 0; c < n; ++c) server_.set_connected(c, true, 0);
@@ -109,10 +112,12 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
     r.samples = samples_;
     FEDRT_TRY(on_round(r));
     server_.publish();
+    if (hub_.on()) hub_.settle(server_);
     Outgoing out;
     while (server_.next_outgoing(out)) {  // a parked agent holds no update: its result changes nothing
       if (out.kind != MessageKind::kRoundResult || !own_.owns(out.agent) || !seated(out.agent)) continue;
-      Status st = seat_of(out.agent).session.on_message(server_.message(out, 0), seat_of(out.agent).output);
+      protocol::ServerSession& from = hub_.on() ? hub_.gateway_of(out.agent) : server_;
+      Status st = seat_of(out.agent).session.on_message(from.message(out, 0), seat_of(out.agent).output);
       if (!st.ok()) return AgentError(out.agent, st);
     }
     if (opt_.park_idle_agents) {  // every seat may serve the next round
@@ -142,6 +147,7 @@ Status SessionDriver::play_round(uint32_t round) {
       server_.set_connected(c, true, 0);
     }
   FEDRT_TRY(server_.open_round(round, 0));
+  if (hub_.on()) FEDRT_TRY(hub_.open(server_, round));
   samples_ = 0;
   samples_shared_ = 0;
   // Simulated SecAgg+ dropouts: floor(dropout n) of the round's n sampled
@@ -193,7 +199,8 @@ Status SessionDriver::play_round(uint32_t round) {
     if (opt_.ranks != nullptr && delivered) FEDRT_TRY(exchange());
     if (!delivered && !server_.round_closed()) {
       if (++idle > 1) return Status::Internal("simulator: a round waits for messages no agent will send");
-      server_.tick(protocol::ServerSession::kNoDeadline - 1);
+      if (hub_.on()) FEDRT_TRY(hub_.tick(server_));
+      if (!server_.round_closed()) server_.tick(protocol::ServerSession::kNoDeadline - 1);
     }
   }
   return Status::Ok();
@@ -242,7 +249,7 @@ Status SessionDriver::seat(uint32_t c) {
 
 Status SessionDriver::deliver_announcements(uint32_t round) {
   for (uint32_t c : batch_) FEDRT_TRY(seat(c));
-  const protocol::Announcement a0 = server_.announcement(batch_[0], 0);
+  const protocol::Announcement a0 = announcement(batch_[0]);
   const double work = static_cast<double>(batch_.size()) * std::max<uint32_t>(1, a0.local_steps) * opt_.work_per_sample;
   auto work_on = [&](size_t b, size_t e) { announce_range(b, e); };
   if (opt_.pool != nullptr && work >= opt_.min_parallel_work && batch_.size() > 1) opt_.pool->parallel_for(batch_.size(), work_on);
@@ -264,7 +271,7 @@ void SessionDriver::announce_range(size_t b, size_t e) {
   if (opt_.kernel == config::TdKernel::kScalar) {
     for (size_t i = b; i < e; ++i) {
       Seat& s = seat_of(batch_[i]);
-      s.error = s.session.on_announce(server_.announcement(batch_[i], 0), s.output);
+      s.error = s.session.on_announce(announcement(batch_[i]), s.output);
     }
     return;
   }
@@ -280,7 +287,7 @@ void SessionDriver::announce_range(size_t b, size_t e) {
   for (size_t i = b; i < e; ++i) {
     const uint32_t c = batch_[i];
     Seat& s = seat_of(c);
-    const protocol::Announcement a = server_.announcement(c, 0);
+    const protocol::Announcement a = announcement(c);
     bool deferred = false;
     s.error = s.session.begin_announce(a, blocks[n], deferred);
     if (!s.error.ok()) continue;
@@ -316,6 +323,7 @@ Status SessionDriver::feed(uint32_t agent, const ClientMessage& out) {
 
 Status SessionDriver::send(uint32_t agent, const ClientMessage& out) {
   if (out.kind == MessageKind::kNone) return Status::Ok();
+  if (hub_.on()) return hub_.deliver(agent, out, server_);
   const protocol::Verdict v = server_.on_message(agent, out, 0);
   if (!v.ok()) return Status(StatusCode::kInternal, fmt::format("agent {}: the server refused its message: {}", agent, v.why));
   return Status::Ok();

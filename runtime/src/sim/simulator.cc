@@ -98,6 +98,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   for (uint32_t a = 0; a < task.num_algorithms; ++a) ctx.names.push_back(task::AlgorithmName(task.algorithms[a]));
   ctx.keep_theta_history = opt.keep_theta_history;
   ctx.park_idle_agents = opt.park_idle_agents;
+  ctx.gateways = opt.gateways;
   config::ParseTdKernel(cfg.kernel.c_str(), ctx.kernel);  // checked by Validate
   ctx.ranks = opt.ranks;
   ctx.privacy = &cfg.privacy;

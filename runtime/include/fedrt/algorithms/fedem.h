@@ -220,6 +220,14 @@ class FedEmServer {
   const S* params() const { return theta_; }    // T(Shat_k), broadcast with Shat_k
   const S* control_variate() const { return v_; }
   int dim() const { return dim_; }
+  // The exact sums of a partial aggregate: the round's sum of Q(Delta_c),
+  // and the initial exchange's sum of V_{0,c} / n; after adding to the
+  // latter, refresh_initial() sets V_0 from it.
+  ExactSumArray& round_sum() { return sum_; }
+  ExactSumArray& initial_sum() { return v0_sum_; }
+  void refresh_initial() {
+    for (int i = 0; i < dim_; ++i) v_[i] = static_cast<S>(v0_sum_.value(static_cast<size_t>(i)));
+  }
   // Restore from storage: Shat_k and V_k (theta_k = T(Shat_k) is recomputed).
   void restore(const S* shat, const S* v) {
     std::memcpy(shat_, shat, sizeof(S) * dim_);

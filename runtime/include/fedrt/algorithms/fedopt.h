@@ -279,6 +279,9 @@ class FedOptServer {
   uint32_t reports() const { return reports_; }
   int dim() const { return dim_; }
   S* mutable_broadcast() { return broadcast_; }  // for restore from storage
+  // The round's exact sum of the updates, for a partial aggregate to be taken
+  // out of it or added to it (then count_report() per update).
+  ExactSumArray& round_sum() { return sum_; }
 
  private:
   int dim_ = 0;

@@ -217,6 +217,9 @@ class LsaServer {
   uint32_t reports() const { return reports_; }
   int dim() const { return dim_; }
   S* mutable_global() { return theta_; }  // for restore from storage
+  // The round's exact sum of theta_{t,H}^c, for a partial aggregate to be
+  // taken out of it or added to it (then count_report() per update).
+  ExactSumArray& round_sum() { return sum_; }
 
   static constexpr uint32_t kMaxBlock = 1u << 30;
 

@@ -15,6 +15,7 @@
 #include "fedrt/algorithms/lsa.h"
 #include "fedrt/algorithms/richardson_romberg.h"
 #include "fedrt/task/task.h"
+#include "fedrt/core/exact_sum_array.h"
 #include "fedrt/core/status.h"
 #include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/protocol/messages.h"
@@ -74,6 +75,14 @@ class ServerCore {
   // count(k) once the segment is whole. add(k, v) is both at once.
   void add_part(uint32_t k, int first, int n, const double* values, bool negate);
   void count(uint32_t k);
+  // Partial aggregation (docs/gateways.md): the round's exact sums in a fixed
+  // order: LSA sum_c theta_{t,H}^c; optimisation each chain's sum_c of its
+  // updates; EM sum_c m_c, or in the initial exchange sum_c V_{0,c} / N.
+  void round_sums(bool initial, std::vector<ExactSumArray*>& out);
+  // After sums of n updates were added to chain k's: count them (LSA,
+  // optimisation); after an initial exchange's were added: V_0 from its sum (EM).
+  void count_merged(uint32_t k, uint32_t n);
+  void refresh_initial();
   // DP-FedAvg: adds noise (dim() values) to the sum of chain k's dx.
   void add_noise(uint32_t k, const double* noise);
   // Distributed DP: the decoded sum of m members' noised dx (optimisation family).

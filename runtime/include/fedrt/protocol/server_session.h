@@ -24,6 +24,7 @@
 #include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
+#include "fedrt/protocol/partial.h"
 #include "fedrt/protocol/server_core.h"
 #include "fedrt/protocol/server_secagg.h"
 #include "fedrt/protocol/server_uplink.h"
@@ -51,6 +52,11 @@ struct ServerOptions {
   // an update the server takes (ServerUplink::set_max_norm); 0: the task's
   // default, DefaultMaxUpdateNorm(task).
   double max_update_norm = 0;
+  // A gateway's session (docs/gateways.md): it serves some of the agents,
+  // takes their messages as the coordinator would, and instead of closing a
+  // round hands up a Partial (export_partial); the coordinator's verdict
+  // comes back through settle().
+  bool partial = false;
 };
 
 // The default bound on an update's L2 norm: sqrt(DBL_MAX) / (N + 1) for N
@@ -139,6 +145,29 @@ class ServerSession {
   // round closes as soon as the others answered.
   void set_connected(uint32_t agent, bool connected, uint64_t now_ms);
   void set_refused(uint32_t agent, bool refused);
+  // A partial session waits only for the sampled agents it serves (all by default).
+  void set_served(uint32_t agent, bool served);
+
+  // Partial aggregation (server_partial.cc, docs/gateways.md).
+  // Gateway: once round_closed(), the round's sums and its members' records
+  // (the sums are moved out: a second call finds them zero).
+  Status export_partial(Partial& out);
+  // Gateway: the compressed downlink's version and last delta per chain,
+  // as the coordinator's session holds them (with its state, imported
+  // before open_round).
+  void set_downlink_basis(uint32_t version, const std::vector<uint8_t>* deltas);
+  uint32_t downlink_version() const { return down_version_; }
+  const std::vector<uint8_t>& downlink_delta(uint32_t k) const { return down_delta_[k]; }
+  // Gateway: the coordinator closed the round with `included` (those of
+  // this gateway's agents it aggregated) and, for LSA, the result's model;
+  // an open round closes first (what it held is dropped). publish() then
+  // queues the round results.
+  void settle(const std::vector<uint32_t>& included, View<double> model);
+  // Coordinator: a gateway's partial aggregate for the open round, validated
+  // (members sampled and not yet answered, sizes, finite pieces, integer
+  // sums within what the members can add) before anything moves, then added
+  // to the sums as if each member's update had come here.
+  Verdict on_partial(const Partial& p, uint64_t now_ms);
 
   // FedEM and VR-FedEM start each run with the exchange of V_{0,c} (round kInitRound).
   bool needs_initial_exchange() const { return core_.has_initial_exchange() && !init_done_; }
@@ -219,6 +248,8 @@ class ServerSession {
                          const SecAggUnmaskMsg* un, uint64_t now_ms);
   void advance_secagg();
   void close(const char* by);
+  void close_partial(const char* by);
+  Status check_partial(const Partial& p);
   void summarize_reports();
   void fail(const std::string& why);
   void compress_broadcast();
@@ -265,6 +296,8 @@ class ServerSession {
   double quorum_ = 1.0;
   uint64_t deadline_ = kNoDeadline;
   uint64_t now_ = 0;
+  bool partial_ = false;
+  std::vector<char> served_;
   std::vector<char> connected_, refused_, sampled_, informed_, announced_, reported_;
   std::vector<WorkReport> reports_;  // per agent, this round's
   std::vector<uint64_t> samples_;

@@ -83,6 +83,14 @@ class ServerUplink {
   // What persists: W (empty without memories), restored in place.
   std::vector<double>& mutable_memory_sum() { return w_; }
 
+  // The round's sums a partial aggregate carries (docs/gateways.md): the
+  // exact S_m of the coded uplink with memories (null otherwise) and the
+  // integer uplink's S (empty otherwise), chains x segment_dim each.
+  ExactSumArray* message_sum() { return msum_.size() > 0 ? &msum_ : nullptr; }
+  std::vector<uint64_t>& integer_sums() { return isum_; }
+  // The largest integer one update adds to a coordinate of S: 2^bits - 1.
+  uint64_t max_field() const { return (uint64_t{1} << q_.bits) - 1; }
+
  private:
   Mode mode_ = Mode::kRaw;
   compression::QuantizerSpec q_{};

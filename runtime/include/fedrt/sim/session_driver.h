@@ -17,6 +17,7 @@
 #include "fedrt/core/worker_pool.h"
 #include "fedrt/protocol/client_session.h"
 #include "fedrt/protocol/server_session.h"
+#include "fedrt/sim/gateway_hub.h"
 #include "fedrt/sim/rank_messages.h"
 #include "fedrt/sim/td_lanes.h"
 
@@ -44,6 +45,8 @@ struct DriverOptions {
   // false keeps one session per agent for the whole run (the same results,
   // more memory: the reference in tests).
   bool park_idle_agents = true;
+  // Agents behind this many gateways (sim/gateway_hub.h); 0: all at the coordinator.
+  uint32_t gateways = 0;
   // Central DP-FedAvg's standard normal draws (protocol::ServerOptions).
   std::function<Status(double* out, size_t n)> standard_normal;
   algorithms::AdaptiveClip adaptive;  // adaptive clipping (protocol::ServerOptions)
@@ -75,7 +78,11 @@ class SessionDriver {
   Status deliver_announcements(uint32_t round);
   void announce_range(size_t begin, size_t end);
   Status feed(uint32_t agent, const protocol::ClientMessage& out);
-  Status send(uint32_t agent, const protocol::ClientMessage& out);  // to the server
+  Status send(uint32_t agent, const protocol::ClientMessage& out);  // to the server (or the agent's gateway)
+  // What agent c is sent: the coordinator's message, or its gateway's with gateways.
+  protocol::Announcement announcement(uint32_t agent) {
+    return hub_.on() ? hub_.gateway_of(agent).announcement(agent, 0) : server_.announcement(agent, 0);
+  }
   Status run_rounds(const std::function<Status(const DriverRound&)>& on_round);
   Status exchange();  // distributed: the messages of this step, to every replica
 
@@ -98,6 +105,7 @@ class SessionDriver {
 
   DriverOptions opt_;
   protocol::ServerSession server_;
+  GatewayHub hub_;
   std::deque<Seat> seats_;
   std::vector<uint32_t> idle_seats_;  // seats this round has not used yet (parked agents, their seats taken)
   std::vector<uint32_t> seat_of_;     // per agent of own_: its seat or kUnseated

@@ -55,6 +55,10 @@ struct SimOptions {
   // (sim/session_driver.h); false keeps a whole session per agent (the same
   // results with more memory; tests compare the two).
   bool park_idle_agents = true;
+  // G > 0: the agents sit behind G gateways (agent c behind c mod G), each
+  // handing one partial aggregate per round up to the coordinator
+  // (sim/gateway_hub.h): the same results, through the gateways' code path.
+  uint32_t gateways = 0;
   // A distributed run (MPI, sim/rank_exchange.h): this process is one rank;
   // every rank computes the same result. on_round must answer alike on all,
   // and the (algorithm, run) pairs must run in the same order on all, one
