@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   app.add_option("--gateways", gateways,
                  "put the agents behind G gateways (agent c behind gateway c mod G), each aggregating its agents' "
                  "updates into one partial sum per round, as ./fedrt fleet --gateways does: the same results "
-                 "(docs/gateways.md); not with secagg or MPI ranks")
+                 "(docs/gateways.md); not with MPI ranks")
       ->check(CLI::Range(0u, 1u << 20));
   Status parsed;
   try {
@@ -120,9 +120,6 @@ int main(int argc, char** argv) {
     else if (!counted->empty()) log::Get("fedrt-sim").info("{}", *counted);
   }
   if (parsed.ok()) parsed = Validate(cfg);
-  if (parsed.ok() && gateways > 0 && cfg.secagg.enabled)
-    parsed = Status::InvalidArgument("--gateways: the simulator's gateways do not run secure aggregation yet "
-                                     "(compression.secure_aggregation = true)");
   if (parsed.ok() && gateways > 0 && ranks)
     parsed = Status::InvalidArgument("--gateways: not with MPI ranks (run one process)");
   if (!ranks && !parsed.ok()) return Fail(parsed.message());

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fedrt/protocol/masked_summer.h"
 #include "session_harness.h"
 
 namespace fedrt::protocol {
@@ -184,6 +185,152 @@ TEST(Partials, ANonFinitePieceIsRefused) {
   EXPECT_EQ(root.server.on_partial(p, 0).refusal, Refusal::kDimension);
   EXPECT_EQ(gw.session.export_partial(p).ok(), true);  // a second export finds the sums moved out
   for (double x : p.sums[0].layers) EXPECT_EQ(x, 0.0);
+}
+
+}  // namespace
+}  // namespace fedrt::protocol
+
+namespace fedrt::protocol {
+namespace {
+
+// Deterministic SecAgg+ secrets for the tests (never a device's).
+int TestEntropy(void*, uint64_t round_id, uint32_t u, uint8_t* out, size_t n) {
+  uint64_t x = round_id * 0x9E3779B97F4A7C15ull + u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    out[i] = static_cast<uint8_t>(x >> 56);
+  }
+  return 0;
+}
+
+// One secure round by hand: every message of the server goes to its client,
+// the clients' masked inputs of agents 0..2 to `summer` when there is one.
+class SecureRound {
+ public:
+  explicit SecureRound(const session_testing::Fleet& f) {
+    ServerOptions so;
+    so.task = f.task;
+    const std::vector<double> zero(session_testing::Fleet::kDim, 0.0);
+    so.initial = View<double>{zero.data(), session_testing::Fleet::kDim};
+    EXPECT_TRUE(server.init(so).ok());
+    const size_t per = (session_testing::Client::WorkspaceBytes(f.task, 0) + 63) & ~size_t(63);
+    memory_.assign(per * session_testing::Fleet::kAgents, 0);
+    clients.reset(new session_testing::Client[session_testing::Fleet::kAgents]);
+    for (uint32_t c = 0; c < session_testing::Fleet::kAgents; ++c) {
+      Arena a(memory_.data() + per * c, per);
+      session_testing::Client::Options o;
+      o.task = &f.task;
+      o.agent = c;
+      o.problem = f.local[c];
+      o.entropy = TestEntropy;
+      EXPECT_TRUE(clients[c].init(a, o).ok());
+      server.set_connected(c, true, 0);
+    }
+  }
+  // Plays the open round until nothing moves; masked inputs of the gateway's
+  // agents wait in `summer` (armed with the first phase-3 message).
+  void play(MaskedSummer* summer) {
+    for (bool moved = true; moved && !server.round_closed();) {
+      moved = false;
+      Outgoing out;
+      while (server.next_outgoing(out)) {  // one at a time: a message's views last until the next
+        const uint32_t agent = out.agent;
+        const ServerMessage m = server.message(out, 0);
+        if (summer != nullptr && m.kind == MessageKind::kSecAggSharesIn && !summer->armed()) {
+          std::vector<uint32_t> waiting, mine;
+          server.secagg().waiting_for(waiting);
+          for (uint32_t a : waiting)
+            if (a < kBehindGateway) mine.push_back(a);
+          summer->expect(mine);
+        }
+        ClientMessage r;
+        const Status st = clients[agent].on_message(m, r);
+        ASSERT_TRUE(st.ok()) << st.message() << " (message kind " << static_cast<int>(m.kind) << ")";
+        if (r.kind == MessageKind::kNone) continue;
+        moved = true;
+        if (summer != nullptr && r.kind == MessageKind::kSecAggMasked && agent < kBehindGateway) {
+          masked_[agent] = std::vector<uint32_t>(r.masked.masked.data, r.masked.masked.data + r.masked.masked.size);
+          r.masked.masked = View<uint32_t>{masked_[agent].data(), r.masked.masked.size};
+          const Verdict v = summer->add(agent, r.masked);
+          ASSERT_TRUE(v.ok()) << v.why;
+          continue;
+        }
+        const Verdict v = server.on_message(agent, r, 0);
+        ASSERT_TRUE(v.ok()) << v.why;
+      }
+    }
+  }
+  std::vector<double> state() const {
+    std::vector<double> s;
+    server.export_state(s);
+    return s;
+  }
+  ServerSession server;
+  std::unique_ptr<session_testing::Client[]> clients;
+
+ private:
+  std::vector<uint8_t> memory_;
+  std::vector<uint32_t> masked_[session_testing::Fleet::kAgents];
+};
+
+// A gateway's masked sum gives the flat secure round's bits; a hostile one
+// (a member that is not sampled, one that answered already, members out of
+// order, a sum of another length) is refused and changes nothing.
+TEST(MaskedSums, GiveTheFlatBitsAndAHostileOneChangesNothing) {
+  session_testing::Fleet f(task::AlgorithmKind::kFedAvg);
+  f.task.compression.quantizer.kind = compression::QuantizerKind::kRounding;
+  f.task.compression.quantizer.bits = 16;
+  f.task.compression.quantizer.clip = 2.0;
+  f.task.secagg.enabled = true;
+  SecureRound flat(f), root(f);
+  for (uint32_t t = 0; t < 3; ++t) {
+    ASSERT_TRUE(flat.server.open_round(t, 0).ok());
+    ASSERT_TRUE(root.server.open_round(t, 0).ok());
+    flat.play(nullptr);
+    MaskedSummer summer;
+    summer.begin(root.server.current());
+    root.play(&summer);
+    ASSERT_TRUE(summer.ready());
+    ASSERT_FALSE(root.server.round_closed());
+    MaskedSum honest;
+    summer.take(honest);
+    EXPECT_EQ(honest.members, (std::vector<uint32_t>{0, 1, 2}));
+    auto refused = [&](MaskedSum m, Refusal want, const char* says) {
+      const Verdict v = root.server.on_masked_sum(m, 0);
+      EXPECT_EQ(v.refusal, want) << v.why;
+      EXPECT_NE(v.why.find(says), std::string::npos) << v.why;
+    };
+    MaskedSum m = honest;
+    m.members[2] = 99;
+    refused(m, Refusal::kNotSampled, "agent 99 is not sampled");
+    m = honest;
+    m.members.push_back(4);  // sent its own masked input
+    m.reports.push_back({});
+    refused(m, Refusal::kDuplicate, "agent 4 already sent");
+    m = honest;
+    std::swap(m.members[0], m.members[1]);
+    refused(m, Refusal::kMalformed, "not ascending");
+    m = honest;
+    m.sum.pop_back();
+    refused(m, Refusal::kDimension, "masked sum has");
+    const Verdict v = root.server.on_masked_sum(honest, 0);
+    ASSERT_TRUE(v.ok()) << v.why;
+    const Verdict again = root.server.on_masked_sum(honest, 0);  // phase 3 closed with it: a replay is refused
+    EXPECT_EQ(again.refusal, Refusal::kMalformed) << again.why;
+    EXPECT_NE(again.why.find("while phase 4 is open"), std::string::npos) << again.why;
+    root.play(nullptr);
+    ASSERT_TRUE(flat.server.round_closed() && root.server.round_closed());
+    EXPECT_STREQ(root.server.commit().closed_by, "secagg");
+    EXPECT_EQ(flat.state(), root.state()) << "round " << t;
+    EXPECT_EQ(flat.server.commit().bits_up, root.server.commit().bits_up);
+    EXPECT_EQ(flat.server.commit().members, root.server.commit().members);
+    for (SecureRound* s : {&flat, &root}) {
+      s->server.publish();
+      s->play(nullptr);
+    }
+  }
 }
 
 }  // namespace

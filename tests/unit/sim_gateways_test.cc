@@ -4,8 +4,10 @@
 // flat simulator: every family, partial participation, dithering with
 // compression memory and the compressed downlink, the rounding quantizer's
 // integer sums, FedEM's initial exchange, Fed-RR chains and central DP-FedAvg
-// with adaptive clipping. G = 3 splits 10 or 12 agents unevenly; G = 16
-// leaves gateways with nobody, or nobody sampled, in every round.
+// with adaptive clipping, and secure rounds (SecAgg+ with dropouts,
+// distributed DP), whose masked inputs each gateway sums. G = 3 splits 10 or
+// 12 agents unevenly; G = 16 leaves gateways with nobody, or nobody sampled,
+// in every round.
 
 #include <cstring>
 #include <string>
@@ -160,15 +162,27 @@ TEST(SimGateways, CentralDpFedAvgWithAdaptiveClippingGivesTheFlatBits) {
   ExpectSameAsFlat(dp + "[privacy]\nclip = 0.05\nnoise_multiplier = 1.0\ntest_seed = 11\nadaptive_quantile = 0.5\n", 3);
 }
 
-TEST(SimGateways, SecureAggregationIsRefusedWithTheReason) {
-  config::ExperimentConfig cfg = Load(std::string(kLsq) +
-                                      "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\n"
-                                      "secure_aggregation = true\n");
-  SimOptions tree;
-  tree.gateways = 2;
-  auto r = RunExperiment(cfg, tree);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(std::string(r.status().message()).find("gateways do not run secure aggregation"), std::string::npos) << r.status().message();
+// Secure rounds: the gateways relay the SecAgg+ messages and sum their
+// agents' masked inputs modulo 2^32; the coordinator unmasks the same total
+// (with dropouts that vanish before their masked input), and distributed DP's
+// noised integers go the same way.
+TEST(SimGateways, SecureAggregationGivesTheFlatBits) {
+  const std::string secure = "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\n"
+                             "secure_aggregation = true\nsecagg_dropout = 0.2\n";
+  ExpectSameAsFlat(std::string(kGarnet) + Participation(0.5) + secure, 3);
+  std::string lsq = kLsq;
+  const size_t names = lsq.find("names");
+  lsq.replace(names, lsq.find('\n', names) - names, "names = [\"fedavg\", \"fedprox-rr\"]");
+  ExpectSameAsFlat(lsq + Participation(0.6) + secure, 3);
+  ExpectSameAsFlat(std::string(kGmm) + Participation(0.6) +
+                       "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\nsecure_aggregation = true\n",
+                   4);
+  std::string dp = kLsq;
+  dp.replace(dp.find("names"), dp.find('\n', dp.find("names")) - dp.find("names"), "names = [\"fedavg\"]");
+  ExpectSameAsFlat(dp + Participation(0.8) +
+                       "[compression]\nquantizer = \"rounding\"\nbits = 24\nsecure_aggregation = true\n"
+                       "[privacy]\nmechanism = \"distributed\"\nclip = 1.0\nnoise_multiplier = 0.5\ntest_seed = 3\n",
+                   3);
 }
 
 }  // namespace

@@ -200,4 +200,31 @@ Verdict ServerSession::on_partial(const Partial& p, uint64_t now_ms) {
   return v;
 }
 
+Verdict ServerSession::on_masked_sum(const MaskedSum& m, uint64_t now_ms) {
+  now_ = now_ms;
+  if (state_ != State::kOpen || m.id != id_ || !secure_ || id_.round == kInitRound)
+    return Verdict{Refusal::kStaleRound, fmt::format("masked sum for round {}: no secure round {} is open", m.id.round,
+                                                     m.id.round)};
+  if (m.reports.size() != m.members.size()) return Verdict{Refusal::kMalformed, "masked sum: reports do not align"};
+  for (size_t i = 1; i < m.members.size(); ++i)
+    if (m.members[i] <= m.members[i - 1]) return Verdict{Refusal::kMalformed, "masked sum: members are not ascending"};
+  Status st = secagg_.on_masked_sum(m.members, m.sum.data(), static_cast<uint32_t>(m.sum.size()));
+  if (!st.ok()) {
+    const StatusCode c = st.code();
+    const Refusal r = c == StatusCode::kFailedPrecondition ? Refusal::kNotSampled
+                      : c == StatusCode::kAlreadyExists    ? Refusal::kDuplicate
+                      : c == StatusCode::kOutOfRange       ? Refusal::kDimension
+                                                           : Refusal::kMalformed;
+    return Verdict{r, std::string(st.message())};
+  }
+  for (size_t i = 0; i < m.members.size(); ++i) {
+    reports_[m.members[i]] = m.reports[i];
+    list_report(m.members[i]);
+  }
+  if (secagg_.phase_complete()) advance_secagg();
+  Verdict v;
+  v.whole = true;
+  return v;
+}
+
 }  // namespace fedrt::protocol

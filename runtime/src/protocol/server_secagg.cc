@@ -107,6 +107,24 @@ Status ServerSecAgg::on_message(uint32_t agent, int phase, const RoundId& id, co
   return Status::Ok();
 }
 
+Status ServerSecAgg::on_masked_sum(const std::vector<uint32_t>& agents, const uint32_t* ysum, uint32_t dim) {
+  if (phase_ != 3) return Status(StatusCode::kAborted, fmt::format("masked inputs while phase {} is open", phase_));
+  if (dim != p_.dim)
+    return Status(StatusCode::kOutOfRange, fmt::format("masked sum has {} values, expected {}", dim, p_.dim));
+  std::vector<uint32_t> ids;
+  for (uint32_t a : agents) {
+    if (!member(a)) return Status(StatusCode::kFailedPrecondition, fmt::format("agent {} is not sampled in this round", a));
+    const uint32_t u = static_cast<uint32_t>(id_of_[a]);
+    if (!expected_[u]) return Status(StatusCode::kAborted, fmt::format("agent {} left the round", a));
+    if (answered_[u]) return Status(StatusCode::kAlreadyExists, fmt::format("agent {} already sent its masked input", a));
+    ids.push_back(u);
+  }
+  FEDRT_TRY(server_.on_masked_sum(ids.data(), ids.size(), ysum));
+  for (uint32_t u : ids) answered_[u] = 1;
+  up_ += 4ull * p_.dim * ids.size();  // what their masked inputs would have cost one by one
+  return Status::Ok();
+}
+
 void ServerSecAgg::on_disconnect(uint32_t agent) {
   if (phase_ == 0 || phase_ == 6 || !member(agent)) return;
   const uint32_t u = static_cast<uint32_t>(id_of_[agent]);
@@ -121,6 +139,12 @@ bool ServerSecAgg::phase_complete() const {
   for (uint32_t u = 0; u < p_.n; ++u)
     if (expected_[u] && !answered_[u]) return false;
   return true;
+}
+
+void ServerSecAgg::waiting_for(std::vector<uint32_t>& out) const {
+  out.clear();
+  for (uint32_t u = 0; u < p_.n && phase_ >= 1 && phase_ <= 5; ++u)
+    if (expected_[u] && !answered_[u]) out.push_back(agent_of_[u]);
 }
 
 uint32_t ServerSecAgg::answered() const {

@@ -123,6 +123,20 @@ Status SecAggServer::on_masked(uint32_t from, const uint32_t* y) {
   return Status::Ok();
 }
 
+Status SecAggServer::on_masked_sum(const uint32_t* ids, size_t count, const uint32_t* ysum) {
+  if (phase_ != Phase::kMasked) return Status::FailedPrecondition("secagg server: masked input outside round 2");
+  std::vector<char> seen(p_.n, 0);
+  for (size_t j = 0; j < count; ++j) {
+    const uint32_t from = ids[j];
+    if (from >= p_.n || !u2_[from]) return Status::InvalidArgument("secagg server: masked input from a device that did not share keys");
+    if (u3_[from] || seen[from]) return Status::InvalidArgument("secagg server: duplicate masked input");
+    seen[from] = 1;
+  }
+  for (uint32_t i = 0; i < p_.dim; ++i) sum_[i] += ysum[i];  // wraps mod 2^32 by design
+  for (size_t j = 0; j < count; ++j) u3_[ids[j]] = 1;
+  return Status::Ok();
+}
+
 Status SecAggServer::close_masked() {
   if (phase_ != Phase::kMasked) return Status::FailedPrecondition("secagg server: round 2 not open");
   if (count(3) < p_.t)

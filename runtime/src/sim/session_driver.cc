@@ -116,7 +116,7 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
     Outgoing out;
     while (server_.next_outgoing(out)) {  // a parked agent holds no update: its result changes nothing
       if (out.kind != MessageKind::kRoundResult || !own_.owns(out.agent) || !seated(out.agent)) continue;
-      protocol::ServerSession& from = hub_.on() ? hub_.gateway_of(out.agent) : server_;
+      protocol::ServerSession& from = hub_.partial_round() ? hub_.gateway_of(out.agent) : server_;
       Status st = seat_of(out.agent).session.on_message(from.message(out, 0), seat_of(out.agent).output);
       if (!st.ok()) return AgentError(out.agent, st);
     }
@@ -185,9 +185,11 @@ Status SessionDriver::play_round(uint32_t round) {
       if (out.kind == MessageKind::kRoundResult) continue;  // results are finish()'s, after publish()
       const protocol::ServerMessage m = server_.message(out, 0);
       if (m.kind == MessageKind::kNone) continue;
+      if (hub_.on()) hub_.relayed(server_, out.agent, m.kind);
       if (m.kind == MessageKind::kSecAggSharesIn && !vanish.empty() && vanish[out.agent]) {
         dropped_[out.agent] = 1;  // it received its shares, then vanished before its masked input
         server_.set_connected(out.agent, false, 0);
+        if (hub_.on()) hub_.dropped(out.agent);
         continue;
       }
       const Status st = mine ? client->on_message(m, *reply) : Status::Ok();

@@ -46,4 +46,14 @@ struct Partial {
   std::vector<uint64_t> integer_sums;
 };
 
+// A gateway's masked inputs of one secure round (phase 3 of SecAgg+): their
+// sum modulo 2^32, with the members' reports. The coordinator unmasks the
+// round's total as if each input had come to it; it never sees one input.
+struct MaskedSum {
+  RoundId id;
+  std::vector<uint32_t> members;  // ascending
+  std::vector<WorkReport> reports;
+  std::vector<uint32_t> sum;
+};
+
 }  // namespace fedrt::protocol

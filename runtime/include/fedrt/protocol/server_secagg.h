@@ -33,6 +33,9 @@ class ServerSecAgg {
   Status on_message(uint32_t agent, int phase, const RoundId& id, const SecAggAdvertiseMsg* ad,
                     const SecAggSharesMsg* sh, const SecAggMaskedMsg* ma, const SecAggCheckMsg* ch,
                     const SecAggUnmaskMsg* un);
+  // Phase 3 through a gateway: the masked inputs of `agents` summed mod 2^32
+  // (dim values), checked like theirs one by one before anything moves.
+  Status on_masked_sum(const std::vector<uint32_t>& agents, const uint32_t* ysum, uint32_t dim);
   // A device's connection was lost: after advertising it is a dropout.
   void on_disconnect(uint32_t agent);
   // True when every device still expected in the phase answered.
@@ -42,6 +45,9 @@ class ServerSecAgg {
   Status advance(std::vector<uint32_t>& notify);
   bool finished() const { return phase_ == 6; }
   uint32_t answered() const;
+  // The agents the open phase still waits for, ascending (a gateway is told
+  // which of its devices owe a masked input).
+  void waiting_for(std::vector<uint32_t>& out) const;
   uint32_t n() const { return p_.n; }
 
   // What the server sends agent a in the current phase (views valid until the next call).

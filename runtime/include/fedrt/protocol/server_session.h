@@ -168,6 +168,9 @@ class ServerSession {
   // sums within what the members can add) before anything moves, then added
   // to the sums as if each member's update had come here.
   Verdict on_partial(const Partial& p, uint64_t now_ms);
+  // Coordinator: a gateway's sum of masked inputs in a secure round's phase
+  // 3, checked like its members' own inputs before anything moves.
+  Verdict on_masked_sum(const MaskedSum& m, uint64_t now_ms);
 
   // FedEM and VR-FedEM start each run with the exchange of V_{0,c} (round kInitRound).
   bool needs_initial_exchange() const { return core_.has_initial_exchange() && !init_done_; }

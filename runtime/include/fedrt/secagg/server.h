@@ -42,6 +42,9 @@ class SecAggServer {
   std::vector<ShareCiphertext> shares_for(uint32_t id) const;
   // Round 2: y_u, added to the running sum.
   Status on_masked(uint32_t from, const uint32_t* y);
+  // Round 2 through a gateway: sum_{u in ids} y_u mod 2^32 of `count` devices
+  // at once (each in U2, none in U3 yet, no id twice), checked before the sum moves.
+  Status on_masked_sum(const uint32_t* ids, size_t count, const uint32_t* ysum);
   Status close_masked();  // U3 = who sent a masked input
   // What the server sends device `id` (in U3): its neighbours in U3 (and itself).
   std::vector<uint32_t> survivors_for(uint32_t id) const;

@@ -81,7 +81,7 @@ class SessionDriver {
   Status send(uint32_t agent, const protocol::ClientMessage& out);  // to the server (or the agent's gateway)
   // What agent c is sent: the coordinator's message, or its gateway's with gateways.
   protocol::Announcement announcement(uint32_t agent) {
-    return hub_.on() ? hub_.gateway_of(agent).announcement(agent, 0) : server_.announcement(agent, 0);
+    return hub_.partial_round() ? hub_.gateway_of(agent).announcement(agent, 0) : server_.announcement(agent, 0);
   }
   Status run_rounds(const std::function<Status(const DriverRound&)>& on_round);
   Status exchange();  // distributed: the messages of this step, to every replica
