@@ -15,20 +15,23 @@ find_library(FEDRT_PROTOBUF_LITE protobuf-lite REQUIRED)
 set(FEDRT_WIRE_OUT ${CMAKE_BINARY_DIR}/generated/wire)
 file(MAKE_DIRECTORY ${FEDRT_WIRE_OUT})
 add_custom_command(
-  OUTPUT ${FEDRT_WIRE_OUT}/fedrt.pb.cc ${FEDRT_WIRE_OUT}/fedrt.pb.h
+  OUTPUT ${FEDRT_WIRE_OUT}/fedrt.pb.cc ${FEDRT_WIRE_OUT}/fedrt.pb.h ${FEDRT_WIRE_OUT}/fedrt_gateway.pb.cc
+         ${FEDRT_WIRE_OUT}/fedrt_gateway.pb.h
   COMMAND protobuf::protoc --cpp_out=${FEDRT_WIRE_OUT} -I ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire
-          ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt.proto
-  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt.proto protobuf::protoc
-  COMMENT "protoc fedrt.proto (LITE_RUNTIME)")
+          ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt.proto ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt_gateway.proto
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt.proto ${CMAKE_CURRENT_SOURCE_DIR}/runtime/wire/fedrt_gateway.proto
+          protobuf::protoc
+  COMMENT "protoc fedrt.proto fedrt_gateway.proto (LITE_RUNTIME)")
 
 # Generated code: no warnings flags of ours.
-add_library(fedrt_wire_proto STATIC ${FEDRT_WIRE_OUT}/fedrt.pb.cc)
+add_library(fedrt_wire_proto STATIC ${FEDRT_WIRE_OUT}/fedrt.pb.cc ${FEDRT_WIRE_OUT}/fedrt_gateway.pb.cc)
 target_include_directories(fedrt_wire_proto SYSTEM PUBLIC ${FEDRT_WIRE_OUT} ${Protobuf_INCLUDE_DIRS})
 target_link_libraries(fedrt_wire_proto PUBLIC ${FEDRT_PROTOBUF_LITE})
 target_compile_options(fedrt_wire_proto PRIVATE -w)
 
 # The round protocol's messages and the task on the wire (frames, codec).
-add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/protobuf_codec.cc runtime/src/wire/protobuf_inbound.cc)
+add_library(fedrt_wire STATIC runtime/src/wire/frame.cc runtime/src/wire/protobuf_codec.cc runtime/src/wire/protobuf_inbound.cc
+  runtime/src/wire/gateway_codec.cc)
 target_link_libraries(fedrt_wire PUBLIC fedrt_config fedrt_wire_proto)
 
 # TLS (mbedTLS) for both sides: sessions, credentials, the random source.

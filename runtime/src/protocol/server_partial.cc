@@ -37,6 +37,35 @@ void ServerSession::set_served(uint32_t agent, bool served) {
   if (agent < agents_) served_[agent] = served ? 1 : 0;
 }
 
+void ServerSession::basis(RoundBasis& b) const {
+  b.id = id_;
+  export_state(b.state);
+  b.down_version = down_version_;
+  b.down_delta.assign(core_.chains(), {});
+  if (downlink_)
+    for (uint32_t k = 0; k < core_.chains(); ++k) b.down_delta[k] = down_delta_[k];
+  b.deadline_ms = deadline_ != kNoDeadline && deadline_ > now_ ? static_cast<uint32_t>(std::min<uint64_t>(deadline_ - now_, 0xFFFFFFFFu)) : 0;
+  b.secure = secure_ && id_.round != kInitRound;
+}
+
+Status ServerSession::open_from(const RoundBasis& b, uint64_t now_ms) {
+  if (!partial_) return Status::FailedPrecondition("open_from: not a gateway's session");
+  if (b.id.algorithm != id_.algorithm || b.id.run != id_.run)
+    return Status::InvalidArgument("open_from: a round of another algorithm or run than this session's");
+  if (state_ == State::kClosed) state_ = State::kIdle;  // a verdict that never came: the coordinator moved on
+  if (state_ == State::kOpen) close_partial("superseded");
+  if (state_ == State::kClosed) state_ = State::kIdle;
+  FEDRT_TRY(import_state(b.state));
+  if (downlink_) {
+    if (b.down_delta.size() != core_.chains()) return Status::InvalidArgument("open_from: one downlink delta per chain");
+    set_downlink_basis(b.down_version, b.down_delta.data());
+  }
+  if (b.id.round != kInitRound && needs_initial_exchange()) mark_initial_exchange_done();  // joined later
+  // The gateway hands its partial up a tenth of the time left before the coordinator's deadline.
+  deadline_ms_ = b.deadline_ms > 0 ? std::max<uint32_t>(1, b.deadline_ms - b.deadline_ms / 10) : 0;
+  return open_round(b.id.round, now_ms);
+}
+
 void ServerSession::set_downlink_basis(uint32_t version, const std::vector<uint8_t>* deltas) {
   if (!downlink_) return;
   down_version_ = version;

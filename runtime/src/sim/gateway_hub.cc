@@ -30,21 +30,17 @@ Status GatewayHub::init(const protocol::ServerOptions& so, uint32_t gateways) {
 }
 
 Status GatewayHub::open(ServerSession& root, uint32_t round) {
-  secure_ = root.task().secagg.enabled && round != protocol::kInitRound;
+  (void)round;
+  secure_ = root.task().secagg.enabled && root.current().round != protocol::kInitRound;
   std::fill(sent_.begin(), sent_.end(), 0);
   if (secure_) {
     for (auto& s : summers_) s.begin(root.current());
     return Status::Ok();
   }
-  root.export_state(state_);
-  std::vector<uint8_t> deltas[task::kMaxSegments];
-  for (uint32_t k = 0; k < root.core().chains(); ++k) deltas[k] = root.downlink_delta(k);
+  root.basis(basis_);
   for (uint32_t g = 0; g < gateways_.size(); ++g) {
     ServerSession& gw = gateways_[g];
-    FEDRT_TRY(gw.import_state(state_));
-    gw.set_downlink_basis(root.downlink_version(), deltas);
-    if (round != protocol::kInitRound && gw.needs_initial_exchange()) gw.mark_initial_exchange_done();  // joined later
-    FEDRT_TRY(gw.open_round(round, 0));
+    FEDRT_TRY(gw.open_from(basis_, 0));
     protocol::Outgoing out;
     while (gw.next_outgoing(out)) {
     }  // the driver announces from the coordinator's outbox, with the gateway's contents

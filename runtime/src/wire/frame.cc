@@ -52,8 +52,12 @@ bool ParseEnvelope(const std::string& body, Envelope& env, WireError& error) {
     error = {ERROR_MALFORMED, fmt::format("undecodable message ({} bytes)", body.size())};
     return false;
   }
-  if (env.body_case() == Envelope::BODY_NOT_SET) {
+  if (env.body_case() == Envelope::BODY_NOT_SET && env.gateway().empty()) {
     error = {ERROR_MALFORMED, "empty or unknown message"};
+    return false;
+  }
+  if (env.body_case() != Envelope::BODY_NOT_SET && !env.gateway().empty()) {
+    error = {ERROR_MALFORMED, "a message and a gateway-link message in one envelope"};
     return false;
   }
   return true;

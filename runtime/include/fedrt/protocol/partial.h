@@ -56,4 +56,25 @@ struct MaskedSum {
   std::vector<uint32_t> sum;
 };
 
+// Coordinator -> gateway: what a round opens with. The coordinator's server
+// state and its compressed downlink's version and last delta per chain, from
+// which the gateway's partial session announces what the coordinator would
+// (ServerSession::basis, open_from).
+struct RoundBasis {
+  RoundId id;
+  std::vector<double> state;
+  uint32_t down_version = 0;
+  std::vector<std::vector<uint8_t>> down_delta;  // per chain
+  uint32_t deadline_ms = 0;
+  bool secure = false;
+};
+
+// Coordinator -> gateway: the round closed with these of its agents, and
+// (LSA) the model their round results carry.
+struct RoundVerdict {
+  RoundId id;
+  std::vector<uint32_t> included;
+  std::vector<double> model;
+};
+
 }  // namespace fedrt::protocol

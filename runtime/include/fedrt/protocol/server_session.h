@@ -152,6 +152,11 @@ class ServerSession {
   // Gateway: once round_closed(), the round's sums and its members' records
   // (the sums are moved out: a second call finds them zero).
   Status export_partial(Partial& out);
+  // Coordinator: what the open round's gateways start from.
+  void basis(RoundBasis& out) const;
+  // Gateway: takes the coordinator's state and opens the same round; a
+  // secure round only records its id (the gateway relays it).
+  Status open_from(const RoundBasis& b, uint64_t now_ms);
   // Gateway: the compressed downlink's version and last delta per chain,
   // as the coordinator's session holds them (with its state, imported
   // before open_round).

@@ -54,7 +54,7 @@ class GatewayHub {
   std::vector<protocol::MaskedSummer> summers_;
   std::vector<char> sent_;  // per gateway: this round's partial went up
   bool secure_ = false;
-  std::vector<double> state_;
+  protocol::RoundBasis basis_;
   protocol::Partial partial_;
   protocol::MaskedSum masked_;
   std::vector<uint32_t> included_, waiting_;
