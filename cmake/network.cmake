@@ -78,7 +78,8 @@ add_library(fedrt_keys STATIC
   runtime/src/keys/watch.cc
   runtime/src/keys/registry.cc
   runtime/src/keys/revocations.cc
-  runtime/src/keys/private_file.cc)
+  runtime/src/keys/private_file.cc
+  runtime/src/keys/gateways.cc)
 target_link_libraries(fedrt_keys PUBLIC fedrt_tls fmt::fmt)
 
 # The operator's view: the fleet monitor, the HTTP endpoint and its dashboard.
@@ -108,6 +109,8 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/startup_checks.cc
   runtime/src/coordinator/coordinator.cc
   runtime/src/coordinator/device_messages.cc
+  runtime/src/coordinator/gateway_links.cc
+  runtime/src/coordinator/broadcast_stream.cc
   runtime/src/coordinator/operator.cc
   runtime/src/coordinator/accept.cc
   runtime/src/coordinator/cli.cc
@@ -126,6 +129,12 @@ add_executable(fedrt-status runtime/apps/fedrt_status.cc)
 target_link_libraries(fedrt-status PRIVATE fedrt_coordinator fedrt_cli nlohmann_json::nlohmann_json)
 add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)
 target_link_libraries(fedrt-coordinator PRIVATE fedrt_coordinator fedrt_cli)
+
+# The gateway (docs/gateways.md): the coordinator's connections downstream, one link upstream.
+add_library(fedrt_gateway STATIC runtime/src/gateway/gateway.cc runtime/src/gateway/upstream.cc)
+target_link_libraries(fedrt_gateway PUBLIC fedrt_coordinator)
+add_executable(fedrt-gateway runtime/apps/fedrt_gateway.cc)
+target_link_libraries(fedrt-gateway PRIVATE fedrt_gateway fedrt_cli)
 
 if(FEDRT_BUILD_BENCH)
   # Load benchmark (./fedrt bench runs it after fedrt-bench).

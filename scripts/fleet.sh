@@ -6,7 +6,12 @@
 #   scripts/fleet.sh --config EXPERIMENT.toml [--native N] [--aarch64 N] [--armhf N]
 #                    [--cortex-m4 N] [--out DIR] [--auth psk|cert|mixed]
 #                    [--bin DIR] [--aarch64-bin DIR] [--armhf-bin DIR]
-#                    [--timeout SECONDS] [--http [ADDRESS:]PORT] [-- COORDINATOR_ARGS...]
+#                    [--timeout SECONDS] [--http [ADDRESS:]PORT] [--gateways G] [-- COORDINATOR_ARGS...]
+#
+# --gateways G: G fedrt-gateway processes between the devices and the
+# coordinator, device i behind gateway i mod G (docs/gateways.md); each hands
+# the coordinator one aggregate per round. Devices behind gateways use their
+# PSKs (native, aarch64, armhf).
 #
 # Without device counts, an experiment with [data] shards gets one native
 # device per shard file.
@@ -32,7 +37,7 @@ BIN="$ROOT/build/release/bin"
 AARCH64_BIN="$ROOT/build/aarch64/bin"
 ARMHF_BIN="$ROOT/build/armhf/bin"
 CONFIG="" OUT="out/fleet" AUTH="" TIMEOUT=600 HTTP=""
-N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0
+N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0 N_GATEWAYS=0
 EXTRA=()
 
 # Exit codes as every fedrt program's (docs/cli.md, "Exit codes"): 0 done,
@@ -63,6 +68,7 @@ while (($#)); do
     --armhf-bin) ARMHF_BIN="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --http) HTTP="$2"; shift 2 ;;
+    --gateways) N_GATEWAYS="$(count_arg "$1" "$2")" || exit 2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) die "unknown argument '$1'" ;;
   esac
@@ -137,8 +143,15 @@ kind_of() {
 
 mkdir -p "$OUT/devices" "$OUT/logs"
 rm -rf "$OUT/keys" "$OUT/coordinator.db" "$OUT/coordinator.db-wal" "$OUT/coordinator.db-shm" "$OUT/coordinator.db.rounds" \
-  "$OUT"/devices/* "$OUT"/logs/*.log "$OUT/port" "$OUT/devices.tsv"
+  "$OUT"/devices/* "$OUT"/logs/*.log "$OUT/port" "$OUT"/gw*.port "$OUT/devices.tsv"
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$DEVICES" >/dev/null || { echo "fleet: error: provisioning failed" >&2; exit 1; }
+if ((N_GATEWAYS > 0)); then
+  ((N_CORTEX_M4 == 0)) || die "--gateways: Cortex-M4 devices reach a gateway over a serial line, not yet from fleet.sh"
+  [[ -x "$BIN/fedrt-gateway" ]] || fail "$BIN/fedrt-gateway not built (./fedrt build)"
+  "$BIN/fedrt-keys" gateways --keys "$OUT/keys" --count "$N_GATEWAYS" >/dev/null 2>&1 \
+    || { echo "fleet: error: provisioning the gateways failed" >&2; exit 1; }
+  AUTH=psk
+fi
 
 PIDS=()
 cleanup() {
@@ -184,6 +197,18 @@ if [[ -n "$HTTP" ]]; then  # the dashboard's address on a line of its own, near 
   [[ -n "$url" ]] && echo "[fleet] dashboard $url" >&2
 fi
 
+GATEWAY_PORTS=()
+for ((g = 0; g < N_GATEWAYS; g++)); do
+  gid="$(printf 'gw%02d' "$g")"
+  "$BIN/fedrt-gateway" --coordinator "127.0.0.1:$PORT" --id "$gid" --keys "$OUT/keys/gateways/$gid" --port 0 \
+    --port-file "$OUT/$gid.port" 2>"$OUT/logs/$gid.log" &
+  PIDS+=($!)
+  for _ in $(seq 1 100); do [[ -s "$OUT/$gid.port" ]] && break; sleep 0.1; done
+  [[ -s "$OUT/$gid.port" ]] || fail "gateway $gid did not start (see $OUT/logs/$gid.log)"
+  GATEWAY_PORTS+=("$(cat "$OUT/$gid.port")")
+done
+((N_GATEWAYS == 0)) || echo "[fleet] $N_GATEWAYS gateways on ports ${GATEWAY_PORTS[*]}" >&2
+
 for ((i = 0; i < DEVICES; i++)); do
   id="$(printf 'dev%04d' "$i")"
   kind="$(kind_of "$i")"
@@ -209,7 +234,9 @@ for ((i = 0; i < DEVICES; i++)); do
   esac
   data=()
   [[ -z "$SHARDS" ]] || data=(--data "${SHARDS//\{id\}/$i}")
-  "${launch[@]}" --coordinator "127.0.0.1:$PORT" --id "$id" "${cred[@]}" "${data[@]}" \
+  target="$PORT"
+  ((N_GATEWAYS == 0)) || target="${GATEWAY_PORTS[$((i % N_GATEWAYS))]}"
+  "${launch[@]}" --coordinator "127.0.0.1:$target" --id "$id" "${cred[@]}" "${data[@]}" \
     --state "$OUT/devices/$id" 2>"$log" &
   PIDS+=($!)
 done

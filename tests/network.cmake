@@ -30,7 +30,7 @@ add_executable(fedrt_net_integration_tests net/fleet_test.cc net/family_fleet_te
   net/generated_blind_test.cc net/http_test.cc net/keys_live_test.cc net/refusal_flood_test.cc
   net/idle_timeout_test.cc net/exit_codes_test.cc net/coordinator_bad_shard_test.cc net/privacy_fleet_test.cc
   net/privacy_dist_fleet_test.cc net/poison_test.cc net/state_rollback_test.cc net/bounds_test.cc
-  net/http_bounds_test.cc)
+  net/http_bounds_test.cc net/gateway_fleet_test.cc)
 target_link_libraries(fedrt_net_integration_tests PRIVATE fedrt_net fedrt_sim GTest::gtest_main)
 target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
@@ -38,7 +38,7 @@ target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp"
   FEDRT_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data"
   FEDRT_EXAMPLES_DIR="${PROJECT_SOURCE_DIR}/examples")
-add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-device fedrt-keys fedrt-sim
+add_dependencies(fedrt_net_integration_tests fedrt-coordinator fedrt-gateway fedrt-device fedrt-keys fedrt-sim
   fedrt-test-device fedrt-test-coordinator)
 # Under a second each (run in the sanitizer pass too): security refusals, unsampled update.
 set(FEDRT_NET_FAST "SecurityTest.*:HttpTest.*:HttpBoundsTest.*:HttpToken.*:NetTest.FloodOf*:NetTest.FloodFrom*:NetTest.IdleHalfOpen*:NetTest.ConnectionsBeyond*:NetTest.DeviceWith*:NetTest.UpdateFromUnsampledDeviceIsRejected:NetTest.CompressedDownlinkIsRefusedByTheCoordinator:NetTest.PrivacyBudgetBelowOneRoundIsRefusedByTheCoordinator:SecAggFleetTest.CoordinatorRefusesSecureAggregationSettingsItCannotRun")

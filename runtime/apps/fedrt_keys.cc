@@ -21,6 +21,7 @@
 
 #include "fedrt/log/log.h"
 #include "fedrt/cli/parse.h"
+#include "fedrt/keys/gateways.h"
 #include "fedrt/keys/provision.h"
 
 namespace {
@@ -83,10 +84,33 @@ int main(int argc, char** argv) {
                    "the coordinator's key and certificate (signed by the same CA: devices accept it unchanged)");
   fedrt::log::AddLevelFlag(*rotate, log_level);
 
+  std::string gw_keys;
+  int gw_count = 1;
+  CLI::App* gateways = app.add_subcommand(
+      "gateways", "credentials for G gateways (docs/gateways.md): device index i behind gateway gw(i mod G); "
+                  "KEYS/gateways.tsv for the coordinator, KEYS/gateways/ID for each gateway");
+  gateways->add_option("--keys", gw_keys, "keys folder written by fedrt-keys --out")->required();
+  gateways->add_option("--count", gw_count, "number of gateways G (default 1)");
+  fedrt::log::AddLevelFlag(*gateways, log_level);
+
   if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   (void)fedrt::log::SetLevel(log_level);  // checked by the flag
   auto& log = fedrt::log::Get("fedrt-keys");
 
+  auto no_folder_ = [](const std::string& dir) {
+    std::error_code ec;
+    return !std::filesystem::is_directory(dir, ec);
+  };
+  if (gateways->parsed()) {
+    if (no_folder_(gw_keys)) return Usage(fmt::format("keys folder '{}' not found", gw_keys));
+    if (gw_count <= 0 || gw_count > 4096) return Usage(fmt::format("--count must be in 1..4096, got {}", gw_count));
+    auto dirs = fedrt::net::ProvisionGateways(gw_keys, static_cast<uint32_t>(gw_count));
+    if (!dirs.ok()) return Fail(dirs.status());
+    for (const auto& d : *dirs) fmt::print("gateway dir={}\n", d);
+    log.info("{} gateway{} in {}: gateways.tsv for the coordinator, each folder for its gateway", dirs->size(),
+             dirs->size() == 1 ? "" : "s", gw_keys);
+    return 0;
+  }
   if (add->parsed() || revoke->parsed() || rotate->parsed()) {
     if (out_opt->count() + devices_opt->count() + prefix_opt->count() + force_opt->count() > 0)
       return Usage(fmt::format("--out/--devices/--prefix/--force before the subcommand make a new fleet; '{}' works on --keys DIR",

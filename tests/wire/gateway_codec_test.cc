@@ -129,6 +129,9 @@ TEST(GatewayCodec, WhatCannotBeALinkMessageIsRefused) {
   EXPECT_NE(std::string(st.message()).find("a sum of 2 values for 3 coordinates"), std::string::npos) << st.message();
   s->set_size(0);
   EXPECT_FALSE(Decode(a, p).ok());  // values for no coordinate
+  s->set_size(2);
+  s->clear_layers();
+  EXPECT_TRUE(Decode(a, p).ok());  // a zero sum: no layer
   GatewayRound r;
   r.add_state(std::numeric_limits<double>::quiet_NaN());
   protocol::RoundBasis b;

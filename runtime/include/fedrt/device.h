@@ -32,7 +32,7 @@ struct DeviceCredentials {
 struct UserModel;  // fedrt/user_model.h
 
 struct DeviceConfig {
-  std::string coordinator;          // "HOST:PORT"
+  std::string coordinator;          // "HOST:PORT", or "HOST:PORT,HOST:PORT,...": fallbacks tried in turn
   std::string id;                   // device id: the PSK identity or the certificate's CN
   DeviceCredentials credentials;
   std::string state_dir;            // the session's state survives restarts there; empty = in memory only

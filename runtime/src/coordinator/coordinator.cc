@@ -40,6 +40,7 @@ Status Coordinator::init() {
                    registry_.provisioned(), agents);
   FEDRT_TRY(tls_.init(keys + "/ca.crt", keys + "/coordinator.crt", keys + "/coordinator.key", registry_.entries(),
                       opt_.network.auth, opt_.network.psk_forward_secrecy, opt_.network.tls_min_version == "1.2"));
+  FEDRT_TRY(load_gateways());
   auto st = StateStore::Open(opt_.network.state, opt_.accept_rollback);
   if (!st.ok()) return st.status();
   store_ = std::move(*st);
@@ -82,8 +83,10 @@ Status Coordinator::init() {
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     asio::post(io_, [this, r = Revocation{registry_.id_of(agent), now, why}] { revoke(r); });
   };
+  fo.gateways = gateways_.empty() ? nullptr : this;
   auto send = [this](uint32_t agent, const wire::Envelope& env) {
     if (Connection* c = registry_.connection(agent)) c->send(env);
+    else if (routed(agent)) relay(agent, env);
   };
   auto stream = [this](uint32_t agent, FleetRounds::Source source) {
     if (Connection* c = registry_.connection(agent)) c->stream(std::move(source));
@@ -214,6 +217,13 @@ void Coordinator::on_closed(Connection& c, const std::string& why) {
       if (was_ready) rounds_.set_connected(agent, false, now_ms());
     }
   }
+  if (auto g = gateway_of_conn_.find(&c); g != gateway_of_conn_.end()) {
+    if (gateways_[g->second].conn == &c) {
+      CoordinatorLog("disconnected gateway={} reason={}", gateways_[g->second].id, why);
+      gateway_down(g->second, why);
+    }
+    gateway_of_conn_.erase(g);
+  }
   handshaking_.erase(c.serial());
   if (auto it = conns_.find(&c); it != conns_.end()) {
     auto keep = it->second;  // alive until the current handler returns
@@ -236,6 +246,17 @@ void Coordinator::on_frame(Connection& c, const std::string& body) {
     return;
   }
   if (c.agent() >= 0) heard_ms_[static_cast<size_t>(c.agent())] = now_ms();
+  if (!env.gateway().empty()) {
+    on_gateway_frame(c, env);
+    after_event();
+    return;
+  }
+  if (gateway_of_conn_.count(&c) != 0) {
+    refused("rejected/gateway_link", "rejected gateway={} peer={} reason=malformed: a device's message on a gateway "
+            "link (connection closed)", c.identity(), c.peer());
+    c.send_error(wire::ERROR_MALFORMED, "a gateway sends gateway-link messages only", true);
+    return;
+  }
   if (c.state() == Connection::State::kRegistered && env.body_case() == wire::Envelope::kHeartbeat) {
     if (!c.charge()) flooded(c, "heartbeats");
     return;

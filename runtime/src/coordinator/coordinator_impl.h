@@ -27,7 +27,9 @@
 #include "fedrt/keys/watch.h"
 #include "fedrt/coordinator/admission.h"
 #include "fedrt/coordinator/refusal_log.h"
+#include "fedrt/keys/gateways.h"
 #include "fedrt/keys/registry.h"
+#include "fedrt_gateway.pb.h"
 #include "fedrt/coordinator/state_store.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/report/evaluation.h"
@@ -36,7 +38,7 @@ namespace fedrt::net::detail {
 
 using Registry = DeviceRegistry;
 
-class Coordinator : public ConnectionOwner {
+class Coordinator : public ConnectionOwner, public GatewayRoute {
  public:
   explicit Coordinator(const CoordinatorOptions& opt)
       : opt_(opt),
@@ -53,8 +55,27 @@ class Coordinator : public ConnectionOwner {
   TlsServerConfig& tls() override { return tls_; }
   asio::io_context& io() override { return io_; }
   bool log_refusal(std::string_view key) override { return refusals_.admit(key, std::chrono::steady_clock::now()); }
+  // GatewayRoute (gateway_links.cc).
+  bool routed(uint32_t agent) const override;
+  void round_opened(const protocol::ServerSession& session) override;
+  void masked_wanted(const protocol::ServerSession& session) override;
+  void round_published(const protocol::ServerSession& session) override;
 
  private:
+  // Gateways (gateway_links.cc, docs/gateways.md).
+  struct GatewayLink {
+    std::string id;
+    std::vector<uint32_t> agents;  // provisioned behind it
+    Connection* conn = nullptr;
+    bool welcomed = false;
+  };
+  Status load_gateways();
+  void on_gateway_frame(Connection& c, const wire::Envelope& env);
+  void send_gateway(size_t g, const wire::GatewayEnvelope& ge);
+  void relay(uint32_t agent, const wire::Envelope& env);  // to a device behind its gateway
+  void gateway_down(size_t g, const std::string& why);
+  void device_down(uint32_t agent, const std::string& why);
+
   Status prepare_task();
   Status listen();
   Status serve_http();
@@ -134,6 +155,11 @@ class Coordinator : public ConnectionOwner {
   std::unique_ptr<HttpEndpoint> http_;     // --http: serves monitor_
   std::unique_ptr<KeysWatch> keys_;        // `keys add` / `keys revoke` while running
   asio::steady_timer keys_timer_{io_};
+  std::vector<GatewayLink> gateways_;
+  std::map<std::string, size_t> gateway_index_;
+  std::unordered_map<const Connection*, size_t> gateway_of_conn_;
+  std::vector<int> via_;      // per agent: the gateway it is up behind, or -1
+  std::vector<int> allowed_;  // per agent: the gateway provisioned for it, or -1
 };
 
 }  // namespace fedrt::net::detail

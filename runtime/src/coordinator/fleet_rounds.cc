@@ -7,7 +7,7 @@
 
 #include "fedrt/coordinator/log.h"
 #include "fedrt/tls/tls.h"
-#include "fedrt/protocol/chunk_cursor.h"
+#include "fedrt/coordinator/broadcast_stream.h"
 
 namespace fedrt::net {
 
@@ -168,6 +168,8 @@ Status FleetRounds::open(uint64_t now_ms) {
   CoordinatorLog("open alg={} run={} round={} sampled={}/{} local_steps={}", opt_.names[s.algorithm], s.run,
                  round_name(t), c.sampled, agents_, c.local_steps);
   events_->round_opened(protocol::RoundId{s.algorithm, s.run, t}, c.sampled);
+  masked_told_ = false;
+  if (opt_.gateways != nullptr && session_->round_open()) opt_.gateways->round_opened(*session_);
   if (opt_.task.secagg.enabled && t != protocol::kInitRound && session_->secagg().phase() == 1) {
     const secagg::RoundParams& p = session_->secagg().params();
     events_->secagg_phase(1, p.n);
@@ -180,9 +182,16 @@ Status FleetRounds::open(uint64_t now_ms) {
 void FleetRounds::deliver(uint64_t now_ms) {
   protocol::Outgoing out;
   while (session_ != nullptr && session_->next_outgoing(out)) {
+    const bool routed = opt_.gateways != nullptr && out.agent < agents_ && opt_.gateways->routed(out.agent);
     if (out.kind == MessageKind::kAnnouncement) {
-      announce(out.agent, now_ms);
+      if (routed) events_->announced(out.agent);  // its gateway announces, from the round's basis
+      else announce(out.agent, now_ms);
       continue;
+    }
+    if (routed && out.kind == MessageKind::kRoundResult) continue;  // in its gateway's verdict
+    if (routed && out.kind == MessageKind::kSecAggSharesIn && !masked_told_) {
+      masked_told_ = true;  // before the first relayed shares: the gateways learn who owes a masked input
+      opt_.gateways->masked_wanted(*session_);
     }
     protocol::ServerMessage m = session_->message(out, now_ms);
     if (opt_.faults != nullptr) opt_.faults->sending(*session_, out.agent, m);
@@ -207,12 +216,7 @@ void FleetRounds::set_chunk_limit(uint32_t agent, uint32_t bytes) {
 void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
   protocol::Announcement a = session_->announcement(agent, now_ms);
   const uint64_t total = 8ull * a.model.size;
-  const uint32_t limit = agent < agents_ ? chunk_limit_[agent] : task::kChunkBytes;
-  const bool chunked = total > limit;
-  if (chunked) {
-    a.model_bytes = total;
-    a.model = protocol::View<double>{};
-  }
+  const bool chunked = CutAnnouncement(a, agent < agents_ ? chunk_limit_[agent] : task::kChunkBytes);
   wire::Envelope env;
   wire::Encode(a, env);
   if (agent < agents_) {
@@ -223,25 +227,16 @@ void FleetRounds::announce(uint32_t agent, uint64_t now_ms) {
   events_->announced(agent);
   send_(agent, env);
   if (!chunked) return;
-  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "chunks are the model's little-endian float64 bytes");
-  const protocol::RoundId id = a.id;
-  const protocol::View<uint8_t> model{reinterpret_cast<const uint8_t*>(session_->announced_model().data),
-                                      static_cast<uint32_t>(total)};
-  auto cursor = std::make_shared<protocol::ChunkCursor>();
-  cursor->start(id, 1, &model, nullptr, limit);
-  stream_(agent, [this, agent, id, cursor](wire::Envelope& next) {
-    if (session_ == nullptr || !session_->round_open() || session_->current() != id) return false;
-    cursor->repoint(reinterpret_cast<const uint8_t*>(session_->announced_model().data));
-    protocol::Chunk c;
-    if (!cursor->next(c)) return false;
-    wire::Encode(c, next);
-    if (agent < bytes_down_.size()) {
-      const uint64_t bytes = next.ByteSizeLong() + 4;
-      bytes_down_[agent] += bytes;
-      events_->traffic(agent, 0, bytes);
-    }
-    return true;
-  });
+  auto model = [this](const protocol::RoundId& id) -> const double* {
+    if (session_ == nullptr || !session_->round_open() || session_->current() != id) return nullptr;
+    return session_->announced_model().data;
+  };
+  auto sent = [this, agent](uint64_t bytes) {
+    if (agent >= bytes_down_.size()) return;
+    bytes_down_[agent] += bytes;
+    events_->traffic(agent, 0, bytes);
+  };
+  stream_(agent, BroadcastChunks(a.id, total, agent < agents_ ? chunk_limit_[agent] : task::kChunkBytes, model, sent));
 }
 
 void FleetRounds::log_phases(uint64_t) {
@@ -344,6 +339,7 @@ void FleetRounds::pump(uint64_t now_ms) {
                         "(one wrong share could be its holder's or its dealer's)",
                         name, c.id.run, round_name(c.id.round), c.off_shares);
       session_->publish();
+      if (opt_.gateways != nullptr) opt_.gateways->round_published(*session_);
       deliver(now_ms);
       if (opt_.privacy != nullptr && c.id.round != protocol::kInitRound) {  // epsilon after this round
         auto eps = opt_.privacy->closed(c.id.algorithm, c.id.run, c.id.round, c.sampled, c.clip);
@@ -420,6 +416,30 @@ void FleetRounds::tick(uint64_t now_ms) {
   if (session_ == nullptr || !started_) return;
   session_->tick(now_ms);
   pump(now_ms);
+}
+
+protocol::Verdict FleetRounds::on_partial(const protocol::Partial& p, uint64_t now_ms) {
+  if (session_ == nullptr) return protocol::Verdict{protocol::Refusal::kFutureRound, "no round is open yet"};
+  const protocol::Verdict v = session_->on_partial(p, now_ms);
+  if (v.ok())
+    for (uint32_t a : p.members) events_->submitted(a);
+  pump(now_ms);
+  return v;
+}
+
+protocol::Verdict FleetRounds::on_masked_sum(const protocol::MaskedSum& m, uint64_t now_ms) {
+  if (session_ == nullptr) return protocol::Verdict{protocol::Refusal::kFutureRound, "no round is open yet"};
+  const protocol::Verdict v = session_->on_masked_sum(m, now_ms);
+  if (v.ok())
+    for (uint32_t a : m.members) events_->submitted(a);
+  pump(now_ms);
+  return v;
+}
+
+bool FleetRounds::basis(protocol::RoundBasis& out) const {
+  if (session_ == nullptr || !started_ || !session_->round_open()) return false;
+  session_->basis(out);
+  return true;
 }
 
 uint64_t FleetRounds::next_deadline_ms() const {

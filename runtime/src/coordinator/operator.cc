@@ -68,6 +68,13 @@ void Coordinator::revoke(const Revocation& r) {
   if (Connection* c = registry_.connection(agent)) {
     CoordinatorWarn("dropped device={} index={} peer={} reason=revoked", r.id, agent, c->peer());
     c->send_error(wire::ERROR_IDENTITY, fmt::format("device '{}' is revoked: {}", r.id, r.reason), true);
+  } else if (routed(agent)) {  // its gateway drops it and refuses it from then on
+    CoordinatorWarn("dropped device={} index={} via={} reason=revoked", r.id, agent, gateways_[via_[agent]].id);
+    wire::Envelope e;
+    e.mutable_error()->set_reason(wire::ERROR_IDENTITY);
+    e.mutable_error()->set_message(fmt::format("device '{}' is revoked: {}", r.id, r.reason));
+    relay(agent, e);
+    via_[agent] = -1;
   }
   maybe_start(false);
 }

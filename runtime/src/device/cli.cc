@@ -7,7 +7,10 @@
 namespace fedrt::net {
 
 void AddDeviceFlags(CLI::App& app, DeviceFlags& f) {
-  app.add_option("--coordinator", f.coordinator, "HOST:PORT of the coordinator")->required();
+  app.add_option("--coordinator", f.coordinator,
+                 "HOST:PORT of the coordinator (or a gateway); HOST:PORT,HOST:PORT,...: fallbacks tried in turn when "
+                 "a connection fails")
+      ->required();
   app.add_option("--id", f.id, "device id (the PSK identity / certificate CN)")->required();
   app.add_option("--key", f.key, "PSK file (hex); with --cert: the device's private key (PEM)")->required();
   app.add_option("--cert", f.cert, "device certificate (PEM): mutual certificate authentication");
@@ -27,11 +30,15 @@ void AddDeviceFlags(CLI::App& app, DeviceFlags& f) {
 
 Status DeviceConfigFromFlags(const DeviceFlags& f, DeviceConfig& c) {
   auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
-  std::string host;
-  uint16_t port = 0;
-  if (f.coordinator.rfind(':') == std::string::npos)
-    return bad("--coordinator must be HOST:PORT, got '" + f.coordinator + "'");
-  if (!ParseHostPort(f.coordinator, &host, &port)) return bad("--coordinator: bad port in '" + f.coordinator + "'");
+  for (size_t at = 0; at <= f.coordinator.size();) {
+    const size_t comma = std::min(f.coordinator.find(',', at), f.coordinator.size());
+    const std::string one = f.coordinator.substr(at, comma - at);
+    std::string host;
+    uint16_t port = 0;
+    if (one.rfind(':') == std::string::npos) return bad("--coordinator must be HOST:PORT, got '" + one + "'");
+    if (!ParseHostPort(one, &host, &port)) return bad("--coordinator: bad port in '" + one + "'");
+    at = comma + 1;
+  }
   c.coordinator = f.coordinator;
   c.id = f.id;
   c.credentials = {};

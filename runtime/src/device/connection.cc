@@ -88,20 +88,24 @@ Status DeviceConnection::connect(const std::atomic<bool>& cancel, bool* cancelle
       return Status::Ok();
     }
     reload_credentials();
-    Status st = tls_->connect(opt_.host, opt_.port, kReadTimeoutMs);
+    const size_t n = 1 + opt_.fallbacks.size();
+    const std::string& host = address_ % n == 0 ? opt_.host : opt_.fallbacks[address_ % n - 1].first;
+    const uint16_t port = address_ % n == 0 ? opt_.port : opt_.fallbacks[address_ % n - 1].second;
+    Status st = tls_->connect(host, port, kReadTimeoutMs);
     FEDRT_TRY(count_refusal(st));
     if (!st.ok()) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - last_ok_).count();
       if (waited > opt_.give_up_ms)
         return Status(StatusCode::kUnavailable,
-                      fmt::format("no connection to {}:{} for {} ms: {}", opt_.host, opt_.port, waited, st.message()));
+                      fmt::format("no connection to {}:{} for {} ms: {}", host, port, waited, st.message()));
+      ++address_;  // the next address (a fallback) for the next try
       log_("connect failed: {}; retry in {} ms", st.message(), backoff_);
       wait(backoff_, cancel);
       backoff_ = std::min<long>(backoff_ * 2, 3000);
       continue;
     }
-    log_("connected {}:{} tls={} suite={}", opt_.host, opt_.port, tls_->version(), tls_->suite());
+    log_("connected {}:{} tls={} suite={}", host, port, tls_->version(), tls_->suite());
     dec_ = wire::FrameDecoder();
     heartbeat_ms_ = 0;
     wire::Envelope hello;

@@ -37,8 +37,22 @@ bool ParseHostPort(const std::string& text, std::string* host, uint16_t* port) {
 
 Status DeviceOptionsFromConfig(const DeviceConfig& c, DeviceOptions& opt) {
   auto bad = [](std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); };
-  if (!ParseHostPort(c.coordinator, &opt.host, &opt.port))
-    return bad(fmt::format("coordinator: expected HOST:PORT (port 1..65535), got '{}'", c.coordinator));
+  opt.fallbacks.clear();
+  for (size_t at = 0, k = 0; at <= c.coordinator.size(); ++k) {  // HOST:PORT[,HOST:PORT...]: the first, then fallbacks
+    const size_t comma = std::min(c.coordinator.find(',', at), c.coordinator.size());
+    const std::string one = c.coordinator.substr(at, comma - at);
+    std::string host;
+    uint16_t port = 0;
+    if (!ParseHostPort(one, &host, &port))
+      return bad(fmt::format("coordinator: expected HOST:PORT[,HOST:PORT...] (port 1..65535), got '{}'", c.coordinator));
+    if (k == 0) {
+      opt.host = host;
+      opt.port = port;
+    } else {
+      opt.fallbacks.emplace_back(host, port);
+    }
+    at = comma + 1;
+  }
   if (c.id.empty()) return bad("id: empty (the device id is its PSK identity or certificate CN)");
   if (c.id.size() > 63) return bad(fmt::format("id: '{}' is longer than 63 characters", c.id));
   opt.id = c.id;

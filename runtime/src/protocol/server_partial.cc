@@ -46,6 +46,9 @@ void ServerSession::basis(RoundBasis& b) const {
     for (uint32_t k = 0; k < core_.chains(); ++k) b.down_delta[k] = down_delta_[k];
   b.deadline_ms = deadline_ != kNoDeadline && deadline_ > now_ ? static_cast<uint32_t>(std::min<uint64_t>(deadline_ - now_, 0xFFFFFFFFu)) : 0;
   b.secure = secure_ && id_.round != kInitRound;
+  b.refused.clear();
+  for (uint32_t c = 0; c < agents_; ++c)
+    if (refused_[c]) b.refused.push_back(c);
 }
 
 Status ServerSession::open_from(const RoundBasis& b, uint64_t now_ms) {
@@ -61,8 +64,15 @@ Status ServerSession::open_from(const RoundBasis& b, uint64_t now_ms) {
     set_downlink_basis(b.down_version, b.down_delta.data());
   }
   if (b.id.round != kInitRound && needs_initial_exchange()) mark_initial_exchange_done();  // joined later
-  // The gateway hands its partial up a tenth of the time left before the coordinator's deadline.
-  deadline_ms_ = b.deadline_ms > 0 ? std::max<uint32_t>(1, b.deadline_ms - b.deadline_ms / 10) : 0;
+  size_t r = 0;  // the coordinator's refusals: the same participants, the same SecAgg+ ids
+  for (uint32_t c = 0; c < agents_; ++c) {
+    const bool refused = r < b.refused.size() && b.refused[r] == c;
+    if (refused) ++r;
+    refused_[c] = refused ? 1 : 0;
+  }
+  // The gateway hands its partial up a tenth of the time left before the coordinator's deadline;
+  // a secure round's phases are the coordinator's (the gateway relays them).
+  deadline_ms_ = b.deadline_ms > 0 && !b.secure ? std::max<uint32_t>(1, b.deadline_ms - b.deadline_ms / 10) : 0;
   return open_round(b.id.round, now_ms);
 }
 

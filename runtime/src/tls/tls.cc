@@ -210,24 +210,20 @@ std::string PeerIdentity(TlsServerConfig& config, const mbedtls_ssl_context* ssl
   return "";
 }
 
-TlsClient::TlsClient() {
+TlsClientConfig::TlsClientConfig() {
   mbedtls_ssl_config_init(&conf_);
-  mbedtls_ssl_init(&ssl_);
-  mbedtls_net_init(&net_);
   mbedtls_x509_crt_init(&ca_);
   mbedtls_x509_crt_init(&cert_);
   mbedtls_pk_init(&key_);
 }
-TlsClient::~TlsClient() {
-  close();
+TlsClientConfig::~TlsClientConfig() {
   mbedtls_pk_free(&key_);
   mbedtls_x509_crt_free(&cert_);
   mbedtls_x509_crt_free(&ca_);
-  mbedtls_ssl_free(&ssl_);
   mbedtls_ssl_config_free(&conf_);
 }
 
-Status TlsClient::init(const TlsClientCredentials& creds) {
+Status TlsClientConfig::init(const TlsClientCredentials& creds) {
   FEDRT_TRY(rng_.init("fedrt-device-" + creds.identity));
   int rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
                                        MBEDTLS_SSL_PRESET_DEFAULT);
@@ -239,7 +235,8 @@ Status TlsClient::init(const TlsClientCredentials& creds) {
   // record buffers to that size once the handshake ends (docs/scale.md).
   if ((rc = mbedtls_ssl_conf_max_frag_len(&conf_, kDeviceMaxFragment)) != 0) return TlsFail("max_fragment_length", rc);
   mbedtls_ssl_conf_rng(&conf_, mbedtls_ctr_drbg_random, rng_.drbg());
-  if (!creds.psk_file.empty()) {
+  psk_ = !creds.psk_file.empty();
+  if (psk_) {
     auto psk = LoadPskFile(creds.psk_file);  // mbedTLS keeps (and zeroizes) its own copy; ours goes with `psk`
     if (!psk.ok()) return psk.status();
     rc = mbedtls_ssl_conf_psk(&conf_, psk->data(), psk->size(),
@@ -267,8 +264,23 @@ Status TlsClient::init(const TlsClientCredentials& creds) {
   }
   suites_.push_back(0);
   mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());
-  if ((rc = mbedtls_ssl_setup(&ssl_, &conf_)) != 0) return TlsFail("TLS setup", rc);
-  if (creds.psk_file.empty()) mbedtls_ssl_set_hostname(&ssl_, "fedrt-coordinator");
+  return Status::Ok();
+}
+
+TlsClient::TlsClient() {
+  mbedtls_ssl_init(&ssl_);
+  mbedtls_net_init(&net_);
+}
+TlsClient::~TlsClient() {
+  close();
+  mbedtls_ssl_free(&ssl_);
+}
+
+Status TlsClient::init(const TlsClientCredentials& creds) {
+  FEDRT_TRY(config_.init(creds));
+  int rc;
+  if ((rc = mbedtls_ssl_setup(&ssl_, config_.conf())) != 0) return TlsFail("TLS setup", rc);
+  if (!config_.psk()) mbedtls_ssl_set_hostname(&ssl_, "fedrt-coordinator");
   ssl_ready_ = true;
   return Status::Ok();
 }
@@ -285,7 +297,7 @@ Status TlsClient::connect(const std::string& host, uint16_t port, uint32_t read_
   const int one = 1;
   ::setsockopt(net_.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   // A busy coordinator serves handshakes one after the other: allow it time.
-  mbedtls_ssl_conf_read_timeout(&conf_, kHandshakeTimeoutMs);
+  mbedtls_ssl_conf_read_timeout(config_.conf(), kHandshakeTimeoutMs);
   mbedtls_ssl_set_bio(&ssl_, &net_, mbedtls_net_send, nullptr, RecvTimeoutPoll);
   while ((rc = mbedtls_ssl_handshake(&ssl_)) != 0) {
     if (rc != MBEDTLS_ERR_SSL_WANT_READ && rc != MBEDTLS_ERR_SSL_WANT_WRITE) {
@@ -295,7 +307,7 @@ Status TlsClient::connect(const std::string& host, uint16_t port, uint32_t read_
       return TlsFail("TLS handshake", rc);
     }
   }
-  mbedtls_ssl_conf_read_timeout(&conf_, read_timeout_ms);
+  mbedtls_ssl_conf_read_timeout(config_.conf(), read_timeout_ms);
   connected_ = true;
   received_ = false;
   return Status::Ok();

@@ -76,7 +76,7 @@ Status Decode(const PartialAggregate& in, protocol::Partial& out) {
     return Status(StatusCode::kInvalidArgument, fmt::format("partial: {} sums", in.sums_size()));
   for (const PartialSum& s : in.sums()) {
     const size_t n = s.size();
-    if ((n == 0) != (s.layers_size() == 0) || (n > 0 && static_cast<size_t>(s.layers_size()) % n != 0) ||
+    if ((n == 0 && s.layers_size() != 0) || (n > 0 && static_cast<size_t>(s.layers_size()) % n != 0) ||
         (n > 0 && static_cast<size_t>(s.layers_size()) / n > static_cast<size_t>(kMaxSumPieces)))
       return Status(StatusCode::kInvalidArgument, fmt::format("partial: a sum of {} values for {} coordinates", s.layers_size(), n));
     out.sums.push_back(protocol::PartialSum{s.size(), Vec<double>(s.layers())});
@@ -108,6 +108,7 @@ void Encode(const protocol::RoundBasis& b, GatewayRound* out) {
   for (const auto& d : b.down_delta) out->add_down_delta(std::string(d.begin(), d.end()));
   out->set_deadline_ms(b.deadline_ms);
   out->set_secure(b.secure);
+  for (uint32_t c : b.refused) out->add_refused(c);
 }
 
 Status Decode(const GatewayRound& in, protocol::RoundBasis& out) {
@@ -122,6 +123,7 @@ Status Decode(const GatewayRound& in, protocol::RoundBasis& out) {
   for (const std::string& d : in.down_delta()) out.down_delta.emplace_back(d.begin(), d.end());
   out.deadline_ms = in.deadline_ms();
   out.secure = in.secure();
+  out.refused = Vec<uint32_t>(in.refused());
   return Status::Ok();
 }
 

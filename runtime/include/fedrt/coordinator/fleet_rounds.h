@@ -47,6 +47,18 @@ class RoundFaults {
   virtual void sending(const protocol::ServerSession& session, uint32_t agent, protocol::ServerMessage& m) {}
 };
 
+// Agents behind gateways (docs/gateways.md): their announcements and round
+// results go as one message per gateway (a round's basis, its verdict), not
+// one per agent; their other messages go through Send, which relays them.
+class GatewayRoute {
+ public:
+  virtual ~GatewayRoute() = default;
+  virtual bool routed(uint32_t agent) const = 0;
+  virtual void round_opened(const protocol::ServerSession& session) = 0;
+  virtual void masked_wanted(const protocol::ServerSession& session) = 0;  // a secure round's phase 3 began
+  virtual void round_published(const protocol::ServerSession& session) = 0;
+};
+
 struct FleetRoundsOptions {
   task::Task task;
   protocol::View<double> initial;  // the family's initial iterate (the instance's, alive throughout)
@@ -62,6 +74,7 @@ struct FleetRoundsOptions {
   // Called after a secure round closed, for each agent convicted of wrong SecAgg+
   // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
   std::function<void(uint32_t agent, const std::string& why)> on_cheater;
+  GatewayRoute* gateways = nullptr;  // null: every agent connects here
 };
 
 class FleetRounds {
@@ -111,6 +124,13 @@ class FleetRounds {
   protocol::Verdict on_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in, uint64_t now_ms);
   void tick(uint64_t now_ms);
   uint64_t next_deadline_ms() const;
+  // A gateway's partial aggregate or masked sum for the open round
+  // (ServerSession::on_partial, on_masked_sum); the caller checked that its
+  // agents are that gateway's.
+  protocol::Verdict on_partial(const protocol::Partial& p, uint64_t now_ms);
+  protocol::Verdict on_masked_sum(const protocol::MaskedSum& m, uint64_t now_ms);
+  // The open round's basis, for a gateway that connects during it (false: none open).
+  bool basis(protocol::RoundBasis& out) const;
 
   // The result of a closed round for a device that restarted with its update
   // pending: false when the round is not closed (the device resubmits).
@@ -156,6 +176,8 @@ class FleetRounds {
   // Timing of the open round, for the log (latency per phase).
   std::chrono::steady_clock::time_point t_open_, t_phase_;
   std::vector<double> state_scratch_;
+  protocol::RoundId masked_wanted_{0, 0, protocol::kInitRound};  // the secure round whose phase 3 gateways were told of
+  bool masked_told_ = false;
   FleetEvents no_events_;
   FleetEvents* events_ = &no_events_;
 };

@@ -65,6 +65,7 @@ class DeviceConnection {
   wire::FrameDecoder dec_;
   DeviceSession::Sender sender_;
   long backoff_ = 100;
+  size_t address_ = 0;  // which of opt_.host:port and opt_.fallbacks the next connection tries
   int refusals_ = 0;  // handshakes in a row whose credentials the coordinator refused
   static constexpr int kMaxCredentialRefusals = 5;  // then the device stops with the reason
   std::chrono::steady_clock::time_point last_ok_;

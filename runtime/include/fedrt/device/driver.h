@@ -47,6 +47,9 @@ using DeviceLogLevel = fedrt::DeviceLogLevel;
 struct DeviceOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
+  // Further addresses tried in turn after a failed connection (gateways, the
+  // coordinator: docs/gateways.md); the device moves on only when a link fails.
+  std::vector<std::pair<std::string, uint16_t>> fallbacks;
   std::string id;
   TlsClientCredentials credentials;
   std::string state_dir;      // keeps the session's state across restarts; empty = in memory only

@@ -67,6 +67,7 @@ struct RoundBasis {
   std::vector<std::vector<uint8_t>> down_delta;  // per chain
   uint32_t deadline_ms = 0;
   bool secure = false;
+  std::vector<uint32_t> refused;  // never sampled (a secure round's device ids depend on who is)
 };
 
 // Coordinator -> gateway: the round closed with these of its agents, and

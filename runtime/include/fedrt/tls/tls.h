@@ -112,6 +112,29 @@ struct TlsClientCredentials {
   std::string key_file;
 };
 
+// A client configuration: TLS 1.3 first, PSK (with psk_dhe_ke) or a
+// certificate; used by the blocking TlsClient and by a gateway's upstream
+// link (gateway/upstream.h).
+class TlsClientConfig {
+ public:
+  TlsClientConfig();
+  ~TlsClientConfig();
+  TlsClientConfig(const TlsClientConfig&) = delete;
+  TlsClientConfig& operator=(const TlsClientConfig&) = delete;
+  Status init(const TlsClientCredentials& creds);
+  mbedtls_ssl_config* conf() { return &conf_; }
+  bool psk() const { return psk_; }
+
+ private:
+  TlsRandom rng_;
+  mbedtls_ssl_config conf_;
+  mbedtls_x509_crt ca_;
+  mbedtls_x509_crt cert_;
+  mbedtls_pk_context key_;
+  std::vector<int> suites_;
+  bool psk_ = false;
+};
+
 // A blocking client session (fedrt-device) over a TCP socket.
 class TlsClient {
  public:
@@ -136,14 +159,9 @@ class TlsClient {
   const char* version() const { return connected_ ? mbedtls_ssl_get_version(&ssl_) : ""; }
 
  private:
-  TlsRandom rng_;
-  mbedtls_ssl_config conf_;
+  TlsClientConfig config_;
   mbedtls_ssl_context ssl_;
   mbedtls_net_context net_;
-  mbedtls_x509_crt ca_;
-  mbedtls_x509_crt cert_;
-  mbedtls_pk_context key_;
-  std::vector<int> suites_;
   bool ssl_ready_ = false;
   bool connected_ = false;
   bool received_ = false;  // application data came in since the handshake

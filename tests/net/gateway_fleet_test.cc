@@ -1,0 +1,169 @@
+// Gateways on the real fleet (docs/gateways.md): fedrt-coordinator, three
+// fedrt-gateway processes and twelve fedrt-device processes over TLS on
+// loopback, device i behind gateway i mod 3. Every family, plain, compressed
+// (dithering with compression memory, a compressed downlink for EM) and with
+// SecAgg+: metrics.csv equals fedrt-sim's line for line, while the
+// coordinator registers no device itself and holds the three gateways'
+// connections only. A gateway killed mid-run: the round in flight closes
+// (with the devices that came back in time, or by its deadline and quorum),
+// the gateway's devices come back through their fallback address (the
+// coordinator) and later rounds include them.
+#include <dirent.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "net_harness.h"
+
+namespace fedrt::net::testing {
+namespace gateway_fleet {
+
+constexpr int kAgents = 12, kGateways = 3, kRounds = 5;
+
+struct Case {
+  std::string name;
+  std::string experiment;
+  std::string compression;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+const char* kOpt = "[problem]\nkind = \"lsq\"\nagents = 12\ndim = 5\n[algorithm]\nnames = [\"fedavg\", \"scaffold\", "
+                   "\"fedprox\", \"fedavg-rr\"]\nstep = 0.05\nlocal_steps = 10\n";
+const char* kEm = "[problem]\nkind = \"gmm\"\nagents = 12\n[algorithm]\nnames = [\"fedem\", \"fedem-naive\", "
+                  "\"vr-fedem\"]\n[gmm]\nbatch = 20\n";
+const char* kLsa = "[problem]\nkind = \"garnet\"\nheterogeneity = \"high\"\nagents = 12\n[algorithm]\nnames = "
+                   "[\"fedlsa\", \"scafflsa\", \"scafflsa-prob\"]\nstep = 0.01\nlocal_steps = 100\n";
+const char* kMemory = "[compression]\nquantizer = \"dither\"\nlevels = 4\ncontrol_variates = true\n";
+const char* kDown = "[compression]\nquantizer = \"dither\"\nlevels = 4\ndownlink = true\n";
+const char* kSecure = "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\nsecure_aggregation = true\n";
+
+std::vector<Case> Cases() {
+  return {{"sgd_plain", kOpt, ""}, {"sgd_memory", kOpt, kMemory}, {"sgd_secagg", kOpt, kSecure},
+          {"em_plain", kEm, ""},   {"em_downlink", kEm, kDown},   {"em_secagg", kEm, kSecure},
+          {"lsa_plain", kLsa, ""}, {"lsa_memory", kLsa, kMemory}, {"lsa_secagg", kLsa, kSecure}};
+}
+
+class GatewayFleetTest : public NetTest {
+ protected:
+  // The devices' keys, KEYS/gateways.tsv and a folder per gateway (before the coordinator starts: it reads them).
+  void ProvisionWithGateways() {
+    Provision(dir_ / "keys", kAgents);
+    const pid_t k = Spawn({Bin("fedrt-keys"), "gateways", "--keys", (dir_ / "keys").string(), "--count",
+                           std::to_string(kGateways)},
+                          dir_ / "keys.log");
+    ASSERT_EQ(Wait(k, 30000), 0) << ReadFile(dir_ / "keys.log");
+  }
+  // G gateways on free ports.
+  std::vector<int> StartGateways(int coordinator_port) {
+    std::vector<int> ports;
+    for (int g = 0; g < kGateways; ++g) {
+      const std::string id = "gw0" + std::to_string(g);
+      const fs::path port_file = dir_ / (id + ".port");
+      gateways_.push_back(Spawn({Bin("fedrt-gateway"), "--coordinator", "127.0.0.1:" + std::to_string(coordinator_port),
+                                 "--id", id, "--keys", (dir_ / "keys" / "gateways" / id).string(), "--port", "0",
+                                 "--port-file", port_file.string()},
+                                dir_ / (id + ".log")));
+      for (int i = 0; i < 300 && ReadFile(port_file).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ports.push_back(std::atoi(ReadFile(port_file).c_str()));
+      EXPECT_GT(ports.back(), 0) << ReadFile(dir_ / (id + ".log"));
+    }
+    return ports;
+  }
+  // Device i with its PSK, through `address` (HOST:PORT[,HOST:PORT...]).
+  pid_t StartPskDevice(int i, const std::string& address, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {extra.empty() ? Bin("fedrt-device") : TestBin("fedrt-test-device"),
+                                     "--coordinator", address, "--id", Id(i), "--key",
+                                     (dir_ / "keys" / "devices" / Id(i) / "device.psk").string(), "--state",
+                                     (dir_ / Id(i)).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Spawn(args, dir_ / (Id(i) + ".log"));
+  }
+  // Open TCP sockets of a process (its listening socket included).
+  static int Sockets(pid_t pid) {
+    int n = 0;
+    const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+    for (const auto& e : fs::directory_iterator(fds, std::filesystem::directory_options::skip_permission_denied)) {
+      std::error_code ec;
+      const fs::path target = fs::read_symlink(e.path(), ec);
+      if (!ec && target.string().rfind("socket:", 0) == 0) ++n;
+    }
+    return n;
+  }
+  std::vector<pid_t> gateways_;
+};
+
+class GatewayFamilies : public GatewayFleetTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(GatewayFamilies, MetricsEqualTheSimulatorsThroughThreeGateways) {
+  const Case& c = GetParam();
+  const auto cfg = WriteExperiment(c.experiment + "[participation]\nrate = 0.7\n[run]\nrounds = " +
+                                   std::to_string(kRounds) +
+                                   "\nruns = 1\nseed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\n"
+                                   "start_timeout_ms = 60000\n" + c.compression);
+  ProvisionWithGateways();
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const std::vector<int> gw = StartGateways(port);
+  for (int i = 0; i < kAgents; ++i) StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]));
+  int most_sockets = 0;
+  int rc = -1;
+  for (int waited = 0; waited < 120000 && rc == -1; waited += 50) {
+    most_sockets = std::max(most_sockets, Sockets(co));
+    rc = Wait(co, 50);
+  }
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_EQ(Count(log, "gateway gateway=gw0"), static_cast<size_t>(kGateways));
+  EXPECT_EQ(Count(log, "registered device="), 0u) << "a device connected to the coordinator itself";
+  EXPECT_EQ(Count(log, " via=gw0"), static_cast<size_t>(kAgents));
+  EXPECT_LE(most_sockets, 1 + kGateways) << "the coordinator's listening socket and one link per gateway";
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
+  ASSERT_GT(sim_csv.size(), static_cast<size_t>(kRounds));
+  ASSERT_EQ(fleet_csv.size(), sim_csv.size());
+  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  size_t handed_up = 0;
+  for (int g = 0; g < kGateways; ++g) {
+    const std::string gl = ReadFile(dir_ / ("gw0" + std::to_string(g) + ".log"));
+    handed_up += Count(gl, c.compression.find("secure") != std::string::npos ? " masked_sum round=" : " partial round=");
+  }
+  EXPECT_GT(handed_up, static_cast<size_t>(kRounds)) << "the gateways aggregated";
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, GatewayFamilies, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+TEST_F(GatewayFleetTest, AKilledGatewaysDevicesComeBackThroughTheirFallback) {
+  const auto cfg = WriteExperiment(std::string(kOpt) + "[run]\nrounds = 40\nruns = 1\nseed = 3\n[network]\n"
+                                   "deadline_ms = 1500\nquorum = 0.5\nstart_timeout_ms = 60000\n");
+  ProvisionWithGateways();
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const std::vector<int> gw = StartGateways(port);
+  for (int i = 0; i < kAgents; ++i)  // a gateway first, the coordinator as the fallback
+    StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]) + ",127.0.0.1:" + std::to_string(port),
+                   {"--delay-ms", "40"});
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", " round=5 agents=12/12", 60000)) << ReadFile(dir_ / "coordinator.log");
+  Kill(gateways_[0]);
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(log, "disconnected gateway=gw00"), 1u) << log;
+  // Every round of the run closed (the one in flight with the devices that came back in time, or by its
+  // deadline and quorum), none failed.
+  for (int t = 1; t <= 40; ++t)
+    EXPECT_EQ(Count(log, fmt::format("round alg=fedavg run=0 round={} agents=", t)), 1u) << "round " << t;
+  EXPECT_EQ(Count(log, "closed_by=failed"), 0u);
+  for (int i = 0; i < kAgents; i += kGateways)  // gw00's devices, now at the coordinator
+    EXPECT_GE(Count(log, "registered device=" + Id(i)), 1u) << Id(i);
+  EXPECT_NE(log.find("round=40 agents=12/12 closed_by=all"), std::string::npos) << "the last round includes everyone";
+}
+
+}  // namespace gateway_fleet
+}  // namespace fedrt::net::testing
