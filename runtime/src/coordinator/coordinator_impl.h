@@ -27,6 +27,7 @@
 #include "fedrt/keys/watch.h"
 #include "fedrt/coordinator/admission.h"
 #include "fedrt/coordinator/refusal_log.h"
+#include "fedrt/coordinator/transport.h"
 #include "fedrt/keys/registry.h"
 #include "fedrt/coordinator/state_store.h"
 #include "fedrt/problems/instance.h"
@@ -64,6 +65,8 @@ class Coordinator : public ConnectionOwner {
   void set_limits();
   void accept();
   void admit(asio::ip::tcp::socket sock);
+  // A new session on a transport (peer: its address, nullptr when it has none).
+  void admit(std::unique_ptr<Transport> transport, const asio::ip::address* peer);
   // A refusal's warning, written only while its key's quota lasts (refusals_).
   template <class... Args>
   void refused(std::string_view key, fmt::format_string<Args...> f, Args&&... args) {
