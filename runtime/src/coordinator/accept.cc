@@ -1,8 +1,8 @@
 // The coordinator's accept path (coordinator/coordinator.h): the open-file
 // limit, then what Admission (coordinator/admission.h) decides about each new
-// connection (an accepted socket, coordinator/transport.h) and each
-// registered device's silence, carried out on their transports; TCP keepalive
-// on admitted sockets. Refusals go
+// connection (an accepted socket, or a session beginning on a serial line,
+// coordinator/serial_line.h) and each registered device's silence, carried
+// out on their transports; TCP keepalive on admitted sockets. Refusals go
 // through the bounded refusal log (coordinator/refusal_log.h).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -173,6 +173,22 @@ void Coordinator::admit(std::unique_ptr<Transport> t, const asio::ip::address* p
   conns_.emplace(c.get(), c);
   handshaking_.emplace(c->serial(), c.get());
   c->pump();
+}
+
+// network.serial: each line is opened now (an error stops the start, naming
+// the line) and served once the run starts (run(): SerialLine::start).
+Status Coordinator::open_lines() {
+  for (const std::string& value : opt_.network.serial) {
+    auto spec = ParseSerialLine(value);  // (validated with the config)
+    if (!spec.ok()) return spec.status();
+    auto line = std::make_shared<SerialLine>(this, *spec, [this](std::unique_ptr<Transport> t) {
+      if (finished_) return t->close();
+      admit(std::move(t), nullptr);
+    });
+    FEDRT_TRY(line->open());
+    lines_.push_back(std::move(line));
+  }
+  return Status::Ok();
 }
 
 }  // namespace fedrt::net::detail

@@ -118,6 +118,7 @@ Status Coordinator::init() {
   for (const Revocation& r : *earlier)
     if (r.reason.rfind("secagg:", 0) == 0) revoke(r);
   FEDRT_TRY(listen());
+  FEDRT_TRY(open_lines());
   return serve_http();
 }
 
@@ -432,6 +433,7 @@ Status Coordinator::finish() {
   std::error_code ec;
   acceptor_.close(ec);
   accept_retry_.cancel();
+  for (const auto& line : lines_) line->stop();
   // Let the shutdown messages drain, then stop.
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));
   t->async_wait([this, t](const std::error_code&) { io_.stop(); });
@@ -441,6 +443,7 @@ Status Coordinator::finish() {
 Status Coordinator::run() {
   set_limits();
   accept();
+  for (const auto& line : lines_) line->start();
   watch_keys();
   watch_idle();
   if (rounds_.complete()) {  // a finished experiment's state: write the outputs again
