@@ -19,7 +19,10 @@
 #   --shard BLOB       load a device's shard (examples/mcu-own-data/shard_to_blob.py)
 #                      at the firmware's fedrt_shard_block (its linker script's shard
 #                      region in flash: fedrt-fw-digits, 0x000BF000)
-#   --serial1 CHARDEV  UART1 (the coordinator link), e.g. tcp:127.0.0.1:7000
+#   --serial1 CHARDEV  UART1 (the coordinator link), e.g. tcp:127.0.0.1:7000, or
+#                      pty: a pseudo-terminal for `fedrt-coordinator --serial`,
+#                      whose path QEMU prints first on standard output:
+#                      "char device redirected to /dev/pts/N (label serial1)"
 # ARGs are passed to the firmware as its semihosting command line.
 set -euo pipefail
 
