@@ -39,7 +39,7 @@
 #                  [--config EXPERIMENT.toml]   (default: tests/fw_link/experiment.toml)
 #                  [--expect-refusal REGEX] [--workspace-bytes N] [--expect-chunks REGEX]
 #                  [--tls VERSION/GROUP]   (default TLSv1.3/X25519)
-#                  [--link tcp|pty] [--line-noise N[@AFTER]]
+#                  [--link tcp|pty] [--line-noise N[@AFTER]] [--reset-at-round R]
 # --expect-refusal: every firmware device must refuse the task in TaskReply
 # with a reason matching REGEX and exit with an error, the coordinator must log
 # the refusal and finish the experiment with the native devices alone.
@@ -57,6 +57,11 @@
 # --line-noise N[@AFTER] (pty, host client): device 0 writes N garbage bytes
 # onto its line once, after AFTER bytes of its own; the coordinator must
 # discard them, log it, and resynchronise on the next ClientHello.
+# --reset-at-round R (pty, QEMU): once device 0 committed round R, its board is
+# reset (QEMU's system_reset, the reset button): the firmware boots afresh and
+# starts a new session on the same line, which the coordinator must take over
+# from the old one without a human (its iterates then differ from the
+# simulator's: a reboot loses the device's state, so no --compare-sim).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
 
@@ -64,7 +69,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CFG="$HERE/experiment.toml"
 BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=() CHUNKS="" TLS_WANT="TLSv1.3/X25519"
-LINK=tcp NOISE=""
+LINK=tcp NOISE="" RESET_AT=""
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -83,6 +88,7 @@ while (($#)); do
     --expect-chunks) CHUNKS="$2"; shift 2 ;;
     --link) LINK="$2"; shift 2 ;;
     --line-noise) NOISE="$2"; shift 2 ;;
+    --reset-at-round) RESET_AT="$2"; shift 2 ;;
     *) echo "run_fw_link.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -91,6 +97,7 @@ done
 [[ "$LINK" == tcp && -n "$NOISE" ]] && { echo "run_fw_link.sh: --line-noise needs --link pty" >&2; exit 2; }
 [[ "$LINK" == pty && "$MODE" != none ]] && { echo "run_fw_link.sh: --mode $MODE relays TCP: not with --link pty" >&2; exit 2; }
 [[ -n "$NOISE" && -n "$ELF" ]] && { echo "run_fw_link.sh: --line-noise is written by fedrt-fw-host, not under QEMU" >&2; exit 2; }
+[[ -n "$RESET_AT" && ( -z "$ELF" || "$LINK" != pty ) ]] && { echo "run_fw_link.sh: --reset-at-round needs --elf and --link pty" >&2; exit 2; }
 need=(fedrt-keys fedrt-coordinator fedrt-device fedrt-fw-provision fw-link-relay)
 [[ -z "$ELF" ]] && need+=("$HOST_CLIENT")
 ((COMPARE)) && need+=(fedrt-sim)
@@ -148,6 +155,7 @@ start_firmware() {
       --psk-hex "$(tr -d ' \n' <"$psk")" >>"$OUT/provision.log" 2>&1 \
       || fail "make_provision.py $id"
     [[ "$LINK" == pty ]] && link_args=(--serial1 pty) || link_args=(--serial1 "tcp:127.0.0.1:$port,reconnect=1")
+    [[ -n "$RESET_AT" && $i == 0 ]] && link_args+=(--monitor "$OUT/$id.monitor")
     "$ROOT/platform/mps2/qemu-run.sh" --machine "$MACHINE" --timeout "$TIMEOUT" --provision "$OUT/$id.blob" \
       --data "$OUT/$id.img" "${link_args[@]}" "$ELF" >"$OUT/$id.log" 2>&1 &
   else
@@ -183,6 +191,15 @@ if [[ "$LINK" == pty ]]; then
 else
   start_coordinator
   for ((i = 0; i < NFW; i++)); do start_firmware "$i"; done
+fi
+if [[ -n "$RESET_AT" ]]; then  # the reset button of device 0's board, once it committed round RESET_AT
+  (for _ in $(seq 1200); do
+     grep -q "committed alg=0 run=0 round=$RESET_AT " "$OUT/dev0000.log" && break
+     sleep 0.05
+   done
+   /usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"system_reset\n"); time.sleep(0.2)' \
+     "$OUT/dev0000.monitor" && echo "reset dev0000's board after round $RESET_AT" >"$OUT/reset.log") &
 fi
 for ((i = NFW; i < N; i++)); do
   id="$(printf 'dev%04d' "$i")"
@@ -244,6 +261,15 @@ for ((i = 0; i < NFW; i++)); do
     grep "registered device=$id " "$OUT/coordinator.log" | tail -1
   fi
 done
+if [[ -n "$RESET_AT" ]]; then
+  grep -q "reset dev0000" "$OUT/reset.log" 2>/dev/null || fail "dev0000's board was not reset"
+  (($(grep -c "boot build=" "$OUT/dev0000.log") == 2)) || fail "dev0000 did not boot twice"
+  grep -E "disconnected device=dev0000 .*reason=the device started a new session on the line" "$OUT/coordinator.log" \
+    | grep . || fail "the coordinator did not take dev0000's new session over the old one"
+  (($(grep -c "registered device=dev0000 .*peer=serial:" "$OUT/coordinator.log") >= 2)) \
+    || fail "dev0000 did not register again after its reset"
+  grep -E "boot build=|connected|handshake failed" "$OUT/dev0000.log" | tail -4
+fi
 if [[ -n "$NOISE" ]]; then
   grep -q "line noise: " "$OUT/dev0000.log" || fail "dev0000 wrote no line noise"
   grep -E "serial line=serial:[^ ]+ session=[0-9]+ starts on a ClientHello after [0-9]+ discarded bytes" \

@@ -161,7 +161,6 @@ TEST_F(SerialLineTest, GarbageThenASessionThenTheDeviceStartsANewOne) {
   Transport& s1 = *sessions_[0];
   EXPECT_EQ(s1.peer(), "serial:" + path_);
   EXPECT_EQ(Recv(s1, hello.size()), hello);
-  s1.established();
   Write(app);
   EXPECT_EQ(Recv(s1, app.size()), app);
   const unsigned char reply[] = {0x17, 0x03, 0x03, 0x00, 0x01, 0x42};
@@ -184,7 +183,7 @@ TEST_F(SerialLineTest, GarbageThenASessionThenTheDeviceStartsANewOne) {
   EXPECT_EQ(line_->discarded_bytes(), junk.size());
 }
 
-TEST_F(SerialLineTest, AFailedHandshakeIsScannedAgainForTheHelloThatEndedIt) {
+TEST_F(SerialLineTest, ARestartMidHandshakeEndsItWithoutAnotherByte) {
   line_->start();
   (void)ReadMaster();
   const auto hello = Hello(), hello2 = Hello(70, 0x44);
@@ -192,11 +191,17 @@ TEST_F(SerialLineTest, AFailedHandshakeIsScannedAgainForTheHelloThatEndedIt) {
   RunUntil(1);
   ASSERT_EQ(sessions_.size(), 1u);
   EXPECT_EQ(Recv(*sessions_[0], hello.size()), hello);
-  // Mid-handshake the device starts over: the TLS session gets the new hello
-  // (a retried ClientHello is the handshake's to judge), fails, and the line
-  // begins the next session on that record.
-  Write(hello2);
-  EXPECT_EQ(Recv(*sessions_[0], 5), std::vector<uint8_t>(hello2.begin(), hello2.begin() + 5));
+  const unsigned char server_hello[] = {0x16, 0x03, 0x03, 0x00, 0x01, 0x02};
+  EXPECT_EQ(sessions_[0]->send(server_hello, sizeof server_hello), int(sizeof server_hello));
+  (void)ReadMaster();
+  Write(hello2);  // the device started over before the handshake ended
+  unsigned char buf[8];
+  int r = MBEDTLS_ERR_SSL_WANT_READ;
+  for (int i = 0; i < 100 && r == MBEDTLS_ERR_SSL_WANT_READ; ++i, ::usleep(2000)) r = sessions_[0]->recv(buf, 5);
+  EXPECT_EQ(r, MBEDTLS_ERR_NET_CONN_RESET);
+  const unsigned char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x14};  // what mbedTLS would say now
+  EXPECT_EQ(sessions_[0]->send(alert, sizeof alert), int(sizeof alert));
+  EXPECT_TRUE(ReadMaster().empty()) << "a byte of the old session reached the new handshake";
   sessions_[0]->close();
   RunUntil(2);
   ASSERT_EQ(sessions_.size(), 2u);
@@ -207,6 +212,51 @@ TEST_F(SerialLineTest, AFailedHandshakeIsScannedAgainForTheHelloThatEndedIt) {
   owner_.io_.run_for(std::chrono::milliseconds(50));
   EXPECT_EQ(sessions_.size(), 2u);
   EXPECT_EQ(line_->discarded_bytes(), 0u) << "scanned again, not counted as garbage";
+}
+
+TEST_F(SerialLineTest, AHelloRetryRequestGetsItsSecondClientHello) {
+  line_->start();
+  (void)ReadMaster();
+  const auto hello = Hello(), hello2 = Hello(90, 0x21), hello3 = Hello(50, 0x22);
+  Write(hello);
+  RunUntil(1);
+  ASSERT_EQ(sessions_.size(), 1u);
+  EXPECT_EQ(Recv(*sessions_[0], hello.size()), hello);
+  std::vector<uint8_t> hrr = {0x16, 0x03, 0x03, 0x00, 0x2a, 0x02, 0x00, 0x00, 0x26, 0x03, 0x03,
+                              0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c,
+                              0x02, 0x1e, 0x65, 0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb,
+                              0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+  ASSERT_TRUE(serial::IsHelloRetryRequest(hrr.data(), hrr.size()));
+  EXPECT_EQ(sessions_[0]->send(hrr.data(), hrr.size()), int(hrr.size()));
+  Write(hello2);
+  EXPECT_EQ(Recv(*sessions_[0], hello2.size()), hello2) << "the answer to the HelloRetryRequest";
+  Write(hello3);  // but only that one
+  unsigned char buf[8];
+  int r = MBEDTLS_ERR_SSL_WANT_READ;
+  for (int i = 0; i < 100 && r == MBEDTLS_ERR_SSL_WANT_READ; ++i, ::usleep(2000)) r = sessions_[0]->recv(buf, 5);
+  EXPECT_EQ(r, MBEDTLS_ERR_NET_CONN_RESET);
+}
+
+TEST_F(SerialLineTest, TheRecordASessionFailedOnIsScannedAgain) {
+  line_->start();
+  (void)ReadMaster();
+  const auto hello = Hello(), hello2 = Hello(120, 0x66);
+  Write(hello);
+  RunUntil(1);
+  ASSERT_EQ(sessions_.size(), 1u);
+  EXPECT_EQ(Recv(*sessions_[0], hello.size()), hello);
+  // The device rebooted in the middle of a record: its ClientHello fills the
+  // rest of that record, whose MAC then fails.
+  auto cut = AppRecord(100);
+  cut.resize(25);
+  Write(cut);
+  Write(hello2);
+  EXPECT_EQ(Recv(*sessions_[0], 105).size(), 105u);
+  sessions_[0]->close();
+  RunUntil(2);
+  ASSERT_EQ(sessions_.size(), 2u);
+  EXPECT_EQ(Recv(*sessions_[1], hello2.size()), hello2);
+  EXPECT_EQ(line_->discarded_bytes(), 0u);
 }
 
 TEST_F(SerialLineTest, BytesIntoTheVoidAreAnsweredWithOneResetRecord) {

@@ -191,7 +191,6 @@ void Connection::pump() {
       close("handshake failed");
       return;
     }
-    transport_->established();
     bool used_psk = false;
     identity_ = PeerIdentity(owner_->tls(), &ssl_, &used_psk);
     tls_session_ = TlsSessionName(&ssl_, flight_);

@@ -177,6 +177,7 @@ void Coordinator::on_handshake_failed(Connection& c, int rc) {
   if (!rejected.empty()) why += fmt::format(" [PSK identity '{}' is not provisioned]", rejected);
   if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD) why += " [not a TLS client hello / plaintext or corrupt record]";
   if (rc == MBEDTLS_ERR_SSL_INVALID_MAC) why += " [record MAC check failed: wrong pre-shared key or tampered record]";
+  if (rc == MBEDTLS_ERR_NET_CONN_RESET) why += " [" + c.end_reason() + "]";
   if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) why += " [client certificate not signed by the fleet CA]";
   if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
   if (rc == MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE && rejected.empty())

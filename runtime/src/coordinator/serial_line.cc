@@ -84,6 +84,15 @@ int StartsClientHello(const uint8_t* p, size_t n) {
   return n >= kHelloPrefix ? 1 : -1;
 }
 
+bool IsHelloRetryRequest(const uint8_t* p, size_t n) {
+  // SHA-256("HelloRetryRequest"), the random of a ServerHello that is one (RFC 8446, 4.1.3).
+  static constexpr uint8_t kHrrRandom[32] = {0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c,
+                                             0x02, 0x1e, 0x65, 0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb,
+                                             0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+  return n >= 11 + sizeof kHrrRandom && p[0] == 0x16 && p[5] == 0x02 &&
+         std::memcmp(p + 11, kHrrRandom, sizeof kHrrRandom) == 0;
+}
+
 size_t FindClientHello(const uint8_t* data, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const void* hit = std::memchr(data + i, 0x16, n - i);
@@ -111,7 +120,6 @@ class SerialTransport final : public Transport {
     closed_ = true;
     line_->session_end(session_);
   }
-  void established() override { line_->session_established(session_); }
   std::string end_reason() const override { return line_->end_reason_; }
 
  private:
@@ -268,7 +276,7 @@ void SerialLine::begin_session() {
   mode_ = Mode::kSession;
   ++session_;
   ++sessions_;
-  established_ = superseded_ = false;
+  superseded_ = hrr_ = hrr_answered_ = sent_ = false;
   records_ = 0;
   record_left_ = 0;
   record_.clear();
@@ -291,12 +299,14 @@ int SerialLine::session_recv(uint64_t s, unsigned char* buf, size_t len) {
       if (buffered() == before) break;
     }
     if (buffered() < 5) return MBEDTLS_ERR_SSL_WANT_READ;
-    if (established_) {
+    if (records_ > 0) {  // a ClientHello after the session's first record: the device started over
       const int hello = serial::StartsClientHello(data(), buffered());
-      if (hello < 0) return MBEDTLS_ERR_SSL_WANT_READ;  // every TLS 1.3 record is longer: the rest comes
-      if (hello > 0) {
-        // The device began a new session: the old one ends here, and nothing
-        // it still had to send may reach the device's new handshake.
+      if (hello < 0) return MBEDTLS_ERR_SSL_WANT_READ;  // every record is longer: the rest comes
+      if (hello > 0 && hrr_ && !hrr_answered_) {
+        hrr_answered_ = true;  // the one ClientHello the coordinator's HelloRetryRequest asked for
+      } else if (hello > 0) {
+        // The old session ends here, and nothing it still had to send may
+        // reach the device's new handshake (not even mbedTLS's alert).
         superseded_ = true;
         end_reason_ = "the device started a new session on the line";
         (void)::tcflush(desc_.native_handle(), TCOFLUSH);
@@ -322,6 +332,10 @@ int SerialLine::session_recv(uint64_t s, unsigned char* buf, size_t len) {
 int SerialLine::session_send(uint64_t s, const unsigned char* buf, size_t len) {
   if (s != session_ || mode_ != Mode::kSession) return MBEDTLS_ERR_NET_SEND_FAILED;
   if (superseded_) return static_cast<int>(len);  // dropped: the device is in its next handshake
+  if (!sent_) {  // the session's first bytes out: a HelloRetryRequest asks for a second ClientHello
+    sent_ = true;
+    hrr_ = serial::IsHelloRetryRequest(buf, len);
+  }
   const ssize_t n = ::write(desc_.native_handle(), buf, len);
   if (n >= 0) return static_cast<int>(n);
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_WRITE;
@@ -335,10 +349,6 @@ void SerialLine::session_wait(uint64_t s, bool write, Transport::WaitHandler don
   }
   desc_.async_wait(write ? asio::posix::stream_descriptor::wait_write : asio::posix::stream_descriptor::wait_read,
                    std::move(done));
-}
-
-void SerialLine::session_established(uint64_t s) {
-  if (s == session_) established_ = true;
 }
 
 void SerialLine::session_end(uint64_t s) {

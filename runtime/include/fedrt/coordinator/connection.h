@@ -81,6 +81,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void set_registered(int agent);
   const mbedtls_ssl_context* ssl() const { return &ssl_; }
   const std::string& peer() const { return peer_; }
+  // How the peer ended the session when its transport said so ("closed by peer", ...).
+  std::string end_reason() const { return transport_->end_reason(); }
   const std::string& identity() const { return identity_; }
   // The negotiated TLS version and (EC)DHE group, "TLSv1.3/X25519" ("" before the handshake).
   const std::string& tls_session() const { return tls_session_; }

@@ -8,10 +8,11 @@
 //   - between sessions it discards bytes until a TLS ClientHello record
 //     starts (StartsClientHello), and hands a Transport that begins there to
 //     the coordinator, which admits it like an accepted socket;
-//   - in a session it follows the TLS record boundaries; once the handshake
-//     is over, a record that starts a ClientHello means the device began a
-//     new session (it restarted, or its link timed out): the old session ends
-//     without another byte written, and the new one starts on that record;
+//   - in a session it follows the TLS record boundaries; a record that
+//     starts a ClientHello after the session's first record (but the one a
+//     HelloRetryRequest asks for) means the device began a new session (it
+//     restarted, or its link timed out): the old session ends without another
+//     byte written, and the new one starts on that record;
 //   - when a session fails (a bad record, a timeout, limits), the record it
 //     failed on is scanned again, so a ClientHello inside it is not lost;
 //   - bytes discarded between sessions and then kResetQuietMs without a
@@ -56,6 +57,9 @@ constexpr size_t kHelloPrefix = 11;
 // a handshake length that fills the record, client version 3.1-3.3): 1 yes,
 // 0 no, -1 the bytes so far could start one (n < kHelloPrefix).
 int StartsClientHello(const uint8_t* data, size_t n);
+// Whether data[0, n) starts a HelloRetryRequest (a ServerHello whose random is
+// RFC 8446's fixed value): the client answers it with a second ClientHello.
+bool IsHelloRetryRequest(const uint8_t* data, size_t n);
 // The first offset in data[0, n) where StartsClientHello is not 0 (n if none).
 size_t FindClientHello(const uint8_t* data, size_t n);
 // Sent to the device to end a session it may still hold: a TLS fatal alert
@@ -112,7 +116,6 @@ class SerialLine : public std::enable_shared_from_this<SerialLine> {
   int session_recv(uint64_t session, unsigned char* buf, size_t len);
   int session_send(uint64_t session, const unsigned char* buf, size_t len);
   void session_wait(uint64_t session, bool write, Transport::WaitHandler done);
-  void session_established(uint64_t session);
   void session_end(uint64_t session);
 
   ConnectionOwner* owner_;
@@ -128,10 +131,11 @@ class SerialLine : public std::enable_shared_from_this<SerialLine> {
   std::vector<uint8_t> in_;         // bytes read and not yet used: [in_pos_, size)
   size_t in_pos_ = 0;
   size_t rescan_left_ = 0;          // the first bytes of in_ are a failed record scanned again
-  // The session: its number, whether its handshake is over, its records so far,
-  // the bytes left of the current record, and that record's bytes.
+  // The session: its number, whether it sent anything yet and was that a
+  // HelloRetryRequest (answered yet), its records so far, the bytes left of
+  // the current record, and that record's bytes.
   uint64_t session_ = 0;
-  bool established_ = false;
+  bool sent_ = false, hrr_ = false, hrr_answered_ = false;
   bool superseded_ = false;  // a new ClientHello ended it: nothing more is written
   uint64_t records_ = 0;
   size_t record_left_ = 0;

@@ -33,8 +33,6 @@ class Transport {
   // Ends this session's use of the bytes (a socket is closed; a serial line
   // goes back to waiting for the next session). Cancels pending waits.
   virtual void close() = 0;
-  // The TLS handshake is over (a serial line tells a new session from then on).
-  virtual void established() {}
   // How the peer ended the session when recv said MBEDTLS_ERR_NET_CONN_RESET.
   virtual std::string end_reason() const { return "closed by peer"; }
   // Who is at the other end, for the logs: "ADDRESS:PORT" or "serial:PATH".
