@@ -40,6 +40,7 @@
 #                  [--expect-refusal REGEX] [--workspace-bytes N] [--expect-chunks REGEX]
 #                  [--tls VERSION/GROUP]   (default TLSv1.3/X25519)
 #                  [--link tcp|pty] [--line-noise N[@AFTER]] [--reset-at-round R]
+#                  [--kill-coordinator-at-round R]
 # --expect-refusal: every firmware device must refuse the task in TaskReply
 # with a reason matching REGEX and exit with an error, the coordinator must log
 # the refusal and finish the experiment with the native devices alone.
@@ -62,6 +63,10 @@
 # starts a new session on the same line, which the coordinator must take over
 # from the old one without a human (its iterates then differ from the
 # simulator's: a reboot loses the device's state, so no --compare-sim).
+# --kill-coordinator-at-round R: once device 0 committed round R the
+# coordinator is killed (SIGKILL) and started again on the same state db, port
+# and lines; every device must resume (device 0 from a session the new
+# coordinator never had, which its alert record ends).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
 
@@ -69,7 +74,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CFG="$HERE/experiment.toml"
 BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=() CHUNKS="" TLS_WANT="TLSv1.3/X25519"
-LINK=tcp NOISE="" RESET_AT=""
+LINK=tcp NOISE="" RESET_AT="" KILL_AT=""
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -89,6 +94,7 @@ while (($#)); do
     --link) LINK="$2"; shift 2 ;;
     --line-noise) NOISE="$2"; shift 2 ;;
     --reset-at-round) RESET_AT="$2"; shift 2 ;;
+    --kill-coordinator-at-round) KILL_AT="$2"; shift 2 ;;
     *) echo "run_fw_link.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -125,10 +131,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$N" >/dev/null || fail "fedrt-keys"
 SERIAL=()  # --link pty: the coordinator's --serial PATH of every firmware device
-start_coordinator() {
+start_coordinator() {  # the same port again when it restarts (--kill-coordinator-at-round)
+  rm -f "$OUT/port"
   "$BIN/fedrt-coordinator" --config "$CFG" --agents "$N" --out "$OUT/run" --keys "$OUT/keys" \
-    --state "$OUT/coordinator.db" --listen 127.0.0.1 --port 0 --port-file "$OUT/port" "${SERIAL[@]}" \
-    2>"$OUT/coordinator.log" &
+    --state "$OUT/coordinator.db" --listen 127.0.0.1 --port "${PORT:-0}" --port-file "$OUT/port" "${SERIAL[@]}" \
+    2>>"$OUT/coordinator.log" &
   COORD=$!
   PIDS+=("$COORD")
   for _ in $(seq 100); do [[ -s "$OUT/port" ]] && break; sleep 0.1; done
@@ -211,7 +218,12 @@ done
 SECONDS=0
 while kill -0 "$COORD" 2>/dev/null; do
   ((SECONDS > TIMEOUT)) && fail "coordinator still running after ${TIMEOUT} s"
-  sleep 0.5
+  if [[ -n "$KILL_AT" ]] && grep -q "committed alg=0 run=0 round=$KILL_AT " "$OUT/dev0000.log"; then
+    kill -9 "$COORD"; wait "$COORD" 2>/dev/null
+    echo "run_fw_link.sh: coordinator killed after dev0000 committed round $KILL_AT" >>"$OUT/coordinator.log"
+    KILL_AT="" && start_coordinator
+  fi
+  sleep 0.05
 done
 wait "$COORD" || fail "coordinator exited with an error: $(tail -3 "$OUT/coordinator.log")"
 rc_all=0 rc_any=0
@@ -270,10 +282,20 @@ if [[ -n "$RESET_AT" ]]; then
     || fail "dev0000 did not register again after its reset"
   grep -E "boot build=|connected|handshake failed" "$OUT/dev0000.log" | tail -4
 fi
+if grep -q "coordinator killed after" "$OUT/coordinator.log"; then
+  grep -q "resume state=" "$OUT/coordinator.log" || fail "the coordinator did not resume from its state db"
+  for ((i = 0; i < N; i++)); do
+    id="$(printf 'dev%04d' "$i")"
+    sed -n '/coordinator killed after/,$p' "$OUT/coordinator.log" | grep "registered device=$id .*pending=alg" >/dev/null \
+      || fail "$id did not come back to the restarted coordinator with its pending round"
+  done
+  sed -n '/coordinator killed after/,$p' "$OUT/coordinator.log" | grep "registered device=dev0000 " | cut -c1-160
+  grep -E "rejected TLS record|coordinator closed|connected" "$OUT/dev0000.log" | tail -3
+fi
 if [[ -n "$NOISE" ]]; then
   grep -q "line noise: " "$OUT/dev0000.log" || fail "dev0000 wrote no line noise"
-  grep -E "serial line=serial:[^ ]+ session=[0-9]+ starts on a ClientHello after [0-9]+ discarded bytes" \
-    "$OUT/coordinator.log" | head -2 | grep . || fail "the coordinator did not report discarding the line noise"
+  grep -m2 -E "serial line=serial:[^ ]+ session=[0-9]+ starts on a ClientHello after [0-9]+ discarded bytes" \
+    "$OUT/coordinator.log" || fail "the coordinator did not report discarding the line noise"
   grep "line noise: " "$OUT/dev0000.log"
 fi
 if [[ -n "$CHUNKS" ]]; then
