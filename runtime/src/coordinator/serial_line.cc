@@ -51,7 +51,7 @@ Result<SerialLineSpec> ParseSerialLine(const std::string& value) {
   spec.path = value.substr(0, comma);
   if (comma != std::string::npos) {
     const std::string baud = value.substr(comma + 1);
-    const bool digits = !baud.empty() && baud.size() <= 8 && std::all_of(baud.begin(), baud.end(), ::isdigit);
+    const bool digits = !baud.empty() && baud.size() <= 8 && baud.find_first_not_of("0123456789") == std::string::npos;
     const uint32_t b = digits ? static_cast<uint32_t>(std::stoul(baud)) : 0;
     if (std::none_of(std::begin(kRates), std::end(kRates), [&](const Rate& r) { return r.baud == b; }))
       return Status(StatusCode::kInvalidArgument,
