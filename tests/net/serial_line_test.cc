@@ -259,6 +259,37 @@ TEST_F(SerialLineTest, TheRecordASessionFailedOnIsScannedAgain) {
   EXPECT_EQ(line_->discarded_bytes(), 0u);
 }
 
+TEST_F(SerialLineTest, ARecordThatStopsMidWayEndsTheSession) {
+  line_->start();
+  (void)ReadMaster();
+  const auto hello = Hello();
+  Write(hello);
+  RunUntil(1);
+  ASSERT_EQ(sessions_.size(), 1u);
+  Transport& s1 = *sessions_[0];
+  EXPECT_EQ(Recv(s1, hello.size()), hello);
+  auto cut = AppRecord(1000);  // a length the device never sends (a bit flipped on the line)
+  cut.resize(40);
+  Write(cut);
+  EXPECT_EQ(Recv(s1, 40).size(), 40u);
+  unsigned char buf[64];
+  EXPECT_EQ(s1.recv(buf, sizeof buf), MBEDTLS_ERR_SSL_WANT_READ);
+  bool woken = false;
+  std::error_code woke_with = asio::error::operation_aborted;
+  s1.wait(false, [&](const std::error_code& ec) {
+    woken = true;
+    woke_with = ec;
+  });
+  for (int i = 0; i < 300 && !woken; ++i) {
+    owner_.io_.restart();
+    owner_.io_.run_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(woken) << "the session was not woken after " << SerialLine::kRecordStallMs << " ms";
+  EXPECT_FALSE(woke_with);
+  EXPECT_EQ(s1.recv(buf, sizeof buf), MBEDTLS_ERR_NET_CONN_RESET);
+  EXPECT_NE(s1.end_reason().find("stopped 965 bytes short"), std::string::npos) << s1.end_reason();
+}
+
 TEST_F(SerialLineTest, BytesIntoTheVoidAreAnsweredWithOneResetRecord) {
   line_->start();
   (void)ReadMaster();

@@ -135,7 +135,8 @@ SerialLine::SerialLine(ConnectionOwner* owner, SerialLineSpec spec, OnSession on
       name_("serial:" + spec_.path),
       desc_(owner->io()),
       timer_(owner->io()),
-      reset_timer_(owner->io()) {}
+      reset_timer_(owner->io()),
+      stall_timer_(owner->io()) {}
 
 SerialLine::~SerialLine() {
   std::error_code ec;
@@ -195,6 +196,7 @@ void SerialLine::stop() {
   stopped_ = true;
   timer_.cancel();
   reset_timer_.cancel();
+  stall_timer_.cancel();
 }
 
 void SerialLine::consume(size_t n) {
@@ -276,7 +278,7 @@ void SerialLine::begin_session() {
   mode_ = Mode::kSession;
   ++session_;
   ++sessions_;
-  superseded_ = hrr_ = hrr_answered_ = sent_ = false;
+  superseded_ = stalled_ = hrr_ = hrr_answered_ = sent_ = false;
   records_ = 0;
   record_left_ = 0;
   record_.clear();
@@ -291,7 +293,7 @@ void SerialLine::begin_session() {
 }
 
 int SerialLine::session_recv(uint64_t s, unsigned char* buf, size_t len) {
-  if (s != session_ || mode_ != Mode::kSession || superseded_) return MBEDTLS_ERR_NET_CONN_RESET;
+  if (s != session_ || mode_ != Mode::kSession || superseded_ || stalled_) return MBEDTLS_ERR_NET_CONN_RESET;
   if (record_left_ == 0) {  // a record starts: its header, and whether it is a new ClientHello
     while (buffered() < serial::kHelloPrefix) {
       const size_t before = buffered();
@@ -326,6 +328,7 @@ int SerialLine::session_recv(uint64_t s, unsigned char* buf, size_t len) {
   record_.insert(record_.end(), data(), data() + n);
   consume(n);
   record_left_ -= n;
+  delivered_ += n;
   return static_cast<int>(n);
 }
 
@@ -347,14 +350,46 @@ void SerialLine::session_wait(uint64_t s, bool write, Transport::WaitHandler don
     asio::post(owner_->io(), [done = std::move(done)] { done(asio::error::operation_aborted); });
     return;
   }
-  desc_.async_wait(write ? asio::posix::stream_descriptor::wait_write : asio::posix::stream_descriptor::wait_read,
-                   std::move(done));
+  if (write) return desc_.async_wait(asio::posix::stream_descriptor::wait_write, std::move(done));
+  // A read: kept here, so that a record that stalls mid-way can wake the session to end it.
+  pending_read_ = std::move(done);
+  auto self = shared_from_this();
+  desc_.async_wait(asio::posix::stream_descriptor::wait_read, [self](const std::error_code& ec) {
+    if (auto d = std::move(self->pending_read_)) {
+      self->pending_read_ = nullptr;
+      d(ec);
+    }
+  });
+  if (record_left_ == 0) {
+    stall_timer_.cancel();
+    return;
+  }
+  // In the middle of a record: a device writes a record in one go, so a
+  // pause of kRecordStallMs means bytes were lost (its length is wrong, or
+  // the device stopped mid-record): the session ends, its record is scanned
+  // again, and the reset record tells the device.
+  const uint64_t progress = delivered_;
+  stall_timer_.expires_after(std::chrono::milliseconds(kRecordStallMs));
+  stall_timer_.async_wait([self, s, progress](const std::error_code& ec) {
+    if (ec || s != self->session_ || self->mode_ != Mode::kSession || self->delivered_ != progress) return;
+    if (self->record_left_ == 0 || !self->pending_read_) return;
+    self->stalled_ = true;
+    self->end_reason_ = fmt::format("a TLS record stopped {} bytes short for {} ms (bytes lost on the line?)",
+                                    self->record_left_, kRecordStallMs);
+    auto d = std::move(self->pending_read_);
+    self->pending_read_ = nullptr;
+    std::error_code cancel_ec;
+    self->desc_.cancel(cancel_ec);
+    asio::post(self->owner_->io(), [d = std::move(d)] { d(std::error_code()); });  // it reads, and is told
+  });
 }
 
 void SerialLine::session_end(uint64_t s) {
   if (s != session_ || mode_ != Mode::kSession) return;
   std::error_code ec;
   desc_.cancel(ec);  // the session's waits
+  stall_timer_.cancel();
+  pending_read_ = nullptr;
   if (!superseded_) {
     if (records_ == 0) {
       consume(std::min<size_t>(1, buffered()));  // refused before it read: not this ClientHello again

@@ -13,6 +13,8 @@
 //     HelloRetryRequest asks for) means the device began a new session (it
 //     restarted, or its link timed out): the old session ends without another
 //     byte written, and the new one starts on that record;
+//   - a record that stops mid-way for kRecordStallMs (bytes lost: a wrong
+//     length would otherwise swallow what follows) ends the session;
 //   - when a session fails (a bad record, a timeout, limits), the record it
 //     failed on is scanned again, so a ClientHello inside it is not lost;
 //   - bytes discarded between sessions and then kResetQuietMs without a
@@ -75,6 +77,7 @@ class SerialLine : public std::enable_shared_from_this<SerialLine> {
   static constexpr uint32_t kResetQuietMs = 200;
   static constexpr uint32_t kResetIntervalMs = 2000;
   static constexpr uint32_t kReopenMs = 1000;
+  static constexpr uint32_t kRecordStallMs = 2000;
   static constexpr size_t kFloodBytes = 64 * 1024;  // discarded in one gap: warned once, then read slowly
   static constexpr uint32_t kFloodPauseMs = 10;     // ... 4 KB per pause at most
 
@@ -125,6 +128,8 @@ class SerialLine : public std::enable_shared_from_this<SerialLine> {
   asio::posix::stream_descriptor desc_;
   asio::steady_timer timer_;        // reopening, the flood's pace
   asio::steady_timer reset_timer_;  // kResetQuietMs after discarding
+  asio::steady_timer stall_timer_;  // kRecordStallMs in the middle of a record
+  Transport::WaitHandler pending_read_;  // the session's read wait, while it waits
   Mode mode_ = Mode::kClosed;
   bool stopped_ = false;
   bool waiting_ = false;            // a hunting wait is pending
@@ -137,6 +142,8 @@ class SerialLine : public std::enable_shared_from_this<SerialLine> {
   uint64_t session_ = 0;
   bool sent_ = false, hrr_ = false, hrr_answered_ = false;
   bool superseded_ = false;  // a new ClientHello ended it: nothing more is written
+  bool stalled_ = false;     // a record stopped mid-way
+  uint64_t delivered_ = 0;   // bytes handed to the session (whether a stalled record moved)
   uint64_t records_ = 0;
   size_t record_left_ = 0;
   std::vector<uint8_t> record_;
