@@ -251,6 +251,16 @@ if(COMMAND fedrt_add_firmware)
     add_test(NAME fw_link_qemu_fleet COMMAND ${_fw_link} ${_full} --out "${_out}/fleet" --fw 2 --native 2 --compare-sim)
     add_test(NAME fw_link_qemu_lsa_fleet COMMAND ${_fw_link} ${_lsa} --out "${_out}/lsa-fleet" --fw 2 --native 2
              --compare-sim)
+    # No TCP bridge: each image's UART1 on a QEMU pseudo-terminal that the coordinator serves with --serial,
+    # beside two TCP devices (docs/microcontrollers.md, "A board on a serial line").
+    add_test(NAME fw_link_qemu_serial COMMAND ${_fw_link} ${_full} --out "${_out}/serial" --fw 2 --native 2
+             --compare-sim --link pty)
+    # The reset button of one board mid-run: it boots afresh on the same line and the coordinator takes over.
+    add_test(NAME fw_link_qemu_serial_reset COMMAND ${_fw_link} ${_full} --out "${_out}/serial-reset" --fw 1 --native 2
+             --link pty --reset-at-round 3 --config "${_dir}/experiment_serial_reset.toml")
+    # The coordinator killed after round 30 and restarted on its state db: the board on its line resumes too.
+    add_test(NAME fw_link_qemu_serial_restart COMMAND ${_fw_link} ${_full} --out "${_out}/serial-restart" --fw 1
+             --native 2 --link pty --kill-coordinator-at-round 30 --config "${_dir}/experiment_serial_reset.toml")
     # network.psk_forward_secrecy = false: the coordinator takes psk_ke only, and the firmware still connects.
     add_test(NAME fw_link_qemu_lsa_psk_ke COMMAND ${_fw_link} ${_lsa} --out "${_out}/lsa-psk-ke" --fw 2 --native 1
              --config "${_dir}/experiment_psk_ke.toml" --tls "TLSv1.3/none")
@@ -320,7 +330,8 @@ if(COMMAND fedrt_add_firmware)
       set_tests_properties(fw_link_qemu_d4096 PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300
                            ENVIRONMENT "FW_SIM_BOUND=5.8e-5")
     endif()
-    set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_lsa_psk_ke fw_link_qemu_fleet_dither fw_link_qemu_fedavg
+    set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_serial fw_link_qemu_serial_reset
+        fw_link_qemu_serial_restart fw_link_qemu_lsa_psk_ke fw_link_qemu_fleet_dither fw_link_qemu_fedavg
         fw_link_qemu_fedavg_dp fw_link_qemu_fedavg_dp_adaptive fw_link_qemu_fedavg_ddp fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg
         fw_link_qemu_corrupt-record fw_link_qemu_bad-frames fw_link_qemu_huge-frame)
     set_tests_properties(${_tests} PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)

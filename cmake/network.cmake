@@ -102,6 +102,8 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/rollback_check.cc
   runtime/src/coordinator/refusal_log.cc
   runtime/src/coordinator/peer_rate_limit.cc
+  runtime/src/coordinator/transport.cc
+  runtime/src/coordinator/serial_line.cc
   runtime/src/coordinator/connection.cc
   runtime/src/coordinator/fleet_rounds.cc
   runtime/src/coordinator/fleet_result.cc

@@ -3,7 +3,7 @@
 # them with fault hooks, which the product's binaries do not have).
 add_executable(fedrt_net_unit_tests net/network_config_test.cc net/device_state_test.cc net/state_store_test.cc
   net/revocations_test.cc net/fleet_monitor_test.cc net/refusal_log_test.cc net/peer_rate_limit_test.cc
-  net/secret_bytes_test.cc net/tls_buffers_test.cc net/admission_test.cc)
+  net/secret_bytes_test.cc net/tls_buffers_test.cc net/admission_test.cc net/serial_line_test.cc)
 target_link_libraries(fedrt_net_unit_tests PRIVATE fedrt_net GTest::gtest_main)
 gtest_discover_tests(fedrt_net_unit_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 

@@ -5,7 +5,8 @@
 # the ELF (and any test arguments) after the options below.
 #
 #   qemu-run.sh --machine mps2-an386 [--timeout SEC] [--icount] [--provision BLOB]
-#               [--data IMAGE] [--shard BLOB] [--serial1 CHARDEV] [--] FIRMWARE.elf [ARG...]
+#               [--data IMAGE] [--shard BLOB] [--serial1 CHARDEV] [--monitor SOCKET]
+#               [--] FIRMWARE.elf [ARG...]
 #
 #   --timeout SEC      kill QEMU after SEC seconds (default 60; exit code 124;
 #                      0 = no limit, e.g. for fedrt-fw in a long fleet run)
@@ -19,11 +20,16 @@
 #   --shard BLOB       load a device's shard (examples/mcu-own-data/shard_to_blob.py)
 #                      at the firmware's fedrt_shard_block (its linker script's shard
 #                      region in flash: fedrt-fw-digits, 0x000BF000)
-#   --serial1 CHARDEV  UART1 (the coordinator link), e.g. tcp:127.0.0.1:7000
+#   --serial1 CHARDEV  UART1 (the coordinator link), e.g. tcp:127.0.0.1:7000, or
+#                      pty: a pseudo-terminal for `fedrt-coordinator --serial`,
+#                      whose path QEMU prints first on standard output:
+#                      "char device redirected to /dev/pts/N (label serial1)"
+#   --monitor SOCKET   QEMU's monitor on this unix socket (default: none), e.g. for
+#                      "system_reset", a board's reset button (tests/fw_link)
 # ARGs are passed to the firmware as its semihosting command line.
 set -euo pipefail
 
-machine="" timeout_s=60 icount=0 provision="" data="" shard="" serial1=""
+machine="" timeout_s=60 icount=0 provision="" data="" shard="" serial1="" monitor=""
 while (($#)); do
   case "$1" in
     --machine) machine="${2:?--machine needs a value}"; shift 2 ;;
@@ -33,6 +39,7 @@ while (($#)); do
     --data) data="${2:?--data needs a file}"; shift 2 ;;
     --shard) shard="${2:?--shard needs a file}"; shift 2 ;;
     --serial1) serial1="${2:?--serial1 needs a chardev}"; shift 2 ;;
+    --monitor) monitor="${2:?--monitor needs a socket path}"; shift 2 ;;
     --) shift; break ;;
     -*) echo "qemu-run.sh: unknown option '$1'" >&2; exit 2 ;;
     *) break ;;
@@ -47,7 +54,9 @@ shift
 semi="enable=on,target=native"
 for a in "$(basename "$elf")" "$@"; do semi+=",arg=$a"; done
 
-cmd=(qemu-system-arm -M "$machine" -nographic -monitor none -semihosting-config "$semi")
+mon=none
+[[ -n "$monitor" ]] && mon="unix:$monitor,server=on,wait=off"
+cmd=(qemu-system-arm -M "$machine" -nographic -monitor "$mon" -semihosting-config "$semi")
 ((icount)) && cmd+=(-icount shift=0)
 if [[ -n "$serial1" ]]; then
   cmd+=(-serial stdio -serial "$serial1")

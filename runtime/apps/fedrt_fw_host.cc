@@ -3,14 +3,19 @@
 // configuration; all families or LSA only, as fedrt-fw and fedrt-fw-lsa) on a
 // POSIX host, over a TCP socket instead of a UART, with the same workspace as
 // the image by default. Used to test the firmware's exact protocol code
-// against the real coordinator without an emulator.
+// against the real coordinator without an emulator. With --serial-pty the
+// link is a pseudo-terminal instead, as a UART is (no reconnect: stale bytes
+// are drained), for the coordinator's --serial; --line-noise writes garbage
+// onto it (docs/microcontrollers.md, "A board on a serial line").
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +56,10 @@ struct TcpLink {
   std::string host;
   std::string port;
   int fd = -1;
+  bool pty = false;  // fd is a pseudo-terminal's master (read/write, not send/recv)
+  // --line-noise: `noise` garbage bytes written once after `noise_after` bytes of the client.
+  size_t noise = 0, noise_after = 0, written = 0;
+  uint32_t noise_seed = 12345;
 
   int connect_once() {
     if (fd >= 0) ::close(fd);
@@ -76,10 +85,71 @@ struct TcpLink {
   }
 };
 
+// --line-noise: pseudo-random bytes (a fixed LCG, every value 0..255) onto the
+// line, all of them, once; a new session must start after them.
+void WriteNoise(TcpLink& l) {
+  std::vector<uint8_t> junk(l.noise);
+  for (auto& b : junk) {
+    l.noise_seed = l.noise_seed * 1103515245u + 12345u;
+    b = static_cast<uint8_t>(l.noise_seed >> 16);
+  }
+  std::fprintf(stderr, FEDRT_FW_HOST_NAME ": line noise: %zu bytes after %zu bytes of the client\n", l.noise, l.written);
+  size_t off = 0;
+  while (off < junk.size()) {
+    const ssize_t r = ::write(l.fd, junk.data() + off, junk.size() - off);
+    if (r > 0) {
+      off += static_cast<size_t>(r);
+    } else if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      break;
+    } else {
+      pollfd p{l.fd, POLLOUT, 0};
+      ::poll(&p, 1, 100);
+    }
+  }
+  l.noise = 0;
+}
+
+// A pseudo-terminal for the link: its slave's path goes to `path_file` for the
+// coordinator's --serial; the slave is set raw and kept open here, so bytes
+// written before the coordinator opens it wait in its queue unaltered.
+bool OpenPty(TcpLink& l, const std::string& path_file, std::string& err) {
+  const int m = ::posix_openpt(O_RDWR | O_NOCTTY);
+  if (m < 0 || ::grantpt(m) != 0 || ::unlockpt(m) != 0) {
+    err = std::string("posix_openpt: ") + std::strerror(errno);
+    return false;
+  }
+  const char* name = ::ptsname(m);
+  const int s = name == nullptr ? -1 : ::open(name, O_RDWR | O_NOCTTY);
+  termios t{};
+  if (s < 0 || ::tcgetattr(s, &t) != 0) {
+    err = std::string("opening the pseudo-terminal: ") + std::strerror(errno);
+    return false;
+  }
+  ::cfmakeraw(&t);
+  ::tcsetattr(s, TCSANOW, &t);
+  ::fcntl(m, F_SETFL, ::fcntl(m, F_GETFL) | O_NONBLOCK);
+  const std::string tmp = path_file + ".tmp";
+  std::ofstream(tmp) << name << "\n";
+  if (std::rename(tmp.c_str(), path_file.c_str()) != 0) {
+    err = "cannot write --serial-pty file '" + path_file + "'";
+    return false;
+  }
+  l.fd = m;
+  l.pty = true;
+  return true;
+}
+
 // Non-blocking send: bytes taken, 0 when the socket buffer is full, -1 broken.
 int LinkWrite(void* ctx, const uint8_t* data, size_t n) {
   auto* l = static_cast<TcpLink*>(ctx);
   if (l->fd < 0) return -1;
+  if (l->pty) {
+    if (l->noise > 0 && l->written >= l->noise_after) WriteNoise(*l);
+    const ssize_t r = ::write(l->fd, data, n);
+    if (r >= 0) l->written += static_cast<size_t>(r);
+    if (r >= 0) return static_cast<int>(r);
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+  }
   for (;;) {
     const ssize_t r = ::send(l->fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r >= 0) return static_cast<int>(r);
@@ -92,6 +162,11 @@ int LinkWrite(void* ctx, const uint8_t* data, size_t n) {
 int LinkRead(void* ctx, uint8_t* data, size_t n) {
   auto* l = static_cast<TcpLink*>(ctx);
   if (l->fd < 0) return -1;
+  if (l->pty) {
+    const ssize_t r = ::read(l->fd, data, n);
+    if (r > 0) return static_cast<int>(r);
+    return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+  }
   for (;;) {
     const ssize_t r = ::recv(l->fd, data, n, MSG_DONTWAIT);
     if (r > 0) return static_cast<int>(r);
@@ -166,12 +241,20 @@ bool ParseHex(const std::string& hex, std::vector<uint8_t>& out) {
 
 int main(int argc, char** argv) {
   CLI::App app{FEDRT_FW_HOST_NAME ": the firmware protocol client over TCP", FEDRT_FW_HOST_NAME};
-  std::string coordinator, id, key, problem, seed_hex;
+  std::string coordinator, id, key, problem, seed_hex, pty_file, noise;
   bool quiet = false;
   uint32_t handshake_ms = 5000;
   // The workspace of the firmware image this client is built like (cmake/firmware_app.cmake).
   size_t workspace_bytes = fw::FwClient::Families() == protocol::kAllFamilies ? 28672 : 10240;
-  app.add_option("--coordinator", coordinator, "HOST:PORT of the coordinator")->required();
+  auto* coord_opt = app.add_option("--coordinator", coordinator, "HOST:PORT of the coordinator");
+  auto* pty_opt = app.add_option("--serial-pty", pty_file,
+                                 "instead of TCP, a pseudo-terminal: its path is written to this FILE, for the "
+                                 "coordinator's --serial");
+  coord_opt->excludes(pty_opt);
+  pty_opt->excludes(coord_opt);
+  app.add_option("--line-noise", noise,
+                 "with --serial-pty: N[@AFTER] garbage bytes onto the line once, after the client wrote AFTER bytes "
+                 "(default 0: before its first handshake)");
   app.add_option("--id", id, "device id (the PSK identity)")->required();
   app.add_option("--key", key, "PSK file (hex, one line)")->required();
   app.add_option("--problem", problem, "problem image written by fedrt-fw-provision")->required();
@@ -183,10 +266,22 @@ int main(int argc, char** argv) {
   if (int rc = 0; !cli::Parse(app, argc, argv, &rc)) return rc;
 
   TcpLink link;
-  const auto colon = coordinator.rfind(':');
-  if (colon == std::string::npos) return Fail("--coordinator must be HOST:PORT, got '" + coordinator + "'");
-  link.host = coordinator.substr(0, colon);
-  link.port = coordinator.substr(colon + 1);
+  if (pty_file.empty()) {
+    if (coordinator.empty()) return Fail("--coordinator HOST:PORT (or --serial-pty FILE) is required");
+    const auto colon = coordinator.rfind(':');
+    if (colon == std::string::npos) return Fail("--coordinator must be HOST:PORT, got '" + coordinator + "'");
+    link.host = coordinator.substr(0, colon);
+    link.port = coordinator.substr(colon + 1);
+  }
+  if (!noise.empty()) {
+    const auto at = noise.find('@');
+    const std::string n = noise.substr(0, at), after = at == std::string::npos ? "0" : noise.substr(at + 1);
+    auto digits = [](const std::string& v) { return !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos; };
+    if (pty_file.empty()) return Fail("--line-noise needs --serial-pty");
+    if (!digits(n) || !digits(after)) return Fail("--line-noise must be N[@AFTER] (byte counts), got '" + noise + "'");
+    link.noise = std::stoul(n);
+    link.noise_after = std::stoul(after);
+  }
 
   std::vector<uint8_t> psk_file, psk, seed;
   if (!ReadFile(key, psk_file)) return Fail("cannot read PSK file '" + key + "'");
@@ -222,14 +317,20 @@ int main(int argc, char** argv) {
   opt.link.write = LinkWrite;
   opt.link.read = LinkRead;
   opt.link.now_ms = LinkMillis;
-  opt.link.reconnect = LinkReconnect;
+  opt.link.reconnect = pty_file.empty() ? LinkReconnect : nullptr;  // a line is drained, as a UART
   opt.link.wait = LinkWait;
   opt.workspace = ws;
   opt.workspace_bytes = workspace_bytes;
   opt.log = Log;
   opt.log_ctx = &log_ctx;
   opt.handshake_timeout_ms = handshake_ms;
-  if (LinkReconnect(&link) != 0) return Fail("cannot connect to " + coordinator, cli::kRunFailed);
+  if (!pty_file.empty()) {
+    std::string err;
+    if (!OpenPty(link, pty_file, err)) return Fail(err, cli::kRunFailed);
+    if (link.noise > 0 && link.noise_after == 0) WriteNoise(link);
+  } else if (LinkReconnect(&link) != 0) {
+    return Fail("cannot connect to " + coordinator, cli::kRunFailed);
+  }
 
   static fw::FwClient client;
   Status st = client.init(opt);

@@ -46,6 +46,13 @@ if(TARGET fedrt-fw-host)
   # Distributed DP-FedAvg: the firmware client's noised SecAgg+ inputs (test_seed) against the simulator.
   add_test(NAME fw_link_host_fedavg_ddp COMMAND ${_run} --out ${_out}/host-fedavg-ddp --fw 2 --native 2 --compare-sim
            --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg_ddp.toml)
+  # The firmware client on a pseudo-terminal served by the coordinator's --serial (docs/microcontrollers.md,
+  # "A board on a serial line"), beside a TCP device: 3000 garbage bytes before device 0's first session,
+  # and 2000 in the middle of the run (after 800 bytes of its own), each time a new session on the line.
+  add_test(NAME fw_link_host_serial COMMAND ${_run} --out ${_out}/host-serial --fw 2 --native 1 --compare-sim
+           --link pty --line-noise 3000)
+  add_test(NAME fw_link_host_serial_midrun COMMAND ${_run} --out ${_out}/host-serial-midrun --fw 2 --native 1
+           --compare-sim --link pty --line-noise 2000@800)
   # Refused tasks: the LSA-only build and a workspace too small; the others run on.
   add_test(NAME fw_link_host_refuses_family COMMAND ${_run} --out ${_out}/host-refuses-family --fw 1 --native 2
            --host-client fedrt-fw-host-lsa --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg.toml
@@ -57,6 +64,7 @@ if(TARGET fedrt-fw-host)
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_secagg.sh --bin ${CMAKE_BINARY_DIR}/bin
                    --out ${_out}/host-secagg --fw 2 --native 2)
   set_tests_properties(fw_link_host_corrupt-record fw_link_host_bad-frames fw_link_host_huge-frame fw_link_host_fleet
+                       fw_link_host_serial fw_link_host_serial_midrun
                        fw_link_host_dither fw_link_host_lsa_image fw_link_host_fedavg fw_link_host_fedavg_ddp fw_link_host_fedem
                        fw_link_host_refuses_family fw_link_host_refuses_memory fw_link_host_secagg
                        PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)

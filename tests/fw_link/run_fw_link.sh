@@ -39,6 +39,8 @@
 #                  [--config EXPERIMENT.toml]   (default: tests/fw_link/experiment.toml)
 #                  [--expect-refusal REGEX] [--workspace-bytes N] [--expect-chunks REGEX]
 #                  [--tls VERSION/GROUP]   (default TLSv1.3/X25519)
+#                  [--link tcp|pty] [--line-noise N[@AFTER]] [--reset-at-round R]
+#                  [--kill-coordinator-at-round R]
 # --expect-refusal: every firmware device must refuse the task in TaskReply
 # with a reason matching REGEX and exit with an error, the coordinator must log
 # the refusal and finish the experiment with the native devices alone.
@@ -49,6 +51,22 @@
 # chunks ..."): one of each per round of every algorithm.
 # --tls: the session every device must have, as the coordinator names it
 # (TLSv1.3/none: psk_ke, for an experiment with psk_forward_secrecy = false).
+# --link pty: every firmware device's link is a pseudo-terminal the
+# coordinator serves with --serial, no TCP bridge (QEMU's -serial pty, whose
+# path QEMU prints; fedrt-fw-host --serial-pty); the native devices stay on
+# TCP. The firmware devices start first, then the coordinator on their lines.
+# --line-noise N[@AFTER] (pty, host client): device 0 writes N garbage bytes
+# onto its line once, after AFTER bytes of its own; the coordinator must
+# discard them, log it, and resynchronise on the next ClientHello.
+# --reset-at-round R (pty, QEMU): once device 0 committed round R, its board is
+# reset (QEMU's system_reset, the reset button): the firmware boots afresh and
+# starts a new session on the same line, which the coordinator must take over
+# from the old one without a human (its iterates then differ from the
+# simulator's: a reboot loses the device's state, so no --compare-sim).
+# --kill-coordinator-at-round R: once device 0 committed round R the
+# coordinator is killed (SIGKILL) and started again on the same state db, port
+# and lines; every device must resume (device 0 from a session the new
+# coordinator never had, which its alert record ends).
 # Exit: 0 pass, 1 fail, 77 skipped (host tools or QEMU missing).
 set -uo pipefail
 
@@ -56,6 +74,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CFG="$HERE/experiment.toml"
 BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=() CHUNKS="" TLS_WANT="TLSv1.3/X25519"
+LINK=tcp NOISE="" RESET_AT="" KILL_AT=""
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -72,10 +91,19 @@ while (($#)); do
     --workspace-bytes) WORKSPACE=(--workspace-bytes "$2"); shift 2 ;;
     --tls) TLS_WANT="$2"; shift 2 ;;
     --expect-chunks) CHUNKS="$2"; shift 2 ;;
+    --link) LINK="$2"; shift 2 ;;
+    --line-noise) NOISE="$2"; shift 2 ;;
+    --reset-at-round) RESET_AT="$2"; shift 2 ;;
+    --kill-coordinator-at-round) KILL_AT="$2"; shift 2 ;;
     *) echo "run_fw_link.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [[ -n "$BIN" && -n "$OUT" ]] || { echo "run_fw_link.sh: --bin and --out are required" >&2; exit 2; }
+[[ "$LINK" == tcp || "$LINK" == pty ]] || { echo "run_fw_link.sh: --link must be tcp or pty, got '$LINK'" >&2; exit 2; }
+[[ "$LINK" == tcp && -n "$NOISE" ]] && { echo "run_fw_link.sh: --line-noise needs --link pty" >&2; exit 2; }
+[[ "$LINK" == pty && "$MODE" != none ]] && { echo "run_fw_link.sh: --mode $MODE relays TCP: not with --link pty" >&2; exit 2; }
+[[ -n "$NOISE" && -n "$ELF" ]] && { echo "run_fw_link.sh: --line-noise is written by fedrt-fw-host, not under QEMU" >&2; exit 2; }
+[[ -n "$RESET_AT" && ( -z "$ELF" || "$LINK" != pty ) ]] && { echo "run_fw_link.sh: --reset-at-round needs --elf and --link pty" >&2; exit 2; }
 need=(fedrt-keys fedrt-coordinator fedrt-device fedrt-fw-provision fw-link-relay)
 [[ -z "$ELF" ]] && need+=("$HOST_CLIENT")
 ((COMPARE)) && need+=(fedrt-sim)
@@ -102,20 +130,26 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$N" >/dev/null || fail "fedrt-keys"
-"$BIN/fedrt-coordinator" --config "$CFG" --agents "$N" --out "$OUT/run" --keys "$OUT/keys" \
-  --state "$OUT/coordinator.db" --listen 127.0.0.1 --port 0 --port-file "$OUT/port" 2>"$OUT/coordinator.log" &
-COORD=$!
-PIDS+=("$COORD")
-for _ in $(seq 100); do [[ -s "$OUT/port" ]] && break; sleep 0.1; done
-[[ -s "$OUT/port" ]] || fail "coordinator did not start: $(tail -3 "$OUT/coordinator.log")"
-PORT="$(cat "$OUT/port")"
-
-for ((i = 0; i < NFW; i++)); do
+SERIAL=()  # --link pty: the coordinator's --serial PATH of every firmware device
+start_coordinator() {  # the same port again when it restarts (--kill-coordinator-at-round)
+  rm -f "$OUT/port"
+  "$BIN/fedrt-coordinator" --config "$CFG" --agents "$N" --out "$OUT/run" --keys "$OUT/keys" \
+    --state "$OUT/coordinator.db" --listen 127.0.0.1 --port "${PORT:-0}" --port-file "$OUT/port" "${SERIAL[@]}" \
+    2>>"$OUT/coordinator.log" &
+  COORD=$!
+  PIDS+=("$COORD")
+  for _ in $(seq 100); do [[ -s "$OUT/port" ]] && break; sleep 0.1; done
+  [[ -s "$OUT/port" ]] || fail "coordinator did not start: $(tail -3 "$OUT/coordinator.log")"
+  PORT="$(cat "$OUT/port")"
+}
+# Firmware device i on its link: TCP to $PORT (through fw-link-relay with --mode), or a pseudo-terminal.
+start_firmware() {
+  local i="$1" id psk port link_args=() path=""
   id="$(printf 'dev%04d' "$i")"
   psk="$OUT/keys/devices/$id/device.psk"
   "$BIN/fedrt-fw-provision" --config "$CFG" --agents "$N" --index "$i" --out "$OUT/$id.img" 2>>"$OUT/provision.log" \
     || fail "provisioning $id: $(tail -1 "$OUT/provision.log")"
-  port="$PORT"
+  port="${PORT:-}"
   if [[ "$MODE" != none && $i == 0 ]]; then
     "$BIN/fw-link-relay" --coordinator "127.0.0.1:$PORT" --mode "$MODE" --keys "$OUT/keys" \
       --port-file "$OUT/relay.port" 2>"$OUT/relay.log" &
@@ -127,15 +161,53 @@ for ((i = 0; i < NFW; i++)); do
     "$ROOT/platform/mps2/make_provision.py" --out "$OUT/$id.blob" --index "$i" --id "$id" \
       --psk-hex "$(tr -d ' \n' <"$psk")" >>"$OUT/provision.log" 2>&1 \
       || fail "make_provision.py $id"
+    [[ "$LINK" == pty ]] && link_args=(--serial1 pty) || link_args=(--serial1 "tcp:127.0.0.1:$port,reconnect=1")
+    [[ -n "$RESET_AT" && $i == 0 ]] && link_args+=(--monitor "$OUT/$id.monitor")
     "$ROOT/platform/mps2/qemu-run.sh" --machine "$MACHINE" --timeout "$TIMEOUT" --provision "$OUT/$id.blob" \
-      --data "$OUT/$id.img" --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$ELF" >"$OUT/$id.log" 2>&1 &
+      --data "$OUT/$id.img" "${link_args[@]}" "$ELF" >"$OUT/$id.log" 2>&1 &
   else
-    "$BIN/$HOST_CLIENT" --coordinator "127.0.0.1:$port" --id "$id" --key "$psk" --problem "$OUT/$id.img" \
+    if [[ "$LINK" == pty ]]; then
+      link_args=(--serial-pty "$OUT/$id.pty")
+      [[ -n "$NOISE" && $i == 0 ]] && link_args+=(--line-noise "$NOISE")
+    else
+      link_args=(--coordinator "127.0.0.1:$port")
+    fi
+    "$BIN/$HOST_CLIENT" "${link_args[@]}" --id "$id" --key "$psk" --problem "$OUT/$id.img" \
       --handshake-timeout-ms 3000 "${WORKSPACE[@]}" 2>"$OUT/$id.log" &
   fi
   FW_PIDS+=($!)
   PIDS+=($!)
-done
+  [[ "$LINK" == pty ]] || return 0
+  # QEMU prints "char device redirected to /dev/pts/N (label serial1)"; fedrt-fw-host writes the path to a file.
+  for _ in $(seq 100); do
+    if [[ -n "$ELF" ]]; then
+      path="$(sed -n 's/.*char device redirected to \([^ ]*\) (label serial1).*/\1/p' "$OUT/$id.log" | head -1)"
+    else
+      [[ -s "$OUT/$id.pty" ]] && path="$(cat "$OUT/$id.pty")"
+    fi
+    [[ -n "$path" ]] && break
+    sleep 0.1
+  done
+  [[ -n "$path" ]] || fail "$id: no pseudo-terminal ($(tail -2 "$OUT/$id.log"))"
+  SERIAL+=(--serial "$path")
+}
+
+if [[ "$LINK" == pty ]]; then
+  for ((i = 0; i < NFW; i++)); do start_firmware "$i"; done
+  start_coordinator
+else
+  start_coordinator
+  for ((i = 0; i < NFW; i++)); do start_firmware "$i"; done
+fi
+if [[ -n "$RESET_AT" ]]; then  # the reset button of device 0's board, once it committed round RESET_AT
+  (for _ in $(seq 1200); do
+     grep -q "committed alg=0 run=0 round=$RESET_AT " "$OUT/dev0000.log" && break
+     sleep 0.05
+   done
+   /usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"system_reset\n"); time.sleep(0.2)' \
+     "$OUT/dev0000.monitor" && echo "reset dev0000's board after round $RESET_AT" >"$OUT/reset.log") &
+fi
 for ((i = NFW; i < N; i++)); do
   id="$(printf 'dev%04d' "$i")"
   "$BIN/fedrt-device" --coordinator "127.0.0.1:$PORT" --id "$id" --key "$OUT/keys/devices/$id/device.psk" \
@@ -146,7 +218,12 @@ done
 SECONDS=0
 while kill -0 "$COORD" 2>/dev/null; do
   ((SECONDS > TIMEOUT)) && fail "coordinator still running after ${TIMEOUT} s"
-  sleep 0.5
+  if [[ -n "$KILL_AT" ]] && grep -q "committed alg=0 run=0 round=$KILL_AT " "$OUT/dev0000.log"; then
+    kill -9 "$COORD"; wait "$COORD" 2>/dev/null
+    echo "run_fw_link.sh: coordinator killed after dev0000 committed round $KILL_AT" >>"$OUT/coordinator.log"
+    KILL_AT="" && start_coordinator
+  fi
+  sleep 0.05
 done
 wait "$COORD" || fail "coordinator exited with an error: $(tail -3 "$OUT/coordinator.log")"
 rc_all=0 rc_any=0
@@ -190,7 +267,37 @@ done
 for ((i = 0; i < NFW; i++)); do
   id="$(printf 'dev%04d' "$i")"
   grep -E "tls_heap_hwm|workspace_hwm|tls_heap_max_bytes" "$OUT/$id.log" | tail -3
+  if [[ "$LINK" == pty ]]; then  # registered through the coordinator's --serial line, not TCP
+    grep -q "registered device=$id .*peer=serial:/" "$OUT/coordinator.log" \
+      || fail "$id did not register over its serial line: $(grep "registered device=$id " "$OUT/coordinator.log" | tail -1)"
+    grep "registered device=$id " "$OUT/coordinator.log" | tail -1
+  fi
 done
+if [[ -n "$RESET_AT" ]]; then
+  grep -q "reset dev0000" "$OUT/reset.log" 2>/dev/null || fail "dev0000's board was not reset"
+  (($(grep -c "boot build=" "$OUT/dev0000.log") == 2)) || fail "dev0000 did not boot twice"
+  grep -E "disconnected device=dev0000 .*reason=the device started a new session on the line" "$OUT/coordinator.log" \
+    | grep . || fail "the coordinator did not take dev0000's new session over the old one"
+  (($(grep -c "registered device=dev0000 .*peer=serial:" "$OUT/coordinator.log") >= 2)) \
+    || fail "dev0000 did not register again after its reset"
+  grep -E "boot build=|connected|handshake failed" "$OUT/dev0000.log" | tail -4
+fi
+if grep -q "coordinator killed after" "$OUT/coordinator.log"; then
+  grep -q "resume state=" "$OUT/coordinator.log" || fail "the coordinator did not resume from its state db"
+  for ((i = 0; i < N; i++)); do
+    id="$(printf 'dev%04d' "$i")"
+    sed -n '/coordinator killed after/,$p' "$OUT/coordinator.log" | grep "registered device=$id .*pending=alg" >/dev/null \
+      || fail "$id did not come back to the restarted coordinator with its pending round"
+  done
+  sed -n '/coordinator killed after/,$p' "$OUT/coordinator.log" | grep "registered device=dev0000 " | cut -c1-160
+  grep -E "rejected TLS record|coordinator closed|connected" "$OUT/dev0000.log" | tail -3
+fi
+if [[ -n "$NOISE" ]]; then
+  grep -q "line noise: " "$OUT/dev0000.log" || fail "dev0000 wrote no line noise"
+  grep -m2 -E "serial line=serial:[^ ]+ session=[0-9]+ starts on a ClientHello after [0-9]+ discarded bytes" \
+    "$OUT/coordinator.log" || fail "the coordinator did not report discarding the line noise"
+  grep "line noise: " "$OUT/dev0000.log"
+fi
 if [[ -n "$CHUNKS" ]]; then
   for ((i = 0; i < NFW; i++)); do
     id="$(printf 'dev%04d' "$i")"
@@ -252,5 +359,5 @@ fi
 if [[ -n "$REFUSAL" ]]; then
   echo "PASS: $NFW firmware devices refused the task ('$REFUSAL'), $NNATIVE native devices ran $rounds rounds"
 else
-  echo "PASS: $NFW firmware + $NNATIVE native devices, mode $MODE, $rounds rounds"
+  echo "PASS: $NFW firmware ($LINK${NOISE:+, line noise $NOISE}) + $NNATIVE native devices, mode $MODE, $rounds rounds"
 fi

@@ -138,6 +138,17 @@ TEST(NetworkConfig, ConnectionBoundsFromToml) {
 }
 
 // A misspelled key names the key meant; a word far from every key does not.
+TEST(NetworkConfig, SerialLinesFromToml) {
+  auto [err, c] = load("serial = [\"/dev/ttyACM0,115200\", \"/dev/ttyUSB0\"]\n");
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(c.serial, (std::vector<std::string>{"/dev/ttyACM0,115200", "/dev/ttyUSB0"}));
+  EXPECT_NE(load("serial = [\"/dev/ttyACM0,115201\"]\n").first.find("network.serial (--serial) '/dev/ttyACM0,115201': the baud rate"),
+            std::string::npos);
+  EXPECT_NE(load("serial = [\"/dev/ttyACM0\", \"/dev/ttyACM0,9600\"]\n").first.find("names /dev/ttyACM0 twice"),
+            std::string::npos);
+  EXPECT_NE(load("serial = \"/dev/ttyACM0\"\n").first.find("'network.serial' must be an array"), std::string::npos);
+}
+
 TEST(NetworkConfig, MisspelledKeySuggestsTheKeyMeant) {
   EXPECT_NE(load("deadline_sm = 100\n").first.find("unknown key 'network.deadline_sm' (line 2); did you mean "
                                                    "'network.deadline_ms'?"),

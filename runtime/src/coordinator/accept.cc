@@ -1,8 +1,9 @@
 // The coordinator's accept path (coordinator/coordinator.h): the open-file
 // limit, then what Admission (coordinator/admission.h) decides about each new
-// connection and each registered device's silence, carried out on the
-// sockets; TCP keepalive on what is admitted. Refusals go through the
-// bounded refusal log (coordinator/refusal_log.h).
+// connection (an accepted socket, or a session beginning on a serial line,
+// coordinator/serial_line.h) and each registered device's silence, carried
+// out on their transports; TCP keepalive on admitted sockets. Refusals go
+// through the bounded refusal log (coordinator/refusal_log.h).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
@@ -32,12 +33,6 @@ long RaiseOpenFileLimit() {
     if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
   }
   return rl.rlim_cur == RLIM_INFINITY ? (1L << 20) : static_cast<long>(rl.rlim_cur);
-}
-
-std::string PeerOf(const asio::ip::tcp::socket& sock) {
-  std::error_code ec;
-  const auto ep = sock.remote_endpoint(ec);
-  return ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
 // Keepalive probes after `idle_s` without traffic, then every 10 s (at most idle_s), 3 unanswered
@@ -125,30 +120,33 @@ void Coordinator::accept() {
   });
 }
 
-// What Admission says of a new connection, carried out: closed at once, or
-// admitted (after dropping the oldest handshake in progress).
+// An accepted socket: keepalive, then admitted like any other transport.
 void Coordinator::admit(asio::ip::tcp::socket sock) {
   std::error_code pec;
   const auto peer = sock.remote_endpoint(pec);
   const asio::ip::address address = peer.address();
-  switch (admission_.admit(pec ? nullptr : &address, Seconds(std::chrono::steady_clock::now()), conns_.size(),
-                           handshaking_.size())) {
+  SetKeepalive(sock, opt_.network.tcp_keepalive_s);
+  admit(std::make_unique<TcpTransport>(std::move(sock)), pec ? nullptr : &address);
+}
+
+// What Admission says of a new connection, carried out: closed at once, or
+// admitted (after dropping the oldest handshake in progress).
+void Coordinator::admit(std::unique_ptr<Transport> t, const asio::ip::address* peer) {
+  switch (admission_.admit(peer, Seconds(std::chrono::steady_clock::now()), conns_.size(), handshaking_.size())) {
     case Admission::Verdict::kPeerRate: {
       monitor_->handshake_failed("limit_peer_rate");
       refused("limit/peer_rate",
               "refused peer={} stage=accept reason=limit: more than {} new connections per second from this address "
               "(network.peer_connections_per_s, burst {})",
-              PeerOf(sock), opt_.network.peer_connections_per_s, opt_.network.peer_connection_burst);
-      std::error_code ec;
-      sock.close(ec);
+              t->peer(), opt_.network.peer_connections_per_s, opt_.network.peer_connection_burst);
+      t->close();
       return;
     }
     case Admission::Verdict::kConnections: {
       monitor_->handshake_failed("limit_connections");
       refused("limit/connections", "refused peer={} stage=accept reason=limit: {} connections open (network.max_connections)",
-              PeerOf(sock), conns_.size());
-      std::error_code ec;
-      sock.close(ec);
+              t->peer(), conns_.size());
+      t->close();
       return;
     }
     case Admission::Verdict::kAdmitDroppingOldest: {
@@ -163,8 +161,7 @@ void Coordinator::admit(asio::ip::tcp::socket sock) {
     }
     case Admission::Verdict::kAdmit: break;
   }
-  SetKeepalive(sock, opt_.network.tcp_keepalive_s);
-  auto c = std::make_shared<Connection>(this, std::move(sock), next_serial_++);
+  auto c = std::make_shared<Connection>(this, std::move(t), next_serial_++);
   c->set_limits({static_cast<size_t>(opt_.network.max_output_bytes),
                  static_cast<double>(opt_.network.device_messages_per_s),
                  static_cast<double>(opt_.network.device_message_burst)});
@@ -176,6 +173,22 @@ void Coordinator::admit(asio::ip::tcp::socket sock) {
   conns_.emplace(c.get(), c);
   handshaking_.emplace(c->serial(), c.get());
   c->pump();
+}
+
+// network.serial: each line is opened now (an error stops the start, naming
+// the line) and served once the run starts (run(): SerialLine::start).
+Status Coordinator::open_lines() {
+  for (const std::string& value : opt_.network.serial) {
+    auto spec = ParseSerialLine(value);  // (validated with the config)
+    if (!spec.ok()) return spec.status();
+    auto line = std::make_shared<SerialLine>(this, *spec, [this](std::unique_ptr<Transport> t) {
+      if (finished_) return t->close();
+      admit(std::move(t), nullptr);
+    });
+    FEDRT_TRY(line->open());
+    lines_.push_back(std::move(line));
+  }
+  return Status::Ok();
 }
 
 }  // namespace fedrt::net::detail

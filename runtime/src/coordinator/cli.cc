@@ -21,6 +21,12 @@ void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
   app.add_option("--listen", f.listen, "network.listen: listen address");
   app.add_option("--port", f.port, "network.port: TCP port, 0 = any free port");
   app.add_option("--port-file", f.port_file, "write the bound port to this file once listening");
+  app.add_option("--serial", f.serial,
+                 "network.serial: also serve a microcontroller on this serial line, PATH[,BAUD] (BAUD 115200 "
+                 "unless given, ignored by a pseudo-terminal), e.g. /dev/ttyACM0,115200; repeat for more lines "
+                 "(docs/microcontrollers.md, \"A board on a serial line\")")
+      ->take_all()
+      ->allow_extra_args(false);
   app.add_option("--auth", f.auth, "network.auth: any | psk | cert");
   app.add_option("--deadline-ms", f.deadline_ms, "network.deadline_ms: round deadline in ms");
   app.add_option("--quorum", f.quorum, "network.quorum: fraction of sampled devices needed at the deadline");
@@ -56,6 +62,7 @@ Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& 
   if (given("--quorum")) opt.network.quorum = f.quorum;
   if (given("--start-timeout-ms")) opt.network.start_timeout_ms = f.start_timeout_ms;
   if (given("--http")) opt.network.http = f.http;
+  if (given("--serial")) opt.network.serial = f.serial;
   if (given("--http-linger")) opt.network.http_linger_s = f.http_linger_s;
   if (!opt.network.http.empty()) {
     std::string host;

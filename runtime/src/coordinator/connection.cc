@@ -1,10 +1,5 @@
 #include "fedrt/coordinator/connection.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -28,21 +23,18 @@ double NowSeconds() {
 }
 }  // namespace
 
-Connection::Connection(ConnectionOwner* owner, asio::ip::tcp::socket sock, uint64_t serial)
-    : owner_(owner), sock_(std::move(sock)), hs_timer_(owner->io()), pause_timer_(owner->io()), serial_(serial) {
+Connection::Connection(ConnectionOwner* owner, std::unique_ptr<Transport> transport, uint64_t serial)
+    : owner_(owner),
+      transport_(std::move(transport)),
+      hs_timer_(owner->io()),
+      pause_timer_(owner->io()),
+      serial_(serial),
+      peer_(transport_->peer()) {
   mbedtls_ssl_init(&ssl_);
   dec_.set_limit(wire::kMaxHelloFrameBytes);  // until set_registered
-  std::error_code ec;
-  auto ep = sock_.remote_endpoint(ec);
-  peer_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
 Status Connection::start(const mbedtls_ssl_config* conf) {
-  std::error_code ec;
-  sock_.non_blocking(true, ec);
-  // Small frames answered by small frames: Nagle's algorithm would hold each
-  // one for the peer's delayed acknowledgement (about 40 ms on Linux).
-  sock_.set_option(asio::ip::tcp::no_delay(true), ec);
   int rc = mbedtls_ssl_setup(&ssl_, conf);
   if (rc != 0) return Status(StatusCode::kInternal, "ssl setup: " + TlsErrorString(rc));
   mbedtls_ssl_set_bio(&ssl_, this, &Connection::BioSend, &Connection::BioRecv, nullptr);
@@ -92,27 +84,20 @@ void Connection::resume() {
 
 int Connection::BioSend(void* ctx, const unsigned char* buf, size_t len) {
   auto* c = static_cast<Connection*>(ctx);
-  const ssize_t n = ::send(c->sock_.native_handle(), buf, len, MSG_NOSIGNAL);
+  const int n = c->transport_->send(buf, len);
   if (n > 0 && c->state_ == State::kHandshake) c->flight_.observe(buf, static_cast<size_t>(n));
-  if (n >= 0) return static_cast<int>(n);
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_WRITE;
-  return MBEDTLS_ERR_NET_SEND_FAILED;
+  return n;
 }
 
 int Connection::BioRecv(void* ctx, unsigned char* buf, size_t len) {
-  auto* c = static_cast<Connection*>(ctx);
-  const ssize_t n = ::recv(c->sock_.native_handle(), buf, len, 0);
-  if (n > 0) return static_cast<int>(n);
-  if (n == 0) return MBEDTLS_ERR_NET_CONN_RESET;
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_READ;
-  return MBEDTLS_ERR_NET_RECV_FAILED;
+  return static_cast<Connection*>(ctx)->transport_->recv(buf, len);
 }
 
 void Connection::wait_read() {
   if (reading_ || state_ == State::kClosed) return;
   reading_ = true;
   auto self = shared_from_this();
-  sock_.async_wait(asio::ip::tcp::socket::wait_read, [self](const std::error_code& ec) {
+  transport_->wait(false, [self](const std::error_code& ec) {
     self->reading_ = false;
     if (!ec) self->pump();
   });
@@ -122,7 +107,7 @@ void Connection::wait_write() {
   if (writing_ || state_ == State::kClosed) return;
   writing_ = true;
   auto self = shared_from_this();
-  sock_.async_wait(asio::ip::tcp::socket::wait_write, [self](const std::error_code& ec) {
+  transport_->wait(true, [self](const std::error_code& ec) {
     self->writing_ = false;
     if (!ec) self->pump();
   });
@@ -243,7 +228,9 @@ void Connection::pump() {
     }
     if (rc == MBEDTLS_ERR_SSL_WANT_READ) return wait_read();
     if (rc == MBEDTLS_ERR_SSL_WANT_WRITE) return wait_write();
-    if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || rc == MBEDTLS_ERR_NET_CONN_RESET)
+    if (rc == MBEDTLS_ERR_NET_CONN_RESET)
+      close(transport_->end_reason());
+    else if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
       close("closed by peer");
     else
       close("read failed: " + TlsErrorString(rc));
@@ -255,11 +242,10 @@ void Connection::close(const std::string& why) {
   if (state_ == State::kClosed) return;
   const bool was_open = state_ != State::kHandshake;
   state_ = State::kClosed;
-  std::error_code ec;
   hs_timer_.cancel();
   pause_timer_.cancel();
   if (was_open) mbedtls_ssl_close_notify(&ssl_);
-  sock_.close(ec);
+  transport_->close();
   owner_->on_closed(*this, why);
 }
 

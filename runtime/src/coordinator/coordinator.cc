@@ -121,6 +121,7 @@ Status Coordinator::init() {
   for (const Revocation& r : *earlier)
     if (r.reason.rfind("secagg:", 0) == 0) revoke(r);
   FEDRT_TRY(listen());
+  FEDRT_TRY(open_lines());
   return serve_http();
 }
 
@@ -179,6 +180,7 @@ void Coordinator::on_handshake_failed(Connection& c, int rc) {
   if (!rejected.empty()) why += fmt::format(" [PSK identity '{}' is not provisioned]", rejected);
   if (rc == MBEDTLS_ERR_SSL_INVALID_RECORD) why += " [not a TLS client hello / plaintext or corrupt record]";
   if (rc == MBEDTLS_ERR_SSL_INVALID_MAC) why += " [record MAC check failed: wrong pre-shared key or tampered record]";
+  if (rc == MBEDTLS_ERR_NET_CONN_RESET) why += " [" + c.end_reason() + "]";
   if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) why += " [client certificate not signed by the fleet CA]";
   if (rc == MBEDTLS_ERR_SSL_UNKNOWN_IDENTITY) why += " [unknown PSK identity]";
   if (rc == MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE && rejected.empty())
@@ -453,6 +455,7 @@ Status Coordinator::finish() {
   std::error_code ec;
   acceptor_.close(ec);
   accept_retry_.cancel();
+  for (const auto& line : lines_) line->stop();
   // Let the shutdown messages drain, then stop.
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));
   t->async_wait([this, t](const std::error_code&) { io_.stop(); });
@@ -462,6 +465,7 @@ Status Coordinator::finish() {
 Status Coordinator::run() {
   set_limits();
   accept();
+  for (const auto& line : lines_) line->start();
   watch_keys();
   watch_idle();
   if (rounds_.complete()) {  // a finished experiment's state: write the outputs again

@@ -28,6 +28,8 @@
 #include "fedrt/coordinator/admission.h"
 #include "fedrt/coordinator/refusal_log.h"
 #include "fedrt/keys/gateways.h"
+#include "fedrt/coordinator/serial_line.h"
+#include "fedrt/coordinator/transport.h"
 #include "fedrt/keys/registry.h"
 #include "fedrt_gateway.pb.h"
 #include "fedrt/coordinator/state_store.h"
@@ -85,6 +87,9 @@ class Coordinator : public ConnectionOwner, public GatewayRoute {
   void set_limits();
   void accept();
   void admit(asio::ip::tcp::socket sock);
+  // A new session on a socket or a serial line (peer: its address, nullptr for a line).
+  void admit(std::unique_ptr<Transport> transport, const asio::ip::address* peer);
+  Status open_lines();  // network.serial (--serial): opened before the run starts
   // A refusal's warning, written only while its key's quota lasts (refusals_).
   template <class... Args>
   void refused(std::string_view key, fmt::format_string<Args...> f, Args&&... args) {
@@ -127,6 +132,7 @@ class Coordinator : public ConnectionOwner, public GatewayRoute {
   std::map<uint64_t, Connection*> handshaking_;  // not yet registered, by serial (accept order)
   Admission admission_;                          // set_limits: who gets a connection (coordinator/admission.h)
   asio::steady_timer accept_retry_{io_};
+  std::vector<std::shared_ptr<SerialLine>> lines_;  // network.serial, one microcontroller each
   uint64_t next_serial_ = 0;
   bool finished_ = false;
   Status fatal_ = Status::Ok();

@@ -1,5 +1,6 @@
 #include "fedrt/coordinator/network_config.h"
 #include "fedrt/core/closest_name.h"
+#include "fedrt/coordinator/serial_line.h"
 
 #include <arpa/inet.h>
 
@@ -28,7 +29,7 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
                                               "max_connections", "max_handshakes", "peer_connections_per_s",
                                               "peer_connection_burst", "rate_limit_exempt", "tcp_keepalive_s",
                                               "idle_timeout_ms", "http_linger_s", "max_output_bytes",
-                                              "device_messages_per_s", "device_message_burst"};
+                                              "device_messages_per_s", "device_message_burst", "serial"};
   for (auto& [k, v] : *t) {
     if (!kKeys.count(std::string(k.str()))) {
       const std::string near = ClosestName(std::string(k.str()), kKeys);
@@ -91,6 +92,16 @@ Status LoadNetworkToml(const std::string& path, NetworkConfig& net) {
       net.rate_limit_exempt.push_back(*v);
     }
   }
+  if (t->contains("serial")) {
+    const toml::array* a = (*t)["serial"].as_array();
+    if (a == nullptr) return wrong("serial", "an array of \"PATH[,BAUD]\" strings");
+    net.serial.clear();
+    for (const auto& e : *a) {
+      auto v = e.value<std::string>();
+      if (!v || !e.is_string()) return wrong("serial", "an array of \"PATH[,BAUD]\" strings");
+      net.serial.push_back(*v);
+    }
+  }
   if (t->contains("quorum")) {
     auto v = (*t)["quorum"].value<double>();
     if (!v) return wrong("quorum", "a number");
@@ -135,6 +146,13 @@ Status ValidateNetwork(const NetworkConfig& n) {
   for (const auto& e : n.rate_limit_exempt) {
     auto net = ParseExemptNetwork(e);
     if (!net.ok()) return bad(fmt::format("network.rate_limit_exempt: {}", net.status().message()));
+  }
+  std::set<std::string> lines;
+  for (const auto& e : n.serial) {
+    auto line = ParseSerialLine(e);
+    if (!line.ok()) return bad(fmt::format("network.serial (--serial) {}", line.status().message()));
+    if (!lines.insert(line->path).second)
+      return bad(fmt::format("network.serial (--serial) names {} twice: one device per line", line->path));
   }
   if (n.tcp_keepalive_s < 0 || n.tcp_keepalive_s > 86400)
     return bad(fmt::format("network.tcp_keepalive_s must be in 0..86400 (0: off), got {}", n.tcp_keepalive_s));

@@ -61,7 +61,7 @@ void Gateway::accept() {
   acceptor_.async_accept([this](const std::error_code& ec, asio::ip::tcp::socket sock) {
     if (finished_) return;
     if (!ec) {
-      auto c = std::make_shared<Connection>(this, std::move(sock), next_serial_++);
+      auto c = std::make_shared<Connection>(this, std::make_unique<TcpTransport>(std::move(sock)), next_serial_++);
       c->set_limits({static_cast<size_t>(opt_.max_output_bytes), static_cast<double>(opt_.device_messages_per_s),
                      static_cast<double>(opt_.device_message_burst)});
       if (c->start(tls_.conf()).ok()) {

@@ -17,6 +17,7 @@
 #include "fedrt.pb.h"
 #include "fedrt_gateway.pb.h"
 #include "fedrt/coordinator/connection.h"
+#include "fedrt/coordinator/transport.h"
 #include "fedrt/gateway/gateway.h"
 #include "fedrt/log/log.h"
 #include "fedrt/protocol/masked_summer.h"

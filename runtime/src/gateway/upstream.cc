@@ -31,7 +31,7 @@ void Gateway::connect_upstream() {
   asio::ip::tcp::socket sock(io_);
   asio::connect(sock, endpoints, ec);  // loopback or a LAN: a short blocking connect
   if (ec) return retry_upstream(fmt::format("{}: {}", address, ec.message()));
-  up_ = std::make_shared<Connection>(this, std::move(sock), next_serial_++);
+  up_ = std::make_shared<Connection>(this, std::make_unique<TcpTransport>(std::move(sock)), next_serial_++);
   Status st = up_->start(up_tls_.conf());
   if (!st.ok()) {
     up_.reset();

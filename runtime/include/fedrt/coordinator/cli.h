@@ -5,6 +5,7 @@
 // overrides. Host code.
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,7 @@ struct CoordinatorFlags {
   config::ExperimentFlags experiment;
   std::string state, keys, listen, port_file, auth, http;
   std::string log_level = "info";
+  std::vector<std::string> serial;
   long port = 0, deadline_ms = 0, start_timeout_ms = 0, http_linger_s = 0;
   double quorum = 0;
   bool accept_rollback = false;

@@ -1,8 +1,10 @@
 #pragma once
 // Connection: one device's TLS session on the coordinator, driven by the
-// readiness notifications of the event loop (non-blocking mbedTLS over an
-// Asio socket): handshake with a timeout, length-prefixed frames in and out,
-// orderly close. It knows nothing of rounds: frames go to its owner. Host code.
+// readiness notifications of the event loop (non-blocking mbedTLS over a
+// Transport: a TCP socket or a session on a serial line,
+// coordinator/transport.h): handshake with a timeout, length-prefixed frames
+// in and out, orderly close. It knows nothing of rounds: frames go to its
+// owner. Host code.
 
 #include <cstdint>
 #include <functional>
@@ -15,6 +17,7 @@
 
 #include "fedrt/core/status.h"
 #include "fedrt/coordinator/peer_rate_limit.h"
+#include "fedrt/coordinator/transport.h"
 #include "fedrt/tls/key_exchange.h"
 #include "fedrt/tls/tls.h"
 #include "fedrt/wire/frame.h"
@@ -50,7 +53,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class State { kHandshake, kAwaitHello, kRegistered, kClosed };
   static constexpr int kHandshakeTimeoutMs = 10000;
 
-  Connection(ConnectionOwner* owner, asio::ip::tcp::socket sock, uint64_t serial);
+  Connection(ConnectionOwner* owner, std::unique_ptr<Transport> transport, uint64_t serial);
   ~Connection() { mbedtls_ssl_free(&ssl_); }
 
   void set_limits(const ConnectionLimits& limits) { limits_ = limits; }
@@ -78,6 +81,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void set_registered(int agent);
   const mbedtls_ssl_context* ssl() const { return &ssl_; }
   const std::string& peer() const { return peer_; }
+  // How the peer ended the session when its transport said so ("closed by peer", ...).
+  std::string end_reason() const { return transport_->end_reason(); }
   const std::string& identity() const { return identity_; }
   // The negotiated TLS version and (EC)DHE group, "TLSv1.3/X25519" ("" before the handshake).
   const std::string& tls_session() const { return tls_session_; }
@@ -93,7 +98,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void resume();  // after a pause of charge()
 
   ConnectionOwner* owner_;
-  asio::ip::tcp::socket sock_;
+  std::unique_ptr<Transport> transport_;
   asio::steady_timer hs_timer_;
   asio::steady_timer pause_timer_;
   uint64_t serial_;

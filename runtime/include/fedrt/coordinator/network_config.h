@@ -32,6 +32,9 @@
 //                          # (a device that does not read); streamed broadcasts queue one chunk at a time
 //   device_messages_per_s = 50  # per connection: heartbeats, repeated task replies and rejected messages
 //   device_message_burst = 500  # ... (burst this many); beyond, dropped and the connection not read (0: no limit)
+//   serial = []            # serial lines with one microcontroller each, "PATH[,BAUD]" (BAUD 115200 unless
+//                          # given; a pseudo-terminal ignores it): the same TLS sessions as on TCP
+//                          # (coordinator/serial_line.h; docs/microcontrollers.md, "A board on a serial line")
 
 #include <array>
 #include <cstdint>
@@ -68,6 +71,7 @@ struct NetworkConfig {
   long max_output_bytes = 8L << 20;
   long device_messages_per_s = 50;
   long device_message_burst = 500;
+  std::vector<std::string> serial;  // "PATH[,BAUD]", one microcontroller per line
 };
 
 // Reads [network] of `path` (absent keys keep their value; unknown keys are
