@@ -255,6 +255,10 @@ if(COMMAND fedrt_add_firmware)
     # beside two TCP devices (docs/microcontrollers.md, "A board on a serial line").
     add_test(NAME fw_link_qemu_serial COMMAND ${_fw_link} ${_full} --out "${_out}/serial" --fw 2 --native 2
              --compare-sim --link pty)
+    # The same boards behind a gateway: fedrt-gateway serves their lines and hands the coordinator one aggregate
+    # per round (docs/gateways.md); the TCP devices stay on the coordinator.
+    add_test(NAME fw_link_qemu_serial_gateway COMMAND ${_fw_link} ${_full} --out "${_out}/serial-gateway" --fw 2
+             --native 2 --compare-sim --link pty --gateway)
     # The reset button of one board mid-run: it boots afresh on the same line and the coordinator takes over.
     add_test(NAME fw_link_qemu_serial_reset COMMAND ${_fw_link} ${_full} --out "${_out}/serial-reset" --fw 1 --native 2
              --link pty --reset-at-round 3 --config "${_dir}/experiment_serial_reset.toml")
@@ -330,7 +334,8 @@ if(COMMAND fedrt_add_firmware)
       set_tests_properties(fw_link_qemu_d4096 PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300
                            ENVIRONMENT "FW_SIM_BOUND=5.8e-5")
     endif()
-    set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_serial fw_link_qemu_serial_reset
+    set(_tests c_api_qemu_own_data fw_link_qemu_fleet fw_link_qemu_lsa_fleet fw_link_qemu_serial fw_link_qemu_serial_gateway
+        fw_link_qemu_serial_reset
         fw_link_qemu_serial_restart fw_link_qemu_lsa_psk_ke fw_link_qemu_fleet_dither fw_link_qemu_fedavg
         fw_link_qemu_fedavg_dp fw_link_qemu_fedavg_dp_adaptive fw_link_qemu_fedavg_ddp fw_link_qemu_fedem fw_link_qemu_lsa_refuses_fedavg fw_link_qemu_secagg
         fw_link_qemu_corrupt-record fw_link_qemu_bad-frames fw_link_qemu_huge-frame)

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fedrt/cli/parse.h"
+#include "fedrt/coordinator/serial_line.h"
 #include "fedrt/gateway/gateway.h"
 #include "fedrt/log/log.h"
 
@@ -24,6 +25,13 @@ int main(int argc, char** argv) {
   app.add_option("--port", o.port, "port its devices connect to (default 7434; 0: any free port)")
       ->check(CLI::Range(0L, 65535L));
   app.add_option("--port-file", o.port_file, "write the bound port to this file once listening");
+  app.add_option("--serial", o.serial,
+                 "PATH[,BAUD]: a microcontroller on this serial line (repeatable, one device per line; BAUD default "
+                 "115200, ignored by a pseudo-terminal)")
+      ->check([](const std::string& v) {
+        auto s = fedrt::net::ParseSerialLine(v);
+        return s.ok() ? std::string() : std::string(s.status().message());
+      });
   fedrt::log::AddLevelFlag(app, log_level);
   if (int rc = 0; !fedrt::cli::Parse(app, argc, argv, &rc)) return rc;
   (void)fedrt::log::SetLevel(log_level);

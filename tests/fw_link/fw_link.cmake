@@ -53,6 +53,9 @@ if(TARGET fedrt-fw-host)
            --link pty --line-noise 3000)
   add_test(NAME fw_link_host_serial_midrun COMMAND ${_run} --out ${_out}/host-serial-midrun --fw 2 --native 1
            --compare-sim --link pty --line-noise 2000@800)
+  # The same behind a gateway: fedrt-gateway serves the two lines, the coordinator sees one aggregate per round.
+  add_test(NAME fw_link_host_serial_gateway COMMAND ${_run} --out ${_out}/host-serial-gateway --fw 2 --native 1
+           --compare-sim --link pty --gateway)
   # Refused tasks: the LSA-only build and a workspace too small; the others run on.
   add_test(NAME fw_link_host_refuses_family COMMAND ${_run} --out ${_out}/host-refuses-family --fw 1 --native 2
            --host-client fedrt-fw-host-lsa --config ${CMAKE_CURRENT_LIST_DIR}/experiment_fedavg.toml
@@ -64,7 +67,7 @@ if(TARGET fedrt-fw-host)
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fw_secagg.sh --bin ${CMAKE_BINARY_DIR}/bin
                    --out ${_out}/host-secagg --fw 2 --native 2)
   set_tests_properties(fw_link_host_corrupt-record fw_link_host_bad-frames fw_link_host_huge-frame fw_link_host_fleet
-                       fw_link_host_serial fw_link_host_serial_midrun
+                       fw_link_host_serial fw_link_host_serial_midrun fw_link_host_serial_gateway
                        fw_link_host_dither fw_link_host_lsa_image fw_link_host_fedavg fw_link_host_fedavg_ddp fw_link_host_fedem
                        fw_link_host_refuses_family fw_link_host_refuses_memory fw_link_host_secagg
                        PROPERTIES LABELS "device;integration" SKIP_RETURN_CODE 77 TIMEOUT 300)

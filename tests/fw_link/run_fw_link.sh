@@ -40,7 +40,7 @@
 #                  [--expect-refusal REGEX] [--workspace-bytes N] [--expect-chunks REGEX]
 #                  [--tls VERSION/GROUP]   (default TLSv1.3/X25519)
 #                  [--link tcp|pty] [--line-noise N[@AFTER]] [--reset-at-round R]
-#                  [--kill-coordinator-at-round R]
+#                  [--kill-coordinator-at-round R] [--gateway]
 # --expect-refusal: every firmware device must refuse the task in TaskReply
 # with a reason matching REGEX and exit with an error, the coordinator must log
 # the refusal and finish the experiment with the native devices alone.
@@ -63,6 +63,11 @@
 # starts a new session on the same line, which the coordinator must take over
 # from the old one without a human (its iterates then differ from the
 # simulator's: a reboot loses the device's state, so no --compare-sim).
+# --gateway (with --link pty): the firmware devices' lines are served by a
+# fedrt-gateway (gw00, docs/gateways.md) instead of the coordinator: each
+# device registers at the gateway over its serial line and reaches the
+# coordinator only inside the gateway's aggregates; the native devices stay
+# on the coordinator's TCP port.
 # --kill-coordinator-at-round R: once device 0 committed round R the
 # coordinator is killed (SIGKILL) and started again on the same state db, port
 # and lines; every device must resume (device 0 from a session the new
@@ -74,7 +79,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CFG="$HERE/experiment.toml"
 BIN="" OUT="" ELF="" MACHINE="mps2-an386" NFW=1 NNATIVE=1 MODE=none COMPARE=0 TIMEOUT=240 HOST_CLIENT=fedrt-fw-host REFUSAL="" WORKSPACE=() CHUNKS="" TLS_WANT="TLSv1.3/X25519"
-LINK=tcp NOISE="" RESET_AT="" KILL_AT=""
+LINK=tcp NOISE="" RESET_AT="" KILL_AT="" GATEWAY=0
 while (($#)); do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -92,6 +97,7 @@ while (($#)); do
     --tls) TLS_WANT="$2"; shift 2 ;;
     --expect-chunks) CHUNKS="$2"; shift 2 ;;
     --link) LINK="$2"; shift 2 ;;
+    --gateway) GATEWAY=1; shift ;;
     --line-noise) NOISE="$2"; shift 2 ;;
     --reset-at-round) RESET_AT="$2"; shift 2 ;;
     --kill-coordinator-at-round) KILL_AT="$2"; shift 2 ;;
@@ -99,6 +105,7 @@ while (($#)); do
   esac
 done
 [[ -n "$BIN" && -n "$OUT" ]] || { echo "run_fw_link.sh: --bin and --out are required" >&2; exit 2; }
+[[ "$GATEWAY" == 0 || "$LINK" == pty ]] || { echo "run_fw_link.sh: --gateway needs --link pty" >&2; exit 2; }
 [[ "$LINK" == tcp || "$LINK" == pty ]] || { echo "run_fw_link.sh: --link must be tcp or pty, got '$LINK'" >&2; exit 2; }
 [[ "$LINK" == tcp && -n "$NOISE" ]] && { echo "run_fw_link.sh: --line-noise needs --link pty" >&2; exit 2; }
 [[ "$LINK" == pty && "$MODE" != none ]] && { echo "run_fw_link.sh: --mode $MODE relays TCP: not with --link pty" >&2; exit 2; }
@@ -130,12 +137,15 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$N" >/dev/null || fail "fedrt-keys"
+if ((GATEWAY)); then  # gw00 may speak for every device (the coordinator reads gateways.tsv at its start)
+  "$BIN/fedrt-keys" gateways --keys "$OUT/keys" --count 1 >/dev/null 2>&1 || fail "fedrt-keys gateways"
+fi
 SERIAL=()  # --link pty: the coordinator's --serial PATH of every firmware device
 start_coordinator() {  # the same port again when it restarts (--kill-coordinator-at-round)
   rm -f "$OUT/port"
   "$BIN/fedrt-coordinator" --config "$CFG" --agents "$N" --out "$OUT/run" --keys "$OUT/keys" \
-    --state "$OUT/coordinator.db" --listen 127.0.0.1 --port "${PORT:-0}" --port-file "$OUT/port" "${SERIAL[@]}" \
-    2>>"$OUT/coordinator.log" &
+    --state "$OUT/coordinator.db" --listen 127.0.0.1 --port "${PORT:-0}" --port-file "$OUT/port" \
+    "${COORD_SERIAL[@]}" 2>>"$OUT/coordinator.log" &
   COORD=$!
   PIDS+=("$COORD")
   for _ in $(seq 100); do [[ -s "$OUT/port" ]] && break; sleep 0.1; done
@@ -194,8 +204,18 @@ start_firmware() {
 
 if [[ "$LINK" == pty ]]; then
   for ((i = 0; i < NFW; i++)); do start_firmware "$i"; done
+  COORD_SERIAL=()
+  ((GATEWAY)) || COORD_SERIAL=("${SERIAL[@]}")
   start_coordinator
+  if ((GATEWAY)); then  # the lines are the gateway's
+    "$BIN/fedrt-gateway" --coordinator "127.0.0.1:$PORT" --id gw00 --keys "$OUT/keys/gateways/gw00" --port 0 \
+      --port-file "$OUT/gw00.port" "${SERIAL[@]}" 2>"$OUT/gw00.log" &
+    PIDS+=($!)
+    for _ in $(seq 100); do [[ -s "$OUT/gw00.port" ]] && break; sleep 0.1; done
+    [[ -s "$OUT/gw00.port" ]] || fail "gateway did not start: $(tail -3 "$OUT/gw00.log")"
+  fi
 else
+  COORD_SERIAL=()
   start_coordinator
   for ((i = 0; i < NFW; i++)); do start_firmware "$i"; done
 fi
@@ -267,7 +287,13 @@ done
 for ((i = 0; i < NFW; i++)); do
   id="$(printf 'dev%04d' "$i")"
   grep -E "tls_heap_hwm|workspace_hwm|tls_heap_max_bytes" "$OUT/$id.log" | tail -3
-  if [[ "$LINK" == pty ]]; then  # registered through the coordinator's --serial line, not TCP
+  if ((GATEWAY)); then  # registered at the gateway over its serial line, up at the coordinator through gw00
+    grep -q "registered device=$id .*peer=serial:/" "$OUT/gw00.log" \
+      || fail "$id did not register at the gateway over its serial line: $(grep "device=$id " "$OUT/gw00.log" | tail -1)"
+    grep -q "ready device=$id .*via=gw00" "$OUT/coordinator.log" || fail "$id did not come up through gw00"
+    grep "ready device=$id " "$OUT/coordinator.log" | tail -1
+    grep -m2 -E "partial round=" "$OUT/gw00.log"
+  elif [[ "$LINK" == pty ]]; then  # registered through the coordinator's --serial line, not TCP
     grep -q "registered device=$id .*peer=serial:/" "$OUT/coordinator.log" \
       || fail "$id did not register over its serial line: $(grep "registered device=$id " "$OUT/coordinator.log" | tail -1)"
     grep "registered device=$id " "$OUT/coordinator.log" | tail -1

@@ -164,6 +164,32 @@ TEST(Partials, AHostilePartialIsRefusedAndChangesNothing) {
   EXPECT_EQ(root.server.on_partial(honest, 0).refusal, Refusal::kStaleRound);  // closed: a replay changes nothing
 }
 
+// A gateway's round ends at its deadline with the updates it has, whatever
+// the coordinator's quorum: the partial goes up with them, and the
+// coordinator's round then waits for (or closes without) the others.
+TEST(Partials, AGatewayHandsUpWhatItHasAtItsDeadline) {
+  const Fleet f(AlgorithmKind::kFedAvg);
+  Sessions root(f, /*deadline_ms=*/1000, /*quorum=*/1.0);
+  GatewaySide gw(f);
+  auto b = root.announce(0, /*now=*/0);
+  RoundBasis basis;
+  root.server.basis(basis);
+  EXPECT_EQ(basis.deadline_ms, 1000u);
+  ASSERT_TRUE(gw.session.open_from(basis, 0).ok());
+  EXPECT_EQ(gw.session.next_deadline_ms(), 900u);  // a tenth of the time left before the coordinator's
+  for (auto& [c, r] : b)
+    if (c < 2) ASSERT_TRUE(gw.session.on_update(c, r.update, 10).ok());  // agent 2 of the gateway stays silent
+  gw.session.tick(899);
+  EXPECT_TRUE(gw.session.round_open());
+  gw.session.tick(900);
+  ASSERT_TRUE(gw.session.round_closed());
+  Partial p;
+  ASSERT_TRUE(gw.session.export_partial(p).ok());
+  EXPECT_EQ(p.members, (std::vector<uint32_t>{0, 1}));
+  ASSERT_TRUE(root.server.on_partial(p, 901).ok());
+  EXPECT_FALSE(root.server.round_closed());  // agents 2..5 still owe their updates
+}
+
 TEST(Partials, ANonFinitePieceIsRefused) {
   const Fleet f(AlgorithmKind::kFedAvg);
   Sessions root(f);

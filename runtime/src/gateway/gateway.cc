@@ -39,19 +39,30 @@ Status Gateway::init() {
   if (!ec) acceptor_.listen(1024, ec);
   if (ec)
     return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}:{}: {}", opt_.listen, opt_.port, ec.message()));
+  for (const std::string& value : opt_.serial) {
+    auto spec = ParseSerialLine(value);
+    if (!spec.ok()) return spec.status();
+    auto line = std::make_shared<SerialLine>(this, *spec, [this](std::unique_ptr<Transport> t) {
+      if (finished_) return t->close();
+      admit(std::move(t));
+    });
+    FEDRT_TRY(line->open());
+    lines_.push_back(std::move(line));
+  }
   const uint16_t port = acceptor_.local_endpoint().port();
   if (!opt_.port_file.empty()) {
     const std::string tmp = opt_.port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";
     std::rename(tmp.c_str(), opt_.port_file.c_str());
   }
-  Log().info("gateway {} listening address={}:{} devices={} coordinators={}", opt_.id, opt_.listen, port,
-             devices_.size(), fmt::join(opt_.coordinators, ","));
+  Log().info("gateway {} listening address={}:{} devices={} serial_lines={} coordinators={}", opt_.id, opt_.listen, port,
+             devices_.size(), lines_.size(), fmt::join(opt_.coordinators, ","));
   return Status::Ok();
 }
 
 Status Gateway::run() {
   accept();
+  for (const auto& line : lines_) line->start();
   connect_upstream();
   io_.run();
   return fatal_;
@@ -60,17 +71,19 @@ Status Gateway::run() {
 void Gateway::accept() {
   acceptor_.async_accept([this](const std::error_code& ec, asio::ip::tcp::socket sock) {
     if (finished_) return;
-    if (!ec) {
-      auto c = std::make_shared<Connection>(this, std::make_unique<TcpTransport>(std::move(sock)), next_serial_++);
-      c->set_limits({static_cast<size_t>(opt_.max_output_bytes), static_cast<double>(opt_.device_messages_per_s),
-                     static_cast<double>(opt_.device_message_burst)});
-      if (c->start(tls_.conf()).ok()) {
-        conns_.emplace(c.get(), c);
-        c->pump();
-      }
-    }
+    if (!ec) admit(std::make_unique<TcpTransport>(std::move(sock)));
     if (acceptor_.is_open()) accept();
   });
+}
+
+// A device's session: an accepted socket or one beginning on a serial line.
+void Gateway::admit(std::unique_ptr<Transport> t) {
+  auto c = std::make_shared<Connection>(this, std::move(t), next_serial_++);
+  c->set_limits({static_cast<size_t>(opt_.max_output_bytes), static_cast<double>(opt_.device_messages_per_s),
+                 static_cast<double>(opt_.device_message_burst)});
+  if (!c->start(tls_.conf()).ok()) return;
+  conns_.emplace(c.get(), c);
+  c->pump();
 }
 
 void Gateway::on_handshake_done(Connection& c) {

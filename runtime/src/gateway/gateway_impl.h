@@ -17,6 +17,7 @@
 #include "fedrt.pb.h"
 #include "fedrt_gateway.pb.h"
 #include "fedrt/coordinator/connection.h"
+#include "fedrt/coordinator/serial_line.h"
 #include "fedrt/coordinator/transport.h"
 #include "fedrt/gateway/gateway.h"
 #include "fedrt/log/log.h"
@@ -56,6 +57,7 @@ class Gateway : public ConnectionOwner {
     std::optional<protocol::RoundId> pending;
   };
   void accept();
+  void admit(std::unique_ptr<Transport> t);
   void on_hello(Connection& c, const wire::Hello& h);
   void on_task_reply(Connection& c, const wire::TaskReply& r);
   void on_round_message(Connection& c, const wire::Envelope& env);
@@ -92,6 +94,7 @@ class Gateway : public ConnectionOwner {
   std::map<std::string, uint32_t> index_;  // device id -> agent
   std::map<uint32_t, Device> devices_;     // by agent
   wire::Inbound inbound_;
+  std::vector<std::shared_ptr<SerialLine>> lines_;  // --serial, one microcontroller each
 
   // The link to the coordinator.
   TlsClientConfig up_tls_;

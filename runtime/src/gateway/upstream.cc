@@ -126,13 +126,19 @@ void Gateway::on_round(const wire::GatewayRound& r) {
     const std::vector<double> initial(task_.problem.dim, 0.0);
     so.initial = protocol::View<double>{initial.data(), static_cast<uint32_t>(initial.size())};
     if (Status st = s->init(so); !st.ok()) return retry_upstream(fmt::format("partial session: {}", st.message()));
-    for (uint32_t c = 0; c < task_.problem.agents; ++c) s->set_served(c, devices_.count(c) != 0);
     session_ = std::move(s);
     session_alg_ = b.id.algorithm;
     session_run_ = b.id.run;
   }
-  for (auto& [agent, d] : devices_)
-    if (agent < task_.problem.agents) session_->set_connected(agent, d.ready && d.conn != nullptr, now_ms());
+  // The round waits for the sampled devices that are up here now (one provisioned here may be at the
+  // coordinator itself, or behind another address of its list); one that comes up during the round is
+  // announced and may still answer until the partial goes up.
+  for (uint32_t c = 0; c < task_.problem.agents; ++c) {
+    auto it = devices_.find(c);
+    const bool up = it != devices_.end() && it->second.ready && it->second.conn != nullptr;
+    session_->set_served(c, up);
+    session_->set_connected(c, up, now_ms());
+  }
   if (Status st = session_->open_from(b, now_ms()); !st.ok())
     return retry_upstream(fmt::format("round {}: {}", b.id.round, st.message()));
   handed_up_ = secure_;  // a secure round hands up its masked sum (summer_), not a partial
@@ -173,6 +179,7 @@ void Gateway::shutdown(const std::string& why) {
     if (d.conn != nullptr) d.conn->send(env);
   std::error_code ec;
   acceptor_.close(ec);
+  for (const auto& line : lines_) line->stop();
   retry_timer_.cancel();
   deadline_.cancel();
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));

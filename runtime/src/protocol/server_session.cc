@@ -426,7 +426,7 @@ void ServerSession::tick(uint64_t now_ms) {
     advance_secagg();  // the phase closes with the devices that answered
     return;
   }
-  if (commit_.members.size() >= quorum_needed()) {
+  if (partial_ || commit_.members.size() >= quorum_needed()) {  // a gateway hands up what it has: quorum is the coordinator's
     close("deadline");
   } else {
     deadline_ = now_ms + deadline_ms_;  // below quorum: extend

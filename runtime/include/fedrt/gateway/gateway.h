@@ -24,6 +24,9 @@ struct GatewayOptions {
   std::string listen = "127.0.0.1";
   long port = 7434;                       // 0: any free port (written to port_file)
   std::string port_file;
+  // PATH[,BAUD]: a microcontroller on each serial line, served as the
+  // coordinator serves one (docs/microcontrollers.md, "A board on a serial line").
+  std::vector<std::string> serial;
   long max_output_bytes = 8L << 20;       // per device connection, as the coordinator's
   long device_messages_per_s = 50;
   long device_message_burst = 500;
