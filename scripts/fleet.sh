@@ -11,7 +11,11 @@
 # --gateways G: G fedrt-gateway processes between the devices and the
 # coordinator, device i behind gateway i mod G (docs/gateways.md); each hands
 # the coordinator one aggregate per round. Devices behind gateways use their
-# PSKs (native, aarch64, armhf).
+# PSKs. --mcu-link serial: the Cortex-M4 devices' UARTs on pseudo-terminals
+# served by a gateway's --serial (gateway i mod G, at least one gateway; the
+# other devices then go to the coordinator unless --gateways is given), the
+# way a board on /dev/ttyACM0 is served; default tcp (QEMU's TCP bridge to the
+# coordinator).
 #
 # Without device counts, an experiment with [data] shards gets one native
 # device per shard file.
@@ -37,7 +41,7 @@ BIN="$ROOT/build/release/bin"
 AARCH64_BIN="$ROOT/build/aarch64/bin"
 ARMHF_BIN="$ROOT/build/armhf/bin"
 CONFIG="" OUT="out/fleet" AUTH="" TIMEOUT=600 HTTP=""
-N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0 N_GATEWAYS=0
+N_NATIVE=0 N_AARCH64=0 N_ARMHF=0 N_CORTEX_M4=0 N_GATEWAYS=0 MCU_LINK=tcp
 EXTRA=()
 
 # Exit codes as every fedrt program's (docs/cli.md, "Exit codes"): 0 done,
@@ -69,6 +73,7 @@ while (($#)); do
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --http) HTTP="$2"; shift 2 ;;
     --gateways) N_GATEWAYS="$(count_arg "$1" "$2")" || exit 2; shift 2 ;;
+    --mcu-link) MCU_LINK="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) die "unknown argument '$1'" ;;
   esac
@@ -145,12 +150,16 @@ mkdir -p "$OUT/devices" "$OUT/logs"
 rm -rf "$OUT/keys" "$OUT/coordinator.db" "$OUT/coordinator.db-wal" "$OUT/coordinator.db-shm" "$OUT/coordinator.db.rounds" \
   "$OUT"/devices/* "$OUT"/logs/*.log "$OUT/port" "$OUT"/gw*.port "$OUT/devices.tsv"
 "$BIN/fedrt-keys" --out "$OUT/keys" --devices "$DEVICES" >/dev/null || { echo "fleet: error: provisioning failed" >&2; exit 1; }
+[[ "$MCU_LINK" == tcp || "$MCU_LINK" == serial ]] || die "--mcu-link must be tcp or serial (got '$MCU_LINK')"
+ALL_BEHIND_GATEWAYS=$((N_GATEWAYS > 0))  # every device behind a gateway, or only the microcontrollers
+((N_GATEWAYS == 0 && N_CORTEX_M4 > 0)) && [[ "$MCU_LINK" == serial ]] && N_GATEWAYS=1
+((N_GATEWAYS == 0 || N_CORTEX_M4 == 0)) || [[ "$MCU_LINK" == serial ]] \
+  || die "--gateways with --cortex-m4: the microcontrollers reach their gateway over a serial line (--mcu-link serial)"
 if ((N_GATEWAYS > 0)); then
-  ((N_CORTEX_M4 == 0)) || die "--gateways: Cortex-M4 devices reach a gateway over a serial line, not yet from fleet.sh"
   [[ -x "$BIN/fedrt-gateway" ]] || fail "$BIN/fedrt-gateway not built (./fedrt build)"
   "$BIN/fedrt-keys" gateways --keys "$OUT/keys" --count "$N_GATEWAYS" >/dev/null 2>&1 \
     || { echo "fleet: error: provisioning the gateways failed" >&2; exit 1; }
-  AUTH=psk
+  ((ALL_BEHIND_GATEWAYS)) && AUTH=psk
 fi
 
 PIDS=()
@@ -197,11 +206,25 @@ if [[ -n "$HTTP" ]]; then  # the dashboard's address on a line of its own, near 
   [[ -n "$url" ]] && echo "[fleet] dashboard $url" >&2
 fi
 
+# Microcontrollers on serial lines start first: their gateways serve the lines QEMU made.
+declare -A GATEWAY_LINES=()
+if [[ "$MCU_LINK" == serial ]]; then
+  for ((i = 0; i < DEVICES; i++)); do
+    [[ "$(kind_of "$i")" == cortex-m4 ]] || continue
+    id="$(printf 'dev%04d' "$i")"
+    pid="$(launch_cortex_m4 "$id" "$i" pty "$OUT/keys/devices/$id" "$OUT/logs/$id.log")" \
+      || { echo "fleet: error: starting $id (cortex-m4) failed" >&2; exit 1; }
+    PIDS+=("$pid")
+    line="$(cortex_m4_pty "$OUT/logs/$id.log")" || fail "$id: QEMU made no pseudo-terminal (see $OUT/logs/$id.log)"
+    GATEWAY_LINES[$((i % N_GATEWAYS))]+=" --serial $line"
+  done
+fi
 GATEWAY_PORTS=()
 for ((g = 0; g < N_GATEWAYS; g++)); do
   gid="$(printf 'gw%02d' "$g")"
+  # shellcheck disable=SC2086  # the --serial PATH pairs, one word each
   "$BIN/fedrt-gateway" --coordinator "127.0.0.1:$PORT" --id "$gid" --keys "$OUT/keys/gateways/$gid" --port 0 \
-    --port-file "$OUT/$gid.port" 2>"$OUT/logs/$gid.log" &
+    --port-file "$OUT/$gid.port" ${GATEWAY_LINES[$g]:-} 2>"$OUT/logs/$gid.log" &
   PIDS+=($!)
   for _ in $(seq 1 100); do [[ -s "$OUT/$gid.port" ]] && break; sleep 0.1; done
   [[ -s "$OUT/$gid.port" ]] || fail "gateway $gid did not start (see $OUT/logs/$gid.log)"
@@ -215,6 +238,7 @@ for ((i = 0; i < DEVICES; i++)); do
   dir="$OUT/keys/devices/$id"
   log="$OUT/logs/$id.log"
   printf '%s\t%d\t%s\n' "$id" "$i" "$kind" >>"$OUT/devices.tsv"
+  [[ "$kind" == cortex-m4 && "$MCU_LINK" == serial ]] && continue  # already on its gateway's line
   if [[ "$kind" == cortex-m4 ]]; then
     pid="$(launch_cortex_m4 "$id" "$i" "$PORT" "$dir" "$log")" || { echo "fleet: error: starting $id (cortex-m4) failed" >&2; exit 1; }
     PIDS+=("$pid")
@@ -235,7 +259,7 @@ for ((i = 0; i < DEVICES; i++)); do
   data=()
   [[ -z "$SHARDS" ]] || data=(--data "${SHARDS//\{id\}/$i}")
   target="$PORT"
-  ((N_GATEWAYS == 0)) || target="${GATEWAY_PORTS[$((i % N_GATEWAYS))]}"
+  ((ALL_BEHIND_GATEWAYS == 0)) || target="${GATEWAY_PORTS[$((i % N_GATEWAYS))]}"
   "${launch[@]}" --coordinator "127.0.0.1:$target" --id "$id" "${cred[@]}" "${data[@]}" \
     --state "$OUT/devices/$id" 2>"$log" &
   PIDS+=($!)

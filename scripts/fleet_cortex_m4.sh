@@ -26,7 +26,9 @@ cortex_m4_check() {
 }
 
 # launch_cortex_m4 ID INDEX PORT KEYDIR LOG: provisions and starts one
-# firmware instance in the background (output to LOG), echoes its PID.
+# firmware instance in the background (output to LOG), echoes its PID. PORT
+# "pty": its UART on a pseudo-terminal (a gateway's --serial line; the path
+# from cortex_m4_pty LOG) instead of a TCP bridge to 127.0.0.1:PORT.
 launch_cortex_m4() {
   local id="$1" index="$2" port="$3" keydir="$4" log="$5"
   local base="${log%.log}" data
@@ -52,6 +54,19 @@ launch_cortex_m4() {
   # signals qemu-run.sh's child (timeout forwards the signal to QEMU).
   bash -c 'c=; trap "pkill -TERM -P \$c; kill \$c" TERM; "$@" & c=$!; wait $c' fedrt-fw-"$id" \
     "$ROOT/platform/mps2/qemu-run.sh" --machine mps2-an386 --timeout "$TIMEOUT" --provision "$base.blob" \
-    "${data[@]}" --serial1 "tcp:127.0.0.1:$port,reconnect=1" "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
+    "${data[@]}" --serial1 "$([[ "$port" == pty ]] && echo pty || echo "tcp:127.0.0.1:$port,reconnect=1")" \
+    "$CORTEX_M4_ELF" >>"$log" 2>&1 </dev/null &
   echo $!
+}
+
+# cortex_m4_pty LOG: the pseudo-terminal QEMU put the UART on (it prints
+# "char device redirected to /dev/pts/N (label serial1)"); fails after 10 s.
+cortex_m4_pty() {
+  local log="$1" path=""
+  for _ in $(seq 100); do
+    path="$(sed -n 's/.*char device redirected to \([^ ]*\) (label serial1).*/\1/p' "$log" | head -1)"
+    [[ -n "$path" ]] && { echo "$path"; return 0; }
+    sleep 0.1
+  done
+  return 1
 }
