@@ -167,3 +167,73 @@ TEST_F(GatewayFleetTest, AKilledGatewaysDevicesComeBackThroughTheirFallback) {
 
 }  // namespace gateway_fleet
 }  // namespace fedrt::net::testing
+
+namespace fedrt::net::testing {
+namespace gateway_fleet {
+
+// `fedrt-keys revoke` at the coordinator reaches the gateway: the revoked
+// device is dropped there, refused by the gateway and by the coordinator (its
+// fallback) from then on, and the later rounds close without it.
+TEST_F(GatewayFleetTest, ARevokedDeviceIsDroppedAndRefusedByItsGateway) {
+  const auto cfg = WriteExperiment(std::string(kOpt) + "[run]\nrounds = 60\nruns = 1\nseed = 3\n[network]\n"
+                                   "deadline_ms = 3000\nquorum = 0.5\nstart_timeout_ms = 60000\n");
+  ProvisionWithGateways();
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const std::vector<int> gw = StartGateways(port);
+  for (int i = 0; i < kAgents; ++i)
+    StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]) + ",127.0.0.1:" + std::to_string(port),
+                   {"--delay-ms", "30"});
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", " round=3 agents=12/12", 60000)) << ReadFile(dir_ / "coordinator.log");
+  const pid_t k = Spawn({Bin("fedrt-keys"), "revoke", "--keys", (dir_ / "keys").string(), Id(4), "--reason", "stolen"},
+                        dir_ / "revoke.log");
+  ASSERT_EQ(Wait(k, 10000), 0) << ReadFile(dir_ / "revoke.log");
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("dropped device=dev0004 index=4 via=gw01 reason=revoked"), std::string::npos) << log;
+  EXPECT_NE(ReadFile(dir_ / "gw01.log").find("revoked device=dev0004 index=4 reason=device 'dev0004' is revoked: stolen"),
+            std::string::npos)
+      << ReadFile(dir_ / "gw01.log");
+  EXPECT_NE(ReadFile(dir_ / (Id(4) + ".log")).find("is revoked: stolen"), std::string::npos);
+  EXPECT_NE(log.find("round=60 agents=11/11 closed_by=all"), std::string::npos) << "the last round runs without it";
+  EXPECT_EQ(Count(log, "ready device=dev0004"), 1u) << "it never came back";
+}
+
+}  // namespace gateway_fleet
+}  // namespace fedrt::net::testing
+
+namespace fedrt::net::testing {
+namespace gateway_fleet {
+
+// The coordinator killed (SIGKILL) mid-run and started again on its state
+// db: the gateways reconnect with their devices, the round it had not
+// committed runs again, and the run's metrics.csv is the simulator's.
+TEST_F(GatewayFleetTest, ACoordinatorRestartResumesThroughTheGateways) {
+  const auto cfg = WriteExperiment(std::string(kOpt) + "[participation]\nrate = 0.7\n[run]\nrounds = 30\nruns = 1\n"
+                                   "seed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\nstart_timeout_ms = 60000\n");
+  ProvisionWithGateways();
+  pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const std::vector<int> gw = StartGateways(port);
+  for (int i = 0; i < kAgents; ++i)
+    StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]), {"--delay-ms", "20"});
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "round alg=scaffold run=0 round=5 ", 60000))
+      << ReadFile(dir_ / "coordinator.log");
+  Kill(co);
+  co = StartCoordinator(cfg, port, {}, "coordinator2.log");
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator2.log");
+  const std::string log = ReadFile(dir_ / "coordinator2.log");
+  EXPECT_NE(log.find("resume state="), std::string::npos) << log;
+  EXPECT_EQ(Count(log, "gateway gateway=gw0"), static_cast<size_t>(kGateways)) << "every gateway came back";
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
+  ASSERT_EQ(fleet_csv.size(), sim_csv.size());
+  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+}
+
+}  // namespace gateway_fleet
+}  // namespace fedrt::net::testing

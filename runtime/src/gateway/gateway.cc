@@ -268,6 +268,7 @@ void Gateway::on_round_message(Connection& c, const wire::Envelope& env) {
       c.send_error(v.refusal == protocol::Refusal::kStaleRound ? wire::ERROR_STALE_ROUND : wire::ERROR_MALFORMED, v.why, false);
     } else if (v.whole) {
       const protocol::RoundId id = k == protocol::MessageKind::kUpdate ? inbound_.update().id : inbound_.chunk().id;
+      devices_[agent].pending = id;  // until its verdict: told to a coordinator that restarts (device_up)
       wire::Envelope ack;
       ack.mutable_ack()->set_algorithm_index(id.algorithm);
       ack.mutable_ack()->set_run(id.run);

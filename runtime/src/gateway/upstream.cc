@@ -148,6 +148,8 @@ void Gateway::on_round(const wire::GatewayRound& r) {
 void Gateway::on_result(const wire::GatewayResult& r) {
   protocol::RoundVerdict v;
   if (Status st = wire::Decode(r, v); !st.ok()) return retry_upstream(std::string(st.message()));
+  for (auto& [agent, d] : devices_)
+    if (d.pending && *d.pending == v.id) d.pending.reset();
   if (session_ == nullptr || session_->current() != v.id) return;
   handed_up_ = true;  // what was not handed up is dropped with the round
   session_->settle(v.included, protocol::View<double>{v.model.data(), static_cast<uint32_t>(v.model.size())});

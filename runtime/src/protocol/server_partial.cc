@@ -58,6 +58,9 @@ Status ServerSession::open_from(const RoundBasis& b, uint64_t now_ms) {
   if (state_ == State::kClosed) state_ = State::kIdle;  // a verdict that never came: the coordinator moved on
   if (state_ == State::kOpen) close_partial("superseded");
   if (state_ == State::kClosed) state_ = State::kIdle;
+  // The same round again (the coordinator restarted before committing it): the updates taken the
+  // first time went with the coordinator, so a device's repeat is not a duplicate.
+  if (had_round_ && b.id == id_) had_round_ = false;
   FEDRT_TRY(import_state(b.state));
   if (downlink_) {
     if (b.down_delta.size() != core_.chains()) return Status::InvalidArgument("open_from: one downlink delta per chain");
