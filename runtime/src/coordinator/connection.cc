@@ -94,6 +94,7 @@ int Connection::BioSend(void* ctx, const unsigned char* buf, size_t len) {
   auto* c = static_cast<Connection*>(ctx);
   const ssize_t n = ::send(c->sock_.native_handle(), buf, len, MSG_NOSIGNAL);
   if (n > 0 && c->state_ == State::kHandshake) c->flight_.observe(buf, static_cast<size_t>(n));
+  if (n > 0) c->owner_->traffic(0, static_cast<size_t>(n));
   if (n >= 0) return static_cast<int>(n);
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_WRITE;
   return MBEDTLS_ERR_NET_SEND_FAILED;
@@ -102,7 +103,10 @@ int Connection::BioSend(void* ctx, const unsigned char* buf, size_t len) {
 int Connection::BioRecv(void* ctx, unsigned char* buf, size_t len) {
   auto* c = static_cast<Connection*>(ctx);
   const ssize_t n = ::recv(c->sock_.native_handle(), buf, len, 0);
-  if (n > 0) return static_cast<int>(n);
+  if (n > 0) {
+    c->owner_->traffic(static_cast<size_t>(n), 0);
+    return static_cast<int>(n);
+  }
   if (n == 0) return MBEDTLS_ERR_NET_CONN_RESET;
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return MBEDTLS_ERR_SSL_WANT_READ;
   return MBEDTLS_ERR_NET_RECV_FAILED;

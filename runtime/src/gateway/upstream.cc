@@ -174,6 +174,7 @@ void Gateway::shutdown(const std::string& why) {
   std::error_code ec;
   acceptor_.close(ec);
   retry_timer_.cancel();
+  accept_retry_.cancel();
   deadline_.cancel();
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));
   t->async_wait([this, t](const std::error_code&) { io_.stop(); });
