@@ -151,4 +151,7 @@ if(FEDRT_BUILD_BENCH)
   add_executable(fedrt-model-bench bench/fedrt_model_bench.cc)
   target_link_libraries(fedrt-model-bench PRIVATE fedrt_net CLI11::CLI11 fmt::fmt)
   add_dependencies(fedrt-model-bench fedrt-coordinator fedrt-device fedrt-keys)
+  # Many devices in one process over TLS, flat or behind gateways (bench/gateway_scale_bench.py, docs/gateways.md).
+  add_executable(fedrt-swarm bench/fedrt_swarm.cc)
+  target_link_libraries(fedrt-swarm PRIVATE fedrt_coordinator fedrt_cli)
 endif()

@@ -54,6 +54,19 @@ gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "${FEDRT_NET_QUICK}
 gtest_discover_tests(fedrt_net_integration_tests TEST_FILTER "-${FEDRT_NET_FAST}:${FEDRT_NET_QUICK}"
   PROPERTIES LABELS statistical TIMEOUT 180 DISCOVERY_TIMEOUT 60)
 
+# fedrt-swarm (a bench program, bench/fedrt_swarm.cc): 200 devices in one
+# process behind two gateways and flat, each against the simulator (about a second each).
+if(FEDRT_BUILD_BENCH)
+  add_executable(fedrt_swarm_tests net/swarm_fleet_test.cc)
+  target_link_libraries(fedrt_swarm_tests PRIVATE fedrt_net fedrt_sim GTest::gtest_main)
+  target_compile_definitions(fedrt_swarm_tests PRIVATE
+    FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"
+    FEDRT_TEST_BIN_DIR="$<TARGET_FILE_DIR:fedrt-test-device>"
+    FEDRT_NET_TMP="${CMAKE_CURRENT_BINARY_DIR}/net_tmp")
+  add_dependencies(fedrt_swarm_tests fedrt-coordinator fedrt-gateway fedrt-swarm fedrt-keys fedrt-sim)
+  gtest_discover_tests(fedrt_swarm_tests PROPERTIES LABELS integration TIMEOUT 180 DISCOVERY_TIMEOUT 60)
+endif()
+
 # Tests of the wire module (runtime/wire, runtime/include/fedrt/wire): frames,
 # codec round trips and rejections, and the nanopb bounds against task/limits.h.
 include(${CMAKE_CURRENT_LIST_DIR}/wire.cmake)

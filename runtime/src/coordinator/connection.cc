@@ -86,11 +86,15 @@ int Connection::BioSend(void* ctx, const unsigned char* buf, size_t len) {
   auto* c = static_cast<Connection*>(ctx);
   const int n = c->transport_->send(buf, len);
   if (n > 0 && c->state_ == State::kHandshake) c->flight_.observe(buf, static_cast<size_t>(n));
+  if (n > 0) c->owner_->traffic(0, static_cast<size_t>(n));
   return n;
 }
 
 int Connection::BioRecv(void* ctx, unsigned char* buf, size_t len) {
-  return static_cast<Connection*>(ctx)->transport_->recv(buf, len);
+  auto* c = static_cast<Connection*>(ctx);
+  const int n = c->transport_->recv(buf, len);
+  if (n > 0) c->owner_->traffic(static_cast<size_t>(n), 0);
+  return n;
 }
 
 void Connection::wait_read() {

@@ -84,6 +84,7 @@ Status Coordinator::init() {
     asio::post(io_, [this, r = Revocation{registry_.id_of(agent), now, why}] { revoke(r); });
   };
   fo.gateways = gateways_.empty() ? nullptr : this;
+  fo.traffic = &traffic_;
   auto send = [this](uint32_t agent, const wire::Envelope& env) {
     if (Connection* c = registry_.connection(agent)) c->send(env);
     else if (routed(agent)) relay(agent, env);

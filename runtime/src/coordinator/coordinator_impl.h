@@ -57,11 +57,16 @@ class Coordinator : public ConnectionOwner, public GatewayRoute {
   TlsServerConfig& tls() override { return tls_; }
   asio::io_context& io() override { return io_; }
   bool log_refusal(std::string_view key) override { return refusals_.admit(key, std::chrono::steady_clock::now()); }
+  void traffic(size_t in, size_t out) override {
+    traffic_.in += in;
+    traffic_.out += out;
+  }
   // GatewayRoute (gateway_links.cc).
   bool routed(uint32_t agent) const override;
   void round_opened(const protocol::ServerSession& session) override;
   void masked_wanted(const protocol::ServerSession& session) override;
   void round_published(const protocol::ServerSession& session) override;
+  std::vector<std::vector<uint32_t>> by_gateway(const std::vector<uint32_t>& agents, bool routed_only) const;
 
  private:
   // Gateways (gateway_links.cc, docs/gateways.md).
@@ -145,6 +150,7 @@ class Coordinator : public ConnectionOwner, public GatewayRoute {
   std::unique_ptr<problems::Instance> instance_;
   std::unique_ptr<report::Evaluation> eval_;
   FleetRounds rounds_;
+  Traffic traffic_;  // every connection's socket bytes (the round line's rx_bytes, tx_bytes)
   PrivacyRounds privacy_;  // central DP-FedAvg: the sessions' noise, epsilon, the budget (docs/privacy.md)
   std::vector<std::optional<protocol::RoundId>> pending_;  // per agent, from its Hello
   // Per agent: the last round-message rejection and how many identical ones

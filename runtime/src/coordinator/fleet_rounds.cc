@@ -164,6 +164,7 @@ Status FleetRounds::open(uint64_t now_ms) {
   bytes_down_.assign(agents_, 0);
   bytes_up_.assign(agents_, 0);
   t_open_ = t_phase_ = std::chrono::steady_clock::now();
+  if (opt_.traffic != nullptr) traffic_at_open_ = *opt_.traffic;
   const protocol::Commit& c = session_->commit();
   CoordinatorLog("open alg={} run={} round={} sampled={}/{} local_steps={}", opt_.names[s.algorithm], s.run,
                  round_name(t), c.sampled, agents_, c.local_steps);
@@ -350,10 +351,12 @@ void FleetRounds::pump(uint64_t now_ms) {
         }
         events_->privacy_spent(c.id.algorithm, c.id.run, *eps);
       }
+      const Traffic now_traffic = opt_.traffic != nullptr ? *opt_.traffic : Traffic{};
       CoordinatorLog("round alg={} run={} round={} agents={}/{} closed_by={} error={:.6e} bits_up={} latency_ms={:.3f} "
-                     "collect_ms={:.3f} persist_ms={:.3f}",
+                     "collect_ms={:.3f} persist_ms={:.3f} rx_bytes={} tx_bytes={}",
                      name, c.id.run, round_name(c.id.round), c.members.size(), c.sampled, c.closed_by,
-                     last_error_, c.bits_up, MsSince(t_open_), collect_ms, persist_ms);
+                     last_error_, c.bits_up, MsSince(t_open_), collect_ms, persist_ms,
+                     now_traffic.in - traffic_at_open_.in, now_traffic.out - traffic_at_open_.out);
       ++closed_here_;
       if (opt_.faults != nullptr && opt_.faults->stop_after(closed_here_)) {
         CoordinatorLog("stop after_rounds={}", closed_here_);

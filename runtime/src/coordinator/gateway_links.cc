@@ -66,17 +66,26 @@ void Coordinator::round_opened(const protocol::ServerSession& session) {
   for (size_t g = 0; g < gateways_.size(); ++g) send_gateway(g, ge);
 }
 
+// Each gateway's share of `agents` (those routed through it), in one pass:
+// a fleet of N devices behind G gateways costs O(N), not O(G N).
+std::vector<std::vector<uint32_t>> Coordinator::by_gateway(const std::vector<uint32_t>& agents, bool routed_only) const {
+  std::vector<std::vector<uint32_t>> out(gateways_.size());
+  for (uint32_t a : agents)
+    if (a < via_.size() && via_[a] >= 0 && (!routed_only || routed(a))) out[static_cast<size_t>(via_[a])].push_back(a);
+  return out;
+}
+
 void Coordinator::masked_wanted(const protocol::ServerSession& session) {
   std::vector<uint32_t> waiting;
   session.secagg().waiting_for(waiting);
+  const auto shares = by_gateway(waiting, true);
   for (size_t g = 0; g < gateways_.size(); ++g) {
     wire::GatewayEnvelope ge;
     wire::MaskedExpect* m = ge.mutable_masked_expect();
     m->set_algorithm_index(session.current().algorithm);
     m->set_run(session.current().run);
     m->set_round(session.current().round);
-    for (uint32_t a : waiting)
-      if (via_[a] == static_cast<int>(g) && routed(a)) m->add_agents(a);
+    for (uint32_t a : shares[g]) m->add_agents(a);
     send_gateway(g, ge);
   }
 }
@@ -89,10 +98,9 @@ void Coordinator::round_published(const protocol::ServerSession& session) {
     const protocol::RoundResult r = session.result(0);
     v.model.assign(r.model.data, r.model.data + r.model.size);
   }
+  auto shares = by_gateway(c.members, false);
   for (size_t g = 0; g < gateways_.size(); ++g) {
-    v.included.clear();
-    for (uint32_t a : c.members)
-      if (via_[a] == static_cast<int>(g)) v.included.push_back(a);
+    v.included = std::move(shares[g]);
     wire::GatewayEnvelope ge;
     wire::Encode(v, ge.mutable_result());
     send_gateway(g, ge);

@@ -2,6 +2,8 @@
 // accept path, TLS and per-connection bounds (coordinator/connection.h),
 // registration against its own registry and the task the coordinator sent,
 // and each round run by a partial server session over its devices.
+#include <sys/resource.h>
+
 #include <fstream>
 
 #include <fmt/format.h>
@@ -14,12 +16,30 @@
 
 namespace fedrt::net::detail {
 
+namespace {
+// Descriptors kept for the link up, the log and the keys folder.
+constexpr rlim_t kReservedFiles = 64;
+}  // namespace
+
 Status Gateway::init() {
   auto registry = LoadRegistry(opt_.keys + "/registry.tsv");
   if (!registry.ok()) return registry.status();
   for (const RegistryEntry& e : *registry) {
     index_[e.id] = e.index;
     devices_[e.index].id = e.id;
+  }
+  // One socket per device: the soft open-file limit goes up to the hard one, as
+  // the coordinator's does (docs/scale.md), and a fleet beyond it is told now.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    if (nofile.rlim_cur < nofile.rlim_max) {
+      rlimit want = nofile;
+      want.rlim_cur = nofile.rlim_max;
+      if (setrlimit(RLIMIT_NOFILE, &want) == 0) nofile = want;
+    }
+    if (nofile.rlim_cur != RLIM_INFINITY && registry->size() + kReservedFiles > nofile.rlim_cur)
+      Log().warn("open-file limit {} is below its {} devices and {} reserved: devices beyond it are not accepted",
+                 static_cast<unsigned long>(nofile.rlim_cur), registry->size(), kReservedFiles);
   }
   FEDRT_TRY(tls_.init("", "", "", *registry, "psk"));
   TlsClientCredentials up;
@@ -70,8 +90,16 @@ Status Gateway::run() {
 
 void Gateway::accept() {
   acceptor_.async_accept([this](const std::error_code& ec, asio::ip::tcp::socket sock) {
-    if (finished_) return;
-    if (!ec) admit(std::make_unique<TcpTransport>(std::move(sock)));
+    if (finished_ || ec == asio::error::operation_aborted) return;
+    if (ec) {  // e.g. out of descriptors: retry shortly rather than spin on the error (as the coordinator)
+      if (++accept_errors_ <= 10) Log().warn("accept error={}", ec.message());
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](const std::error_code& e) {
+        if (!e && !finished_ && acceptor_.is_open()) accept();
+      });
+      return;
+    }
+    admit(std::make_unique<TcpTransport>(std::move(sock)));
     if (acceptor_.is_open()) accept();
   });
 }

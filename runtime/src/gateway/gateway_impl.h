@@ -87,6 +87,8 @@ class Gateway : public ConnectionOwner {
   GatewayOptions opt_;
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_{io_};
+  uint64_t accept_errors_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   TlsServerConfig tls_;
   std::unordered_map<const Connection*, std::shared_ptr<Connection>> conns_;

@@ -183,6 +183,7 @@ void Gateway::shutdown(const std::string& why) {
   acceptor_.close(ec);
   for (const auto& line : lines_) line->stop();
   retry_timer_.cancel();
+  accept_retry_.cancel();
   deadline_.cancel();
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(300));
   t->async_wait([this, t](const std::error_code&) { io_.stop(); });

@@ -86,6 +86,27 @@ void TlsVersions(mbedtls_ssl_config* conf, bool allow_tls12) {
   mbedtls_ssl_conf_session_tickets(conf, MBEDTLS_SSL_SESSION_TICKETS_DISABLED);
 }
 
+// A client's PSK and its TLS 1.3 key exchange modes: psk_dhe_ke (forward
+// secrecy) unless the coordinator allows only psk_ke; with forward_secrecy
+// false, psk_ke only.
+Status ConfigurePskClient(mbedtls_ssl_config* conf, const std::string& identity, const SecretBytes& psk,
+                          bool forward_secrecy) {
+  const int rc = mbedtls_ssl_conf_psk(conf, psk.data(), psk.size(), reinterpret_cast<const unsigned char*>(identity.data()),
+                                      identity.size());
+  if (rc != 0) return TlsFail("PSK", rc);
+  mbedtls_ssl_conf_tls13_key_exchange_modes(
+      conf, forward_secrecy ? MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL | MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK
+                            : MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK);
+  mbedtls_ssl_conf_authmode(conf, MBEDTLS_SSL_VERIFY_NONE);  // PSK authenticates both sides
+  return Status::Ok();
+}
+
+// TlsPskClientConfig's suites: TLS 1.3, then TLS 1.2 ECDHE-PSK and plain PSK (TlsClientConfig's PSK list).
+const int kPskClientSuites[] = {MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, MBEDTLS_TLS1_3_AES_128_GCM_SHA256,
+                                MBEDTLS_TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256,
+                                MBEDTLS_TLS_PSK_WITH_AES_128_GCM_SHA256,
+                                MBEDTLS_TLS_PSK_WITH_CHACHA20_POLY1305_SHA256, 0};
+
 }  // namespace
 
 std::string TlsErrorString(int code) {
@@ -239,15 +260,9 @@ Status TlsClientConfig::init(const TlsClientCredentials& creds) {
   if (psk_) {
     auto psk = LoadPskFile(creds.psk_file);  // mbedTLS keeps (and zeroizes) its own copy; ours goes with `psk`
     if (!psk.ok()) return psk.status();
-    rc = mbedtls_ssl_conf_psk(&conf_, psk->data(), psk->size(),
-                              reinterpret_cast<const unsigned char*>(creds.identity.data()), creds.identity.size());
-    if (rc != 0) return TlsFail("PSK", rc);
+    FEDRT_TRY(ConfigurePskClient(&conf_, creds.identity, *psk, true));
     suites_.insert(suites_.end(), std::begin(kEcdhePskSuites), std::end(kEcdhePskSuites));
     suites_.insert(suites_.end(), std::begin(kPlainPskSuites), std::end(kPlainPskSuites));
-    // TLS 1.3: psk_dhe_ke (forward secrecy) unless the coordinator allows only psk_ke.
-    mbedtls_ssl_conf_tls13_key_exchange_modes(
-        &conf_, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL | MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK);
-    mbedtls_ssl_conf_authmode(&conf_, MBEDTLS_SSL_VERIFY_NONE);  // PSK authenticates both sides
   } else {
     if ((rc = mbedtls_x509_crt_parse_file(&ca_, creds.ca_file.c_str())) != 0)
       return TlsFail(fmt::format("CA certificate '{}'", creds.ca_file), rc);
@@ -264,6 +279,22 @@ Status TlsClientConfig::init(const TlsClientCredentials& creds) {
   }
   suites_.push_back(0);
   mbedtls_ssl_conf_ciphersuites(&conf_, suites_.data());
+  return Status::Ok();
+}
+
+TlsPskClientConfig::TlsPskClientConfig() { mbedtls_ssl_config_init(&conf_); }
+TlsPskClientConfig::~TlsPskClientConfig() { mbedtls_ssl_config_free(&conf_); }
+
+Status TlsPskClientConfig::init(const std::string& identity, const SecretBytes& psk, TlsRandom& rng,
+                                bool forward_secrecy) {
+  int rc = mbedtls_ssl_config_defaults(&conf_, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
+                                       MBEDTLS_SSL_PRESET_DEFAULT);
+  if (rc != 0) return TlsFail("TLS client defaults", rc);
+  TlsVersions(&conf_, true);
+  if ((rc = mbedtls_ssl_conf_max_frag_len(&conf_, kDeviceMaxFragment)) != 0) return TlsFail("max_fragment_length", rc);
+  mbedtls_ssl_conf_rng(&conf_, mbedtls_ctr_drbg_random, rng.drbg());
+  FEDRT_TRY(ConfigurePskClient(&conf_, identity, psk, forward_secrecy));
+  mbedtls_ssl_conf_ciphersuites(&conf_, kPskClientSuites);
   return Status::Ok();
 }
 

@@ -38,6 +38,9 @@ class ConnectionOwner {
   virtual asio::io_context& io() = 0;
   // Counts a refusal of `key` ("timeout/handshake", ...); true when its line is to be logged (coordinator/refusal_log.h).
   virtual bool log_refusal(std::string_view key) = 0;
+  // Bytes this connection's socket took in and gave out (TLS records, the
+  // handshake's included); the coordinator sums them per round.
+  virtual void traffic(size_t /*in*/, size_t /*out*/) {}
 };
 
 // What one connection may take from the coordinator (docs/security.md,

@@ -59,6 +59,12 @@ class GatewayRoute {
   virtual void round_published(const protocol::ServerSession& session) = 0;
 };
 
+// Socket bytes of every connection of the coordinator (TLS records, handshakes included).
+struct Traffic {
+  uint64_t in = 0;
+  uint64_t out = 0;
+};
+
 struct FleetRoundsOptions {
   task::Task task;
   protocol::View<double> initial;  // the family's initial iterate (the instance's, alive throughout)
@@ -75,6 +81,9 @@ struct FleetRoundsOptions {
   // shares (protocol::Commit::cheaters), with the reason; the coordinator revokes it.
   std::function<void(uint32_t agent, const std::string& why)> on_cheater;
   GatewayRoute* gateways = nullptr;  // null: every agent connects here
+  // The coordinator's socket bytes (not owned; may be null): each round line
+  // says how many came in (rx_bytes) and went out (tx_bytes) while it was open.
+  const Traffic* traffic = nullptr;
 };
 
 class FleetRounds {
@@ -175,6 +184,7 @@ class FleetRounds {
   double last_error_ = 0.0;
   // Timing of the open round, for the log (latency per phase).
   std::chrono::steady_clock::time_point t_open_, t_phase_;
+  Traffic traffic_at_open_;  // opt_.traffic when the open round opened
   std::vector<double> state_scratch_;
   protocol::RoundId masked_wanted_{0, 0, protocol::kInitRound};  // the secure round whose phase 3 gateways were told of
   bool masked_told_ = false;

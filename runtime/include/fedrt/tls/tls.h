@@ -135,6 +135,29 @@ class TlsClientConfig {
   bool psk_ = false;
 };
 
+// A PSK client configuration for one of many identities in one process
+// (bench/fedrt_swarm.cc): the settings of TlsClientConfig's PSK mode, but
+// the random generator is borrowed (one per process, not one per identity:
+// an entropy source and a CTR-DRBG are most of a TlsClientConfig) and the
+// suites are static. What stays per identity is the mbedtls_ssl_config and
+// mbedTLS's copies of the PSK and the identity. A TLS 1.3 client offers the
+// PSK of its configuration, so the identities cannot share one.
+// forward_secrecy = false offers psk_ke only (no X25519 on either side),
+// which a coordinator with network.psk_forward_secrecy = false accepts.
+class TlsPskClientConfig {
+ public:
+  TlsPskClientConfig();
+  ~TlsPskClientConfig();
+  TlsPskClientConfig(const TlsPskClientConfig&) = delete;
+  TlsPskClientConfig& operator=(const TlsPskClientConfig&) = delete;
+  // `rng` outlives this configuration and the sessions set up with it.
+  Status init(const std::string& identity, const SecretBytes& psk, TlsRandom& rng, bool forward_secrecy = true);
+  const mbedtls_ssl_config* conf() const { return &conf_; }
+
+ private:
+  mbedtls_ssl_config conf_;
+};
+
 // A blocking client session (fedrt-device) over a TCP socket.
 class TlsClient {
  public:
