@@ -158,3 +158,51 @@ TEST(FleetMonitor, MetricsCountWhatHappened) {
 
 }  // namespace
 }  // namespace fedrt::net
+
+namespace fedrt::net {
+namespace {
+
+// The dashboard's tree (docs/gateways.md): each device names the gateway it
+// is up behind, each gateway its link, its devices up and whether it handed
+// up the open round's aggregate; a gateway that goes down shows so.
+TEST(FleetMonitor, GatewaysShowTheirDevicesAndTheirRound) {
+  FleetMonitor m(4, RunSettings());
+  for (uint32_t a = 0; a < 4; ++a) m.provisioned(a, "dev000" + std::to_string(a));
+  EXPECT_EQ(nlohmann::json::parse(m.gateways_json()).size(), 0u);
+  m.gateway("gw00", true, "10.0.0.7:5000", 2);
+  for (uint32_t a : {0u, 2u}) {
+    m.via(a, "gw00");
+    m.link(a, FleetMonitor::Link::kConnected);
+  }
+  m.link(1, FleetMonitor::Link::kConnected);  // at the coordinator itself
+  m.round_opened(protocol::RoundId{0, 0, 0}, 3);
+  nlohmann::json g = nlohmann::json::parse(m.gateways_json());
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0]["id"], "gw00");
+  EXPECT_EQ(g[0]["state"], "up");
+  EXPECT_EQ(g[0]["peer"], "10.0.0.7:5000");
+  EXPECT_EQ(g[0]["devices_up"], 2);
+  EXPECT_EQ(g[0]["provisioned"], 2);
+  EXPECT_EQ(g[0]["round"], "waiting");
+  m.gateway_handed_up("gw00");
+  EXPECT_EQ(nlohmann::json::parse(m.gateways_json())[0]["round"], "handed_up");
+  const nlohmann::json live = nlohmann::json::parse(m.live_json(0));
+  ASSERT_TRUE(live.contains("gateways"));
+  EXPECT_EQ(live["gateways"][0]["round"], "handed_up");
+  std::map<std::string, std::string> via;
+  for (const auto& d : live["devices"]["devices"]) via[d["id"]] = d["via"];
+  EXPECT_EQ(via["dev0000"], "gw00");
+  EXPECT_EQ(via["dev0001"], "");
+  m.round_opened(protocol::RoundId{0, 0, 1}, 3);
+  EXPECT_EQ(nlohmann::json::parse(m.gateways_json())[0]["round"], "waiting");  // a new round: not yet
+  m.gateway("gw00", false, "", 2);
+  m.via(0, "");
+  m.link(0, FleetMonitor::Link::kDisconnected);
+  g = nlohmann::json::parse(m.gateways_json());
+  EXPECT_EQ(g[0]["state"], "down");
+  EXPECT_EQ(g[0]["peer"], "10.0.0.7:5000");  // where it was last
+  EXPECT_EQ(g[0]["devices_up"], 1);
+}
+
+}  // namespace
+}  // namespace fedrt::net

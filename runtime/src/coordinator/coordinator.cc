@@ -340,6 +340,7 @@ void Coordinator::on_hello(Connection& c, const wire::Hello& h) {
   registry_.set_state(agent, Registry::State::kAwaitingReply);
   monitor_->link(agent, FleetMonitor::Link::kRegistering, "", c.peer());
   monitor_->platform(agent, h.platform().empty() ? std::string("unknown") : h.platform());
+  monitor_->via(agent, "");
   pending_[agent].reset();
   heartbeats_[agent] = h.heartbeats() ? 1 : 0;
   heard_ms_[agent] = now_ms();

@@ -112,11 +112,13 @@ void Coordinator::gateway_down(size_t g, const std::string& why) {
     if (via_[a] == static_cast<int>(g)) device_down(a, "gateway " + gateways_[g].id + ": " + why);
   gateways_[g].conn = nullptr;
   gateways_[g].welcomed = false;
+  monitor_->gateway(gateways_[g].id, false, "", static_cast<uint32_t>(gateways_[g].agents.size()));
 }
 
 void Coordinator::device_down(uint32_t agent, const std::string& why) {
   const bool was_ready = registry_.state(agent) == Registry::State::kReady;
   via_[agent] = -1;
+  monitor_->via(agent, "");
   if (registry_.connection(agent) != nullptr) return;  // connected here directly since
   if (registry_.state(agent) != Registry::State::kRefused) registry_.set_state(agent, Registry::State::kOffline);
   monitor_->link(agent, FleetMonitor::Link::kDisconnected, why);
@@ -174,6 +176,7 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
     link.welcomed = true;
     send_gateway(g, w);
     CoordinatorLog("gateway gateway={} peer={} devices={} tls={}", link.id, c.peer(), link.agents.size(), c.tls_session());
+    monitor_->gateway(link.id, true, c.peer(), static_cast<uint32_t>(link.agents.size()));
     protocol::RoundBasis b;
     if (rounds_.basis(b)) {  // a round is open: the gateway joins it
       wire::GatewayEnvelope r;
@@ -205,6 +208,7 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
         old->close("superseded by a connection through gateway " + link.id);
       }
       via_[a] = static_cast<int>(g);
+      monitor_->via(a, link.id);
       monitor_->platform(a, u.platform().empty() ? std::string("unknown") : u.platform().substr(0, 32));
       if (!u.accepted()) {
         const std::string r = u.refusal().substr(0, task::kMaxReasonChars);
@@ -261,6 +265,7 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
         for (uint32_t a : *list)
           if (!mine(a) || via_[a] != static_cast<int>(g))
             return reject(fmt::format("a partial aggregate with agent {}, not up behind this gateway", a), false);
+      monitor_->gateway_handed_up(link.id);  // before the round may close on it
       const protocol::Verdict v = rounds_.on_partial(p, now_ms());
       if (!v.ok()) return reject("partial aggregate refused: " + v.why, false);
       for (uint32_t a : p.unclipped)
@@ -277,6 +282,7 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
       for (uint32_t a : m.members)
         if (!mine(a) || via_[a] != static_cast<int>(g))
           return reject(fmt::format("a masked sum with agent {}, not up behind this gateway", a), false);
+      monitor_->gateway_handed_up(link.id);
       const protocol::Verdict v = rounds_.on_masked_sum(m, now_ms());
       if (!v.ok()) return reject("masked sum refused: " + v.why, false);
       return;

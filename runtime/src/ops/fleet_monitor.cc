@@ -78,6 +78,42 @@ void FleetMonitor::platform(uint32_t agent, const std::string& platform) {
   if (agent < devices_.size()) devices_[agent].platform = platform;
 }
 
+void FleetMonitor::via(uint32_t agent, const std::string& gateway) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (agent < devices_.size()) devices_[agent].via = gateway;
+}
+
+void FleetMonitor::gateway(const std::string& id, bool up, const std::string& peer, uint32_t provisioned) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = std::find_if(gateways_.begin(), gateways_.end(), [&](const Gateway& g) { return g.id == id; });
+  if (it == gateways_.end()) it = gateways_.insert(gateways_.end(), Gateway{id, "", false, false, 0});
+  it->up = up;
+  if (!peer.empty()) it->peer = peer;
+  it->provisioned = provisioned;
+}
+
+void FleetMonitor::gateway_handed_up(const std::string& id) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (Gateway& g : gateways_)
+    if (g.id == id) g.handed_up = true;
+}
+
+nlohmann::json FleetMonitor::render_gateways() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Gateway& g : gateways_) {
+    uint32_t up = 0;
+    for (const Device& d : devices_) up += d.via == g.id && d.link == Link::kConnected ? 1 : 0;
+    list.push_back({{"id", g.id}, {"state", g.up ? "up" : "down"}, {"peer", g.peer}, {"provisioned", g.provisioned},
+                    {"devices_up", up}, {"round", !open_ ? "none" : g.handed_up ? "handed_up" : "waiting"}});
+  }
+  return list;
+}
+
+std::string FleetMonitor::gateways_json() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return render_gateways().dump();
+}
+
 void FleetMonitor::seen(uint32_t agent) {
   const double now = Now();
   std::lock_guard<std::mutex> l(mu_);
@@ -119,6 +155,7 @@ void FleetMonitor::round_opened(const protocol::RoundId& id, uint32_t sampled) {
   status_ = "running";
   for (Device& d : devices_)
     if (d.part != Part::kDropped) d.part = Part::kNone;
+  for (Gateway& g : gateways_) g.handed_up = false;
 }
 
 void FleetMonitor::announced(uint32_t agent) {
@@ -251,8 +288,12 @@ std::string FleetMonitor::live_json(size_t since) const {
   nlohmann::json run = run_locked();
   const RoundsCopy rounds = rounds_locked(since);
   const std::vector<Device> devices = devices_;
+  nlohmann::json gateways = render_gateways();
   l.unlock();
-  return nlohmann::json{{"run", std::move(run)}, {"rounds", render_rounds(rounds)}, {"devices", render_devices(devices)}}
+  return nlohmann::json{{"run", std::move(run)},
+                        {"rounds", render_rounds(rounds)},
+                        {"devices", render_devices(devices)},
+                        {"gateways", std::move(gateways)}}
       .dump();
 }
 
@@ -304,7 +345,7 @@ nlohmann::json FleetMonitor::render_devices(const std::vector<Device>& devices) 
     const char* state = StateName(d);
     ++counts[state];
     list.push_back({{"id", d.id}, {"index", a}, {"platform", d.platform}, {"state", state}, {"reason", d.reason},
-                    {"peer", d.peer}, {"last_seen", Optional(d.last_seen)}, {"rounds", d.rounds},
+                    {"peer", d.peer}, {"via", d.via}, {"last_seen", Optional(d.last_seen)}, {"rounds", d.rounds},
                     {"bytes_up", d.bytes_up}, {"bytes_down", d.bytes_down}, {"last_work_ms", Optional(d.last_work_ms)},
                     {"connections", d.connections}});
   }

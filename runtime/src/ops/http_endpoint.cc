@@ -208,6 +208,9 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const HttpOptions& o, 
   s.Get("/api/devices", [m](const httplib::Request&, httplib::Response& res) {
     res.set_content(m->devices_json(), "application/json");
   });
+  s.Get("/api/gateways", [m](const httplib::Request&, httplib::Response& res) {
+    res.set_content(m->gateways_json(), "application/json");
+  });
   s.Get("/metrics", [m](const httplib::Request&, httplib::Response& res) {
     res.set_content(m->metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
   });

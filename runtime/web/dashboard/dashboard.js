@@ -84,8 +84,9 @@
     let up = true;
     try {
       // One request per poll: the run, the rounds not yet held and the devices, taken at one instant.
-      const { run, devices: devs, rounds } = await getJSON(`api/live?since=${S.held}`);
+      const { run, devices: devs, rounds, gateways } = await getJSON(`api/live?since=${S.held}`);
       S.run = run;
+      S.gateways = Array.isArray(gateways) ? gateways : [];
       S.devices = Array.isArray(devs.devices) ? devs.devices : [];
       S.counts = devs.counts || {};
       mergeRounds(rounds);
@@ -111,6 +112,7 @@
     renderHeader(S.run);
     renderSettings(S.run);
     renderSecagg(S.run);
+    renderGateways();
     const now = Date.now();
     // The first rounds are drawn at once; later ones at most every CHART_MS, and all when the run ends.
     if (S.drawnVer !== S.roundsVer && (now - S.drawnAt >= CHART_MS || !S.drawnRounds || S.run.status !== 'running')) {
@@ -231,18 +233,43 @@
     setText($('latency-stats'), Charts.histogram($('chart-latency-hist'), ser.latencies));
   }
 
+  // ---- gateways (docs/gateways.md): one row each, their devices up and the open round's aggregate ----
+  function renderGateways() {
+    const card = $('gateways-card'), list = S.gateways || [];
+    card.hidden = list.length === 0;
+    const key = JSON.stringify(list);
+    if (card.hidden || card.dataset.key === key) return;
+    card.dataset.key = key;
+    const tb = $('gateways').tBodies[0];
+    tb.textContent = '';
+    for (const g of list) {
+      const tr = el('tr');
+      const state = el('td', 'state state-' + (g.state === 'up' ? 'connected' : 'disconnected'));
+      state.append(el('span', 'badge', g.state));
+      const round = g.round === 'handed_up' ? 'aggregate handed up' : g.round === 'waiting' ? 'waiting for its devices' : '—';
+      tr.append(el('td', 'mono', g.id), state, el('td', 'mono', g.peer || ''), el('td', 'num', `${g.devices_up} / ${g.provisioned}`),
+        el('td', '', round));
+      tr.cells[0].title = `show ${g.id}'s devices`;
+      tr.cells[0].style.cursor = 'pointer';
+      tr.cells[0].addEventListener('click', () => { $('device-filter').value = g.id; S.filter = g.id; renderDevices(); });
+      tb.append(tr);
+    }
+  }
+
   // ---- devices ----
-  const COLS = ['id', 'index', 'platform', 'state', 'reason', 'last_seen', 'rounds', 'bytes_up', 'bytes_down', 'last_work_ms', 'connections'];
+  const COLS = ['id', 'index', 'platform', 'via', 'state', 'reason', 'last_seen', 'rounds', 'bytes_up', 'bytes_down', 'last_work_ms', 'connections'];
   const NUMERIC = new Set(['index', 'last_seen', 'rounds', 'bytes_up', 'bytes_down', 'last_work_ms', 'connections']);
 
-  // The filter: a substring of the id or state; a whole state name matches that state only ("connected", not "disconnected").
+  // The filter: a substring of the id or state, or a gateway's id (its devices); a whole state name matches
+  // that state only ("connected", not "disconnected").
   function matches(d, q) {
     const st = String(d.state || '').toLowerCase(), whole = COUNT_STATES.includes(q) || q === 'registering';
-    return !q || String(d.id).toLowerCase().includes(q) || (whole ? st === q : st.includes(q));
+    return !q || String(d.id).toLowerCase().includes(q) || String(d.via || '').toLowerCase() === q ||
+      (whole ? st === q : st.includes(q));
   }
 
   function cellValues(d, now) {
-    return [String(d.id), String(d.index ?? ''), d.platform || '', d.state || '', d.reason || '',
+    return [String(d.id), String(d.index ?? ''), d.platform || '', d.via || '', d.state || '', d.reason || '',
       ok(d.last_seen) ? Fmt.ago(now - d.last_seen) : 'never', String(d.rounds ?? '—'), Fmt.bytes(d.bytes_up),
       Fmt.bytes(d.bytes_down), ok(d.last_work_ms) ? String(d.last_work_ms) : '—', String(d.connections ?? '—')];
   }

@@ -36,6 +36,12 @@ class FleetMonitor : public FleetEvents {
   void provisioned(uint32_t agent, const std::string& id);
   void link(uint32_t agent, Link link, const std::string& reason = "", const std::string& peer = "");
   void platform(uint32_t agent, const std::string& platform);
+  // Gateways (docs/gateways.md): a device up behind one ("" when it left it
+  // or connects here), a gateway's link with the number of devices
+  // provisioned behind it, and whether it handed up the open round's aggregate.
+  void via(uint32_t agent, const std::string& gateway);
+  void gateway(const std::string& id, bool up, const std::string& peer, uint32_t provisioned);
+  void gateway_handed_up(const std::string& id);
   void seen(uint32_t agent);  // a frame arrived from it
   // Refusals by reason, for the metrics.
   void handshake_failed(const std::string& reason);
@@ -59,6 +65,8 @@ class FleetMonitor : public FleetEvents {
   std::string run_json() const;
   std::string rounds_json(size_t since) const;
   std::string devices_json() const;
+  // [{id, state (up | down), peer, provisioned, devices_up, round (handed_up | waiting | none)}]
+  std::string gateways_json() const;
   // {"run": run_json, "rounds": rounds_json(since), "devices": devices_json}, taken at one instant:
   // what the dashboard fetches once per poll.
   std::string live_json(size_t since) const;
@@ -70,7 +78,7 @@ class FleetMonitor : public FleetEvents {
  private:
   enum class Part : uint8_t { kNone, kSampled, kSubmitted, kDropped };
   struct Device {
-    std::string id, platform, reason, peer;
+    std::string id, platform, reason, peer, via;
     Link link = Link::kOffline;
     Part part = Part::kNone;
     double last_seen = -1.0;  // < 0: never
@@ -105,6 +113,13 @@ class FleetMonitor : public FleetEvents {
   std::string status_ = "waiting", address_;
   double started_at_ = 0, finished_at_ = -1;
   std::vector<Device> devices_;
+  struct Gateway {
+    std::string id, peer;
+    bool up = false, handed_up = false;
+    uint32_t provisioned = 0;
+  };
+  std::vector<Gateway> gateways_;  // in the order they first connected
+  nlohmann::json render_gateways() const;  // the caller holds mu_
   std::vector<Round> rounds_;
   // The open round.
   bool open_ = false;
