@@ -237,3 +237,40 @@ TEST_F(GatewayFleetTest, ACoordinatorRestartResumesThroughTheGateways) {
 
 }  // namespace gateway_fleet
 }  // namespace fedrt::net::testing
+
+namespace fedrt::net::testing {
+namespace gateway_fleet {
+
+// `fedrt-keys rotate` at the coordinator reaches the gateway: it takes the
+// new PSK, drops the device's session, the device comes back with its new
+// key and takes part again, and the old key is refused by the gateway.
+TEST_F(GatewayFleetTest, ARotatedKeyReachesTheGateway) {
+  const auto cfg = WriteExperiment(std::string(kOpt) + "[run]\nrounds = 60\nruns = 1\nseed = 3\n[network]\n"
+                                   "deadline_ms = 3000\nquorum = 0.5\nstart_timeout_ms = 60000\n");
+  ProvisionWithGateways();
+  const fs::path old_key = dir_ / "dev0005.old.psk";
+  fs::copy_file(dir_ / "keys" / "devices" / Id(5) / "device.psk", old_key);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const std::vector<int> gw = StartGateways(port);
+  for (int i = 0; i < kAgents; ++i)
+    StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]), {"--delay-ms", "30"});
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", " round=3 agents=12/12", 60000)) << ReadFile(dir_ / "coordinator.log");
+  const pid_t k = Spawn({Bin("fedrt-keys"), "rotate", "--keys", (dir_ / "keys").string(), Id(5)}, dir_ / "rotate.log");
+  ASSERT_EQ(Wait(k, 10000), 0) << ReadFile(dir_ / "rotate.log");
+  ASSERT_TRUE(WaitForLog(dir_ / "gw02.log", "rotated device=dev0005 index=5", 10000)) << ReadFile(dir_ / "gw02.log");
+  // The old key, tried at the gateway by an impostor, is refused.
+  const pid_t old = Spawn({Bin("fedrt-device"), "--coordinator", "127.0.0.1:" + std::to_string(gw[2]), "--id", Id(5),
+                           "--key", old_key.string(), "--give-up-ms", "1500"},
+                          dir_ / "impostor.log");
+  EXPECT_NE(Wait(old, 20000), 0) << ReadFile(dir_ / "impostor.log");
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_NE(log.find("rotated device=dev0005 index=5"), std::string::npos) << log;
+  EXPECT_GE(Count(log, "ready device=dev0005 index=5 via=gw02"), 2u) << "it came back with its new key";
+  EXPECT_NE(log.find("round=60 agents=12/12 closed_by=all"), std::string::npos) << "the last round includes it";
+}
+
+}  // namespace gateway_fleet
+}  // namespace fedrt::net::testing

@@ -81,6 +81,7 @@ class Coordinator : public ConnectionOwner, public GatewayRoute {
   void send_gateway(size_t g, const wire::GatewayEnvelope& ge);
   void relay(uint32_t agent, const wire::Envelope& env);  // to a device behind its gateway
   void gateway_down(size_t g, const std::string& why);
+  void gateway_key(uint32_t agent, const RegistryEntry& e);  // a rotated PSK to the device's gateway
   void device_down(uint32_t agent, const std::string& why);
 
   Status prepare_task();

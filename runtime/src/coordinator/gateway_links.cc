@@ -107,6 +107,14 @@ void Coordinator::round_published(const protocol::ServerSession& session) {
   }
 }
 
+void Coordinator::gateway_key(uint32_t agent, const RegistryEntry& e) {
+  if (agent >= allowed_.size() || allowed_[agent] < 0) return;
+  wire::GatewayEnvelope ge;
+  ge.mutable_device_key()->set_device_id(e.id);
+  ge.mutable_device_key()->set_psk(std::string(e.psk.begin(), e.psk.end()));
+  send_gateway(static_cast<size_t>(allowed_[agent]), ge);
+}
+
 void Coordinator::gateway_down(size_t g, const std::string& why) {
   for (uint32_t a : gateways_[g].agents)
     if (via_[a] == static_cast<int>(g)) device_down(a, "gateway " + gateways_[g].id + ": " + why);
@@ -167,9 +175,13 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
     wire::GatewayWelcome* gw = w.mutable_welcome();
     wire::EncodeTask(task_, gw->mutable_task());
     gw->set_num_devices(task_.problem.agents);
+    std::map<std::string, const SecretBytes*> psks;
+    for (const RegistryEntry& e : registry_.entries()) psks[e.id] = &e.psk;
     for (uint32_t a : link.agents) {
       gw->add_device_ids(registry_.id_of(a));
       gw->add_agents(a);
+      const auto k = psks.find(registry_.id_of(a));
+      gw->add_device_psks(k != psks.end() ? std::string(k->second->begin(), k->second->end()) : std::string());
     }
     if (opt_.network.idle_timeout_ms > 0) gw->set_heartbeat_ms(static_cast<uint32_t>(heartbeat_ms()));
     gw->set_deadline_ms(static_cast<uint32_t>(opt_.network.deadline_ms));

@@ -42,6 +42,7 @@ void Coordinator::apply_keys(const KeysWatch::Changes& changes) {
         CoordinatorWarn("dropped device={} index={} peer={} reason=keys rotated", e.id, e.index, c->peer());
         c->close("keys rotated");
       }
+      gateway_key(e.index, e);  // its gateway takes the new PSK and drops it too
     }
   }
   if (changes.revoked)

@@ -126,15 +126,17 @@ void Gateway::on_handshake_done(Connection& c) {
   }
   auto it = index_.find(c.identity());
   if (it == index_.end() || devices_[it->second].revoked) {
-    Log().warn("refused peer={} stage=handshake reason={}", c.peer(),
-               it == index_.end() ? "no device identity of this gateway" : "revoked");
+    if (log_refusal("handshake/identity"))
+      Log().warn("refused peer={} stage=handshake reason={}", c.peer(),
+                 it == index_.end() ? "no device identity of this gateway" : "revoked");
     c.send_error(wire::ERROR_IDENTITY, "this device is not served here", true);
   }
 }
 
 void Gateway::on_handshake_failed(Connection& c, int rc) {
   if (&c == up_.get()) return;  // on_closed retries
-  Log().warn("refused peer={} stage=handshake reason={}", c.peer(), TlsErrorString(rc));
+  if (log_refusal("handshake/" + std::to_string(rc)))
+    Log().warn("refused peer={} stage=handshake reason={}", c.peer(), TlsErrorString(rc));
 }
 
 void Gateway::on_closed(Connection& c, const std::string& why) {
@@ -292,7 +294,7 @@ void Gateway::on_round_message(Connection& c, const wire::Envelope& env) {
     if (session_ == nullptr || secure_) return c.send_error(wire::ERROR_FUTURE_ROUND, "no plain round is open", false);
     const protocol::Verdict v = session_->on_message(agent, inbound_.from_device(), now_ms());
     if (!v.ok()) {
-      Log().warn("rejected device={} reason={}", devices_[agent].id, v.why);
+      if (log_refusal("rejected/" + devices_[agent].id)) Log().warn("rejected device={} reason={}", devices_[agent].id, v.why);
       c.send_error(v.refusal == protocol::Refusal::kStaleRound ? wire::ERROR_STALE_ROUND : wire::ERROR_MALFORMED, v.why, false);
     } else if (v.whole) {
       const protocol::RoundId id = k == protocol::MessageKind::kUpdate ? inbound_.update().id : inbound_.chunk().id;

@@ -17,6 +17,7 @@
 #include "fedrt.pb.h"
 #include "fedrt_gateway.pb.h"
 #include "fedrt/coordinator/connection.h"
+#include "fedrt/coordinator/refusal_log.h"
 #include "fedrt/coordinator/serial_line.h"
 #include "fedrt/coordinator/transport.h"
 #include "fedrt/gateway/gateway.h"
@@ -33,7 +34,8 @@ inline spdlog::logger& Log() { return log::Get("fedrt-gateway"); }
 
 class Gateway : public ConnectionOwner {
  public:
-  explicit Gateway(const GatewayOptions& o) : opt_(o), acceptor_(io_) {}
+  explicit Gateway(const GatewayOptions& o)
+      : opt_(o), acceptor_(io_), refusals_(10, 10000, [](const std::string& line) { Log().warn("{}", line); }) {}
   Status init();
   Status run();
 
@@ -43,7 +45,8 @@ class Gateway : public ConnectionOwner {
   void on_closed(Connection& c, const std::string& why) override;
   TlsServerConfig& tls() override { return tls_; }
   asio::io_context& io() override { return io_; }
-  bool log_refusal(std::string_view) override { return true; }
+  // Refusals logged within a quota per reason (10 lines each 10 s, the rest counted): a peer cannot fill the log.
+  bool log_refusal(std::string_view key) override { return refusals_.admit(key, std::chrono::steady_clock::now()); }
 
  private:
   // Devices (gateway.cc).
@@ -87,6 +90,7 @@ class Gateway : public ConnectionOwner {
   GatewayOptions opt_;
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;
+  RefusalLog refusals_;
   asio::steady_timer accept_retry_{io_};
   uint64_t accept_errors_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();

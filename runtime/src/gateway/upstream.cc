@@ -82,6 +82,16 @@ void Gateway::on_upstream_frame(const wire::Envelope& env) {
       return;
     }
     case wire::GatewayEnvelope::kShutdown: return shutdown(ge.shutdown().reason());
+    case wire::GatewayEnvelope::kDeviceKey: {  // keys rotate at the coordinator: the old PSK is refused from now on
+      const wire::DeviceKey& k = ge.device_key();
+      auto it = index_.find(k.device_id());
+      if (it == index_.end() || k.psk().size() < 16 || k.psk().size() > 64) return;
+      tls_.add_psk(k.device_id(), SecretBytes(k.psk().begin(), k.psk().end()));
+      Device& d = devices_[it->second];
+      Log().warn("rotated device={} index={} (its old PSK is refused from now on)", d.id, it->second);
+      if (d.conn != nullptr) d.conn->close("keys rotated");
+      return;
+    }
     default: Log().warn("ignored gateway-link message {} from the coordinator", static_cast<int>(ge.body_case()));
   }
 }
@@ -95,6 +105,9 @@ void Gateway::on_welcome(const wire::GatewayWelcome& w) {
     fatal_ = Status(StatusCode::kFailedPrecondition, "the coordinator now runs another experiment than this gateway's devices hold");
     return shutdown(std::string(fatal_.message()));
   }
+  for (int i = 0; i < w.device_ids_size() && i < w.device_psks_size(); ++i)  // the coordinator's keys are the current ones
+    if (!w.device_psks(i).empty() && index_.count(w.device_ids(i)) != 0)
+      tls_.add_psk(w.device_ids(i), SecretBytes(w.device_psks(i).begin(), w.device_psks(i).end()));
   task_ = t;
   have_task_ = true;
   heartbeat_ms_ = w.heartbeat_ms();
