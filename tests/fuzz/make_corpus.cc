@@ -1,6 +1,7 @@
 // Writes the seed corpora of the fuzz targets whose inputs are binary
 // messages (docs/fuzzing.md), with the project's own encoders:
-//   fuzz_make_corpus <dir>   -> <dir>/{frame,wire_messages,fw_messages,chunk,secagg,record_shard,array_bundle}/
+//   fuzz_make_corpus <dir>   -> <dir>/{frame,wire_messages,fw_messages,chunk,secagg,record_shard,array_bundle,
+//                               gateway_link}/
 // The committed files in tests/fuzz/corpus came from it; rerun it after a
 // wire format change. Valid inputs and a few near-valid ones (truncated, one
 // field off).
@@ -19,6 +20,7 @@
 #include "fedrt/compression/payload.h"
 #include "fedrt/data/shard.h"
 #include "fedrt/problems/array_bundle.h"
+#include "fedrt/wire/gateway_codec.h"
 #include "fedrt/wire/protobuf_codec.h"
 
 using namespace fedrt;
@@ -292,6 +294,50 @@ void Bundles() {
   Put("array_bundle", "huge_shape", "a 2 4294967295 4294967295\n1\n");
 }
 
+// The gateway link (tests/fuzz/gateway_link_fuzz.cc: FedAvg, 4 agents, d = 8):
+// a partial of agents 0 and 1 in both modes, a masked sum, a basis, a verdict.
+void GatewayLink() {
+  auto rec = [](const wire::GatewayEnvelope& ge) { const std::string s = ge.SerializeAsString(); return Len16(s) + s; };
+  Partial p;
+  p.id = RoundId{0, 0, 0};
+  p.members = {0, 1};
+  p.reports.resize(2);
+  p.samples = {4, 4};
+  p.bits_up = 1024;
+  p.sums.push_back(PartialSum{8, {0.5, -0.25, 1e-3, 0, 2, -2, 0.125, 3, 0, 0, 1e-20, 0, 0, 0, 0, 0}});
+  wire::GatewayEnvelope raw;
+  wire::Encode(p, raw.mutable_partial());
+  Put("gateway_link", "partial_raw", std::string(1, '\0') + rec(raw));
+  Partial q = p;
+  q.sums = {PartialSum{8, {}}};  // the core's sum is zero: the integers carry the round
+  q.integer_sums = {0, 255, 510, 3, 100, 200, 7, 9};
+  wire::GatewayEnvelope integer;
+  wire::Encode(q, integer.mutable_partial());
+  Put("gateway_link", "partial_integer", std::string(1, '\1') + rec(integer));
+  Partial r = p;
+  r.members = {2, 3};
+  wire::GatewayEnvelope both;
+  wire::Encode(r, both.mutable_partial());
+  Put("gateway_link", "two_partials_closing", std::string(1, '\0') + rec(raw) + rec(both) + rec(raw));
+  MaskedSum m;
+  m.members = {0};
+  m.reports.resize(1);
+  m.sum = {1, 2, 3, 4, 5, 6, 7, 8};
+  wire::GatewayEnvelope ms;
+  wire::Encode(m, ms.mutable_masked_sum());
+  RoundBasis b;
+  b.state.assign(8, 0.25);
+  b.down_delta.resize(1);
+  b.deadline_ms = 500;
+  wire::GatewayEnvelope gr;
+  wire::Encode(b, gr.mutable_round());
+  RoundVerdict v;
+  v.included = {0, 1};
+  wire::GatewayEnvelope res;
+  wire::Encode(v, res.mutable_result());
+  Put("gateway_link", "basis_masked_verdict", std::string(1, '\0') + rec(gr) + rec(ms) + rec(res));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -305,6 +351,7 @@ int main(int argc, char** argv) {
   SecAgg();
   Records();
   Bundles();
+  GatewayLink();
   std::printf("corpora written under %s\n", argv[1]);
   return 0;
 }
