@@ -62,6 +62,7 @@ class GatewayFleetTest : public NetTest {
     for (int g = 0; g < kGateways; ++g) {
       const std::string id = "gw0" + std::to_string(g);
       const fs::path port_file = dir_ / (id + ".port");
+      fs::remove(port_file);
       gateways_.push_back(Spawn({Bin("fedrt-gateway"), "--coordinator", "127.0.0.1:" + std::to_string(coordinator_port),
                                  "--id", id, "--keys", (dir_ / "keys" / "gateways" / id).string(), "--port", "0",
                                  "--port-file", port_file.string()},
@@ -270,6 +271,61 @@ TEST_F(GatewayFleetTest, ARotatedKeyReachesTheGateway) {
   EXPECT_NE(log.find("rotated device=dev0005 index=5"), std::string::npos) << log;
   EXPECT_GE(Count(log, "ready device=dev0005 index=5 via=gw02"), 2u) << "it came back with its new key";
   EXPECT_NE(log.find("round=60 agents=12/12 closed_by=all"), std::string::npos) << "the last round includes it";
+}
+
+}  // namespace gateway_fleet
+}  // namespace fedrt::net::testing
+
+namespace fedrt::net::testing {
+namespace gateway_fleet {
+
+// Device reports travel up per device: devices.csv (each member's examples,
+// losses and frame bytes per round) through three gateways is the flat
+// fleet's, plain and with SecAgg+: the same rows, examples and losses, and
+// each member's bytes within 32 of the flat count (the same protocol
+// messages; a control frame's timing, and a secure round's announcement,
+// which the gateway sends without a deadline, differ by a few bytes), never
+// zero. The wall-clock duration is not compared.
+TEST_F(GatewayFleetTest, DevicesCsvMatchesTheFlatFleets) {
+  for (const char* compression : {"", kSecure}) {
+    const auto cfg = WriteExperiment(std::string(kOpt) + "[participation]\nrate = 0.7\n[run]\nrounds = 4\nruns = 1\n"
+                                     "seed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\n"
+                                     "start_timeout_ms = 60000\n" + compression);
+    std::vector<std::vector<std::string>> csv;
+    for (bool gateways : {false, true}) {
+      fs::remove_all(dir_ / "keys");
+      fs::remove_all(dir_ / "out");
+      fs::remove(dir_ / "coordinator.db");
+      fs::remove(dir_ / "coordinator.db.rounds");
+      for (int i = 0; i < kAgents; ++i) fs::remove_all(dir_ / Id(i));
+      ProvisionWithGateways();
+      const pid_t co = StartCoordinator(cfg, 0, {});
+      const int port = WaitPort();
+      ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+      std::vector<int> gw;
+      if (gateways) gw = StartGateways(port);
+      for (int i = 0; i < kAgents; ++i)
+        StartPskDevice(i, "127.0.0.1:" + std::to_string(gateways ? gw[i % kGateways] : port));
+      ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+      for (pid_t g : gateways_) Kill(g);
+      gateways_.clear();
+      csv.push_back(ReadLines(dir_ / "out" / "devices.csv"));
+    }
+    ASSERT_GT(csv[0].size(), 1u);
+    ASSERT_EQ(csv[0].size(), csv[1].size());
+    for (size_t i = 1; i < csv[0].size(); ++i) {
+      // algorithm,run,round,device,examples,loss_before,loss_after,duration_ms,bytes_down,bytes_up
+      const std::vector<std::string> a = Cells(csv[0][i]), b = Cells(csv[1][i]);
+      ASSERT_EQ(a.size(), 10u) << csv[0][i];
+      ASSERT_EQ(b.size(), 10u) << csv[1][i];
+      for (int k : {0, 1, 2, 3, 4, 5, 6}) EXPECT_EQ(a[k], b[k]) << "devices.csv line " << i + 1;
+      for (int k : {8, 9}) {
+        const long flat = std::stol(a[k]), via = std::stol(b[k]);
+        EXPECT_GT(via, 0) << "devices.csv line " << i + 1;
+        EXPECT_LE(std::labs(flat - via), 32) << "devices.csv line " << i + 1 << ": " << csv[0][i] << " / " << csv[1][i];
+      }
+    }
+  }
 }
 
 }  // namespace gateway_fleet

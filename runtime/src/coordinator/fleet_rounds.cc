@@ -439,6 +439,12 @@ protocol::Verdict FleetRounds::on_masked_sum(const protocol::MaskedSum& m, uint6
   return v;
 }
 
+void FleetRounds::add_traffic(uint32_t agent, uint64_t bytes_down, uint64_t bytes_up) {
+  if (agent >= bytes_up_.size()) return;
+  bytes_down_[agent] += bytes_down;
+  bytes_up_[agent] += bytes_up;
+}
+
 bool FleetRounds::basis(protocol::RoundBasis& out) const {
   if (session_ == nullptr || !started_ || !session_->round_open()) return false;
   session_->basis(out);

@@ -278,6 +278,8 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
           if (!mine(a) || via_[a] != static_cast<int>(g))
             return reject(fmt::format("a partial aggregate with agent {}, not up behind this gateway", a), false);
       monitor_->gateway_handed_up(link.id);  // before the round may close on it
+      if (p.bytes_down.size() == p.members.size() && p.bytes_up.size() == p.members.size())
+        for (size_t i = 0; i < p.members.size(); ++i) rounds_.add_traffic(p.members[i], p.bytes_down[i], p.bytes_up[i]);
       const protocol::Verdict v = rounds_.on_partial(p, now_ms());
       if (!v.ok()) return reject("partial aggregate refused: " + v.why, false);
       for (uint32_t a : p.unclipped)
@@ -295,6 +297,8 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
         if (!mine(a) || via_[a] != static_cast<int>(g))
           return reject(fmt::format("a masked sum with agent {}, not up behind this gateway", a), false);
       monitor_->gateway_handed_up(link.id);
+      if (m.bytes_down.size() == m.members.size() && m.bytes_up.size() == m.members.size())
+        for (size_t i = 0; i < m.members.size(); ++i) rounds_.add_traffic(m.members[i], m.bytes_down[i], m.bytes_up[i]);
       const protocol::Verdict v = rounds_.on_masked_sum(m, now_ms());
       if (!v.ok()) return reject("masked sum refused: " + v.why, false);
       return;

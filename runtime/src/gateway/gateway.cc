@@ -290,6 +290,9 @@ void Gateway::on_round_message(Connection& c, const wire::Envelope& env) {
   wire::WireError err;
   if (!inbound_.decode(env, err)) return c.send_error(err.reason, err.message, false);
   const protocol::MessageKind k = inbound_.kind();
+  if (k == protocol::MessageKind::kUpdate || k == protocol::MessageKind::kChunk ||
+      k == protocol::MessageKind::kSecAggMasked)
+    devices_[agent].bytes_up += env.ByteSizeLong() + 4;  // a frame: its length prefix too (relayed ones count upstream)
   if (k == protocol::MessageKind::kUpdate || k == protocol::MessageKind::kChunk) {
     if (session_ == nullptr || secure_) return c.send_error(wire::ERROR_FUTURE_ROUND, "no plain round is open", false);
     const protocol::Verdict v = session_->on_message(agent, inbound_.from_device(), now_ms());
@@ -347,12 +350,14 @@ void Gateway::announce(uint32_t agent) {
   wire::Envelope env;
   wire::Encode(a, env);
   d.conn->send(env);
+  devices_[agent].bytes_down += env.ByteSizeLong() + 4;
   if (!chunked) return;
   auto model = [this](const protocol::RoundId& id) -> const double* {
     if (session_ == nullptr || !session_->round_open() || session_->current() != id) return nullptr;
     return session_->announced_model().data;
   };
-  d.conn->stream(BroadcastChunks(a.id, total, d.chunk_limit, model, [](uint64_t) {}));
+  d.conn->stream(BroadcastChunks(a.id, total, d.chunk_limit, model,
+                                 [this, agent](uint64_t bytes) { devices_[agent].bytes_down += bytes; }));
 }
 
 // This round's aggregate of the devices up: a partial, or a masked sum.
@@ -362,6 +367,10 @@ void Gateway::hand_up() {
     protocol::MaskedSum m;
     summer_.take(m);
     if (m.members.empty()) return;
+    for (uint32_t a : m.members) {
+      m.bytes_down.push_back(devices_[a].bytes_down);
+      m.bytes_up.push_back(devices_[a].bytes_up);
+    }
     wire::Encode(m, ge.mutable_masked_sum());
     Log().info("masked_sum round={} members={}", m.id.round + 1, m.members.size());
   } else {
@@ -372,6 +381,10 @@ void Gateway::hand_up() {
       return;
     }
     if (p.members.empty() && p.unclipped.empty() && p.over_norm.empty() && p.failure.empty()) return;
+    for (uint32_t a : p.members) {
+      p.bytes_down.push_back(devices_[a].bytes_down);
+      p.bytes_up.push_back(devices_[a].bytes_up);
+    }
     wire::Encode(p, ge.mutable_partial());
     Log().info("partial round={} members={} bits_up={}", p.id.round == protocol::kInitRound ? std::string("init") : std::to_string(p.id.round + 1),
                p.members.size(), p.bits_up);

@@ -58,6 +58,7 @@ class Gateway : public ConnectionOwner {
     uint32_t chunk_limit = task::kChunkBytes;
     std::string platform;
     std::optional<protocol::RoundId> pending;
+    uint64_t bytes_down = 0, bytes_up = 0;  // this round's frames with it (announcement and update, chunks)
   };
   void accept();
   void admit(std::unique_ptr<Transport> t);

@@ -58,6 +58,8 @@ void Encode(const protocol::Partial& p, PartialAggregate* out) {
     w->mutable_layers()->Add(s.layers.begin(), s.layers.end());
   }
   out->mutable_integer_sums()->Add(p.integer_sums.begin(), p.integer_sums.end());
+  out->mutable_bytes_down()->Add(p.bytes_down.begin(), p.bytes_down.end());
+  out->mutable_bytes_up()->Add(p.bytes_up.begin(), p.bytes_up.end());
 }
 
 Status Decode(const PartialAggregate& in, protocol::Partial& out) {
@@ -82,6 +84,8 @@ Status Decode(const PartialAggregate& in, protocol::Partial& out) {
     out.sums.push_back(protocol::PartialSum{s.size(), Vec<double>(s.layers())});
   }
   out.integer_sums = Vec<uint64_t>(in.integer_sums());
+  out.bytes_down = Vec<uint64_t>(in.bytes_down());
+  out.bytes_up = Vec<uint64_t>(in.bytes_up());
   return Status::Ok();
 }
 
@@ -90,6 +94,8 @@ void Encode(const protocol::MaskedSum& m, MaskedSum* out) {
   for (uint32_t c : m.members) out->add_members(c);
   for (const auto& r : m.reports) Put(r, out->add_reports());
   out->mutable_sum()->Add(m.sum.begin(), m.sum.end());
+  out->mutable_bytes_down()->Add(m.bytes_down.begin(), m.bytes_down.end());
+  out->mutable_bytes_up()->Add(m.bytes_up.begin(), m.bytes_up.end());
 }
 
 Status Decode(const MaskedSum& in, protocol::MaskedSum& out) {
@@ -98,6 +104,8 @@ Status Decode(const MaskedSum& in, protocol::MaskedSum& out) {
   out.members = Vec<uint32_t>(in.members());
   for (const WorkReport& r : in.reports()) out.reports.push_back(Get(r));
   out.sum = Vec<uint32_t>(in.sum());
+  out.bytes_down = Vec<uint64_t>(in.bytes_down());
+  out.bytes_up = Vec<uint64_t>(in.bytes_up());
   return Status::Ok();
 }
 

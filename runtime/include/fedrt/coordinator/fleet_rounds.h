@@ -138,6 +138,8 @@ class FleetRounds {
   // agents are that gateway's.
   protocol::Verdict on_partial(const protocol::Partial& p, uint64_t now_ms);
   protocol::Verdict on_masked_sum(const protocol::MaskedSum& m, uint64_t now_ms);
+  // Frame bytes a gateway exchanged with one of its devices in the open round (devices.csv).
+  void add_traffic(uint32_t agent, uint64_t bytes_down, uint64_t bytes_up);
   // The open round's basis, for a gateway that connects during it (false: none open).
   bool basis(protocol::RoundBasis& out) const;
 

@@ -44,6 +44,9 @@ struct Partial {
   // uplink's sum of messages when it keeps one; the integer uplink's sums.
   std::vector<PartialSum> sums;
   std::vector<uint64_t> integer_sums;
+  // Per member, the frame bytes it exchanged with the gateway this round
+  // (reporting only: the coordinator's devices.csv; empty or aligned).
+  std::vector<uint64_t> bytes_down, bytes_up;
 };
 
 // A gateway's masked inputs of one secure round (phase 3 of SecAgg+): their
@@ -54,6 +57,7 @@ struct MaskedSum {
   std::vector<uint32_t> members;  // ascending
   std::vector<WorkReport> reports;
   std::vector<uint32_t> sum;
+  std::vector<uint64_t> bytes_down, bytes_up;  // per member, as Partial's
 };
 
 // Coordinator -> gateway: what a round opens with. The coordinator's server
