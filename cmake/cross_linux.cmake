@@ -26,5 +26,17 @@ set_target_properties(tomlplusplus::tomlplusplus PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${FEDRT_TOMLPP_INCLUDE}"
   INTERFACE_COMPILE_DEFINITIONS TOML_HEADER_ONLY=1)
 
+# spdlog likewise (the gateway's log, fedrt_log): header-only over the
+# header-only fmt. Both of its package's targets, so that its configuration
+# keeps them.
+find_path(FEDRT_SPDLOG_INCLUDE spdlog/spdlog.h REQUIRED)
+foreach(_t spdlog::spdlog spdlog::spdlog_header_only)
+  add_library(${_t} INTERFACE IMPORTED)
+  set_target_properties(${_t} PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${FEDRT_SPDLOG_INCLUDE}"
+    INTERFACE_COMPILE_DEFINITIONS "SPDLOG_HEADER_ONLY;SPDLOG_FMT_EXTERNAL"
+    INTERFACE_LINK_LIBRARIES fmt::fmt)
+endforeach()
+
 message(STATUS "fedrt: device-only build for ${CMAKE_SYSTEM_PROCESSOR}"
                " (emulator: ${CMAKE_CROSSCOMPILING_EMULATOR})")

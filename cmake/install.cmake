@@ -30,7 +30,7 @@ set(FEDRT_UNIT_TMP \"${CMAKE_BINARY_DIR}/install/units\")" COMPONENT ${component
 endfunction()
 
 if(FEDRT_DEVICE_ONLY)
-  install(TARGETS fedrt-device RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT device)
+  install(TARGETS fedrt-device fedrt-gateway RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT device)
   fedrt_install_units(device fedrt-device@.service)
   install(FILES "${_fedrt_units}/device.env.example" DESTINATION ${CMAKE_INSTALL_DATADIR}/fedrt COMPONENT device)
   return()
@@ -41,7 +41,7 @@ if(NOT TARGET fedrt-coordinator OR FEDRT_SANITIZE OR FEDRT_FUZZ)
 endif()
 
 # --- tools ---------------------------------------------------------------
-set(_fedrt_programs fedrt-sim fedrt-data fedrt-privacy fedrt-keys fedrt-status fedrt-coordinator fedrt-device)
+set(_fedrt_programs fedrt-sim fedrt-data fedrt-privacy fedrt-keys fedrt-status fedrt-coordinator fedrt-device fedrt-gateway)
 # Linked as installed (no build-tree RUNPATH, e.g. Open MPI's library folder,
 # which the installed fedrt-sim does not need and which mold's output has no
 # room to rewrite at install time).

@@ -8,8 +8,8 @@ if(NOT FEDRT_DEVICE_ONLY)  # coordinator only
   # The coordinator's HTTP endpoint (dashboard, JSON, Prometheus): Debian's
   # compiled cpp-httplib, whose header must see the library's own build flags.
   pkg_check_modules(FEDRT_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
-  find_path(FEDRT_ASIO_INCLUDE asio.hpp REQUIRED)
 endif()
+find_path(FEDRT_ASIO_INCLUDE asio.hpp REQUIRED)  # coordinator and gateway (header-only)
 find_library(FEDRT_PROTOBUF_LITE protobuf-lite REQUIRED)
 
 set(FEDRT_WIRE_OUT ${CMAKE_BINARY_DIR}/generated/wire)
@@ -52,7 +52,27 @@ target_link_libraries(fedrt_linux_device PUBLIC fedrt_tls fedrt_config fedrt_wir
 add_executable(fedrt-device runtime/apps/fedrt_device.cc)
 target_link_libraries(fedrt-device PRIVATE fedrt_linux_device fedrt_cli)
 
-if(FEDRT_DEVICE_ONLY)  # ARM boards (cmake/cross_linux.cmake): no coordinator, SQLite or Asio
+# The coordinator's side of a device's connection (TLS over a TCP socket or a
+# serial line, frames, bounds, refusals logged within a quota, chunked
+# broadcasts): the coordinator's and the gateway's, so a board builds it too.
+add_library(fedrt_downstream STATIC
+  runtime/src/coordinator/token_bucket.cc
+  runtime/src/coordinator/refusal_log.cc
+  runtime/src/coordinator/transport.cc
+  runtime/src/coordinator/serial_line.cc
+  runtime/src/coordinator/connection.cc
+  runtime/src/coordinator/broadcast_stream.cc)
+target_include_directories(fedrt_downstream SYSTEM PUBLIC ${FEDRT_ASIO_INCLUDE})
+target_compile_definitions(fedrt_downstream PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
+target_link_libraries(fedrt_downstream PUBLIC fedrt_tls fedrt_wire fedrt_protocol fedrt_log)
+
+# The gateway (docs/gateways.md): its devices over fedrt_downstream, a partial server session per round, one link up.
+add_library(fedrt_gateway STATIC runtime/src/gateway/gateway.cc runtime/src/gateway/upstream.cc)
+target_link_libraries(fedrt_gateway PUBLIC fedrt_downstream)
+add_executable(fedrt-gateway runtime/apps/fedrt_gateway.cc)
+target_link_libraries(fedrt-gateway PRIVATE fedrt_gateway fedrt_cli)
+
+if(FEDRT_DEVICE_ONLY)  # ARM boards (cmake/cross_linux.cmake): fedrt-device and fedrt-gateway, no coordinator or SQLite
   add_library(fedrt_net INTERFACE)
   target_link_libraries(fedrt_net INTERFACE fedrt_linux_device)
   return()
@@ -100,11 +120,7 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/state_devices.cc
   runtime/src/coordinator/state_watermark.cc
   runtime/src/coordinator/rollback_check.cc
-  runtime/src/coordinator/refusal_log.cc
   runtime/src/coordinator/peer_rate_limit.cc
-  runtime/src/coordinator/transport.cc
-  runtime/src/coordinator/serial_line.cc
-  runtime/src/coordinator/connection.cc
   runtime/src/coordinator/fleet_rounds.cc
   runtime/src/coordinator/fleet_result.cc
   runtime/src/coordinator/privacy_rounds.cc
@@ -112,13 +128,12 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/coordinator.cc
   runtime/src/coordinator/device_messages.cc
   runtime/src/coordinator/gateway_links.cc
-  runtime/src/coordinator/broadcast_stream.cc
   runtime/src/coordinator/operator.cc
   runtime/src/coordinator/accept.cc
   runtime/src/coordinator/cli.cc
   runtime/src/coordinator/view.cc)
-target_link_libraries(fedrt_coordinator PUBLIC fedrt_ops fedrt_keys fedrt_tls fedrt_config fedrt_protocol fedrt_report
-  fedrt_privacy fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE)
+target_link_libraries(fedrt_coordinator PUBLIC fedrt_downstream fedrt_ops fedrt_keys fedrt_tls fedrt_config fedrt_protocol
+  fedrt_report fedrt_privacy fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE)
 
 # Everything networked, for tests and benchmarks that run both sides.
 add_library(fedrt_net INTERFACE)
@@ -132,11 +147,6 @@ target_link_libraries(fedrt-status PRIVATE fedrt_coordinator fedrt_cli nlohmann_
 add_executable(fedrt-coordinator runtime/apps/fedrt_coordinator.cc)
 target_link_libraries(fedrt-coordinator PRIVATE fedrt_coordinator fedrt_cli)
 
-# The gateway (docs/gateways.md): the coordinator's connections downstream, one link upstream.
-add_library(fedrt_gateway STATIC runtime/src/gateway/gateway.cc runtime/src/gateway/upstream.cc)
-target_link_libraries(fedrt_gateway PUBLIC fedrt_coordinator)
-add_executable(fedrt-gateway runtime/apps/fedrt_gateway.cc)
-target_link_libraries(fedrt-gateway PRIVATE fedrt_gateway fedrt_cli)
 
 if(FEDRT_BUILD_BENCH)
   # Load benchmark (./fedrt bench runs it after fedrt-bench).

@@ -37,7 +37,7 @@ if(FEDRT_DEVICE_ONLY)
   set(CPACK_DEBIAN_DEVICE_PACKAGE_CONFLICTS fedrt)
   set(CPACK_DEBIAN_DEVICE_PACKAGE_CONTROL_EXTRA "${_postinst}")
   set(CPACK_DEBIAN_DEVICE_DESCRIPTION
-      "fedrt device for ARM Linux boards\n A federated device over TLS (static fedrt-device) and its systemd unit fedrt-device@.service.")
+      "fedrt device and gateway for ARM Linux boards\n A federated device over TLS (static fedrt-device), its systemd unit fedrt-device@.service, and the gateway between devices and the coordinator (static fedrt-gateway, docs/gateways.md).")
 else()
   set(CPACK_COMPONENTS_ALL tools docs dev)
   set(CPACK_COMPONENT_TOOLS_GROUP host)
@@ -49,7 +49,7 @@ else()
   set(CPACK_DEBIAN_HOST_PACKAGE_CONFLICTS fedrt-device)
   set(CPACK_DEBIAN_HOST_PACKAGE_CONTROL_EXTRA "${_postinst}")
   set(CPACK_DEBIAN_HOST_DESCRIPTION
-      "federated learning runtime: simulator, TLS coordinator, devices, tools\n fedrt-sim, fedrt-coordinator, fedrt-device, fedrt-keys, fedrt-status, fedrt-data, fedrt-privacy, the systemd units and the documentation.")
+      "federated learning runtime: simulator, TLS coordinator, devices, tools\n fedrt-sim, fedrt-coordinator, fedrt-gateway, fedrt-device, fedrt-keys, fedrt-status, fedrt-data, fedrt-privacy, the systemd units and the documentation.")
   set(CPACK_DEBIAN_DEV_PACKAGE_NAME fedrt-dev)
   # What a consumer of libfedrt_device.a links (cmake/install_device_lib.cmake), and CMake's threads.
   set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libprotobuf-dev, libsodium-dev, libfmt-dev, libtomlplusplus-dev")

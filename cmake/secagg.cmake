@@ -18,17 +18,17 @@ target_sources(fedrt_secagg_device PRIVATE
 # X25519 (tests/fuzz/x25519_memo.cc) instead.
 set_source_files_properties(runtime/src/secagg/x25519_sodium.cc PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 
-# Host part: the server state machine and the in-process round driver
-# (not on the ARM boards, FEDRT_DEVICE_ONLY, whose devices run the device part).
-if(FEDRT_DEVICE_ONLY)
-  return()
-endif()
+# Host part: the server state machine and the in-process round driver (on
+# the ARM boards for the gateway's session only, FEDRT_DEVICE_ONLY).
 add_library(fedrt_secagg STATIC
   runtime/src/secagg/server.cc
   runtime/src/secagg/shamir_decode.cc
   runtime/src/secagg/simulated_entropy.cc)
 target_link_libraries(fedrt_secagg PUBLIC fedrt_secagg_device fmt::fmt)
 target_link_libraries(fedrt_secagg PUBLIC nlohmann_json::nlohmann_json)
+if(FEDRT_DEVICE_ONLY)
+  return()
+endif()
 # The simulator runs the same state machines (secure_aggregation = true).
 # (fedrt_protocol links fedrt_secagg; the settings are in the config module.)
 

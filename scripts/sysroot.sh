@@ -16,14 +16,15 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# What fedrt-device and the cross-built unit tests need:
+# What fedrt-device, fedrt-gateway and the cross-built unit tests need:
 #   static libraries  : libprotobuf-dev
 #                       (libprotobuf-lite.a, same 3.21 as the host's protoc), libgtest-dev,
 #                       libsodium-dev (libsodium.a: X25519 of secure aggregation),
 #                       libcsv-dev (libcsv.a: CSV shards of the devices' own data)
 #   headers only      : libfmt-dev (FMT_HEADER_ONLY), libtomlplusplus-dev (TOML_HEADER_ONLY),
-#                       libeigen3-dev, libcli11-dev, nlohmann-json3-dev
-# Not needed on a board: SQLite and Asio (coordinator only), spdlog (unused).
+#                       libeigen3-dev, libcli11-dev, nlohmann-json3-dev,
+#                       libasio-dev and libspdlog-dev (SPDLOG_HEADER_ONLY): fedrt-gateway
+# Not needed on a board: SQLite (coordinator only).
 # (mbedTLS 3.6 is compiled from source with the cross compiler: cmake/host_mbedtls.cmake.)
 PACKAGES=(
   libsodium-dev
@@ -35,6 +36,8 @@ PACKAGES=(
   libeigen3-dev
   libcli11-dev
   nlohmann-json3-dev
+  libasio-dev
+  libspdlog-dev
 )
 
 die() { echo "sysroot.sh: error: $*" >&2; exit 1; }

@@ -87,6 +87,7 @@ first_line_is() {  # first_line_is NAME COMMAND...: COMMAND succeeds and prints 
 }
 first_line_is fedrt-coordinator chroot "$root" fedrt-coordinator --help || fail "fedrt-coordinator --help in the root"
 first_line_is fedrt-device chroot "$root" fedrt-device --help || fail "fedrt-device --help in the root"
+first_line_is fedrt-gateway chroot "$root" fedrt-gateway --help || fail "fedrt-gateway --help in the root"
 chroot "$root" fedrt-sim --help >/dev/null || fail "fedrt-sim --help in the root"
 chroot "$root" fedrt-status --help >/dev/null || fail "fedrt-status --help in the root"
 chroot "$root" fedrt-data --help >/dev/null || fail "fedrt-data --help in the root"
@@ -111,7 +112,9 @@ for pair in arm64:qemu-aarch64 armhf:qemu-arm; do
   chroot "$root" getent passwd fedrt >/dev/null || fail "$arch: the postinst did not create the user fedrt"
   first_line_is fedrt-device "$qemu" "$root/usr/bin/fedrt-device" --help \
     || fail "$arch: $qemu $root/usr/bin/fedrt-device --help"
-  echo "$arch: dpkg -i $(basename "$deb"); fedrt-device --help under $qemu"
+  first_line_is fedrt-gateway "$qemu" "$root/usr/bin/fedrt-gateway" --help \
+    || fail "$arch: $qemu $root/usr/bin/fedrt-gateway --help"
+  echo "$arch: dpkg -i $(basename "$deb"); fedrt-device and fedrt-gateway --help under $qemu"
 done
 rm -rf "$out"/root-*
 echo "debs: ok"

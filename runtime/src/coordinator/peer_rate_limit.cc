@@ -38,14 +38,6 @@ bool Within(const ExemptNetwork& a, const ExemptNetwork& net) {
 
 }  // namespace
 
-bool TokenBucket::take(double rate, double burst, double now_s) {
-  tokens = std::min(burst, tokens + rate * std::max(0.0, now_s - at));
-  at = now_s;
-  if (tokens < 1.0) return false;
-  tokens -= 1.0;
-  return true;
-}
-
 Result<PeerRateLimit> PeerRateLimit::Make(double rate, double burst, const std::vector<std::string>& exempt) {
   PeerRateLimit l;
   l.rate_ = rate;
