@@ -10,8 +10,8 @@
 #
 # --gateways G: G fedrt-gateway processes between the devices and the
 # coordinator, device i behind gateway i mod G (docs/gateways.md); each hands
-# the coordinator one aggregate per round. Devices behind gateways use their
-# PSKs. --mcu-link serial: the Cortex-M4 devices' UARTs on pseudo-terminals
+# the coordinator one aggregate per round (PSK and certificate devices alike).
+# --mcu-link serial: the Cortex-M4 devices' UARTs on pseudo-terminals
 # served by a gateway's --serial (gateway i mod G, at least one gateway; the
 # other devices then go to the coordinator unless --gateways is given), the
 # way a board on /dev/ttyACM0 is served; default tcp (QEMU's TCP bridge to the
@@ -159,7 +159,6 @@ if ((N_GATEWAYS > 0)); then
   [[ -x "$BIN/fedrt-gateway" ]] || fail "$BIN/fedrt-gateway not built (./fedrt build)"
   "$BIN/fedrt-keys" gateways --keys "$OUT/keys" --count "$N_GATEWAYS" >/dev/null 2>&1 \
     || { echo "fleet: error: provisioning the gateways failed" >&2; exit 1; }
-  ((ALL_BEHIND_GATEWAYS)) && AUTH=psk
 fi
 
 PIDS=()

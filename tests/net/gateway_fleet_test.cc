@@ -330,3 +330,43 @@ TEST_F(GatewayFleetTest, DevicesCsvMatchesTheFlatFleets) {
 
 }  // namespace gateway_fleet
 }  // namespace fedrt::net::testing
+
+namespace fedrt::net::testing {
+namespace gateway_fleet {
+
+// Devices authenticate to a gateway as to the coordinator: odd devices with
+// their certificate (the gateway's server certificate is signed by the
+// fleet's CA with the coordinator's name), even ones with their PSK; the run
+// is the simulator's.
+TEST_F(GatewayFleetTest, CertificateAndPskDevicesBehindGateways) {
+  const auto cfg = WriteExperiment(std::string(kOpt) + "[participation]\nrate = 0.7\n[run]\nrounds = 4\nruns = 1\n"
+                                   "seed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\nstart_timeout_ms = 60000\n");
+  ProvisionWithGateways();
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const std::vector<int> gw = StartGateways(port);
+  for (int i = 0; i < kAgents; ++i) {
+    const fs::path kd = dir_ / "keys" / "devices" / Id(i);
+    std::vector<std::string> args = {Bin("fedrt-device"), "--coordinator", "127.0.0.1:" + std::to_string(gw[i % kGateways]),
+                                     "--id", Id(i), "--state", (dir_ / Id(i)).string()};
+    if (i % 2 == 0) {
+      args.insert(args.end(), {"--key", (kd / "device.psk").string()});
+    } else {
+      args.insert(args.end(), {"--cert", (kd / "device.crt").string(), "--key", (kd / "device.key").string(), "--ca",
+                               (kd / "ca.crt").string()});
+    }
+    Spawn(args, dir_ / (Id(i) + ".log"));
+  }
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(ReadFile(dir_ / "coordinator.log"), " via=gw0"), static_cast<size_t>(kAgents));
+  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                          dir_ / "sim.log");
+  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
+  ASSERT_EQ(fleet_csv.size(), sim_csv.size());
+  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+}
+
+}  // namespace gateway_fleet
+}  // namespace fedrt::net::testing

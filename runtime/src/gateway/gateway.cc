@@ -4,6 +4,7 @@
 // and each round run by a partial server session over its devices.
 #include <sys/resource.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -41,7 +42,12 @@ Status Gateway::init() {
       Log().warn("open-file limit {} is below its {} devices and {} reserved: devices beyond it are not accepted",
                  static_cast<unsigned long>(nofile.rlim_cur), registry->size(), kReservedFiles);
   }
-  FEDRT_TRY(tls_.init("", "", "", *registry, "psk"));
+  // PSK devices always; certificate devices when the folder holds the fleet's CA and a server certificate.
+  const std::string ca = opt_.keys + "/ca.crt", crt = opt_.keys + "/gateway.crt", key = opt_.keys + "/gateway.key";
+  std::error_code fs_ec;
+  const bool certs =
+      std::filesystem::exists(ca, fs_ec) && std::filesystem::exists(crt, fs_ec) && std::filesystem::exists(key, fs_ec);
+  FEDRT_TRY(tls_.init(ca, crt, key, *registry, certs ? "any" : "psk"));
   TlsClientCredentials up;
   up.identity = opt_.id;
   up.psk_file = opt_.keys + "/gateway.psk";

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <mbedtls/platform_util.h>
 
+#include "fedrt/keys/provision.h"
 #include "private_file.h"
 
 namespace fedrt::net {
@@ -44,6 +45,13 @@ Result<std::vector<std::string>> ProvisionGateways(const std::string& keys, uint
     }
     FEDRT_TRY(ReplacePrivateFile((dir / "gateway.psk").string(), hex + "\n"));
     FEDRT_TRY(ReplacePrivateFile((dir / "registry.tsv").string(), registry));
+    // Devices in certificate mode: the fleet's CA, and a server certificate like the coordinator's.
+    std::ifstream ca_in(fs::path(keys) / "ca.crt");
+    if (!ca_in) return Status(StatusCode::kNotFound, fmt::format("{}/ca.crt: not found (fedrt-keys --out makes it)", keys));
+    std::stringstream ca;
+    ca << ca_in.rdbuf();
+    FEDRT_TRY(ReplacePrivateFile((dir / "ca.crt").string(), ca.str()));
+    FEDRT_TRY(IssueServerCertificate(keys, dir.string(), "gateway"));
     table += fmt::format("{}\t{}\t{}\n", id, hex, ids);
     dirs.push_back(dir.string());
   }

@@ -394,11 +394,11 @@ Result<std::vector<NewDevice>> RotateDevices(const std::string& keys_dir, const 
   return out;
 }
 
-Status RotateCoordinator(const std::string& keys_dir) {
-  const fs::path keys(keys_dir);
+Status IssueServerCertificate(const std::string& keys_dir, const std::string& dir, const std::string& name) {
+  const fs::path keys(keys_dir), out(dir);
   Issuer ca;
   TlsRandom rng;
-  FEDRT_TRY(rng.init("fedrt-keys rotate coordinator"));
+  FEDRT_TRY(rng.init("fedrt-keys server certificate"));
   FEDRT_TRY(LoadIssuer(keys, ca, rng));
   Key k;
   std::string key_pem, crt_pem;
@@ -406,8 +406,10 @@ Status RotateCoordinator(const std::string& keys_dir) {
   FEDRT_TRY(GenKey(k, rng, key_pem));
   FEDRT_TRY(RandomSerial(rng, serial));
   FEDRT_TRY(MakeCert(k, ca.key, "CN=fedrt-coordinator,O=fedrt", ca.name, serial, false, rng, crt_pem));
-  FEDRT_TRY(ReplacePrivateFile((keys / "coordinator.key").string(), key_pem));
-  return ReplacePrivateFile((keys / "coordinator.crt").string(), crt_pem);
+  FEDRT_TRY(ReplacePrivateFile((out / (name + ".key")).string(), key_pem));
+  return ReplacePrivateFile((out / (name + ".crt")).string(), crt_pem);
 }
+
+Status RotateCoordinator(const std::string& keys_dir) { return IssueServerCertificate(keys_dir, keys_dir, "coordinator"); }
 
 }  // namespace fedrt::net

@@ -5,6 +5,8 @@
 //                               the coordinator's copy: who may speak for whom
 //   DIR/gateways/ID/gateway.psk the gateway's own PSK (identity ID), for its upstream link
 //   DIR/gateways/ID/registry.tsv its devices' lines of DIR/registry.tsv (their PSKs)
+//   DIR/gateways/ID/{ca.crt, gateway.crt, gateway.key}: for its devices in
+//                               certificate mode (a server certificate like the coordinator's)
 //
 // `fedrt-keys gateways --keys DIR --count G` puts device index i behind
 // gateway gw(i mod G). Every file mode 0600, every folder 0700; the files are

@@ -71,6 +71,13 @@ Result<RevokeOutcome> RevokeDevices(const std::string& keys, const std::vector<s
 // second, refuses the old ones and drops the devices' current connections.
 Result<std::vector<NewDevice>> RotateDevices(const std::string& keys, const std::vector<std::string>& ids);
 
+// A server's key and certificate (CN=fedrt-coordinator, the name devices in
+// certificate mode verify), signed by the folder's CA with a random serial:
+// DIR/NAME.key and DIR/NAME.crt, each replaced atomically. The coordinator's
+// (keys rotate --coordinator) and each gateway's (fedrt-keys gateways), so a
+// device cannot tell a gateway from the coordinator.
+Status IssueServerCertificate(const std::string& keys, const std::string& dir, const std::string& name);
+
 // keys rotate --coordinator: a new key and certificate for the coordinator,
 // signed by the folder's CA, so devices that verify it against the CA
 // (certificate mode) accept it unchanged. Read at the coordinator's start.
