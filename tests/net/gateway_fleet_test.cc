@@ -370,3 +370,38 @@ TEST_F(GatewayFleetTest, CertificateAndPskDevicesBehindGateways) {
 
 }  // namespace gateway_fleet
 }  // namespace fedrt::net::testing
+
+namespace fedrt::net::testing {
+namespace gateway_fleet {
+
+// A gateway restarted on its port: its devices (which know no other
+// address) come back to it, it gets the open round's basis from the
+// coordinator, and the later rounds include them.
+TEST_F(GatewayFleetTest, ARestartedGatewayResumes) {
+  const auto cfg = WriteExperiment(std::string(kOpt) + "[run]\nrounds = 60\nruns = 1\nseed = 3\n[network]\n"
+                                   "deadline_ms = 2000\nquorum = 0.5\nstart_timeout_ms = 60000\n");
+  ProvisionWithGateways();
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  const std::vector<int> gw = StartGateways(port);
+  for (int i = 0; i < kAgents; ++i)
+    StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]), {"--delay-ms", "30"});
+  ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", " round=5 agents=12/12", 60000)) << ReadFile(dir_ / "coordinator.log");
+  Kill(gateways_[1]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Spawn({Bin("fedrt-gateway"), "--coordinator", "127.0.0.1:" + std::to_string(port), "--id", "gw01", "--keys",
+         (dir_ / "keys" / "gateways" / "gw01").string(), "--port", std::to_string(gw[1])},
+        dir_ / "gw01-restarted.log");
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(log, "gateway gateway=gw01 "), 2u) << "it came back";
+  EXPECT_GE(Count(ReadFile(dir_ / "gw01-restarted.log"), "ready device="), 4u);
+  for (int t = 1; t <= 60; ++t)
+    EXPECT_EQ(Count(log, fmt::format("round alg=fedavg run=0 round={} agents=", t)), 1u) << "round " << t;
+  EXPECT_EQ(Count(log, "closed_by=failed"), 0u);
+  EXPECT_NE(log.find("round=60 agents=12/12 closed_by=all"), std::string::npos) << "the last round includes everyone";
+}
+
+}  // namespace gateway_fleet
+}  // namespace fedrt::net::testing
