@@ -56,6 +56,25 @@ class GatewayFleetTest : public NetTest {
                           dir_ / "keys.log");
     ASSERT_EQ(Wait(k, 30000), 0) << ReadFile(dir_ / "keys.log");
   }
+  // Keys (devices and gateways), the coordinator and the gateways: false when either did not start.
+  bool StartCoordinatorAndGateways(const fs::path& cfg, pid_t* co, int* port, std::vector<int>* gw) {
+    ProvisionWithGateways();
+    *co = StartCoordinator(cfg, 0, {});
+    *port = WaitPort();
+    if (*port <= 0) return false;
+    *gw = StartGateways(*port);
+    return gw->size() == static_cast<size_t>(kGateways);
+  }
+  // fedrt-sim on the same experiment: the fleet's metrics.csv equals its line for line.
+  void ExpectSimulatorsMetrics(const fs::path& cfg, size_t min_lines = 2) {
+    const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
+                            dir_ / "sim.log");
+    ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
+    const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
+    ASSERT_GE(sim_csv.size(), min_lines);
+    ASSERT_EQ(fleet_csv.size(), sim_csv.size());
+    for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  }
   // G gateways on free ports.
   std::vector<int> StartGateways(int coordinator_port) {
     std::vector<int> ports;
@@ -104,11 +123,10 @@ TEST_P(GatewayFamilies, MetricsEqualTheSimulatorsThroughThreeGateways) {
                                    std::to_string(kRounds) +
                                    "\nruns = 1\nseed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\n"
                                    "start_timeout_ms = 60000\n" + c.compression);
-  ProvisionWithGateways();
-  const pid_t co = StartCoordinator(cfg, 0, {});
-  const int port = WaitPort();
-  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  const std::vector<int> gw = StartGateways(port);
+  pid_t co = 0;
+  int port = 0;
+  std::vector<int> gw;
+  ASSERT_TRUE(StartCoordinatorAndGateways(cfg, &co, &port, &gw)) << ReadFile(dir_ / "coordinator.log");
   for (int i = 0; i < kAgents; ++i) StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]));
   int most_sockets = 0;
   int rc = -1;
@@ -122,13 +140,7 @@ TEST_P(GatewayFamilies, MetricsEqualTheSimulatorsThroughThreeGateways) {
   EXPECT_EQ(Count(log, "registered device="), 0u) << "a device connected to the coordinator itself";
   EXPECT_EQ(Count(log, " via=gw0"), static_cast<size_t>(kAgents));
   EXPECT_LE(most_sockets, 1 + kGateways) << "the coordinator's listening socket and one link per gateway";
-  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
-                          dir_ / "sim.log");
-  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
-  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
-  ASSERT_GT(sim_csv.size(), static_cast<size_t>(kRounds));
-  ASSERT_EQ(fleet_csv.size(), sim_csv.size());
-  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  ExpectSimulatorsMetrics(cfg, kRounds + 1);
   size_t handed_up = 0;
   for (int g = 0; g < kGateways; ++g) {
     const std::string gl = ReadFile(dir_ / ("gw0" + std::to_string(g) + ".log"));
@@ -143,11 +155,10 @@ INSTANTIATE_TEST_SUITE_P(Families, GatewayFamilies, ::testing::ValuesIn(Cases())
 TEST_F(GatewayFleetTest, AKilledGatewaysDevicesComeBackThroughTheirFallback) {
   const auto cfg = WriteExperiment(std::string(kOpt) + "[run]\nrounds = 40\nruns = 1\nseed = 3\n[network]\n"
                                    "deadline_ms = 1500\nquorum = 0.5\nstart_timeout_ms = 60000\n");
-  ProvisionWithGateways();
-  const pid_t co = StartCoordinator(cfg, 0, {});
-  const int port = WaitPort();
-  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  const std::vector<int> gw = StartGateways(port);
+  pid_t co = 0;
+  int port = 0;
+  std::vector<int> gw;
+  ASSERT_TRUE(StartCoordinatorAndGateways(cfg, &co, &port, &gw)) << ReadFile(dir_ / "coordinator.log");
   for (int i = 0; i < kAgents; ++i)  // a gateway first, the coordinator as the fallback
     StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]) + ",127.0.0.1:" + std::to_string(port),
                    {"--delay-ms", "40"});
@@ -178,11 +189,10 @@ namespace gateway_fleet {
 TEST_F(GatewayFleetTest, ARevokedDeviceIsDroppedAndRefusedByItsGateway) {
   const auto cfg = WriteExperiment(std::string(kOpt) + "[run]\nrounds = 60\nruns = 1\nseed = 3\n[network]\n"
                                    "deadline_ms = 3000\nquorum = 0.5\nstart_timeout_ms = 60000\n");
-  ProvisionWithGateways();
-  const pid_t co = StartCoordinator(cfg, 0, {});
-  const int port = WaitPort();
-  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  const std::vector<int> gw = StartGateways(port);
+  pid_t co = 0;
+  int port = 0;
+  std::vector<int> gw;
+  ASSERT_TRUE(StartCoordinatorAndGateways(cfg, &co, &port, &gw)) << ReadFile(dir_ / "coordinator.log");
   for (int i = 0; i < kAgents; ++i)
     StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]) + ",127.0.0.1:" + std::to_string(port),
                    {"--delay-ms", "30"});
@@ -213,11 +223,10 @@ namespace gateway_fleet {
 TEST_F(GatewayFleetTest, ACoordinatorRestartResumesThroughTheGateways) {
   const auto cfg = WriteExperiment(std::string(kOpt) + "[participation]\nrate = 0.7\n[run]\nrounds = 30\nruns = 1\n"
                                    "seed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\nstart_timeout_ms = 60000\n");
-  ProvisionWithGateways();
-  pid_t co = StartCoordinator(cfg, 0, {});
-  const int port = WaitPort();
-  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  const std::vector<int> gw = StartGateways(port);
+  pid_t co = 0;
+  int port = 0;
+  std::vector<int> gw;
+  ASSERT_TRUE(StartCoordinatorAndGateways(cfg, &co, &port, &gw)) << ReadFile(dir_ / "coordinator.log");
   for (int i = 0; i < kAgents; ++i)
     StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]), {"--delay-ms", "20"});
   ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", "round alg=scaffold run=0 round=5 ", 60000))
@@ -228,12 +237,7 @@ TEST_F(GatewayFleetTest, ACoordinatorRestartResumesThroughTheGateways) {
   const std::string log = ReadFile(dir_ / "coordinator2.log");
   EXPECT_NE(log.find("resume state="), std::string::npos) << log;
   EXPECT_EQ(Count(log, "gateway gateway=gw0"), static_cast<size_t>(kGateways)) << "every gateway came back";
-  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
-                          dir_ / "sim.log");
-  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
-  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
-  ASSERT_EQ(fleet_csv.size(), sim_csv.size());
-  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  ExpectSimulatorsMetrics(cfg);
 }
 
 }  // namespace gateway_fleet
@@ -341,11 +345,10 @@ namespace gateway_fleet {
 TEST_F(GatewayFleetTest, CertificateAndPskDevicesBehindGateways) {
   const auto cfg = WriteExperiment(std::string(kOpt) + "[participation]\nrate = 0.7\n[run]\nrounds = 4\nruns = 1\n"
                                    "seed = 3\n[network]\ndeadline_ms = 30000\nquorum = 1.0\nstart_timeout_ms = 60000\n");
-  ProvisionWithGateways();
-  const pid_t co = StartCoordinator(cfg, 0, {});
-  const int port = WaitPort();
-  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  const std::vector<int> gw = StartGateways(port);
+  pid_t co = 0;
+  int port = 0;
+  std::vector<int> gw;
+  ASSERT_TRUE(StartCoordinatorAndGateways(cfg, &co, &port, &gw)) << ReadFile(dir_ / "coordinator.log");
   for (int i = 0; i < kAgents; ++i) {
     const fs::path kd = dir_ / "keys" / "devices" / Id(i);
     std::vector<std::string> args = {Bin("fedrt-device"), "--coordinator", "127.0.0.1:" + std::to_string(gw[i % kGateways]),
@@ -360,12 +363,7 @@ TEST_F(GatewayFleetTest, CertificateAndPskDevicesBehindGateways) {
   }
   ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
   EXPECT_EQ(Count(ReadFile(dir_ / "coordinator.log"), " via=gw0"), static_cast<size_t>(kAgents));
-  const pid_t sim = Spawn({Bin("fedrt-sim"), "--config", cfg.string(), "--out", (dir_ / "sim").string(), "--no-plot"},
-                          dir_ / "sim.log");
-  ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
-  const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
-  ASSERT_EQ(fleet_csv.size(), sim_csv.size());
-  for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
+  ExpectSimulatorsMetrics(cfg);
 }
 
 }  // namespace gateway_fleet
@@ -380,11 +378,10 @@ namespace gateway_fleet {
 TEST_F(GatewayFleetTest, ARestartedGatewayResumes) {
   const auto cfg = WriteExperiment(std::string(kOpt) + "[run]\nrounds = 60\nruns = 1\nseed = 3\n[network]\n"
                                    "deadline_ms = 2000\nquorum = 0.5\nstart_timeout_ms = 60000\n");
-  ProvisionWithGateways();
-  const pid_t co = StartCoordinator(cfg, 0, {});
-  const int port = WaitPort();
-  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
-  const std::vector<int> gw = StartGateways(port);
+  pid_t co = 0;
+  int port = 0;
+  std::vector<int> gw;
+  ASSERT_TRUE(StartCoordinatorAndGateways(cfg, &co, &port, &gw)) << ReadFile(dir_ / "coordinator.log");
   for (int i = 0; i < kAgents; ++i)
     StartPskDevice(i, "127.0.0.1:" + std::to_string(gw[i % kGateways]), {"--delay-ms", "30"});
   ASSERT_TRUE(WaitForLog(dir_ / "coordinator.log", " round=5 agents=12/12", 60000)) << ReadFile(dir_ / "coordinator.log");

@@ -80,6 +80,7 @@ class Coordinator : public ConnectionOwner, public GatewayRoute {
   void on_gateway_frame(Connection& c, const wire::Envelope& env);
   void send_gateway(size_t g, const wire::GatewayEnvelope& ge);
   void relay(uint32_t agent, const wire::Envelope& env);  // to a device behind its gateway
+  void relay_to(size_t g, uint32_t agent, const wire::Envelope& env);
   void gateway_down(size_t g, const std::string& why);
   void gateway_key(uint32_t agent, const RegistryEntry& e);  // a rotated PSK to the device's gateway
   void device_down(uint32_t agent, const std::string& why);

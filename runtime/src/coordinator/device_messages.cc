@@ -11,22 +11,6 @@
 
 namespace fedrt::net::detail {
 
-namespace {
-
-wire::ErrorReason ReasonOf(protocol::Refusal r) {
-  switch (r) {
-    case protocol::Refusal::kStaleRound: return wire::ERROR_STALE_ROUND;
-    case protocol::Refusal::kFutureRound: return wire::ERROR_FUTURE_ROUND;
-    case protocol::Refusal::kDuplicate: return wire::ERROR_DUPLICATE;
-    case protocol::Refusal::kNotSampled: return wire::ERROR_NOT_SAMPLED;
-    case protocol::Refusal::kDimension: return wire::ERROR_DIMENSION;
-    case protocol::Refusal::kNonFinite: return wire::ERROR_NON_FINITE;
-    case protocol::Refusal::kChunk: return wire::ERROR_CHUNK;
-    default: return wire::ERROR_MALFORMED;
-  }
-}
-
-}  // namespace
 
 // A device over its message budget (Connection::charge): the message is dropped and counted
 // (fedrt_rejected_frames_total{reason="flood"}); one line for the connection's first, within
@@ -127,7 +111,7 @@ void Coordinator::on_round_message(Connection& c, const wire::Envelope& env) {
                             : update ? fmt::format("alg={} run={} round={} ", id.algorithm, id.run, id.round)
                                      : fmt::format("secagg message={} ", static_cast<int>(env.body_case()));
   if (!v.ok())
-    return reject(ReasonOf(v.refusal), v.why, where, v.refusal == protocol::Refusal::kOverNorm ? "update_norm" : nullptr);
+    return reject(wire::ErrorReasonOf(v.refusal), v.why, where, v.refusal == protocol::Refusal::kOverNorm ? "update_norm" : nullptr);
   if (!last_rejection_[agent].empty()) {  // accepted: the next rejection is news
     close_repeats();
     last_rejection_[agent].clear();

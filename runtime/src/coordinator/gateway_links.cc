@@ -51,11 +51,14 @@ void Coordinator::send_gateway(size_t g, const wire::GatewayEnvelope& ge) {
 }
 
 void Coordinator::relay(uint32_t agent, const wire::Envelope& env) {
-  if (agent >= via_.size() || via_[agent] < 0) return;
+  if (agent < via_.size() && via_[agent] >= 0) relay_to(static_cast<size_t>(via_[agent]), agent, env);
+}
+
+void Coordinator::relay_to(size_t g, uint32_t agent, const wire::Envelope& env) {
   wire::GatewayEnvelope ge;
   ge.mutable_relayed()->set_agent(agent);
   env.SerializeToString(ge.mutable_relayed()->mutable_envelope());
-  send_gateway(static_cast<size_t>(via_[agent]), ge);
+  send_gateway(g, ge);
 }
 
 void Coordinator::round_opened(const protocol::ServerSession& session) {
@@ -208,9 +211,7 @@ void Coordinator::on_gateway_frame(Connection& c, const wire::Envelope& env) {
         wire::Envelope e;
         e.mutable_error()->set_reason(wire::ERROR_IDENTITY);
         e.mutable_error()->set_message(fmt::format("device '{}' is revoked: {}", registry_.id_of(a), *revoked));
-        via_[a] = static_cast<int>(g);
-        relay(a, e);
-        via_[a] = -1;
+        relay_to(g, a, e);
         return;
       }
       if (Connection* old = registry_.connection(a)) {

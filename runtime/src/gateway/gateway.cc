@@ -170,8 +170,7 @@ void Gateway::on_closed(Connection& c, const std::string& why) {
         ge.mutable_device_down()->set_reason(why.substr(0, 128));
         send_up(ge);
       }
-      if (session_ != nullptr && session_->round_closed() && !handed_up_) hand_up();
-      else if (secure_ && summer_.ready()) hand_up();
+      if (secure_ && summer_.ready()) hand_up();  // the one it waited for left
     }
   }
   if (auto it = conns_.find(&c); it != conns_.end()) {
@@ -304,7 +303,7 @@ void Gateway::on_round_message(Connection& c, const wire::Envelope& env) {
     const protocol::Verdict v = session_->on_message(agent, inbound_.from_device(), now_ms());
     if (!v.ok()) {
       if (log_refusal("rejected/" + devices_[agent].id)) Log().warn("rejected device={} reason={}", devices_[agent].id, v.why);
-      c.send_error(v.refusal == protocol::Refusal::kStaleRound ? wire::ERROR_STALE_ROUND : wire::ERROR_MALFORMED, v.why, false);
+      c.send_error(wire::ErrorReasonOf(v.refusal), v.why, false);
     } else if (v.whole) {
       const protocol::RoundId id = k == protocol::MessageKind::kUpdate ? inbound_.update().id : inbound_.chunk().id;
       devices_[agent].pending = id;  // until its verdict: told to a coordinator that restarts (device_up)

@@ -122,7 +122,6 @@ void Gateway::on_round(const wire::GatewayRound& r) {
   protocol::RoundBasis b;
   if (Status st = wire::Decode(r, b); !st.ok()) return retry_upstream(std::string(st.message()));
   if (b.id.algorithm >= task_.num_algorithms || b.id.run >= task_.runs) return retry_upstream("a round of no algorithm");
-  if (session_ != nullptr && session_->round_open() && !handed_up_) hand_up();  // the coordinator moved on
   for (auto& [agent, d] : devices_) d.bytes_down = d.bytes_up = 0;  // a new round's traffic
   secure_ = b.secure;
   if (secure_) {  // the session announces (the same SecAgg+ ids); the phases are relayed, masked inputs summed

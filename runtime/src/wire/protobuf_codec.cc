@@ -36,6 +36,19 @@ void EncodeReport(const protocol::WorkReport& r, M* m) {
 
 }  // namespace
 
+ErrorReason ErrorReasonOf(protocol::Refusal r) {
+  switch (r) {
+    case protocol::Refusal::kStaleRound: return ERROR_STALE_ROUND;
+    case protocol::Refusal::kFutureRound: return ERROR_FUTURE_ROUND;
+    case protocol::Refusal::kDuplicate: return ERROR_DUPLICATE;
+    case protocol::Refusal::kNotSampled: return ERROR_NOT_SAMPLED;
+    case protocol::Refusal::kDimension: return ERROR_DIMENSION;
+    case protocol::Refusal::kNonFinite: return ERROR_NON_FINITE;
+    case protocol::Refusal::kChunk: return ERROR_CHUNK;
+    default: return ERROR_MALFORMED;
+  }
+}
+
 // ---------------------------------------------------------------- task
 
 void EncodeTask(const task::Task& t, Task* out) {

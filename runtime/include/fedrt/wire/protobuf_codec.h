@@ -13,9 +13,13 @@
 #include "fedrt/task/task.h"
 #include "fedrt/core/status.h"
 #include "fedrt/protocol/messages.h"
+#include "fedrt/protocol/server_session.h"
 #include "fedrt/wire/frame.h"
 
 namespace fedrt::wire {
+
+// The Error a refused message is answered with (coordinator and gateway alike).
+ErrorReason ErrorReasonOf(protocol::Refusal r);
 
 void EncodeTask(const task::Task& in, Task* out);
 // Validates ranges (enumerations, counts within the limits, finite numbers).
