@@ -122,6 +122,7 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/rollback_check.cc
   runtime/src/coordinator/peer_rate_limit.cc
   runtime/src/coordinator/fleet_rounds.cc
+  runtime/src/coordinator/async_rounds.cc
   runtime/src/coordinator/fleet_result.cc
   runtime/src/coordinator/privacy_rounds.cc
   runtime/src/coordinator/startup_checks.cc
@@ -132,7 +133,7 @@ add_library(fedrt_coordinator STATIC
   runtime/src/coordinator/accept.cc
   runtime/src/coordinator/cli.cc
   runtime/src/coordinator/view.cc)
-target_link_libraries(fedrt_coordinator PUBLIC fedrt_downstream fedrt_ops fedrt_keys fedrt_tls fedrt_config fedrt_protocol
+target_link_libraries(fedrt_coordinator PUBLIC fedrt_downstream fedrt_ops fedrt_keys fedrt_tls fedrt_config fedrt_protocol fedrt_sim
   fedrt_report fedrt_privacy fedrt_wire fedrt_log CLI11::CLI11 PkgConfig::FEDRT_SQLITE)
 
 # Everything networked, for tests and benchmarks that run both sides.

@@ -30,7 +30,7 @@ add_executable(fedrt_net_integration_tests net/fleet_test.cc net/family_fleet_te
   net/generated_blind_test.cc net/http_test.cc net/keys_live_test.cc net/refusal_flood_test.cc
   net/idle_timeout_test.cc net/exit_codes_test.cc net/coordinator_bad_shard_test.cc net/privacy_fleet_test.cc
   net/privacy_dist_fleet_test.cc net/poison_test.cc net/state_rollback_test.cc net/bounds_test.cc
-  net/http_bounds_test.cc net/gateway_fleet_test.cc)
+  net/http_bounds_test.cc net/gateway_fleet_test.cc net/async_fleet_test.cc)
 target_link_libraries(fedrt_net_integration_tests PRIVATE fedrt_net fedrt_sim GTest::gtest_main)
 target_compile_definitions(fedrt_net_integration_tests PRIVATE
   FEDRT_BIN_DIR="$<TARGET_FILE_DIR:fedrt-coordinator>"

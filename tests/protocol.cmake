@@ -2,7 +2,7 @@
 # exact accumulator its servers use.
 add_executable(fedrt_protocol_tests protocol/exact_sum_test.cc protocol/session_test.cc protocol/memory_sum_test.cc
   protocol/upload_test.cc protocol/device_agent_test.cc protocol/update_norm_test.cc
-  protocol/partial_test.cc)
+  protocol/partial_test.cc protocol/async_server_test.cc)
 target_link_libraries(fedrt_protocol_tests PRIVATE fedrt_host fedrt_secagg GTest::gtest_main)
 gtest_discover_tests(fedrt_protocol_tests PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 

@@ -138,7 +138,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
   // [network] is read by the coordinator and devices (coordinator/network_config.cc).
   static const std::set<std::string> kTables = {"problem", "algorithm", "participation", "run", "experiment",
                                                 "network", "compression", "gmm", "data", "model", "privacy",
-                                                "robustness"};
+                                                "robustness", "devices"};
   for (auto& [k, v] : root) {
     if (kTables.count(std::string(k.str())) && !v.is_table())
       return Status(StatusCode::kInvalidArgument, fmt::format("{}: '{}' must be a table ([{}] and its keys){}", path,
@@ -147,7 +147,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
       const std::string near = ClosestName(std::string(k.str()), kTables);
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("{}: unknown top-level key or table '{}'{}{}; expected tables "
-                                "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network], [privacy], [robustness]",
+                                "[experiment], [problem], [algorithm], [participation], [run], [compression], [gmm], [data], [model], [network], [privacy], [robustness], [devices]",
                                 path, k.str(), LineSuffix(v), near.empty() ? "" : fmt::format("; did you mean [{}]?", near)));
     }
   }
@@ -241,6 +241,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     const bool has_burn_in = table("algorithm").contains("burn_in");
     FEDRT_TRY(r.read("burn_in", burn_in));
     if (has_burn_in) cfg.opt.burn_in = burn_in;
+    FEDRT_TRY(ReadAsyncKeys(r, table("algorithm"), cfg.async));
     FEDRT_TRY(r.check_unknown());
   }
   {
@@ -307,6 +308,7 @@ Status LoadExperimentTable(const toml::table& root, const std::string& path, con
     FEDRT_TRY(r.check_unknown());
   }
   FEDRT_TRY(ReadDataModel(table("data"), table("model"), base.string(), path, cfg));
+  FEDRT_TRY(ReadDevices(table("devices"), root.contains("devices"), base.string(), path, cfg.devices));
   {  // [gmm]: Gaussian mixture and federated EM (docs/algorithms.md 1.5, 5)
     TableReader r(table("gmm"), "gmm", path);
     FEDRT_TRY(r.read("components", cfg.gmm.components));
@@ -392,6 +394,7 @@ Status Validate(const ExperimentConfig& c) {
   FEDRT_TRY(ValidateCompressionEm(c));
   FEDRT_TRY(ValidateSecAgg(c));
   FEDRT_TRY(ValidatePrivacy(c));
+  FEDRT_TRY(ValidateAsyncDevices(c));
   if (!(c.robustness.max_update_norm >= 0.0) || !std::isfinite(c.robustness.max_update_norm))
     return bad(fmt::format("robustness.max_update_norm must be a positive number (0: the task's default), got {}",
                            c.robustness.max_update_norm));

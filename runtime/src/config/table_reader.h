@@ -134,4 +134,12 @@ struct ExperimentConfig;
 Status ReadDataModel(const toml::table& data, const toml::table& model, const std::string& base,
                      const std::string& path, ExperimentConfig& cfg);
 
+struct AsyncSettings;
+struct DevicesSettings;
+// [algorithm] mode, buffer, concurrency, max_staleness, staleness_exponent
+// and the [devices] table (devices_settings.cc); `present`: the file has [devices].
+Status ReadAsyncKeys(TableReader& r, const toml::table& algorithm, AsyncSettings& out);
+Status ReadDevices(const toml::table& devices, bool present, const std::string& base, const std::string& path,
+                   DevicesSettings& out);
+
 }  // namespace fedrt::config

@@ -40,6 +40,10 @@ void AddCoordinatorFlags(CLI::App& app, CoordinatorFlags& f) {
   app.add_flag("--accept-rollback", f.accept_rollback,
                "resume from a state db that holds fewer rounds than its watermark or its devices show (emptied, "
                "restored from an older backup, its -wal lost): those rounds run again (docs/security.md)");
+  app.add_flag("--virtual-clock", f.virtual_clock,
+               "algorithm.mode = \"async\": hand out jobs and take updates in the order of the simulator's virtual "
+               "clock ([devices]), one job at a time, so the run equals fedrt-sim's bit for bit (a test mode; "
+               "docs/async.md)");
   log::AddLevelFlag(app, f.log_level);
 }
 
@@ -77,6 +81,10 @@ Status CoordinatorOptionsFromFlags(const CLI::App& app, const CoordinatorFlags& 
   opt.out = opt.experiment.out == config::ExperimentConfig{}.out ? std::string("out/coordinator") : opt.experiment.out;
   opt.port_file = f.port_file;
   opt.accept_rollback = f.accept_rollback;
+  opt.virtual_clock = f.virtual_clock;
+  if (opt.virtual_clock && !opt.experiment.async.async())
+    return Status::Invalid("--virtual-clock orders the jobs of algorithm.mode = \"async\"; this experiment's rounds "
+                           "are synchronous");
   opt.plot = opt.experiment.plot;
   return Status::Ok();
 }

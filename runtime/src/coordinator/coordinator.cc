@@ -66,6 +66,11 @@ Status Coordinator::init() {
     if (!committed.ok()) return committed.status();
     monitor_->history(*committed);
   }
+  if (opt_.experiment.async.async() && !gateways_.empty())
+    return Status::Invalid("algorithm.mode = \"async\" does not run through gateways yet (docs/async.md)");
+  if (opt_.experiment.devices.present && !opt_.virtual_clock)
+    CoordinatorWarn("[devices] describes simulated devices (docs/async.md); the fleet's devices are real and take their own "
+                    "time: it is not used here (--virtual-clock uses it with algorithm.mode = \"async\")");
   FleetRoundsOptions fo;
   fo.task = task_;
   fo.initial = protocol::View<double>{instance_->initial_iterate().data(),
@@ -85,6 +90,9 @@ Status Coordinator::init() {
   };
   fo.gateways = gateways_.empty() ? nullptr : this;
   fo.traffic = &traffic_;
+  fo.async = &opt_.experiment.async;
+  fo.devices = &opt_.experiment.devices;
+  fo.virtual_clock = opt_.virtual_clock;
   auto send = [this](uint32_t agent, const wire::Envelope& env) {
     if (Connection* c = registry_.connection(agent)) c->send(env);
     else if (routed(agent)) relay(agent, env);

@@ -120,6 +120,15 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
           final_clips.push_back(clip_before);
         }
       }
+      auto times = store.load_times(a, r);  // asynchronous steps' clock (docs/async.md)
+      if (!times.ok()) return times.status();
+      if (!times->empty()) {
+        std::vector<double> ts(T + 1, std::nan(""));
+        ts[0] = 0;
+        for (const auto& [round, t] : *times)
+          if (round < T) ts[round + 1] = t;
+        res.time_s.push_back(std::move(ts));
+      }
       const protocol::ServerCore& core = session.core();
       const int dim = out.problem.dim;
       res.error.push_back(std::move(err));

@@ -68,6 +68,7 @@ bool FleetRounds::done(uint32_t a, uint32_t r, uint32_t t) const {
 }
 
 std::string FleetRounds::behind(const protocol::RoundId& p) const {
+  if (async_mode()) return "";  // an async job's number is no round: nothing to check it against
   if (p.algorithm >= opt_.task.num_algorithms || p.run >= opt_.task.runs) return "";  // not this experiment's
   if (p.round == protocol::kInitRound || p.round == 0 || p.round > opt_.task.rounds) return "";
   if (done(p.algorithm, p.run, p.round - 1)) return "";
@@ -143,7 +144,7 @@ Status FleetRounds::ensure_session(uint32_t a, uint32_t r) {
 void FleetRounds::start(uint64_t now_ms) {
   if (started_) return;
   started_ = true;
-  Status st = open(now_ms);
+  Status st = async_mode() ? async_open() : open(now_ms);
   if (!st.ok()) {
     fatal_ = st;
     return;
@@ -302,6 +303,7 @@ Status FleetRounds::persist() {
 // Sends what the session queued, closes rounds (persist, then publish) and
 // opens the next ones until the session waits for devices or the clock.
 void FleetRounds::pump(uint64_t now_ms) {
+  if (async_mode()) return async_pump(now_ms);
   if (pumping_) {
     repump_ = true;  // called back from a send (a connection closed): the outer loop goes on
     return;
@@ -376,6 +378,7 @@ void FleetRounds::pump(uint64_t now_ms) {
 void FleetRounds::set_connected(uint32_t agent, bool connected, uint64_t now_ms) {
   if (agent >= agents_) return;
   connected_[agent] = connected ? 1 : 0;
+  if (async_mode()) return async_connected(agent, connected, now_ms);
   if (session_ != nullptr) session_->set_connected(agent, connected, now_ms);
   if (started_) pump(now_ms);
 }
@@ -384,6 +387,7 @@ void FleetRounds::set_refused(uint32_t agent, uint64_t now_ms) {
   if (agent >= agents_) return;
   refused_[agent] = 1;
   connected_[agent] = 0;
+  if (async_mode()) return async_connected(agent, false, now_ms);
   if (session_ != nullptr) {
     session_->set_connected(agent, false, now_ms);
     session_->set_refused(agent, true);  // the open round stops waiting for it
@@ -395,6 +399,7 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
                                           uint64_t now_ms) {
   using protocol::Refusal;
   using protocol::Verdict;
+  if (async_mode()) return async_message(agent, env, in, now_ms);
   if (session_ == nullptr) return Verdict{Refusal::kFutureRound, "no round is open yet"};
   if (agent < bytes_up_.size()) {
     const uint64_t bytes = env.ByteSizeLong() + 4;
@@ -456,6 +461,7 @@ uint64_t FleetRounds::next_deadline_ms() const {
 }
 
 Result<bool> FleetRounds::replay(uint32_t agent, const protocol::RoundId& id, wire::Envelope& out) {
+  if (async_mode()) return false;  // a job in flight is lost with its connection; the device gets another
   if (id.algorithm >= opt_.task.num_algorithms || id.run >= opt_.task.runs ||
       (id.round != protocol::kInitRound && id.round >= opt_.task.rounds) || !done(id.algorithm, id.run, id.round))
     return false;

@@ -93,6 +93,8 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, bo
       "  duration_ms INTEGER, bytes_down INTEGER, bytes_up INTEGER, PRIMARY KEY (algorithm, run, round, device_index));"));
   FEDRT_TRY(st->exec("CREATE TABLE IF NOT EXISTS revocations (id TEXT PRIMARY KEY, revoked_at REAL NOT NULL,"
                      "  reason TEXT NOT NULL);"));  // added without a schema bump: older files gain it here
+  FEDRT_TRY(st->exec("CREATE TABLE IF NOT EXISTS round_times (algorithm INTEGER NOT NULL, run INTEGER NOT NULL,"
+                     "  round INTEGER NOT NULL, time_s REAL NOT NULL, PRIMARY KEY (algorithm, run, round));"));  // likewise
   FEDRT_TRY(st->check_schema(path, true));
   FEDRT_TRY(st->check_watermark(accept_rollback));
   return st;
@@ -254,6 +256,14 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
       }
       if (sqlite3_step(m.s) != SQLITE_DONE) return SqlError(db_, "member insert");
     }
+    if (r.time_s == r.time_s) {
+      Stmt t(db_, "INSERT INTO round_times (algorithm, run, round, time_s) VALUES (?1, ?2, ?3, ?4)");
+      sqlite3_bind_int64(t.s, 1, r.algorithm);
+      sqlite3_bind_int64(t.s, 2, r.run);
+      sqlite3_bind_int64(t.s, 3, r.round);
+      sqlite3_bind_double(t.s, 4, r.time_s);
+      if (sqlite3_step(t.s) != SQLITE_DONE) return SqlError(db_, "time insert");
+    }
     return Status::Ok();
   }();
   if (!st.ok()) {
@@ -266,6 +276,22 @@ Status StateStore::save_round(const RoundRecord& r, const std::vector<uint32_t>&
   if (!committed.ok()) return committed;
   ++committed_;
   return WriteWatermark(path_, committed_);
+}
+
+Result<std::vector<std::pair<uint32_t, double>>> StateStore::load_times(uint32_t alg, uint32_t run) {
+  std::vector<std::pair<uint32_t, double>> out;
+  {  // A file written before asynchronous rounds has no such table (read-only opens do not create it).
+    Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'round_times'");
+    if (t.s == nullptr) return SqlError(db_, "load times");
+    if (sqlite3_step(t.s) != SQLITE_ROW) return out;
+  }
+  Stmt s(db_, "SELECT round, time_s FROM round_times WHERE algorithm = ?1 AND run = ?2 ORDER BY round");
+  if (s.s == nullptr) return SqlError(db_, "load times");
+  sqlite3_bind_int64(s.s, 1, alg);
+  sqlite3_bind_int64(s.s, 2, run);
+  while (sqlite3_step(s.s) == SQLITE_ROW)
+    out.emplace_back(static_cast<uint32_t>(sqlite3_column_int64(s.s, 0)), sqlite3_column_double(s.s, 1));
+  return out;
 }
 
 Result<std::vector<RoundRecord>> StateStore::load_rounds(unsigned vectors) {

@@ -152,7 +152,10 @@ const double* ServerCore::start(uint32_t /*k*/, const double* announced) const {
 void ServerCore::add(uint32_t k, const double* value) {
   switch (family_) {
     case Family::kLsa: lsa_.accumulate(value); break;
-    case Family::kOpt: opt_[k].accumulate(value); break;
+    case Family::kOpt:
+      if (stale_weights_) opt_[k].accumulate_stale(value, stale_weight_);
+      else opt_[k].accumulate(value);
+      break;
     case Family::kEm: em_.accumulate(value); break;
   }
 }

@@ -31,6 +31,7 @@ Status ServerSession::init(const ServerOptions& o) {
   deadline_ms_ = o.deadline_ms;
   quorum_ = o.quorum;
   partial_ = o.partial;
+  sample_connected_ = o.sample_connected;
   served_.assign(agents_, 1);
   id_ = RoundId{o.algorithm, o.run, 0};
   init_done_ = false;
@@ -147,7 +148,8 @@ Status ServerSession::open_round(uint32_t round, uint64_t now_ms) {
   std::vector<uint32_t>& sampled_list = notify_;
   sampled_list.clear();
   for (uint32_t c = 0; c < agents_; ++c) {
-    const bool s = !refused_[c] && (initial || algorithms::IsSampled(task_.seed, id_.run, c, round, task_.participation));
+    const bool s = !refused_[c] && (!sample_connected_ || initial || connected_[c]) &&
+                   (initial || algorithms::IsSampled(task_.seed, id_.run, c, round, task_.participation));
     sampled_[c] = s ? 1 : 0;
     informed_[c] = s || (!initial && !refused_[c] && core_.informs_all()) ? 1 : 0;
     if (s) {
@@ -431,6 +433,16 @@ void ServerSession::tick(uint64_t now_ms) {
   } else {
     deadline_ = now_ms + deadline_ms_;  // below quorum: extend
   }
+}
+
+void ServerSession::expire(uint64_t now_ms) {
+  if (state_ != State::kOpen) return;
+  now_ = now_ms;
+  if (secure_ && id_.round != kInitRound) {
+    advance_secagg();
+    return;
+  }
+  close("deadline");
 }
 
 uint32_t ServerSession::quorum_needed() const {

@@ -74,8 +74,10 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return Status(StatusCode::kPermissionDenied, fmt::format("cannot write '{}'", path));
   const auto [train, test, epsilon, clip] = OptionalMetricsColumns(r);
-  std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s%s%s\n", train ? ",train_loss,local_loss" : "",
-               test ? ",test_loss,test_accuracy" : "", epsilon ? ",epsilon" : "", clip ? ",clip" : "");
+  bool time = false;  // the virtual clock's column (docs/async.md)
+  for (const AlgorithmResult& a : r.algorithms) time = time || !a.time_s.empty();
+  std::fprintf(f, "algorithm,run,round,error,agents,bits_up,bits_down%s%s%s%s%s\n", train ? ",train_loss,local_loss" : "",
+               test ? ",test_loss,test_accuracy" : "", epsilon ? ",epsilon" : "", clip ? ",clip" : "", time ? ",time_s" : "");
   for (const AlgorithmResult& a : r.algorithms) {
     const char* name = a.name.c_str();
     for (size_t run = 0; run < a.error.size(); ++run)
@@ -87,6 +89,7 @@ Status WriteMetricsCsv(const SimResult& r, const std::string& path) {
         if (test) std::fprintf(f, ",%.17g,%.17g", MetricsCell(a.test_loss, run, t), MetricsCell(a.test_accuracy, run, t));
         if (epsilon) std::fprintf(f, ",%.17g", MetricsCell(a.epsilon, run, t));
         if (clip) std::fprintf(f, ",%.17g", MetricsCell(a.clip, run, t));
+        if (time) std::fprintf(f, ",%.17g", MetricsCell(a.time_s, run, t));
         std::fputc('\n', f);
       }
   }

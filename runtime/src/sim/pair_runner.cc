@@ -14,6 +14,7 @@
 #include "fedrt/privacy/gaussian_noise.h"
 #include "fedrt/privacy/run_budget.h"
 #include "fedrt/protocol/dp_round_sigma.h"
+#include "fedrt/sim/async_driver.h"
 #include "fedrt/sim/session_driver.h"
 
 namespace fedrt::sim {
@@ -51,6 +52,9 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
   o.ranks = ctx.ranks;
   o.park_idle_agents = ctx.park_idle_agents;
   o.gateways = ctx.gateways;
+  o.clock = ctx.clock;
+  o.deadline_s = ctx.deadline_s;
+  if (ctx.clock != nullptr) p.time_s.assign(T + 1, 0.0);
   // DP-FedAvg (docs/privacy.md): the server's noise (central) and the accountant.
   const config::PrivacySettings* dp = task.privacy.enabled ? ctx.privacy : nullptr;
   std::optional<privacy::RunBudget> budget;
@@ -78,18 +82,18 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (o.adaptive.on()) p.clip.assign(T + 1, task.privacy.clip);
   }
   bool budget_stop = false;
-  SessionDriver driver;
-  Status st = driver.run(o, [&](const DriverRound& r) -> Status {
+  auto on_closed = [&](const DriverRound& r) -> Status {
     p.agent_steps += r.samples;
-    eval.round_finished(a, run, r.round, r.server->core());
+    eval.round_finished(a, run, r.round, *r.core);
     if (r.round == protocol::kInitRound) {  // FedEM's V_{0,c} and the first broadcast: round 0's row
       p.bits_up[0] = r.commit->bits_up;
       p.bits_down[0] = r.commit->bits_down;
       return Status::Ok();
     }
     const uint32_t t = r.round;
-    const protocol::ServerCore& core = r.server->core();
+    const protocol::ServerCore& core = *r.core;
     p.error[t + 1] = eval.error(core);
+    if (!p.time_s.empty()) p.time_s[t + 1] = r.time_s;
     p.agents[t + 1] = static_cast<uint32_t>(r.commit->members.size());
     p.bits_up[t + 1] = r.commit->bits_up;
     p.bits_down[t + 1] = r.commit->bits_down;
@@ -114,23 +118,50 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     if (on_round) next = on_round(RoundEvent{a, name, run, static_cast<long>(t) + 1, p.error[t + 1], core.model(), dim});
     if (next.ok() && budget_stop) return Status(StatusCode::kCancelled, p.privacy_stop);
     return next;
-  });
+  };
+  const bool async = ctx.async != nullptr && ctx.async->async();
+  SessionDriver driver;
+  std::unique_ptr<AsyncDriver> async_driver;
+  Status st;
+  if (async) {
+    protocol::AsyncOptions ao;
+    ao.buffer = static_cast<uint32_t>(ctx.async->buffer);
+    ao.concurrency = static_cast<uint32_t>(ctx.async->concurrency);
+    ao.max_staleness = static_cast<uint32_t>(ctx.async->max_staleness);
+    ao.staleness_exponent = ctx.async->staleness_exponent;
+    async_driver = std::make_unique<AsyncDriver>();
+    st = async_driver->run(o, ao, on_closed);
+  } else {
+    st = driver.run(o, on_closed);
+  }
   if (st.code() == StatusCode::kCancelled) {  // the caller ended this run
     for (auto* v : {&p.error, &p.train_loss, &p.local_loss}) v->resize(rows);
     if (!p.epsilon.empty()) p.epsilon.resize(rows);
     if (!p.clip.empty()) p.clip.resize(rows);
     p.agents.resize(rows);
+    if (!p.time_s.empty()) p.time_s.resize(rows);
     p.bits_up.resize(rows);
     p.bits_down.resize(rows);
   } else if (!st.ok()) {
     p.status = Status(st.code(), fmt::format("{}: {}", name, st.message()));
     return p;
   }
-  p.client_sessions = driver.seats();
-  p.parked_bytes_per_agent = driver.parked_bytes_per_agent();
-  const protocol::ServerCore& core = driver.server().core();
+  if (async) {
+    const AsyncDriver& d = *async_driver;
+    p.client_sessions = d.seats();
+    p.parked_bytes_per_agent = d.parked_bytes_per_agent();
+    p.dispatches = d.dispatches();
+    p.abandoned = d.abandoned();
+    p.dropped_stale = d.server().dropped_stale();
+    p.staleness_sum = d.staleness_sum();
+    p.aggregated = d.aggregated();
+  } else {
+    p.client_sessions = driver.seats();
+    p.parked_bytes_per_agent = driver.parked_bytes_per_agent();
+    p.final_clip = driver.server().clip();
+  }
+  const protocol::ServerCore& core = async ? async_driver->server().core() : driver.server().core();
   p.final_theta = Eigen::Map<const Eigen::VectorXd>(core.model(), dim);
-  p.final_clip = driver.server().clip();
   eval.run_finished(a, run, core);
   p.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;

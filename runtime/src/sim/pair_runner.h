@@ -22,6 +22,7 @@
 #include "fedrt/core/worker_pool.h"
 #include "fedrt/problems/instance.h"
 #include "fedrt/report/evaluation.h"
+#include "fedrt/sim/device_clock.h"
 #include "fedrt/sim/simulator.h"
 
 namespace fedrt::sim {
@@ -40,6 +41,11 @@ struct PairContext {
   const config::PrivacySettings* privacy = nullptr;  // [privacy] (used when task->privacy.enabled)
   double max_update_norm = 0;  // [robustness] (protocol::ServerOptions; 0: the task's default)
   RankChannel* ranks = nullptr;       // a distributed run: pairs one at a time (docs/architecture.md, "MPI")
+  // The virtual clock (docs/async.md; null: none), synchronous rounds'
+  // deadline, and buffered asynchronous rounds (null or mode sync: rounds).
+  const DeviceClock* clock = nullptr;
+  double deadline_s = 0;
+  const config::AsyncSettings* async = nullptr;
 };
 
 // One pair's rows (AlgorithmResult's per-run entries) and its tallies.
@@ -53,6 +59,10 @@ struct PairOutput {
   double final_clip = 0;        // adaptive clipping: C_T after the last round
   std::vector<uint32_t> agents;
   std::vector<uint64_t> bits_up, bits_down;
+  std::vector<double> time_s;  // the virtual clock at each row (empty without one)
+  // Asynchronous rounds: jobs dispatched, lost to devices going offline,
+  // updates dropped as too stale, and the sum of the aggregated updates' staleness.
+  uint64_t dispatches = 0, abandoned = 0, dropped_stale = 0, staleness_sum = 0, aggregated = 0;
   std::vector<Eigen::VectorXd> history;
   Eigen::VectorXd final_theta;
   uint64_t agent_steps = 0;

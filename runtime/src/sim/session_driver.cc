@@ -73,7 +73,11 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
   so.standard_normal = o.standard_normal;
   so.adaptive = o.adaptive;
   so.max_update_norm = o.max_update_norm;
+  so.sample_connected = o.clock != nullptr;
   FEDRT_TRY(server_.init(so));
+  if (o.clock != nullptr && (o.gateways > 0 || o.ranks != nullptr))
+    return Status::InvalidArgument("simulator: [devices] (the virtual clock) does not combine with gateways or MPI ranks yet");
+  now_s_ = round_end_ = 0;
   if (o.gateways > 0 && o.ranks != nullptr)
     return Status::InvalidArgument("simulator: gateways and MPI ranks do not combine (run one process)");
   FEDRT_TRY(hub_.init(so, o.gateways));
@@ -108,8 +112,11 @@ Status SessionDriver::run_rounds(const std::function<Status(const DriverRound&)>
     DriverRound r;
     r.round = round;
     r.server = &server_;
+    r.core = &server_.core();
     r.commit = &server_.commit();
     r.samples = samples_;
+    now_s_ = round_end_;
+    r.time_s = now_s_;
     FEDRT_TRY(on_round(r));
     server_.publish();
     if (hub_.on()) hub_.settle(server_);
@@ -142,11 +149,16 @@ Status SessionDriver::play_round(uint32_t round) {
   const task::Task& task = *opt_.task;
   const uint32_t n = task.problem.agents;
   for (uint32_t c = 0; c < n; ++c)
-    if (dropped_[c]) {
+    if (dropped_[c] || opt_.clock != nullptr) {
       dropped_[c] = 0;
-      server_.set_connected(c, true, 0);
+      server_.set_connected(c, opt_.clock == nullptr || opt_.clock->online(c, now_s_), 0);
     }
+  round_end_ = now_s_;
   FEDRT_TRY(server_.open_round(round, 0));
+  if (opt_.clock != nullptr && server_.round_closed() && round != protocol::kInitRound) {
+    const double next = opt_.clock->next_change(now_s_);  // nobody sampled online: time passes to the next change
+    if (next != DeviceClock::kNever) round_end_ = next;
+  }
   if (hub_.on()) FEDRT_TRY(hub_.open(server_, round));
   samples_ = 0;
   samples_shared_ = 0;
@@ -199,6 +211,10 @@ Status SessionDriver::play_round(uint32_t round) {
     }
     if (!batch_.empty()) FEDRT_TRY(deliver_announcements(round));
     if (opt_.ranks != nullptr && delivered) FEDRT_TRY(exchange());
+    if (!delivered && !server_.round_closed() && opt_.clock != nullptr) {
+      server_.expire(0);  // the virtual clock's deadline: every member in time has answered
+      continue;
+    }
     if (!delivered && !server_.round_closed()) {
       if (++idle > 1) return Status::Internal("simulator: a round waits for messages no agent will send");
       if (hub_.on()) FEDRT_TRY(hub_.tick(server_));
@@ -260,10 +276,34 @@ Status SessionDriver::deliver_announcements(uint32_t round) {
     Seat& s = seat_of(c);
     if (!s.error.ok()) return AgentError(c, s.error);
     samples_ += s.session.last_samples();
+    if (opt_.clock != nullptr && round != protocol::kInitRound && !in_time(c, s.output, ExamplesRead(s.session))) continue;
     FEDRT_TRY(feed(c, s.output));
   }
-  (void)round;
   return Status::Ok();
+}
+
+bool SessionDriver::in_time(uint32_t c, const ClientMessage& answer, uint64_t samples) {
+  const DeviceClock& clock = *opt_.clock;
+  const protocol::Announcement a = announcement(c);
+  uint64_t down = static_cast<uint64_t>(a.model.size) * sizeof(double), up = 0;
+  for (uint32_t k = 0; k < task::kMaxSegments; ++k) down += a.delta[k].size;
+  if (answer.kind == MessageKind::kUpdate) {
+    for (uint32_t k = 0; k < answer.update.segments; ++k) up += answer.update.payload[k].size;
+  } else {  // a secure round: the masked input, chains x segment_dim b-bit fields
+    const protocol::ServerCore& core = server_.core();
+    up = static_cast<uint64_t>(core.chains()) * static_cast<uint64_t>(core.segment_dim()) *
+         opt_.task->compression.quantizer.bits / 8;
+  }
+  const double done = now_s_ + clock.transfer_s(c, down) + clock.compute_s(c, samples) + clock.transfer_s(c, up);
+  const double leaves = clock.online_until(c, now_s_);
+  const double deadline = opt_.deadline_s > 0 ? now_s_ + opt_.deadline_s : DeviceClock::kNever;
+  if (done <= deadline && done <= leaves) {
+    round_end_ = std::max(round_end_, done);
+    return true;
+  }
+  round_end_ = std::max(round_end_, std::min(deadline, leaves));  // the round waits for it until then
+  server_.set_connected(c, false, 0);
+  return false;
 }
 
 // Local work of batch_[b, e): TD(0) blocks go to the lane kernel in groups of

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "fedrt/privacy/run_budget.h"
 #include "fedrt/protocol/dp_round_sigma.h"
 #include "fedrt/report/privacy_summary.h"
+#include "fedrt/sim/device_clock.h"
 #include "pair_runner.h"
 
 namespace fedrt::sim {
@@ -103,6 +105,17 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   ctx.ranks = opt.ranks;
   ctx.privacy = &cfg.privacy;
   ctx.max_update_norm = cfg.robustness.max_update_norm;
+  // The virtual clock (docs/async.md): with [devices], or asynchronous rounds
+  // (which need one: every device then at speed 1, 10 Mbit/s, always online).
+  std::optional<DeviceClock> clock;
+  if (cfg.devices.present || cfg.async.async()) {
+    auto c = DeviceClock::Build(cfg.devices, task.problem.agents, task.seed);
+    if (!c.ok()) return c.status();
+    clock = std::move(*c);
+    ctx.clock = &*clock;
+    ctx.deadline_s = cfg.devices.deadline_s;
+  }
+  ctx.async = &cfg.async;
   // Short rounds: whole runs at once, one per thread; otherwise one run after
   // the other, each round's agents on the pool. The same bits either way.
   std::vector<PairOutput> done;
@@ -119,6 +132,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     double epsilon = 0, effective_noise = HUGE_VAL;
     std::vector<std::string> stops;
     std::vector<double> final_clips;
+    uint64_t staleness_sum = 0, aggregated = 0;
     for (uint32_t run = 0; run < task.runs; ++run) {
       PairOutput p = done.empty() ? RunPair(ctx, a, run, &pool, opt.on_round)
                                   : std::move(done[static_cast<size_t>(a) * task.runs + run]);
@@ -143,6 +157,14 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       res.agents.push_back(std::move(p.agents));
       res.bits_up.push_back(std::move(p.bits_up));
       res.bits_down.push_back(std::move(p.bits_down));
+      if (!p.time_s.empty()) res.time_s.push_back(std::move(p.time_s));
+      if (cfg.async.async()) {
+        res.extra["async_dispatches"] = res.extra.value("async_dispatches", uint64_t{0}) + p.dispatches;
+        res.extra["async_lost_offline"] = res.extra.value("async_lost_offline", uint64_t{0}) + p.abandoned;
+        res.extra["async_dropped_stale"] = res.extra.value("async_dropped_stale", uint64_t{0}) + p.dropped_stale;
+        staleness_sum += p.staleness_sum;
+        aggregated += p.aggregated;
+      }
       if (task.problem.own_data) {
         res.train_loss.push_back(std::move(p.train_loss));
         res.local_loss.push_back(std::move(p.local_loss));
@@ -151,6 +173,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
       if (opt.keep_theta_history) res.theta_history.push_back(std::move(p.history));
     }
     if (task.secagg.enabled) res.extra["secagg_failed_rounds"] = secagg_failed;
+    if (aggregated > 0) res.extra["async_mean_staleness"] = static_cast<double>(staleness_sum) / static_cast<double>(aggregated);
     if (task.privacy.enabled) report::AddPrivacySummary(cfg.privacy, epsilon, stops, res.extra, effective_noise);
     if (!final_clips.empty()) report::AddAdaptiveClipSummary(cfg.privacy, final_clips, res.extra);
     eval.algorithm_finished(a, res);

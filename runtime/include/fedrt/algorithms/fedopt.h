@@ -246,6 +246,16 @@ class FedOptServer {
     weight_ += weight;
     reports_ += reports;
   }
+  // Buffered asynchronous aggregation (docs/async.md): one update whose dx
+  // counts w = (1 + s)^-a times (staleness s) and whose dc (Scaffold) counts
+  // once, so finish_round() steps x_{v+1} = x_v + eta_g sum_i w_i dx_i / K
+  // over the K updates of the buffer and c by sum_i dc_i / N.
+  void accumulate_stale(const S* update, S w) {
+    const int m = update_dim();
+    for (int i = 0; i < m; ++i) sum_.add(static_cast<size_t>(i), static_cast<double>(i < dim_ ? w * update[i] : update[i]));
+    weight_ += S(1);
+    reports_ += 1;
+  }
   // A chunked update (weight 1): entries [first, first + n) as they arrive
   // (negated: taken back), then count_report() once it is whole.
   void accumulate_part(int first, int n, const S* values, bool negate = false) {

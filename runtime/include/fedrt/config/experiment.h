@@ -17,6 +17,7 @@
 #include "fedrt/problems/array_bundle.h"
 #include "fedrt/problems/garnet.h"
 #include "fedrt/config/compression_em.h"
+#include "fedrt/config/devices.h"
 #include "fedrt/secagg/settings.h"
 
 namespace fedrt::config {
@@ -122,6 +123,8 @@ struct ExperimentConfig {
   double step = 0.01;         // eta
   long local_steps = 1000;    // H
   std::optional<double> comm_prob;  // p for scafflsa-prob (default 1/H)
+  AsyncSettings async;              // mode = "async": buffered asynchronous aggregation (config/devices.h)
+  DevicesSettings devices;          // [devices]: the simulator's virtual clock (config/devices.h)
   // [participation]
   double participation = 1.0;  // q
   // [run]

@@ -23,6 +23,7 @@ struct CoordinatorFlags {
   long port = 0, deadline_ms = 0, start_timeout_ms = 0, http_linger_s = 0;
   double quorum = 0;
   bool accept_rollback = false;
+  bool virtual_clock = false;
 };
 
 // Registers the coordinator's flags on `app` (--config is required).

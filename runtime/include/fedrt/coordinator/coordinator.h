@@ -29,6 +29,10 @@ struct CoordinatorOptions {
   // devices (docs/security.md, "State that never goes back"); else the
   // coordinator stops and says so.
   bool accept_rollback = false;
+  // --virtual-clock: algorithm.mode = "async" in the order of the
+  // simulator's virtual clock ([devices]), equal to fedrt-sim bit for bit
+  // (a test mode: one job out at a time; docs/async.md).
+  bool virtual_clock = false;
   RoundFaults* faults = nullptr;  // tests only (coordinator/fleet_rounds.h); the command line sets none
   // Set to true once the experiment, its data, the keys and the state db are
   // read and accepted: an error before is in what the coordinator was given

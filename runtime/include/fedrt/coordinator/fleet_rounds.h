@@ -18,6 +18,7 @@
 
 #include "fedrt.pb.h"
 #include "fedrt/task/task.h"
+#include "fedrt/config/devices.h"
 #include "fedrt/core/status.h"
 #include "fedrt/ops/fleet_events.h"
 #include "fedrt/coordinator/privacy_rounds.h"
@@ -84,6 +85,15 @@ struct FleetRoundsOptions {
   // The coordinator's socket bytes (not owned; may be null): each round line
   // says how many came in (rx_bytes) and went out (tx_bytes) while it was open.
   const Traffic* traffic = nullptr;
+  // Buffered asynchronous rounds (docs/async.md; null or mode "sync": rounds):
+  // each (algorithm, run) is task.rounds server steps of an AsyncServer, a
+  // job for every connected device while a slot is free.
+  const config::AsyncSettings* async = nullptr;
+  // With async: jobs and arrivals in the order of the simulator's virtual
+  // clock of `devices` (the fleet then equals fedrt-sim bit for bit), one job
+  // out at a time in real time: a test mode.
+  bool virtual_clock = false;
+  const config::DevicesSettings* devices = nullptr;
 };
 
 class FleetRounds {
@@ -97,6 +107,8 @@ class FleetRounds {
   // The family's error metric of the server state after a round (report/evaluation.h).
   using Measure = std::function<double(const protocol::ServerCore& core)>;
 
+  FleetRounds();
+  ~FleetRounds();
   // Loads the round log: rounds already committed are not run again.
   Status init(const FleetRoundsOptions& options, StateStore* store, Send send, Stream stream, Measure measure);
   // The largest chunk an agent takes (its Hello's max_chunk_bytes; 0: kChunkBytes).
@@ -126,6 +138,7 @@ class FleetRounds {
   // The agent is sampled in the open round: it owes an update (or a SecAgg+
   // message) and may be busy with its local work, so its silence is not idleness.
   bool owes(uint32_t agent) const {
+    if (async_ != nullptr) return async_owes(agent);
     return session_ != nullptr && session_->round_open() && session_->sampled(agent);
   }
   // A protocol message of a registered agent (the inbound's views point into
@@ -192,6 +205,20 @@ class FleetRounds {
   bool masked_told_ = false;
   FleetEvents no_events_;
   FleetEvents* events_ = &no_events_;
+
+  // Buffered asynchronous rounds (async_rounds.cc).
+  struct AsyncRun;
+  std::unique_ptr<AsyncRun> async_;
+  bool async_mode() const { return opt_.async != nullptr && opt_.async->async(); }
+  bool async_owes(uint32_t agent) const;
+  Status async_open();  // the next (algorithm, run) of the schedule
+  void async_pump(uint64_t now_ms);
+  void async_connected(uint32_t agent, bool connected, uint64_t now_ms);
+  protocol::Verdict async_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in, uint64_t now_ms);
+  Status async_dispatch(uint32_t agent);
+  Status async_arrive(uint32_t agent, const protocol::Update& update, uint64_t up_bytes);
+  void async_result(uint32_t agent);
+  Status async_persist();
 };
 
 }  // namespace fedrt::net

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fedrt/core/status.h"
@@ -87,6 +88,9 @@ class StateStore {
   // One transaction: the round row, its vectors and its members; then the
   // watermark moves to the rounds committed.
   Status save_round(const RoundRecord& r, const std::vector<uint32_t>& members, const RoundVectors& vectors);
+  // The steps' clock of a run of asynchronous rounds ((round, time_s) in
+  // round order; empty for synchronous runs).
+  Result<std::vector<std::pair<uint32_t, double>>> load_times(uint32_t alg, uint32_t run);
   // Test hook (crash torture): called inside save_round's transaction, every
   // row written, just before its COMMIT.
   void set_before_commit(std::function<void()> f) { before_commit_ = std::move(f); }

@@ -25,6 +25,8 @@ enum class RngStream : uint64_t {
   kPrivacyTest = 6,    // DP-FedAvg's noise under privacy.test_seed (reproducible, not private)
   kDdgRotation = 7,    // distributed DP: the round's public rotation signs
   kDdgTestNoise = 8,   // distributed DP: a device's rounding and noise under privacy.test_seed (not private)
+  kDevices = 9,        // the virtual clock: agent c's speed, bandwidth and diurnal window (sim/device_clock.h)
+  kDispatch = 10,      // buffered asynchronous rounds: which online device takes a free slot
 };
 
 // Key of one stream: hashes every coordinate so nearby keys give unrelated streams.

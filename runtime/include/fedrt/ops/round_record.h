@@ -5,6 +5,7 @@
 // cost and measured. Host only.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct RoundRecord {
   double local_loss = 0.0; // mean of the members' loss_after
   std::vector<MemberReport> reports;  // per member, when the driver has them (saved, not loaded by load_rounds)
   uint64_t theta_in_state = 0;  // > 0: the model is the state's first values (FedAvg's x_t): stored once
+  // Buffered asynchronous rounds (docs/async.md): the clock when the step
+  // closed (virtual seconds under the virtual clock, else seconds since the
+  // run began); NaN: none (saved in round_times, not loaded by load_rounds).
+  double time_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace fedrt::net

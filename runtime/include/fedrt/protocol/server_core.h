@@ -74,6 +74,13 @@ class ServerCore {
   // of segment k's value as they arrive, or taken back (negate); then
   // count(k) once the segment is whole. add(k, v) is both at once.
   void add_part(uint32_t k, int first, int n, const double* values, bool negate);
+  // Buffered asynchronous aggregation (optimisation family, docs/async.md):
+  // once set, add() weighs the dx of the next updates by w = (1 + s)^-a
+  // (FedOptServer::accumulate_stale); set before each update.
+  void set_staleness_weight(double w) {
+    stale_weights_ = true;
+    stale_weight_ = w;
+  }
   void count(uint32_t k);
   // Partial aggregation (docs/gateways.md): the round's exact sums in a fixed
   // order: LSA sum_c theta_{t,H}^c; optimisation each chain's sum_c of its
@@ -127,6 +134,8 @@ class ServerCore {
   algorithms::RichardsonRomberg<double> rr_;
   using EmServer = algorithms::FedEmServer<double, problems::GmmMStepOf<double>>;
   EmServer em_;
+  bool stale_weights_ = false;
+  double stale_weight_ = 1.0;
 };
 
 }  // namespace fedrt::protocol

@@ -57,6 +57,9 @@ struct ServerOptions {
   // round hands up a Partial (export_partial); the coordinator's verdict
   // comes back through settle().
   bool partial = false;
+  // The simulator's virtual clock (docs/async.md): a round samples only
+  // among the agents connected (online) when it opens.
+  bool sample_connected = false;
 };
 
 // The default bound on an update's L2 norm: sqrt(DBL_MAX) / (N + 1) for N
@@ -222,6 +225,9 @@ class ServerSession {
 
   // Deadlines: closes the round (or the SecAgg+ phase) when one has passed.
   void tick(uint64_t now_ms);
+  // The virtual clock's deadline: closes the open round with the updates it
+  // has, whatever the quorum (a secure round closes its phase, as tick does).
+  void expire(uint64_t now_ms);
   uint64_t next_deadline_ms() const { return state_ == State::kOpen ? deadline_ : kNoDeadline; }
   static constexpr uint64_t kNoDeadline = ~uint64_t{0};
 
@@ -305,6 +311,7 @@ class ServerSession {
   uint64_t deadline_ = kNoDeadline;
   uint64_t now_ = 0;
   bool partial_ = false;
+  bool sample_connected_ = false;
   std::vector<char> served_;
   std::vector<char> connected_, refused_, sampled_, informed_, announced_, reported_;
   std::vector<WorkReport> reports_;  // per agent, this round's

@@ -27,6 +27,9 @@ struct AlgorithmResult {
   std::vector<std::vector<uint32_t>> agents;      // agents that reported in round t (0 for t = 0)
   std::vector<std::vector<uint64_t>> bits_up;     // uplink payload bits in round t
   std::vector<std::vector<uint64_t>> bits_down;   // downlink payload bits in round t
+  // The virtual clock ([devices] or algorithm.mode = "async"): seconds at
+  // the end of round (or server step) t, [run][round]; empty without one.
+  std::vector<std::vector<double>> time_s;
   // Own-data tasks: [run][round], row t + 1 holds round t's device reports:
   // train_loss = mean over its members of f_c at the model they received
   // (x_t), local_loss = the same at their local models after the local work;

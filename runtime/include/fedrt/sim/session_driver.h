@@ -17,6 +17,7 @@
 #include "fedrt/core/worker_pool.h"
 #include "fedrt/protocol/client_session.h"
 #include "fedrt/protocol/server_session.h"
+#include "fedrt/sim/device_clock.h"
 #include "fedrt/sim/gateway_hub.h"
 #include "fedrt/sim/rank_messages.h"
 #include "fedrt/sim/td_lanes.h"
@@ -51,14 +52,22 @@ struct DriverOptions {
   std::function<Status(double* out, size_t n)> standard_normal;
   algorithms::AdaptiveClip adaptive;  // adaptive clipping (protocol::ServerOptions)
   double max_update_norm = 0;         // [robustness] (protocol::ServerOptions)
+  // The virtual clock (docs/async.md): rounds sample only online agents and
+  // last until their slowest member has downloaded, trained and uploaded;
+  // a member late for the deadline (0: none) or offline before it is done
+  // is dropped. Null: no clock, every agent answers at once.
+  const DeviceClock* clock = nullptr;
+  double deadline_s = 0;
 };
 
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).
 struct DriverRound {
   uint32_t round = 0;
-  const protocol::ServerSession* server = nullptr;
+  const protocol::ServerSession* server = nullptr;  // null under asynchronous rounds
+  const protocol::ServerCore* core = nullptr;       // the server's core after the round (or step)
   const protocol::Commit* commit = nullptr;
   uint64_t samples = 0;  // drawn by every agent that worked this round
+  double time_s = 0;     // the virtual clock when the round closed (0 without one)
 };
 
 class SessionDriver {
@@ -85,6 +94,9 @@ class SessionDriver {
   }
   Status run_rounds(const std::function<Status(const DriverRound&)>& on_round);
   Status exchange();  // distributed: the messages of this step, to every replica
+  // The virtual clock: whether agent c's answer makes the round in time
+  // (false: it is dropped); moves round_end_ to its arrival or drop.
+  bool in_time(uint32_t agent, const protocol::ClientMessage& answer, uint64_t samples);
 
   // A session of the pool with what it answers. An agent keeps its seat
   // until a later round needs the seat for another agent (then it is parked),
@@ -121,6 +133,7 @@ class SessionDriver {
   std::vector<char> dropped_;
   uint64_t entropy_seed_ = 0;
   uint64_t samples_ = 0;
+  double now_s_ = 0, round_end_ = 0;  // the virtual clock: the open round's start, and its end so far
 };
 
 }  // namespace fedrt::sim

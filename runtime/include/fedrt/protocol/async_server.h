@@ -1,0 +1,89 @@
+#pragma once
+// AsyncServer: buffered asynchronous aggregation (FedBuff; docs/async.md),
+// the server side sans I/O, for the optimisation family. Up to `concurrency`
+// devices hold a job at once, each on the model version it was given; the
+// server weighs an update of staleness s = v_now - v_job by
+//   w(s) = (1 + s)^-a                    (a = staleness_exponent),
+// drops one with s > max_staleness, and after every K = buffer updates steps
+//   x_{v+1} = x_v + eta_g (1/K) sum_i w(s_i) dx_i
+// (Scaffold: c <- c + (1/N) sum_i dc_i, so mean_c c_c = c holds). Updates are
+// decoded by the synchronous server's uplink and summed exactly, so a
+// buffer's step does not depend on the order of its updates. Each job is a
+// round of the device protocol: its id's round is the job's number (the
+// device's randomness is keyed by it), its result says whether the update
+// entered a step. Host code: memory is sized at init.
+
+#include <cstdint>
+#include <vector>
+
+#include "fedrt/protocol/server_core.h"
+#include "fedrt/protocol/server_session.h"
+#include "fedrt/protocol/server_uplink.h"
+
+namespace fedrt::protocol {
+
+struct AsyncOptions {
+  uint32_t buffer = 10;              // K
+  uint32_t concurrency = 100;        // jobs out at once
+  uint32_t max_staleness = 20;
+  double staleness_exponent = 0.5;   // a
+};
+
+// w(s) = (1 + s)^-a: the weight of an update of staleness s.
+double StalenessWeight(uint32_t staleness, double exponent);
+
+// What one arriving update did.
+struct Arrival {
+  Verdict verdict;          // a refusal: malformed, not this device's job, ...
+  bool dropped = false;     // taken but staler than max_staleness: not aggregated
+  uint32_t staleness = 0;
+  double weight = 0;        // w(s) when aggregated
+  bool stepped = false;     // it filled the buffer: the server stepped (step())
+};
+
+class AsyncServer {
+ public:
+  Status init(const ServerOptions& options, const AsyncOptions& async);
+  const ServerCore& core() const { return core_; }
+  const AsyncOptions& options() const { return async_; }
+  uint32_t version() const { return version_; }  // server steps taken
+  uint32_t jobs_out() const { return out_; }
+  bool slot_free() const { return out_ < async_.concurrency; }
+  bool busy(uint32_t agent) const { return job_[agent] != kNoJob; }
+  uint32_t job_version(uint32_t agent) const { return base_[agent]; }
+
+  // A free slot for agent c (slot_free(), !busy(c)): its job, announced on
+  // the current model x_v. Jobs are numbered 0, 1, ... in dispatch order.
+  Status dispatch(uint32_t agent, Announcement& out);
+  // Agent c's update for its job.
+  Arrival on_update(uint32_t agent, const Update& u);
+  // Agent c gave up its job (went offline): the slot frees, nothing aggregated.
+  void abandon(uint32_t agent);
+  // The result of agent c's last job (included: it entered a step).
+  RoundResult result(uint32_t agent) const;
+
+  // The last step: its version's commit (members in arrival order, bits,
+  // samples, reports), and the staleness of each member.
+  const Commit& step() const { return commit_; }
+  const std::vector<uint32_t>& step_staleness() const { return staleness_; }
+  uint64_t dropped_stale() const { return dropped_; }  // over the run
+
+ private:
+  static constexpr uint32_t kNoJob = ~0u;
+  void begin_step();
+
+  task::Task task_{};
+  AsyncOptions async_{};
+  uint32_t agents_ = 0;
+  uint32_t algorithm_ = 0, run_ = 0;
+  ServerCore core_;
+  ServerUplink uplink_;
+  uint32_t version_ = 0, next_job_ = 0, out_ = 0, local_steps_ = 0;
+  std::vector<uint32_t> job_, base_, last_job_;
+  std::vector<char> included_;
+  Commit pending_, commit_;  // the buffer being filled, the last step
+  std::vector<uint32_t> pending_staleness_, staleness_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace fedrt::protocol

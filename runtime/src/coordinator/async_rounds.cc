@@ -1,0 +1,357 @@
+// FleetRounds under algorithm.mode = "async" (docs/async.md): each
+// (algorithm, run) is task.rounds server steps of a protocol::AsyncServer.
+// In real time a connected device without a job gets one while a slot is
+// free (first come, first served) and every update is taken as it arrives.
+// Under the virtual clock the simulator's AsyncSchedule decides who gets a
+// job and in which order updates arrive: one job is out in real time, its
+// update is held until its virtual arrival, so the steps are fedrt-sim's.
+// Every step is committed like a round (its time_s with it) before its
+// members learn their results.
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "fedrt/coordinator/fleet_rounds.h"
+#include "fedrt/coordinator/log.h"
+#include "fedrt/protocol/async_server.h"
+#include "fedrt/sim/async_schedule.h"
+#include "fedrt/sim/device_clock.h"
+
+namespace fedrt::net {
+
+namespace {
+constexpr uint32_t kNobody = ~0u;
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+struct FleetRounds::AsyncRun {
+  uint32_t algorithm = 0, run = 0;
+  protocol::AsyncServer server;
+  std::optional<sim::DeviceClock> clock;  // the virtual clock's (null in real time)
+  sim::AsyncSchedule schedule;
+  uint32_t awaiting = kNobody;  // virtual clock: dispatched, its update not in yet
+  bool awaiting_sent = false;   // ... and its announcement went out (it was connected)
+  protocol::Announcement announcement;  // the awaited job's (its model is the core's, unchanged until a step)
+  std::vector<std::unique_ptr<wire::Envelope>> held;  // virtual clock: updates until their arrival
+  std::deque<uint32_t> ready;  // real time: connected devices without a job, in arrival order
+  std::vector<char> queued;
+  std::vector<uint64_t> job_down, job_up;  // frame bytes of each device's current job
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double step_time_s = 0;
+};
+
+FleetRounds::FleetRounds() = default;
+FleetRounds::~FleetRounds() = default;
+
+bool FleetRounds::async_owes(uint32_t agent) const {
+  return async_ != nullptr && agent < agents_ && async_->server.busy(agent);
+}
+
+Status FleetRounds::async_open() {
+  const Slot s = next_slot();
+  async_.reset();
+  if (!s.valid) {
+    finished_ = true;
+    return Status::Ok();
+  }
+  if (s.round != 0)
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("state db holds steps of {} run {} up to {}: an asynchronous run does not resume (its "
+                              "jobs in flight are not in the state); use a fresh --state file",
+                              opt_.names[s.algorithm], s.run, s.round));
+  auto run = std::make_unique<AsyncRun>();
+  run->algorithm = s.algorithm;
+  run->run = s.run;
+  protocol::ServerOptions so;
+  so.task = opt_.task;
+  so.algorithm = s.algorithm;
+  so.run = s.run;
+  so.initial = opt_.initial;
+  so.max_update_norm = opt_.max_update_norm;
+  protocol::AsyncOptions ao;
+  ao.buffer = static_cast<uint32_t>(opt_.async->buffer);
+  ao.concurrency = static_cast<uint32_t>(opt_.async->concurrency);
+  ao.max_staleness = static_cast<uint32_t>(opt_.async->max_staleness);
+  ao.staleness_exponent = opt_.async->staleness_exponent;
+  FEDRT_TRY(run->server.init(so, ao));
+  if (opt_.virtual_clock) {
+    static const config::DevicesSettings kDefault;
+    auto clock = sim::DeviceClock::Build(opt_.devices != nullptr ? *opt_.devices : kDefault, agents_, opt_.task.seed);
+    if (!clock.ok()) return clock.status();
+    run->clock = std::move(*clock);
+    run->schedule.init(*run->clock, ao.concurrency, opt_.task.seed, s.run);
+    run->held.resize(agents_);
+  }
+  run->queued.assign(agents_, 0);
+  for (uint32_t c = 0; c < agents_; ++c)
+    if (connected_[c] && !refused_[c]) {
+      run->ready.push_back(c);
+      run->queued[c] = 1;
+    }
+  run->job_down.assign(agents_, 0);
+  run->job_up.assign(agents_, 0);
+  CoordinatorLog("async alg={} run={} steps={} buffer={} concurrency={} max_staleness={} staleness_exponent={}{}",
+                 opt_.names[s.algorithm], s.run, opt_.task.rounds, ao.buffer, ao.concurrency, ao.max_staleness,
+                 ao.staleness_exponent, opt_.virtual_clock ? " clock=virtual" : "");
+  events_->round_opened(protocol::RoundId{s.algorithm, s.run, 0}, ao.buffer);
+  async_ = std::move(run);
+  return Status::Ok();
+}
+
+Status FleetRounds::async_dispatch(uint32_t c) {
+  AsyncRun& a = *async_;
+  protocol::Announcement ann;
+  FEDRT_TRY(a.server.dispatch(c, ann));
+  wire::Envelope env;
+  wire::Encode(ann, env);
+  a.job_down[c] = env.ByteSizeLong() + 4;  // + the frame's length prefix
+  a.job_up[c] = 0;
+  events_->traffic(c, 0, a.job_down[c]);
+  events_->announced(c);
+  if (opt_.virtual_clock) {
+    a.awaiting = c;
+    a.announcement = ann;
+    a.awaiting_sent = connected_[c] != 0;
+    if (!a.awaiting_sent) return Status::Ok();  // sent when it connects
+  }
+  send_(c, env);
+  return Status::Ok();
+}
+
+void FleetRounds::async_result(uint32_t c) {
+  wire::Envelope env;
+  wire::Encode(async_->server.result(c), env);
+  send_(c, env);
+}
+
+void FleetRounds::async_pump(uint64_t) {
+  if (pumping_) {
+    repump_ = true;
+    return;
+  }
+  pumping_ = true;
+  Status st = Status::Ok();
+  do {
+    repump_ = false;
+    while (st.ok() && async_ != nullptr && !finished_ && !stopped_) {
+      AsyncRun& a = *async_;
+      if (a.server.version() >= opt_.task.rounds) {  // this run's steps are done: jobs out are dropped
+        for (uint32_t c = 0; c < agents_; ++c)
+          if (a.server.busy(c)) {
+            a.server.abandon(c);
+            async_result(c);
+          }
+        st = async_open();
+        continue;
+      }
+      if (!opt_.virtual_clock) {
+        while (st.ok() && a.server.slot_free() && !a.ready.empty()) {
+          const uint32_t c = a.ready.front();
+          a.ready.pop_front();
+          a.queued[c] = 0;
+          if (connected_[c] && !refused_[c] && !a.server.busy(c)) st = async_dispatch(c);
+        }
+        break;
+      }
+      if (a.awaiting != kNobody) {  // one job out in real time: wait for its update
+        if (!a.awaiting_sent && connected_[a.awaiting]) {
+          wire::Envelope env;
+          wire::Encode(a.announcement, env);
+          send_(a.awaiting, env);
+          a.awaiting_sent = true;
+        }
+        break;
+      }
+      const sim::AsyncSchedule::Decision d = a.schedule.next();
+      using Kind = sim::AsyncSchedule::Decision::Kind;
+      if (d.kind == Kind::kDispatch) {
+        st = async_dispatch(d.agent);
+      } else if (d.kind == Kind::kArrive) {
+        std::unique_ptr<wire::Envelope> env = std::move(a.held[d.agent]);
+        wire::Inbound in;
+        wire::WireError err;
+        if (env == nullptr || !in.decode(*env, err) || in.kind() != protocol::MessageKind::kUpdate) {
+          st = Status(StatusCode::kInternal, fmt::format("async: device index {} arrives without its held update", d.agent));
+          break;
+        }
+        a.step_time_s = d.t;
+        st = async_arrive(d.agent, in.update(), 0);
+      } else if (d.kind == Kind::kAbandon) {
+        a.server.abandon(d.agent);
+        a.held[d.agent].reset();
+        async_result(d.agent);  // not included: the device drops its update
+      } else {
+        st = Status(StatusCode::kFailedPrecondition,
+                    fmt::format("async alg={} run={}: no device comes online again after {} of {} steps ([devices] "
+                                "availability)",
+                                opt_.names[a.algorithm], a.run, a.server.version(), opt_.task.rounds));
+      }
+    }
+  } while (repump_ && st.ok());
+  pumping_ = false;
+  if (!st.ok() && fatal_.ok()) {
+    fatal_ = st;
+    CoordinatorError("fatal {}", st.message());
+  }
+}
+
+void FleetRounds::async_connected(uint32_t c, bool connected, uint64_t now_ms) {
+  if (async_ == nullptr) return;
+  AsyncRun& a = *async_;
+  if (!connected || refused_[c]) {
+    // Real time: its job is lost (a restarted device gets a new one). Under
+    // the virtual clock a job ends only when the schedule says so: a device
+    // that comes back resends its update for the job it holds.
+    if (!opt_.virtual_clock && a.server.busy(c)) a.server.abandon(c);
+  } else if (!a.queued[c] && !a.server.busy(c)) {
+    a.ready.push_back(c);
+    a.queued[c] = 1;
+  } else if (opt_.virtual_clock && a.awaiting == c) {
+    a.awaiting_sent = false;  // (re)send its announcement
+  }
+  if (started_) async_pump(now_ms);
+}
+
+protocol::Verdict FleetRounds::async_message(uint32_t c, const wire::Envelope& env, const wire::Inbound& in,
+                                             uint64_t now_ms) {
+  using protocol::Refusal;
+  using protocol::Verdict;
+  if (async_ == nullptr) return Verdict{Refusal::kFutureRound, "no asynchronous run is open"};
+  AsyncRun& a = *async_;
+  if (in.kind() != protocol::MessageKind::kUpdate)
+    return Verdict{Refusal::kMalformed, "an asynchronous run takes whole updates only (no chunks, no SecAgg+ yet)"};
+  const protocol::Update& u = in.update();
+  if (u.id.algorithm != a.algorithm || u.id.run != a.run || !a.server.busy(c) || u.id.round != a.server.result(c).id.round)
+    return Verdict{Refusal::kStaleRound, fmt::format("job {} is not one this device holds", u.id.round)};
+  const uint64_t bytes = env.ByteSizeLong() + 4;
+  a.job_up[c] += bytes;
+  events_->traffic(c, bytes, 0);
+  events_->submitted(c);
+  Verdict v;
+  v.whole = true;
+  if (opt_.virtual_clock) {  // held until the schedule says it arrives
+    if (a.awaiting != c) return Verdict{Refusal::kDuplicate, "this job's update is already in"};
+    uint64_t up = 0;
+    for (uint32_t k = 0; k < u.segments; ++k) up += u.payload[k].size;
+    const sim::DeviceClock& clock = *a.clock;
+    const uint64_t examples = u.report.examples > 0 ? u.report.examples : u.sample_count;
+    const uint64_t down = static_cast<uint64_t>(a.announcement.model.size) * sizeof(double);
+    a.schedule.cost(c, clock.transfer_s(c, down) + clock.compute_s(c, examples) + clock.transfer_s(c, up));
+    a.held[c] = std::make_unique<wire::Envelope>(env);
+    a.awaiting = kNobody;
+  } else {
+    a.step_time_s = SecondsSince(a.t0);
+    const Status st = async_arrive(c, u, bytes);
+    if (!st.ok()) {
+      if (st.code() == StatusCode::kInvalidArgument) return Verdict{Refusal::kMalformed, st.message()};
+      fatal_ = st;
+      CoordinatorError("fatal {}", st.message());
+    }
+    if (connected_[c] && !a.queued[c] && !a.server.busy(c)) {
+      a.ready.push_back(c);
+      a.queued[c] = 1;
+    }
+  }
+  async_pump(now_ms);
+  return v;
+}
+
+// One arrival: the server weighs it (or drops it as too stale); a full
+// buffer's step is committed before the device learns its result.
+Status FleetRounds::async_arrive(uint32_t c, const protocol::Update& u, uint64_t) {
+  AsyncRun& a = *async_;
+  const protocol::Arrival got = a.server.on_update(c, u);
+  if (!got.verdict.ok()) {
+    a.server.abandon(c);
+    async_result(c);
+    return Status(StatusCode::kInvalidArgument, got.verdict.why);
+  }
+  if (got.dropped)
+    CoordinatorLog("stale alg={} run={} device_index={} staleness={} > max_staleness={}: dropped",
+                   opt_.names[a.algorithm], a.run, c, got.staleness, a.server.options().max_staleness);
+  if (got.stepped) FEDRT_TRY(async_persist());
+  async_result(c);
+  return Status::Ok();
+}
+
+Status FleetRounds::async_persist() {
+  AsyncRun& a = *async_;
+  const protocol::Commit& c = a.server.step();
+  const protocol::ServerCore& core = a.server.core();
+  RoundRecord rec;
+  rec.algorithm = a.algorithm;
+  rec.run = a.run;
+  rec.round = a.server.version() - 1;
+  RoundVectors vectors;
+  vectors.theta.push_back({core.model(), static_cast<size_t>(core.dim())});
+  core.state_slices(vectors.state);
+  rec.samples = c.samples;
+  rec.agents = static_cast<uint32_t>(c.members.size());
+  rec.sampled = c.sampled;
+  rec.error = last_error_ = measure_(core);
+  rec.bits_up = c.bits_up;
+  rec.bits_down = c.bits_down;
+  rec.closed_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  rec.closed_by = c.closed_by;
+  rec.train_loss = c.train_loss;
+  rec.local_loss = c.local_loss;
+  rec.time_s = a.step_time_s;
+  // A fast device can have two updates in one buffer: the state db lists
+  // it once, with its examples and bytes summed (rec.agents counts updates).
+  std::vector<uint32_t> members;
+  for (size_t i = 0; i < c.members.size(); ++i) {
+    const uint32_t d = c.members[i];
+    const uint64_t examples = c.reports[i].examples > 0 ? c.reports[i].examples : c.member_samples[i];
+    auto seen = std::find(members.begin(), members.end(), d);
+    if (seen != members.end()) {
+      rec.reports[static_cast<size_t>(seen - members.begin())].examples += examples;
+      continue;
+    }
+    members.push_back(d);
+    MemberReport m;
+    m.device = d;
+    m.examples = examples;
+    m.loss_before = c.reports[i].loss_before;
+    m.loss_after = c.reports[i].loss_after;
+    m.duration_ms = c.reports[i].duration_ms;
+    m.bytes_down = a.job_down[d];
+    m.bytes_up = a.job_up[d];
+    rec.reports.push_back(m);
+  }
+  const long n = closed_here_ + 1;
+  if (opt_.faults != nullptr) opt_.faults->before_save(n, *store_);
+  FEDRT_TRY(store_->save_round(rec, members, vectors));
+  if (opt_.faults != nullptr) opt_.faults->after_save(n);
+  events_->round_closed(rec, 0.0);
+  done_[a.algorithm * opt_.task.runs + a.run][static_cast<size_t>(rec.round) + 1] = 1;
+  ++done_count_;
+  ++closed_here_;
+  uint32_t max_s = 0;
+  double mean_s = 0;
+  std::string based_on;  // the model version each update was trained on
+  for (uint32_t s : a.server.step_staleness()) {
+    max_s = std::max(max_s, s);
+    mean_s += s;
+    based_on += fmt::format("{}{}", based_on.empty() ? "" : ",", rec.round - s);
+  }
+  if (!a.server.step_staleness().empty()) mean_s /= static_cast<double>(a.server.step_staleness().size());
+  CoordinatorLog("step alg={} run={} step={} agents={} based_on={} staleness_mean={:.2f} staleness_max={} error={:.6e} "
+                 "time_s={:.3f} bits_up={}",
+                 opt_.names[a.algorithm], a.run, rec.round + 1, rec.agents, based_on, mean_s, max_s, last_error_,
+                 rec.time_s, c.bits_up);
+  if (opt_.faults != nullptr && opt_.faults->stop_after(closed_here_)) {
+    CoordinatorLog("stop after_rounds={}", closed_here_);
+    stopped_ = true;
+  }
+  events_->round_opened(protocol::RoundId{a.algorithm, a.run, a.server.version()}, a.server.options().buffer);
+  return Status::Ok();
+}
+
+}  // namespace fedrt::net

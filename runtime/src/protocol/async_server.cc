@@ -1,0 +1,144 @@
+#include "fedrt/protocol/async_server.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace fedrt::protocol {
+
+double StalenessWeight(uint32_t staleness, double exponent) {
+  return std::pow(1.0 + static_cast<double>(staleness), -exponent);
+}
+
+Status AsyncServer::init(const ServerOptions& o, const AsyncOptions& a) {
+  task_ = o.task;
+  async_ = a;
+  agents_ = task_.problem.agents;
+  algorithm_ = o.algorithm;
+  run_ = o.run;
+  if (agents_ == 0) return Status::InvalidArgument("async server: the task has no agents");
+  if (a.buffer < 1) return Status::InvalidArgument("async server: buffer must be >= 1");
+  if (a.concurrency < a.buffer) return Status::InvalidArgument("async server: concurrency must be >= buffer");
+  FEDRT_TRY(core_.init(task_, o.algorithm, o.run, o.initial));
+  if (core_.family() != task::Family::kOpt || core_.chains() != 1)
+    return Status::InvalidArgument("async server: buffered aggregation runs FedAvg, FedProx and Scaffold only");
+  if (task_.secagg.enabled || task_.privacy.enabled || task_.compression.downlink)
+    return Status::InvalidArgument("async server: secure aggregation, privacy and the compressed downlink are not supported yet");
+  FEDRT_TRY(uplink_.init(task_, core_, agents_));
+  if (uplink_.closes_round())
+    return Status::InvalidArgument("async server: an uplink that aggregates at the round's close (rounding, memories) "
+                                   "cannot weigh updates by staleness");
+  uplink_.set_max_norm(o.max_update_norm > 0 ? o.max_update_norm : DefaultMaxUpdateNorm(task_));
+  job_.assign(agents_, kNoJob);
+  base_.assign(agents_, 0);
+  last_job_.assign(agents_, kNoJob);
+  included_.assign(agents_, 0);
+  version_ = next_job_ = out_ = 0;
+  dropped_ = 0;
+  begin_step();
+  return Status::Ok();
+}
+
+void AsyncServer::begin_step() {
+  local_steps_ = core_.start_round(version_);
+  uplink_.start_round();
+  pending_ = Commit{};
+  pending_.id = RoundId{algorithm_, run_, version_};
+  pending_staleness_.clear();
+}
+
+Status AsyncServer::dispatch(uint32_t agent, Announcement& a) {
+  if (agent >= agents_) return Status::InvalidArgument("async server: unknown agent");
+  if (busy(agent)) return Status::FailedPrecondition("async server: the agent already holds a job");
+  if (!slot_free()) return Status::FailedPrecondition("async server: every slot is taken");
+  if (next_job_ == kInitRound || next_job_ == kNoJob) return Status::OutOfRange("async server: job numbers exhausted");
+  const uint32_t job = next_job_++;
+  job_[agent] = last_job_[agent] = job;
+  base_[agent] = version_;
+  included_[agent] = 0;
+  ++out_;
+  a = Announcement{};
+  a.id = RoundId{algorithm_, run_, job};
+  a.kind = WorkKind::kLocalWork;
+  a.local_steps = local_steps_;
+  a.report = true;
+  a.model = View<double>{core_.broadcast(), static_cast<uint32_t>(core_.broadcast_dim())};
+  pending_.bits_down += static_cast<uint64_t>(core_.broadcast_dim()) * 64;
+  return Status::Ok();
+}
+
+void AsyncServer::abandon(uint32_t agent) {
+  if (agent >= agents_ || !busy(agent)) return;
+  job_[agent] = kNoJob;
+  --out_;
+}
+
+Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
+  Arrival r;
+  auto refuse = [&](Refusal why, std::string text) {
+    r.verdict = Verdict{why, std::move(text)};
+    return r;
+  };
+  if (agent >= agents_) return refuse(Refusal::kMalformed, "unknown agent");
+  if (u.id.algorithm != algorithm_ || u.id.run != run_ || !busy(agent) || u.id.round != job_[agent])
+    return refuse(Refusal::kStaleRound, busy(agent) ? fmt::format("job {} is not this device's; its job is {}", u.id.round,
+                                                                  job_[agent])
+                                                    : fmt::format("job {}: this device holds no job", u.id.round));
+  if (u.chunked) return refuse(Refusal::kMalformed, "chunked updates are not supported in asynchronous mode yet");
+  r.staleness = version_ - base_[agent];
+  if (r.staleness > async_.max_staleness) {  // taken, not aggregated: the slot frees, the result says so
+    job_[agent] = kNoJob;
+    --out_;
+    r.dropped = true;
+    ++dropped_;
+    return r;
+  }
+  r.weight = StalenessWeight(r.staleness, async_.staleness_exponent);
+  core_.set_staleness_weight(r.weight);
+  auto bits = uplink_.accept(agent, u, core_.broadcast(), core_);
+  if (!bits.ok()) {
+    const StatusCode c = bits.status().code();
+    return refuse(c == StatusCode::kResourceExhausted ? Refusal::kOverNorm
+                  : c == StatusCode::kOutOfRange      ? Refusal::kDimension
+                                                      : Refusal::kMalformed,
+                  bits.status().message());
+  }
+  job_[agent] = kNoJob;
+  --out_;
+  included_[agent] = 1;
+  pending_.members.push_back(agent);
+  pending_staleness_.push_back(r.staleness);
+  pending_.bits_up += *bits;
+  pending_.samples += u.sample_count;
+  pending_.reports.push_back(u.report);
+  pending_.member_samples.push_back(u.sample_count);
+  if (pending_.members.size() < async_.buffer) return r;
+  // The buffer is full: step, and start the next one.
+  core_.finish_round(version_);
+  double before = 0, after = 0;
+  uint32_t nb = 0, na = 0;
+  for (const WorkReport& w : pending_.reports) {
+    if (w.loss_before == w.loss_before) before += w.loss_before, ++nb;
+    if (w.loss_after == w.loss_after) after += w.loss_after, ++na;
+  }
+  pending_.train_loss = nb > 0 ? before / nb : std::nan("");
+  pending_.local_loss = na > 0 ? after / na : std::nan("");
+  pending_.sampled = static_cast<uint32_t>(pending_.members.size());
+  pending_.local_steps = local_steps_;
+  pending_.closed_by = "buffer";
+  commit_ = std::move(pending_);
+  staleness_.swap(pending_staleness_);
+  ++version_;
+  begin_step();
+  r.stepped = true;
+  return r;
+}
+
+RoundResult AsyncServer::result(uint32_t agent) const {
+  RoundResult r;
+  r.id = RoundId{algorithm_, run_, agent < agents_ ? last_job_[agent] : 0};
+  r.included = agent < agents_ && included_[agent] != 0;
+  return r;
+}
+
+}  // namespace fedrt::protocol
