@@ -14,8 +14,9 @@ Per case it prints the virtual time to the target test accuracy, the
 updates and bytes spent until then, and the final accuracy, and writes
 async_comparison.png (test accuracy against virtual hours).
 
-usage: async_comparison.py [--bin build/release/bin] [--devices 1000] [--target 0.80]
-                           [--work DIR] [--plot docs/async-comparison.png]
+usage: async_comparison.py [--bin build/release/bin] [--devices 1000] [--target 0.65]
+                           [--sync-rounds 300] [--async-steps 3000] [--step 0.05]
+                           [--work DIR] [--plot async_comparison.png]
 """
 
 import argparse
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-STEP = 0.001
+STEP = 0.05
 
 COMMON = """
 [data]
@@ -110,12 +111,12 @@ def main():
     ap.add_argument("--bin", default=os.path.join(here, "build", "release", "bin"))
     ap.add_argument("--devices", type=int, default=1000)
     ap.add_argument("--examples-per-device", type=int, default=60)
-    ap.add_argument("--target", type=float, default=0.80)
-    ap.add_argument("--sync-rounds", type=int, default=150)
-    ap.add_argument("--async-steps", type=int, default=1500)
+    ap.add_argument("--target", type=float, default=0.65)
+    ap.add_argument("--sync-rounds", type=int, default=300)
+    ap.add_argument("--async-steps", type=int, default=3000)
     ap.add_argument("--work")
     ap.add_argument("--plot", default="async_comparison.png")
-    ap.add_argument("--step", type=float, default=0.001, help="eta of the local steps")
+    ap.add_argument("--step", type=float, default=0.05, help="eta of the local steps")
     a = ap.parse_args()
     global STEP
     STEP = a.step
@@ -161,6 +162,7 @@ def main():
     ax.set_title("FedAvg on %d devices: synchronous vs buffered asynchronous" % a.devices)
     ax.legend()
     fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(a.plot)), exist_ok=True)
     fig.savefig(a.plot, dpi=110)
     print("plot: %s (work: %s)" % (a.plot, work))
 

@@ -6,7 +6,8 @@ usage: plot_run.py OUTDIR
 From OUTDIR/metrics.csv and OUTDIR/summary.json: error.png when the error
 column has a finite value (scripts/plot_error.py), loss.png when train_loss
 or test_loss has one (scripts/plot_loss.py), accuracy.png when test_accuracy
-has one (scripts/plot_accuracy.py). A plot of a quantity this run lacks,
+has one (scripts/plot_accuracy.py), time.png when time_s has one (the
+virtual clock, scripts/plot_time.py). A plot of a quantity this run lacks,
 left by an earlier run in OUTDIR, is removed: it would describe other data.
 Prints "wrote PATH" per file, or that there is nothing to plot when the
 run has none of the quantities (exit status 0); exit status 2 for a bad
@@ -22,9 +23,10 @@ import plot_accuracy  # noqa: E402  (scripts/ is not a package)
 import plot_common  # noqa: E402
 import plot_error  # noqa: E402
 import plot_loss  # noqa: E402
+import plot_time  # noqa: E402
 
 PROG = "plot_run.py"
-PLOTS = (plot_error, plot_loss, plot_accuracy)
+PLOTS = (plot_error, plot_loss, plot_accuracy, plot_time)
 
 
 def plot_all(outdir, plt):
