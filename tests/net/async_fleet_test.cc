@@ -81,6 +81,32 @@ TEST_F(NetTest, AsyncFleetInRealTimeTakesKUpdatesPerStep) {
   for (const RoundRecord& r : Rounds()) EXPECT_EQ(r.agents, 3u);
 }
 
+// A device with valid keys that takes a job and answers far too late (3 s
+// per update, deadline 200 ms, 300 steps of about 1 ms each): its job gives
+// its slot back at the deadline, the event is logged once, and the other
+// nine devices fill every step.
+TEST_F(NetTest, AsyncFleetGivesASilentDevicesSlotBackAtTheDeadline) {
+  std::string exp = Experiment("deadline_ms = 200\n");
+  const std::string rounds = "rounds = " + std::to_string(kSteps);
+  exp.replace(exp.find(rounds), rounds.size(), "rounds = 300");
+  const std::string runs = "runs = 2", names = "names = [\"fedavg\", \"fedprox\", \"scaffold\"]";
+  exp.replace(exp.find(runs), runs.size(), "runs = 1");
+  exp.replace(exp.find(names), names.size(), "names = [\"fedavg\"]");
+  const auto cfg = WriteExperiment(exp);
+  Provision(dir_ / "keys", kAgents);
+  const pid_t co = StartCoordinator(cfg, 0, {});
+  const int port = WaitPort();
+  ASSERT_GT(port, 0) << ReadFile(dir_ / "coordinator.log");
+  for (int i = 0; i < kAgents; ++i)
+    StartDevice(i, port, i == 4 ? std::vector<std::string>{"--delay-ms", "3000"} : std::vector<std::string>{});
+  ASSERT_EQ(Wait(co, 120000), 0) << ReadFile(dir_ / "coordinator.log");
+  const std::string log = ReadFile(dir_ / "coordinator.log");
+  EXPECT_EQ(Count(log, "coordinator step alg="), 300u) << log;
+  EXPECT_EQ(Count(log, "job_timeout alg=fedavg run=0 device_index=4"), 1u) << log;
+  EXPECT_EQ(Count(log, "job_timeout"), 1u) << log;
+  for (const RoundRecord& r : Rounds()) EXPECT_EQ(r.agents, 3u);
+}
+
 // --virtual-clock belongs to asynchronous runs; async does not run behind gateways yet.
 TEST_F(NetTest, AsyncFleetRefusesWhatItCannotRun) {
   const auto sync_cfg = WriteExperiment(

@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <queue>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,8 @@
 #include "fedrt/sim/device_clock.h"
 
 namespace fedrt::net {
+
+using protocol::ServerSession;
 
 namespace {
 constexpr uint32_t kNobody = ~0u;
@@ -45,6 +48,17 @@ struct FleetRounds::AsyncRun {
   std::vector<uint64_t> job_down, job_up;  // frame bytes of each device's current job
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   double step_time_s = 0;
+  // Each job's deadline (network.deadline_ms after its dispatch): a device
+  // that never answers gives its slot back then. Entries of jobs already
+  // settled are skipped when they come up.
+  struct Due {
+    uint64_t at_ms;
+    uint32_t agent, job;
+    bool operator>(const Due& o) const { return at_ms > o.at_ms; }
+  };
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due;
+  std::vector<char> timed_out_before;  // per device: a timeout was logged (logged once per device)
+  uint64_t timeouts = 0;
 };
 
 FleetRounds::FleetRounds() = default;
@@ -95,6 +109,7 @@ Status FleetRounds::async_open() {
       run->ready.push_back(c);
       run->queued[c] = 1;
     }
+  run->timed_out_before.assign(agents_, 0);
   run->job_down.assign(agents_, 0);
   run->job_up.assign(agents_, 0);
   CoordinatorLog("async alg={} run={} steps={} buffer={} concurrency={} max_staleness={} staleness_exponent={}{}",
@@ -105,7 +120,7 @@ Status FleetRounds::async_open() {
   return Status::Ok();
 }
 
-Status FleetRounds::async_dispatch(uint32_t c) {
+Status FleetRounds::async_dispatch(uint32_t c, uint64_t now_ms) {
   AsyncRun& a = *async_;
   protocol::Announcement ann;
   FEDRT_TRY(a.server.dispatch(c, ann));
@@ -115,6 +130,7 @@ Status FleetRounds::async_dispatch(uint32_t c) {
   a.job_up[c] = 0;
   events_->traffic(c, 0, a.job_down[c]);
   events_->announced(c);
+  if (opt_.deadline_ms > 0) a.due.push(AsyncRun::Due{now_ms + opt_.deadline_ms, c, ann.id.round});
   if (opt_.virtual_clock) {
     a.awaiting = c;
     a.announcement = ann;
@@ -131,7 +147,7 @@ void FleetRounds::async_result(uint32_t c) {
   send_(c, env);
 }
 
-void FleetRounds::async_pump(uint64_t) {
+void FleetRounds::async_pump(uint64_t now_ms) {
   if (pumping_) {
     repump_ = true;
     return;
@@ -156,7 +172,7 @@ void FleetRounds::async_pump(uint64_t) {
           const uint32_t c = a.ready.front();
           a.ready.pop_front();
           a.queued[c] = 0;
-          if (connected_[c] && !refused_[c] && !a.server.busy(c)) st = async_dispatch(c);
+          if (connected_[c] && !refused_[c] && !a.server.busy(c)) st = async_dispatch(c, now_ms);
         }
         break;
       }
@@ -172,7 +188,7 @@ void FleetRounds::async_pump(uint64_t) {
       const sim::AsyncSchedule::Decision d = a.schedule.next();
       using Kind = sim::AsyncSchedule::Decision::Kind;
       if (d.kind == Kind::kDispatch) {
-        st = async_dispatch(d.agent);
+        st = async_dispatch(d.agent, now_ms);
       } else if (d.kind == Kind::kArrive) {
         std::unique_ptr<wire::Envelope> env = std::move(a.held[d.agent]);
         wire::Inbound in;
@@ -228,8 +244,14 @@ protocol::Verdict FleetRounds::async_message(uint32_t c, const wire::Envelope& e
   if (in.kind() != protocol::MessageKind::kUpdate)
     return Verdict{Refusal::kMalformed, "an asynchronous run takes whole updates only (no chunks, no SecAgg+ yet)"};
   const protocol::Update& u = in.update();
-  if (u.id.algorithm != a.algorithm || u.id.run != a.run || !a.server.busy(c) || u.id.round != a.server.result(c).id.round)
+  if (u.id.algorithm != a.algorithm || u.id.run != a.run || !a.server.busy(c) || u.id.round != a.server.result(c).id.round) {
+    if (!opt_.virtual_clock && connected_[c] && !refused_[c] && !a.server.busy(c) && !a.queued[c]) {
+      a.ready.push_back(c);  // a job it answered too late: it may take another
+      a.queued[c] = 1;
+      async_pump(now_ms);
+    }
     return Verdict{Refusal::kStaleRound, fmt::format("job {} is not one this device holds", u.id.round)};
+  }
   const uint64_t bytes = env.ByteSizeLong() + 4;
   a.job_up[c] += bytes;
   events_->traffic(c, bytes, 0);
@@ -261,6 +283,43 @@ protocol::Verdict FleetRounds::async_message(uint32_t c, const wire::Envelope& e
   }
   async_pump(now_ms);
   return v;
+}
+
+uint64_t FleetRounds::async_next_deadline_ms() const {
+  if (async_ == nullptr) return ServerSession::kNoDeadline;
+  AsyncRun& a = *async_;
+  while (!a.due.empty() && (!a.server.busy(a.due.top().agent) || a.server.result(a.due.top().agent).id.round != a.due.top().job))
+    a.due.pop();  // settled before its deadline
+  return a.due.empty() ? ServerSession::kNoDeadline : a.due.top().at_ms;
+}
+
+// Jobs past their deadline give their slots back; the device's update, if it
+// ever comes, is refused as stale.
+void FleetRounds::async_tick(uint64_t now_ms) {
+  if (async_ == nullptr) return;
+  AsyncRun& a = *async_;
+  while (async_next_deadline_ms() <= now_ms) {
+    const AsyncRun::Due d = a.due.top();
+    a.due.pop();
+    if (opt_.virtual_clock) {
+      fatal_ = Status(StatusCode::kDeadlineExceeded,
+                      fmt::format("--virtual-clock: device index {} did not answer job {} within deadline_ms={}: a "
+                                  "reproducible run needs every device to answer",
+                                  d.agent, d.job, opt_.deadline_ms));
+      CoordinatorError("fatal {}", fatal_.message());
+      return;
+    }
+    a.server.abandon(d.agent);
+    async_result(d.agent);
+    ++a.timeouts;
+    if (!a.timed_out_before[d.agent]) {
+      a.timed_out_before[d.agent] = 1;
+      CoordinatorWarn("job_timeout alg={} run={} device_index={} job={} deadline_ms={}: its slot goes to another "
+                      "device (logged once per device)",
+                      opt_.names[a.algorithm], a.run, d.agent, d.job, opt_.deadline_ms);
+    }
+  }
+  async_pump(now_ms);
 }
 
 // One arrival: the server weighs it (or drops it as too stale); a full

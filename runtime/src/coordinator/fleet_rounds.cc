@@ -421,6 +421,7 @@ protocol::Verdict FleetRounds::on_message(uint32_t agent, const wire::Envelope& 
 }
 
 void FleetRounds::tick(uint64_t now_ms) {
+  if (async_mode()) return started_ ? async_tick(now_ms) : void();
   if (session_ == nullptr || !started_) return;
   session_->tick(now_ms);
   pump(now_ms);
@@ -457,6 +458,7 @@ bool FleetRounds::basis(protocol::RoundBasis& out) const {
 }
 
 uint64_t FleetRounds::next_deadline_ms() const {
+  if (async_ != nullptr) return async_next_deadline_ms();
   return session_ != nullptr && started_ ? session_->next_deadline_ms() : ServerSession::kNoDeadline;
 }
 

@@ -215,7 +215,9 @@ class FleetRounds {
   void async_pump(uint64_t now_ms);
   void async_connected(uint32_t agent, bool connected, uint64_t now_ms);
   protocol::Verdict async_message(uint32_t agent, const wire::Envelope& env, const wire::Inbound& in, uint64_t now_ms);
-  Status async_dispatch(uint32_t agent);
+  Status async_dispatch(uint32_t agent, uint64_t now_ms);
+  uint64_t async_next_deadline_ms() const;  // pops the entries of settled jobs
+  void async_tick(uint64_t now_ms);
   Status async_arrive(uint32_t agent, const protocol::Update& update, uint64_t up_bytes);
   void async_result(uint32_t agent);
   Status async_persist();
