@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "fedrt/protocol/async_server.h"
+#include "fedrt/sim/session_driver.h"  // SimulatedSecrets
 #include "session_harness.h"
 
 namespace fedrt::protocol {
@@ -203,6 +204,86 @@ TEST(AsyncServer, AnUpdateOverTheNormBoundIsRefusedAndChangesNothing) {
   twin.send(0, t0);
   ASSERT_TRUE(twin.send(2, t2).stepped);
   EXPECT_EQ(srv.x(), twin.x());
+}
+
+// SecAgg+ per buffer: three devices (16-bit rounding, clip 2) send receipts,
+// the third forms the group; driven by hand through the five phases, the
+// server learns only the sum, and the step is x_0 + eta_g (1/K) sum_i w_i v_i
+// to within eta_g Delta / 2 per coordinate (v_i the value each device's
+// integers stand for, w_i its staleness weight: each device scales its own
+// integers around the zero point). Weights are 1, 2^-1/2 and 3^-1/2.
+TEST(AsyncServer, ASecureBufferStepsByItsWeightedSum) {
+  Fleet fleet{task::AlgorithmKind::kFedAvg};
+  fleet.task.compression.quantizer.kind = compression::QuantizerKind::kRounding;
+  fleet.task.compression.quantizer.bits = 16;
+  fleet.task.compression.quantizer.clip = 2.0;
+  fleet.task.secagg.enabled = true;
+  uint64_t seed = 17;
+  session_testing::Sessions hand(fleet, 0, 1.0, sim::SimulatedSecrets, &seed);  // its clients (its server is not used)
+  std::vector<double> zero(Fleet::kDim, 0.0);
+  ServerOptions so;
+  so.task = fleet.task;
+  so.initial = View<double>{zero.data(), Fleet::kDim};
+  AsyncOptions a;
+  a.buffer = 3;
+  a.concurrency = 6;
+  a.staleness_exponent = 0.5;
+  AsyncServer s;
+  ASSERT_TRUE(s.init(so, a).ok());
+  // Agent 0 trains on version 0, agent 1 on version 1, agent 2 on version 2
+  // (agents 3..5 make the two steps between); their group then steps.
+  std::vector<ClientMessage> out(Fleet::kAgents);
+  auto deliver = [&]() {
+    Outgoing o;
+    while (s.next_outgoing(o)) {
+      const ServerMessage m = s.message(o);
+      const Status st = hand.clients[o.agent].on_message(m, out[o.agent]);
+      ASSERT_TRUE(st.ok()) << st.message();
+      if (m.kind == MessageKind::kRoundResult || out[o.agent].kind == MessageKind::kNone) continue;
+      const Verdict v = s.on_secagg(o.agent, out[o.agent]);
+      ASSERT_TRUE(v.ok()) << v.why;
+    }
+  };
+  auto train = [&](uint32_t c) {
+    Announcement ann;
+    ASSERT_TRUE(s.dispatch(c, ann).ok());
+    ASSERT_TRUE(hand.clients[c].on_announce(ann, out[c]).ok());
+    ASSERT_EQ(out[c].kind, MessageKind::kUpdate);
+    EXPECT_EQ(out[c].update.payload[0].size, 0u);  // a receipt: nothing of the update in the clear
+  };
+  auto arrive = [&](uint32_t c) {
+    const Arrival got = s.on_update(c, out[c].update);
+    ASSERT_TRUE(got.verdict.ok()) << got.verdict.why;
+    deliver();
+  };
+  train(0);                                  // on version 0
+  for (uint32_t c = 3; c < 6; ++c) train(c);
+  for (uint32_t c = 3; c < 6; ++c) arrive(c);  // group 1 -> version 1
+  ASSERT_EQ(s.version(), 1u);
+  train(1);                                  // on version 1
+  train(3);
+  train(4);
+  train(5);
+  arrive(3), arrive(4), arrive(5);           // group 2 -> version 2
+  ASSERT_EQ(s.version(), 2u);
+  train(2);                                  // on version 2
+  const std::vector<double> x2(s.core().model(), s.core().model() + Fleet::kDim);
+  // v_i: what each member's integers stand for, read before they mask them.
+  std::vector<std::vector<double>> v;
+  for (uint32_t c : {0u, 1u, 2u}) v.emplace_back(hand.clients[c].coder(0).sent(), hand.clients[c].coder(0).sent() + Fleet::kDim);
+  arrive(0), arrive(1), arrive(2);           // staleness 2, 1, 0
+  ASSERT_EQ(s.version(), 3u);
+  EXPECT_EQ(s.step().members.size(), 3u);
+  EXPECT_EQ(s.step().closed_by, std::string("secagg"));
+  const double w[3] = {1.0 / std::sqrt(3.0), 1.0 / std::sqrt(2.0), 1.0};
+  const double delta = 4.0 / 65535.0, eta_g = fleet.task.hyper.server_step;
+  for (int i = 0; i < Fleet::kDim; ++i) {
+    double want = 0;
+    for (int k = 0; k < 3; ++k) want += w[k] * v[k][i];
+    want = x2[i] + eta_g * want / 3.0;
+    EXPECT_NEAR(s.core().model()[i], want, eta_g * delta / 2 + 1e-12) << i;
+  }
+  for (uint32_t c : {0u, 1u, 2u}) EXPECT_TRUE(s.result(c).included);
 }
 
 TEST(AsyncServer, InitRefusesWhatItCannotWeigh) {

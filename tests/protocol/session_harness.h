@@ -63,7 +63,9 @@ struct Fleet {
 // One server and one client per agent, messages passed by hand.
 class Sessions {
  public:
-  Sessions(const Fleet& f, uint32_t deadline_ms = 0, double quorum = 1.0) : f_(f) {
+  Sessions(const Fleet& f, uint32_t deadline_ms = 0, double quorum = 1.0, EntropyFn entropy = nullptr,
+           void* entropy_ctx = nullptr)
+      : f_(f) {
     ServerOptions so;
     so.task = f.task;
     const std::vector<double> zero(Fleet::kDim, 0.0);
@@ -80,6 +82,8 @@ class Sessions {
       o.task = &f.task;
       o.agent = c;
       o.problem = f.local[c];
+      o.entropy = entropy;  // SecAgg+ secrets (secure tasks)
+      o.entropy_ctx = entropy_ctx;
       EXPECT_TRUE(clients[c].init(a, o).ok());
       server.set_connected(c, true, 0);
     }

@@ -102,8 +102,13 @@ TEST(SimAsync, BadKeysAreRefusedNamingThem) {
   const std::string header = WriteFile("header.csv", "agent,from,to\n0,0,1\n");
   e = Error(with("", "[devices]\navailability = \"" + header + "\"\n"));
   EXPECT_NE(e.find("the header must be 'device,start_s,end_s'"), std::string::npos) << e;
+  EXPECT_NE(Error(with("    mode = \"async\"", "[compression]\nquantizer = \"rounding\"\nbits = 16\n"))
+                .find("without compression.secure_aggregation"),
+            std::string::npos);
+  EXPECT_NE(Error(with("    mode = \"async\"", "[privacy]\nmechanism = \"central\"\n")).find("privacy.mechanism"),
+            std::string::npos);
   EXPECT_NE(Error(with("    mode = \"async\"", "[compression]\nquantizer = \"rounding\"\nbits = 16\nsecure_aggregation = true\n"))
-                .find("compression.secure_aggregation with algorithm.mode = \"async\" is not supported yet"),
+                .find("with compression.secure_aggregation cannot run 'scaffold'"),
             std::string::npos);
 }
 

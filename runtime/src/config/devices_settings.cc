@@ -131,13 +131,20 @@ Status ValidateAsyncDevices(const ExperimentConfig& c) {
                              name));
   const std::string why = " with algorithm.mode = \"async\" is not supported yet";
   if (c.privacy.on()) return Bad("privacy.mechanism" + why + ": the accountant composes per round (docs/async.md)");
-  if (c.secagg.enabled) return Bad("compression.secure_aggregation" + why + " (docs/async.md)");
+  if (c.secagg.enabled)
+    for (const std::string& name : c.algorithms)
+      if (name.rfind("scaffold", 0) == 0)
+        return Bad(fmt::format("algorithm.mode = \"async\" with compression.secure_aggregation cannot run '{}': a "
+                               "device weighs its whole masked input, dc with dx, which breaks mean_c c_c = c (run "
+                               "Scaffold without SecAgg+, or fedavg / fedprox)",
+                               name));
   if (c.compression.control_variates)
     return Bad("compression.control_variates" + why + ": the memories' sum W assumes every member of a step received it");
   if (c.compression.downlink) return Bad("compression.downlink" + why + ": each device may hold another model version");
-  if (c.compression.quantizer.kind == compression::QuantizerKind::kRounding)
+  if (c.compression.quantizer.kind == compression::QuantizerKind::kRounding && !c.secagg.enabled)
     return Bad("compression.quantizer = \"rounding\"" + why +
-               ": its integer sums cannot be weighted by staleness (use \"dithering\" or none)");
+               " without compression.secure_aggregation: its integer sums cannot be weighted by staleness at the server "
+               "(use \"dithering\" or none, or SecAgg+, under which each device weighs its own input)");
   return Status::Ok();
 }
 

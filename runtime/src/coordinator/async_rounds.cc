@@ -58,6 +58,8 @@ struct FleetRounds::AsyncRun {
   };
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due;
   std::vector<char> timed_out_before;  // per device: a timeout was logged (logged once per device)
+  uint32_t persisted = 0;              // steps committed to the state db
+  uint64_t phase_due_ms = 0;           // SecAgg+: the open phase's deadline (0: none)
   uint64_t timeouts = 0;
 };
 
@@ -160,8 +162,8 @@ void FleetRounds::async_pump(uint64_t now_ms) {
       AsyncRun& a = *async_;
       if (a.server.version() >= opt_.task.rounds) {  // this run's steps are done: jobs out are dropped
         for (uint32_t c = 0; c < agents_; ++c)
-          if (a.server.busy(c)) {
-            a.server.abandon(c);
+          if (a.server.busy(c)) {  // a job out, or a receipt held: not in any step now
+            if (a.server.has_job(c)) a.server.abandon(c);
             async_result(c);
           }
         st = async_open();
@@ -176,6 +178,7 @@ void FleetRounds::async_pump(uint64_t now_ms) {
         }
         break;
       }
+      if (a.server.group_open()) break;  // SecAgg+: the group settles in real time before virtual time goes on
       if (a.awaiting != kNobody) {  // one job out in real time: wait for its update
         if (!a.awaiting_sent && connected_[a.awaiting]) {
           wire::Envelope env;
@@ -198,11 +201,12 @@ void FleetRounds::async_pump(uint64_t now_ms) {
           break;
         }
         a.step_time_s = d.t;
-        st = async_arrive(d.agent, in.update(), 0);
+        st = async_arrive(d.agent, in.update(), now_ms);
       } else if (d.kind == Kind::kAbandon) {
         a.server.abandon(d.agent);
         a.held[d.agent].reset();
         async_result(d.agent);  // not included: the device drops its update
+        st = async_settle(now_ms);
       } else {
         st = Status(StatusCode::kFailedPrecondition,
                     fmt::format("async alg={} run={}: no device comes online again after {} of {} steps ([devices] "
@@ -225,7 +229,11 @@ void FleetRounds::async_connected(uint32_t c, bool connected, uint64_t now_ms) {
     // Real time: its job is lost (a restarted device gets a new one). Under
     // the virtual clock a job ends only when the schedule says so: a device
     // that comes back resends its update for the job it holds.
-    if (!opt_.virtual_clock && a.server.busy(c)) a.server.abandon(c);
+    if (!opt_.virtual_clock && a.server.busy(c)) {
+      a.server.abandon(c);  // SecAgg+: a held receipt leaves its buffer, a group member drops out
+      const Status st = async_settle(now_ms);
+      if (!st.ok() && fatal_.ok()) fatal_ = st;
+    }
   } else if (!a.queued[c] && !a.server.busy(c)) {
     a.ready.push_back(c);
     a.queued[c] = 1;
@@ -241,10 +249,27 @@ protocol::Verdict FleetRounds::async_message(uint32_t c, const wire::Envelope& e
   using protocol::Verdict;
   if (async_ == nullptr) return Verdict{Refusal::kFutureRound, "no asynchronous run is open"};
   AsyncRun& a = *async_;
-  if (in.kind() != protocol::MessageKind::kUpdate)
-    return Verdict{Refusal::kMalformed, "an asynchronous run takes whole updates only (no chunks, no SecAgg+ yet)"};
+  using protocol::MessageKind;
+  const MessageKind k = in.kind();
+  if (k == MessageKind::kSecAggAdvertise || k == MessageKind::kSecAggShares || k == MessageKind::kSecAggMasked ||
+      k == MessageKind::kSecAggCheck || k == MessageKind::kSecAggUnmask) {  // the held device's group
+    const uint64_t bytes = env.ByteSizeLong() + 4;
+    a.job_up[c] += bytes;
+    events_->traffic(c, bytes, 0);
+    const Verdict v = a.server.on_secagg(c, in.from_device());
+    if (v.ok()) events_->secagg_answer(c);
+    const Status st = async_settle(now_ms);
+    if (!st.ok() && fatal_.ok()) {
+      fatal_ = st;
+      CoordinatorError("fatal {}", st.message());
+    }
+    async_pump(now_ms);
+    return v;
+  }
+  if (k != MessageKind::kUpdate)
+    return Verdict{Refusal::kMalformed, "an asynchronous run takes whole updates and SecAgg+ messages only (no chunks)"};
   const protocol::Update& u = in.update();
-  if (u.id.algorithm != a.algorithm || u.id.run != a.run || !a.server.busy(c) || u.id.round != a.server.result(c).id.round) {
+  if (u.id.algorithm != a.algorithm || u.id.run != a.run || !a.server.has_job(c) || u.id.round != a.server.result(c).id.round) {
     if (!opt_.virtual_clock && connected_[c] && !refused_[c] && !a.server.busy(c) && !a.queued[c]) {
       a.ready.push_back(c);  // a job it answered too late: it may take another
       a.queued[c] = 1;
@@ -270,7 +295,7 @@ protocol::Verdict FleetRounds::async_message(uint32_t c, const wire::Envelope& e
     a.awaiting = kNobody;
   } else {
     a.step_time_s = SecondsSince(a.t0);
-    const Status st = async_arrive(c, u, bytes);
+    const Status st = async_arrive(c, u, now_ms);
     if (!st.ok()) {
       if (st.code() == StatusCode::kInvalidArgument) return Verdict{Refusal::kMalformed, st.message()};
       fatal_ = st;
@@ -288,9 +313,10 @@ protocol::Verdict FleetRounds::async_message(uint32_t c, const wire::Envelope& e
 uint64_t FleetRounds::async_next_deadline_ms() const {
   if (async_ == nullptr) return ServerSession::kNoDeadline;
   AsyncRun& a = *async_;
-  while (!a.due.empty() && (!a.server.busy(a.due.top().agent) || a.server.result(a.due.top().agent).id.round != a.due.top().job))
+  while (!a.due.empty() && (!a.server.has_job(a.due.top().agent) || a.server.result(a.due.top().agent).id.round != a.due.top().job))
     a.due.pop();  // settled before its deadline
-  return a.due.empty() ? ServerSession::kNoDeadline : a.due.top().at_ms;
+  const uint64_t job = a.due.empty() ? ServerSession::kNoDeadline : a.due.top().at_ms;
+  return a.server.group_open() && a.phase_due_ms > 0 ? std::min(job, a.phase_due_ms) : job;
 }
 
 // Jobs past their deadline give their slots back; the device's update, if it
@@ -298,7 +324,25 @@ uint64_t FleetRounds::async_next_deadline_ms() const {
 void FleetRounds::async_tick(uint64_t now_ms) {
   if (async_ == nullptr) return;
   AsyncRun& a = *async_;
-  while (async_next_deadline_ms() <= now_ms) {
+  if (a.server.group_open() && a.phase_due_ms > 0 && a.phase_due_ms <= now_ms) {  // a SecAgg+ phase's deadline
+    if (opt_.virtual_clock) {
+      fatal_ = Status(StatusCode::kDeadlineExceeded,
+                      fmt::format("--virtual-clock: a SecAgg+ phase of step {} was not answered by every member within "
+                                  "deadline_ms={}: a reproducible run needs every device to answer",
+                                  a.server.version() + 1, opt_.deadline_ms));
+      CoordinatorError("fatal {}", fatal_.message());
+      return;
+    }
+    a.phase_due_ms = 0;
+    a.server.expire_phase();  // the phase closes with the members that answered (SecAgg+ dropouts)
+    const Status st = async_settle(now_ms);
+    if (!st.ok()) {
+      fatal_ = st;
+      CoordinatorError("fatal {}", st.message());
+      return;
+    }
+  }
+  while (!a.due.empty() && async_next_deadline_ms() <= now_ms && a.due.top().at_ms <= now_ms) {
     const AsyncRun::Due d = a.due.top();
     a.due.pop();
     if (opt_.virtual_clock) {
@@ -324,7 +368,7 @@ void FleetRounds::async_tick(uint64_t now_ms) {
 
 // One arrival: the server weighs it (or drops it as too stale); a full
 // buffer's step is committed before the device learns its result.
-Status FleetRounds::async_arrive(uint32_t c, const protocol::Update& u, uint64_t) {
+Status FleetRounds::async_arrive(uint32_t c, const protocol::Update& u, uint64_t now_ms) {
   AsyncRun& a = *async_;
   const protocol::Arrival got = a.server.on_update(c, u);
   if (!got.verdict.ok()) {
@@ -335,8 +379,45 @@ Status FleetRounds::async_arrive(uint32_t c, const protocol::Update& u, uint64_t
   if (got.dropped)
     CoordinatorLog("stale alg={} run={} device_index={} staleness={} > max_staleness={}: dropped",
                    opt_.names[a.algorithm], a.run, c, got.staleness, a.server.options().max_staleness);
-  if (got.stepped) FEDRT_TRY(async_persist());
+  if (a.server.secure() && !got.dropped) {  // a receipt: the device is held until its group settles
+    if (opt_.virtual_clock) a.schedule.hold(c);
+    return async_settle(now_ms);
+  }
+  FEDRT_TRY(async_settle(now_ms));
   async_result(c);
+  return Status::Ok();
+}
+
+// After any call into the server: a step it took is committed first, then
+// what it queued (SecAgg+ phases, the group's results) goes out.
+Status FleetRounds::async_settle(uint64_t now_ms) {
+  AsyncRun& a = *async_;
+  if (a.server.version() > a.persisted) {
+    FEDRT_TRY(async_persist());
+    a.persisted = a.server.version();
+  }
+  protocol::Outgoing out;
+  bool secure_sent = false;
+  while (a.server.next_outgoing(out)) {
+    const protocol::ServerMessage m = a.server.message(out);
+    wire::Envelope env;
+    if (!wire::Encode(m, env)) continue;
+    const uint64_t bytes = env.ByteSizeLong() + 4;
+    a.job_down[out.agent] += bytes;
+    events_->traffic(out.agent, 0, bytes);
+    send_(out.agent, env);
+    if (m.kind != protocol::MessageKind::kRoundResult) {
+      secure_sent = true;
+      continue;
+    }
+    const uint32_t c = out.agent;  // settled: free for another job
+    if (opt_.virtual_clock) a.schedule.release(c);
+    else if (connected_[c] && !refused_[c] && !a.server.busy(c) && !a.queued[c]) {
+      a.ready.push_back(c);
+      a.queued[c] = 1;
+    }
+  }
+  if (secure_sent && opt_.deadline_ms > 0) a.phase_due_ms = now_ms + opt_.deadline_ms;
   return Status::Ok();
 }
 

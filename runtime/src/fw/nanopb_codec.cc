@@ -321,6 +321,10 @@ Status Inbound::decode(const fedrt_wire_Envelope& env, void* scratch, size_t scr
       if (!(a.clip >= 0 && a.clip - a.clip == 0)) return Status::InvalidArgument("announcement: clip not finite and >= 0");
       m_.announcement.clip = a.clip;
 #endif
+#ifdef fedrt_wire_RoundAnnouncement_weight_tag  // asynchronous SecAgg+ (docs/async.md)
+      if (!(a.weight >= 0 && a.weight <= 1)) return Status::InvalidArgument("announcement: staleness weight outside [0, 1]");
+      m_.announcement.weight = a.weight;
+#endif
       if (a.has_secagg) {
         const fedrt_wire_SecAggParams& p = a.secagg;
         m_.announcement.secagg = protocol::SecAggRound{true, p.round_id, p.graph_seed, p.n, p.k, p.t, p.id};

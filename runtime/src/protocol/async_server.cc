@@ -22,17 +22,27 @@ Status AsyncServer::init(const ServerOptions& o, const AsyncOptions& a) {
   FEDRT_TRY(core_.init(task_, o.algorithm, o.run, o.initial));
   if (core_.family() != task::Family::kOpt || core_.chains() != 1)
     return Status::InvalidArgument("async server: buffered aggregation runs FedAvg, FedProx and Scaffold only");
-  if (task_.secagg.enabled || task_.privacy.enabled || task_.compression.downlink)
-    return Status::InvalidArgument("async server: secure aggregation, privacy and the compressed downlink are not supported yet");
+  if (task_.privacy.enabled || task_.compression.downlink)
+    return Status::InvalidArgument("async server: privacy and the compressed downlink are not supported yet");
+  secure_ = task_.secagg.enabled;
   FEDRT_TRY(uplink_.init(task_, core_, agents_));
-  if (uplink_.closes_round())
-    return Status::InvalidArgument("async server: an uplink that aggregates at the round's close (rounding, memories) "
-                                   "cannot weigh updates by staleness");
+  if (uplink_.keeps_sum() || (uplink_.closes_round() && !secure_))
+    return Status::InvalidArgument("async server: an uplink that aggregates at the round's close (rounding without "
+                                   "SecAgg+, compression memories) cannot weigh updates by staleness");
+  if (secure_ && task_.algorithms[o.algorithm].kind == task::AlgorithmKind::kScaffold)
+    return Status::InvalidArgument("async server: Scaffold under SecAgg+: its dc would be weighted with dx, which "
+                                   "breaks mean_c c_c = c");
   uplink_.set_max_norm(o.max_update_norm > 0 ? o.max_update_norm : DefaultMaxUpdateNorm(task_));
   job_.assign(agents_, kNoJob);
   base_.assign(agents_, 0);
   last_job_.assign(agents_, kNoJob);
   included_.assign(agents_, 0);
+  held_.assign(agents_, 0);
+  waiting_.clear();
+  group_.clear();
+  outbox_.clear();
+  outbox_head_ = 0;
+  groups_ = 0;
   version_ = next_job_ = out_ = 0;
   dropped_ = 0;
   begin_step();
@@ -68,9 +78,21 @@ Status AsyncServer::dispatch(uint32_t agent, Announcement& a) {
 }
 
 void AsyncServer::abandon(uint32_t agent) {
-  if (agent >= agents_ || !busy(agent)) return;
-  job_[agent] = kNoJob;
-  --out_;
+  if (agent >= agents_) return;
+  if (has_job(agent)) {
+    job_[agent] = kNoJob;
+    --out_;
+    return;
+  }
+  if (!held_[agent]) return;
+  for (size_t i = 0; i < waiting_.size(); ++i)
+    if (waiting_[i].agent == agent) {  // not in a group yet: it leaves its buffer
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+      held_[agent] = 0;
+      return;
+    }
+  secagg_.on_disconnect(agent);  // a member of the open group: a dropout
+  if (secagg_.phase_complete()) advance_group();
 }
 
 Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
@@ -80,12 +102,13 @@ Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
     return r;
   };
   if (agent >= agents_) return refuse(Refusal::kMalformed, "unknown agent");
-  if (u.id.algorithm != algorithm_ || u.id.run != run_ || !busy(agent) || u.id.round != job_[agent])
-    return refuse(Refusal::kStaleRound, busy(agent) ? fmt::format("job {} is not this device's; its job is {}", u.id.round,
+  if (u.id.algorithm != algorithm_ || u.id.run != run_ || !has_job(agent) || u.id.round != job_[agent])
+    return refuse(Refusal::kStaleRound, has_job(agent) ? fmt::format("job {} is not this device's; its job is {}", u.id.round,
                                                                   job_[agent])
                                                     : fmt::format("job {}: this device holds no job", u.id.round));
   if (u.chunked) return refuse(Refusal::kMalformed, "chunked updates are not supported in asynchronous mode yet");
   r.staleness = version_ - base_[agent];
+  if (secure_) return on_receipt(agent, u, r.staleness);
   if (r.staleness > async_.max_staleness) {  // taken, not aggregated: the slot frees, the result says so
     job_[agent] = kNoJob;
     --out_;
@@ -113,7 +136,14 @@ Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
   pending_.reports.push_back(u.report);
   pending_.member_samples.push_back(u.sample_count);
   if (pending_.members.size() < async_.buffer) return r;
-  // The buffer is full: step, and start the next one.
+  finish_step("buffer");
+  r.stepped = true;
+  return r;
+}
+
+// The buffer's sums are in the core: x_{v+1} from them, the step's commit,
+// and the next buffer.
+void AsyncServer::finish_step(const char* closed_by) {
   core_.finish_round(version_);
   double before = 0, after = 0;
   uint32_t nb = 0, na = 0;
@@ -125,13 +155,11 @@ Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
   pending_.local_loss = na > 0 ? after / na : std::nan("");
   pending_.sampled = static_cast<uint32_t>(pending_.members.size());
   pending_.local_steps = local_steps_;
-  pending_.closed_by = "buffer";
+  pending_.closed_by = closed_by;
   commit_ = std::move(pending_);
   staleness_.swap(pending_staleness_);
   ++version_;
   begin_step();
-  r.stepped = true;
-  return r;
 }
 
 RoundResult AsyncServer::result(uint32_t agent) const {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "fedrt/core/rng.h"
+
 namespace fedrt::sim {
 
 using protocol::ClientMessage;
@@ -41,6 +43,7 @@ Status AsyncDriver::run(const DriverOptions& o, const protocol::AsyncOptions& as
   seats_.clear();
   free_seats_.clear();
   seat_of_.assign(n, kNoAsyncSeat);
+  entropy_seed_ = Mix64(task.seed ^ 0xE27E27ull);
   FEDRT_TRY(new_seat(0));  // every agent's parked bytes start as a fresh session's
   rest_bytes_ = seats_[0].session.rest_bytes();
   std::vector<uint8_t> fresh(rest_bytes_);
@@ -49,6 +52,7 @@ Status AsyncDriver::run(const DriverOptions& o, const protocol::AsyncOptions& as
   for (uint32_t c = 0; c < n; ++c) std::memcpy(parked_.data() + rest_bytes_ * c, fresh.data(), rest_bytes_);
   free_seats_.push_back(0);
   schedule_.init(*o.clock, async.concurrency, task.seed, o.run);
+  entropy_seed_ = Mix64(task.seed ^ 0xE27E27ull);
   samples_ = dispatches_ = abandoned_ = aggregated_ = staleness_sum_ = 0;
   while (server_.version() < task.rounds) {
     const AsyncSchedule::Decision d = schedule_.next();
@@ -59,6 +63,7 @@ Status AsyncDriver::run(const DriverOptions& o, const protocol::AsyncOptions& as
         server_.abandon(d.agent);
         release(d.agent);
         ++abandoned_;
+        FEDRT_TRY(exchange());
         break;
       case AsyncSchedule::Decision::Kind::kEnd:
         return Status(StatusCode::kCancelled,
@@ -78,6 +83,8 @@ Status AsyncDriver::new_seat(uint32_t agent) {
   co.run = opt_.run;
   co.agent = agent;
   co.problem = (*opt_.agents)[agent];
+  co.entropy = SimulatedSecrets;  // SecAgg+ (secure tasks): the synchronous simulator's secrets
+  co.entropy_ctx = &entropy_seed_;
   const Status st = s.session.init(arena, co);
   return st.ok() ? st : AsyncAgentError(agent, st);
 }
@@ -110,12 +117,18 @@ Status AsyncDriver::dispatch(uint32_t c) {
 Status AsyncDriver::arrive(uint32_t c, const std::function<Status(const DriverRound&)>& on_step) {
   Seat& s = seats_[seat_of_[c]];
   if (s.output.kind != MessageKind::kUpdate) return AsyncAgentError(c, Status::Internal("a job ended without an update"));
+  const uint32_t before = server_.version();
   const protocol::Arrival got = server_.on_update(c, s.output.update);
   if (!got.verdict.ok())
     return Status(StatusCode::kInternal, fmt::format("agent {}: the server refused its update: {}", c, got.verdict.why));
   if (!got.dropped) {
     ++aggregated_;
     staleness_sum_ += got.staleness;
+  }
+  if (server_.secure() && !got.dropped) {  // a receipt: held until its buffer's secure round settles
+    schedule_.hold(c);
+    FEDRT_TRY(exchange());
+    return server_.version() != before ? stepped(on_step) : Status::Ok();
   }
   protocol::ServerMessage m;
   m.kind = MessageKind::kRoundResult;
@@ -124,6 +137,33 @@ Status AsyncDriver::arrive(uint32_t c, const std::function<Status(const DriverRo
   if (!st.ok()) return AsyncAgentError(c, st);
   release(c);
   if (!got.stepped) return Status::Ok();
+  return stepped(on_step);
+}
+
+// SecAgg+: the server's messages to the held devices and their answers, in
+// memory, until the server waits for nobody (a group settles at once here).
+Status AsyncDriver::exchange() {
+  protocol::Outgoing out;
+  while (server_.next_outgoing(out)) {
+    const uint32_t c = out.agent;
+    if (seat_of_[c] == kNoAsyncSeat) continue;  // settled or gone since
+    Seat& s = seats_[seat_of_[c]];
+    const protocol::ServerMessage m = server_.message(out);
+    Status st = s.session.on_message(m, s.output);
+    if (!st.ok()) return AsyncAgentError(c, st);
+    if (m.kind == MessageKind::kRoundResult) {
+      release(c);
+      schedule_.release(c);
+      continue;
+    }
+    if (s.output.kind == MessageKind::kNone) continue;
+    const protocol::Verdict v = server_.on_secagg(c, s.output);
+    if (!v.ok()) return Status(StatusCode::kInternal, fmt::format("agent {}: the server refused its SecAgg+ message: {}", c, v.why));
+  }
+  return Status::Ok();
+}
+
+Status AsyncDriver::stepped(const std::function<Status(const DriverRound&)>& on_step) {
   DriverRound r;
   r.round = server_.version() - 1;
   r.core = &server_.core();

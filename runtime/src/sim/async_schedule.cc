@@ -20,6 +20,7 @@ void AsyncSchedule::init(const DeviceClock& clock, uint32_t concurrency, uint64_
   pool_.clear();
   pos_.assign(n, kNone);
   job_.assign(n, kNone);
+  held_.assign(n, 0);
   for (uint32_t c = 0; c < n; ++c) {
     if (clock.online(c, 0.0)) {
       pool_add(c);
@@ -73,12 +74,13 @@ AsyncSchedule::Decision AsyncSchedule::next() {
         if (out_ < concurrency_) return next();
         break;
       case EventKind::kOffline: {
-        const bool lost = job_[c] != kNone;
+        const bool lost = job_[c] != kNone || held_[c];
+        held_[c] = 0;
         if (pos_[c] != kNone) pool_remove(c);
         if (const double on = clock_->next_online(c, now_); on != DeviceClock::kNever) push(on, c, EventKind::kOnline);
         if (lost) {
+          if (job_[c] != kNone) --out_;
           job_[c] = kNone;
-          --out_;
           return Decision{Decision::Kind::kAbandon, c, now_};
         }
         break;
@@ -98,6 +100,17 @@ void AsyncSchedule::cost(uint32_t agent, double seconds) {
   awaiting_cost_ = false;
   const double done = now_ + seconds;
   if (done < clock_->online_until(agent, now_)) push(done, agent, EventKind::kArrive, job_[agent]);
+}
+
+void AsyncSchedule::hold(uint32_t agent) {
+  if (pos_[agent] != kNone) pool_remove(agent);
+  held_[agent] = 1;
+}
+
+void AsyncSchedule::release(uint32_t agent) {
+  if (!held_[agent]) return;
+  held_[agent] = 0;
+  if (pos_[agent] == kNone && job_[agent] == kNone && clock_->online(agent, now_)) pool_add(agent);
 }
 
 size_t AsyncSchedule::bytes() const {

@@ -18,15 +18,14 @@ using protocol::ClientSession;
 using protocol::MessageKind;
 using protocol::Outgoing;
 
-namespace {
-
-// Simulated devices' SecAgg+ secrets: HKDF of the experiment seed, the round and the id.
 int SimulatedSecrets(void* ctx, uint64_t round_id, uint32_t u, uint8_t* out, size_t n) {
   const secagg::DeviceEntropy e = secagg::SimulatedEntropy(*static_cast<const uint64_t*>(ctx), round_id, u);
   if (n != sizeof e) return -1;
   std::memcpy(out, &e, n);
   return 0;
 }
+
+namespace {
 
 // Distributed DP's device noise in a private run: the operating system's
 // cryptographic source (getrandom), never the experiment's seed.

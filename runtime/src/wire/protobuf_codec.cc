@@ -234,6 +234,7 @@ void Encode(const protocol::Announcement& m, Envelope& env) {
   a->set_model_version(m.model_version);
   if (m.model_bytes > 0) a->set_model_bytes(m.model_bytes);
   if (m.clip > 0) a->set_clip(m.clip);
+  if (m.weight > 0) a->set_weight(m.weight);
   if (m.resume)
     for (uint32_t k = 0; k < task::kMaxSegments; ++k) a->add_resume_bytes(m.resume_bytes[k]);
   if (m.has_delta) {

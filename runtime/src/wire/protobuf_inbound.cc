@@ -115,6 +115,9 @@ bool Inbound::map(const Envelope& env, WireError& error) {
       if (!(a.clip() >= 0 && std::isfinite(a.clip())))
         return fail(ERROR_MALFORMED, fmt::format("announcement with clip {} (adaptive clipping: finite, > 0)", a.clip()));
       announcement_.clip = a.clip();
+      if (!(a.weight() >= 0 && a.weight() <= 1))
+        return fail(ERROR_MALFORMED, fmt::format("announcement with staleness weight {} (in (0, 1], or absent)", a.weight()));
+      announcement_.weight = a.weight();
       if (a.resume_bytes_size() != 0 && a.resume_bytes_size() != static_cast<int>(task::kMaxSegments))
         return fail(ERROR_MALFORMED, fmt::format("announcement with {} resume offsets", a.resume_bytes_size()));
       announcement_.resume = a.resume_bytes_size() > 0;

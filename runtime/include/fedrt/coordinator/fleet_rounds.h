@@ -218,9 +218,10 @@ class FleetRounds {
   Status async_dispatch(uint32_t agent, uint64_t now_ms);
   uint64_t async_next_deadline_ms() const;  // pops the entries of settled jobs
   void async_tick(uint64_t now_ms);
-  Status async_arrive(uint32_t agent, const protocol::Update& update, uint64_t up_bytes);
+  Status async_arrive(uint32_t agent, const protocol::Update& update, uint64_t now_ms);
   void async_result(uint32_t agent);
   Status async_persist();
+  Status async_settle(uint64_t now_ms);  // commits a step the server took, then sends what it queued
 };
 
 }  // namespace fedrt::net

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fedrt/protocol/server_core.h"
+#include "fedrt/protocol/server_secagg.h"
 #include "fedrt/protocol/server_session.h"
 #include "fedrt/protocol/server_uplink.h"
 
@@ -49,7 +50,9 @@ class AsyncServer {
   uint32_t version() const { return version_; }  // server steps taken
   uint32_t jobs_out() const { return out_; }
   bool slot_free() const { return out_ < async_.concurrency; }
-  bool busy(uint32_t agent) const { return job_[agent] != kNoJob; }
+  // Holds a job, or (SecAgg+) a receipt whose secure group has not settled.
+  bool busy(uint32_t agent) const { return job_[agent] != kNoJob || held_[agent] != 0; }
+  bool has_job(uint32_t agent) const { return job_[agent] != kNoJob; }
   uint32_t job_version(uint32_t agent) const { return base_[agent]; }
 
   // A free slot for agent c (slot_free(), !busy(c)): its job, announced on
@@ -57,8 +60,25 @@ class AsyncServer {
   Status dispatch(uint32_t agent, Announcement& out);
   // Agent c's update for its job.
   Arrival on_update(uint32_t agent, const Update& u);
-  // Agent c gave up its job (went offline): the slot frees, nothing aggregated.
+  // Agent c gave up its job (went offline): the slot frees, nothing aggregated
+  // (SecAgg+: a held receipt leaves its buffer, a group member drops out).
   void abandon(uint32_t agent);
+
+  // SecAgg+ (task.secagg.enabled; async_secure.cc): each buffer is one
+  // secure group, so the server learns only the buffer's sum. A device's
+  // update arrives as a receipt (one empty segment) and its device is held;
+  // the K-th receipt forms the group (the first K held, ascending agents):
+  // each member is re-announced its job with the group's SecAgg+ parameters
+  // and its weight w(s), scales its integers by it and masks them; the
+  // unmasked sum, less K times the zero point, is sum_i w(s_i) dx_i. The
+  // step then settles the members (results queued; next_outgoing).
+  bool secure() const { return secure_; }
+  bool group_open() const { return !group_.empty(); }
+  bool next_outgoing(Outgoing& out);
+  ServerMessage message(const Outgoing& out);
+  Verdict on_secagg(uint32_t agent, const ClientMessage& m);
+  // The open SecAgg+ phase closes with the members that answered (a deadline).
+  void expire_phase();
   // The result of agent c's last job (included: it entered a step).
   RoundResult result(uint32_t agent) const;
 
@@ -71,6 +91,25 @@ class AsyncServer {
  private:
   static constexpr uint32_t kNoJob = ~0u;
   void begin_step();
+  void finish_step(const char* closed_by);  // the buffer's sums are in the core: step, commit
+  struct Held {  // a receipt of the secure path
+    uint32_t agent, job, staleness;
+    double weight;
+    WorkReport report;
+    uint64_t samples;
+  };
+  Arrival on_receipt(uint32_t agent, const Update& u, uint32_t staleness);
+  void form_group();
+  void advance_group();
+  void settle_group(const std::vector<uint32_t>& contributors);
+  bool secure_ = false;
+  std::vector<char> held_;
+  std::vector<Held> waiting_, group_;
+  ServerSecAgg secagg_;
+  uint32_t groups_ = 0;
+  std::vector<Outgoing> outbox_;
+  size_t outbox_head_ = 0;
+  std::vector<uint32_t> notify_;
 
   task::Task task_{};
   AsyncOptions async_{};

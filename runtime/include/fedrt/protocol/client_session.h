@@ -13,6 +13,7 @@
 // compression memory, FedEM statistics, the pending update) lies in one
 // region at the start of the arena; state() / restore() copy it.
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -529,6 +530,8 @@ class ClientSession {
     }
     if (a.secagg.enabled && !task_.secagg.enabled)
       return Status::InvalidArgument("announcement: a secure round in a task without secure aggregation");
+    if (!(a.weight >= 0 && a.weight <= 1) || (a.weight > 0 && !a.secagg.enabled))
+      return Status::InvalidArgument("announcement: a staleness weight outside (0, 1] or outside a secure round");
     return Status::Ok();
   }
 
@@ -547,6 +550,11 @@ class ClientSession {
         }
       }
       for (uint32_t k = 0; k < s.chains; ++k) FEDRT_TRY(coder_[k].integers(x + k * static_cast<uint32_t>(s.segment_dim)));
+      if (a.weight > 0 && a.weight < 1) {  // asynchronous rounds: w (x - z) + z, rounded (docs/async.md)
+        const double z = static_cast<double>((uint64_t{1} << task_.compression.quantizer.bits) - 1) / 2.0;
+        for (uint32_t i = 0, n = s.chains * static_cast<uint32_t>(s.segment_dim); i < n; ++i)
+          x[i] = static_cast<uint32_t>(std::floor(a.weight * (static_cast<double>(x[i]) - z) + z + 0.5));
+      }
       FEDRT_TRY(secagg_.start(a.id, a.secagg, s.chains * static_cast<uint32_t>(s.segment_dim),
                               task_.compression.quantizer.bits, entropy_, entropy_ctx_, out.advertise));
       out.kind = MessageKind::kSecAggAdvertise;
@@ -556,6 +564,17 @@ class ClientSession {
     u.id = state_->pending_id;
     u.encoding = static_cast<Encoding>(state_->encoding);
     u.segments = s.chains;
+    if (task_.secagg.enabled && state_->encoding != static_cast<uint8_t>(Encoding::kRawFloat32)) {
+      // A secure task's update never leaves in the clear: an announcement
+      // without a secure round gets a receipt (one empty segment), which an
+      // asynchronous server turns into a secure group (docs/async.md).
+      u.segments = 1;
+      u.payload[0] = View<uint8_t>{nullptr, 0};
+      u.sample_count = state_->samples;
+      u.report = report();
+      out.kind = MessageKind::kUpdate;
+      return Status::Ok();
+    }
     for (uint32_t k = 0; k < s.chains; ++k)
       u.payload[k] = View<uint8_t>{coder_[k].payload(), static_cast<uint32_t>(coder_[k].payload_size())};
     u.sample_count = state_->samples;

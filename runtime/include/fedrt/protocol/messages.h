@@ -77,6 +77,11 @@ struct Announcement {
   // Adaptive clipping (docs/privacy.md, "Adaptive clipping"): this round's
   // clip C_t, which replaces task.privacy.clip; 0: the task's clip.
   double clip = 0;
+  // Buffered asynchronous rounds under SecAgg+ (docs/async.md): the
+  // re-announcement of a held job scales the device's integers around their
+  // zero point by this staleness weight w = (1 + s)^-a before masking,
+  // x <- round(w (x - z) + z), z = (2^b - 1) / 2; 0: not weighted.
+  double weight = 0;
 };
 
 enum class Encoding : uint8_t {

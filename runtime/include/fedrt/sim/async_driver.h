@@ -46,6 +46,8 @@ class AsyncDriver {
   Status dispatch(uint32_t agent);
   Status arrive(uint32_t agent, const std::function<Status(const DriverRound&)>& on_step);
   void release(uint32_t agent);  // parks the agent's session and frees its seat
+  Status exchange();             // SecAgg+: the server's outbox and the answers it gets
+  Status stepped(const std::function<Status(const DriverRound&)>& on_step);  // the step's row
   Status new_seat(uint32_t agent);
 
   DriverOptions opt_;
@@ -56,6 +58,7 @@ class AsyncDriver {
   std::vector<uint32_t> seat_of_;  // per agent: its seat while it holds a job
   std::vector<uint8_t> parked_;    // per agent: rest_bytes_ bytes
   size_t rest_bytes_ = 0, arena_bytes_ = 0;
+  uint64_t entropy_seed_ = 0;  // SecAgg+ secrets (SimulatedSecrets)
   uint64_t samples_ = 0, dispatches_ = 0, abandoned_ = 0, aggregated_ = 0, staleness_sum_ = 0;
 };
 

@@ -31,6 +31,11 @@ class AsyncSchedule {
   // The dispatched job of `agent` takes `seconds` (download, work, upload):
   // it arrives then, unless the device goes offline first (kAbandon then).
   void cost(uint32_t agent, double seconds);
+  // SecAgg+ (docs/async.md): a device whose update arrived as a receipt is
+  // held (no new job) until its buffer's secure round settles; going offline
+  // before then it leaves the buffer (kAbandon).
+  void hold(uint32_t agent);
+  void release(uint32_t agent);
   double now() const { return now_; }
   uint64_t events() const { return events_; }
   uint32_t jobs_out() const { return out_; }
@@ -62,6 +67,7 @@ class AsyncSchedule {
   std::vector<uint32_t> pool_;  // online devices without a job
   std::vector<uint32_t> pos_;   // per agent: its index in pool_, or kNone
   std::vector<uint32_t> job_;   // per agent: the job it holds (dispatch number), or kNone
+  std::vector<char> held_;      // per agent: held (SecAgg+ receipt in a buffer)
 };
 
 }  // namespace fedrt::sim

@@ -24,6 +24,10 @@
 
 namespace fedrt::sim {
 
+// Simulated devices' SecAgg+ secrets (protocol::EntropyFn): HKDF of the
+// seed at `ctx` (a uint64_t), the round and the device's id.
+int SimulatedSecrets(void* ctx, uint64_t round_id, uint32_t u, uint8_t* out, size_t n);
+
 struct DriverOptions {
   const task::Task* task = nullptr;
   uint32_t algorithm = 0;
