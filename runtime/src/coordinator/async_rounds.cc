@@ -425,23 +425,10 @@ Status FleetRounds::async_persist() {
   AsyncRun& a = *async_;
   const protocol::Commit& c = a.server.step();
   const protocol::ServerCore& core = a.server.core();
-  RoundRecord rec;
-  rec.algorithm = a.algorithm;
-  rec.run = a.run;
-  rec.round = a.server.version() - 1;
+  RoundRecord rec = record_of(c, core);  // c.id.round is the step's version before it
   RoundVectors vectors;
   vectors.theta.push_back({core.model(), static_cast<size_t>(core.dim())});
   core.state_slices(vectors.state);
-  rec.samples = c.samples;
-  rec.agents = static_cast<uint32_t>(c.members.size());
-  rec.sampled = c.sampled;
-  rec.error = last_error_ = measure_(core);
-  rec.bits_up = c.bits_up;
-  rec.bits_down = c.bits_down;
-  rec.closed_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  rec.closed_by = c.closed_by;
-  rec.train_loss = c.train_loss;
-  rec.local_loss = c.local_loss;
   rec.time_s = a.step_time_s;
   // A fast device can have two updates in one buffer: the state db lists
   // it once, with its examples and bytes summed (rec.agents counts updates).

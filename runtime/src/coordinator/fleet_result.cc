@@ -146,6 +146,10 @@ Status FleetResult(const task::Task& task, const problems::Instance& instance, r
     if (dp) report::AddPrivacySummary(*privacy, epsilon, stops, res.extra, effective_noise);
     if (!final_clips.empty()) report::AddAdaptiveClipSummary(*privacy, final_clips, res.extra);
     eval.algorithm_finished(a, res);
+    if (!res.time_s.empty()) {  // asynchronous steps (only they keep times in the state db)
+      res.predicted_bias_sq.reset();  // the theory's fixed points are those of synchronous rounds
+      res.predicted_bias_sq_stationary.reset();
+    }
     out.algorithms.push_back(std::move(res));
   }
   return Status::Ok();

@@ -254,20 +254,14 @@ void FleetRounds::log_phases(uint64_t) {
   session_->clear_phases_closed();
 }
 
-// The closed round, durable before anyone learns the result (write-ahead).
-Status FleetRounds::persist() {
-  const protocol::Commit& c = session_->commit();
-  const protocol::ServerCore& core = session_->core();
+// A commit's row of the round log (its members' reports are the caller's),
+// scored by the family's measure of the state after it.
+RoundRecord FleetRounds::record_of(const protocol::Commit& c, const protocol::ServerCore& core) {
   RoundRecord rec;
   rec.algorithm = c.id.algorithm;
   rec.run = c.id.run;
   rec.round = c.id.round;
-  RoundVectors vectors;  // the model and the state are written from the session's memory
-  vectors.theta.push_back({core.model(), static_cast<size_t>(core.dim())});
-  session_->state_slices(vectors.state);
-  const bool secure = opt_.task.secagg.enabled && c.id.round != protocol::kInitRound;
-  // A secure round's devices send no sample counts: every contributor ran the round's block.
-  rec.samples = secure ? static_cast<uint64_t>(c.members.size()) * c.local_steps : c.samples;
+  rec.samples = c.samples;
   rec.agents = static_cast<uint32_t>(c.members.size());
   rec.sampled = c.sampled;
   rec.error = last_error_ = measure_(core);
@@ -278,6 +272,20 @@ Status FleetRounds::persist() {
   rec.failure = c.failure;
   rec.train_loss = c.train_loss;
   rec.local_loss = c.local_loss;
+  return rec;
+}
+
+// The closed round, durable before anyone learns the result (write-ahead).
+Status FleetRounds::persist() {
+  const protocol::Commit& c = session_->commit();
+  const protocol::ServerCore& core = session_->core();
+  RoundRecord rec = record_of(c, core);
+  RoundVectors vectors;  // the model and the state are written from the session's memory
+  vectors.theta.push_back({core.model(), static_cast<size_t>(core.dim())});
+  session_->state_slices(vectors.state);
+  const bool secure = opt_.task.secagg.enabled && c.id.round != protocol::kInitRound;
+  // A secure round's devices send no sample counts: every contributor ran the round's block.
+  if (secure) rec.samples = static_cast<uint64_t>(c.members.size()) * c.local_steps;
   for (size_t i = 0; i < c.members.size(); ++i) {
     MemberReport m;
     m.device = c.members[i];

@@ -77,15 +77,7 @@ Status AsyncDriver::new_seat(uint32_t agent) {
   Seat& s = seats_.emplace_back();
   s.arena.reset(new uint8_t[arena_bytes_]());
   Arena arena(s.arena.get(), arena_bytes_);
-  ClientSession<double>::Options co;
-  co.task = opt_.task;
-  co.algorithm = opt_.algorithm;
-  co.run = opt_.run;
-  co.agent = agent;
-  co.problem = (*opt_.agents)[agent];
-  co.entropy = SimulatedSecrets;  // SecAgg+ (secure tasks): the synchronous simulator's secrets
-  co.entropy_ctx = &entropy_seed_;
-  const Status st = s.session.init(arena, co);
+  const Status st = s.session.init(arena, AgentOptions(opt_, agent, &entropy_seed_));
   return st.ok() ? st : AsyncAgentError(agent, st);
 }
 

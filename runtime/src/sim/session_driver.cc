@@ -48,6 +48,19 @@ Status AgentError(uint32_t agent, const Status& st) {
 
 }  // namespace
 
+ClientSession<double>::Options AgentOptions(const DriverOptions& o, uint32_t agent, uint64_t* entropy_seed) {
+  ClientSession<double>::Options co;
+  co.task = o.task;
+  co.algorithm = o.algorithm;
+  co.run = o.run;
+  co.agent = agent;
+  co.problem = (*o.agents)[agent];
+  co.entropy = SimulatedSecrets;
+  co.entropy_ctx = entropy_seed;
+  co.noise_entropy = OsEntropy;
+  return co;
+}
+
 Status SessionDriver::run(const DriverOptions& o, const std::function<Status(const DriverRound&)>& on_round) {
   opt_ = o;
   Status st = run_rounds(on_round);
@@ -240,16 +253,7 @@ Status SessionDriver::seat(uint32_t c) {
     Seat& fresh = seats_.emplace_back();
     fresh.arena.reset(new uint8_t[arena_bytes_]());
     Arena arena(fresh.arena.get(), arena_bytes_);
-    ClientSession<double>::Options co;
-    co.task = opt_.task;
-    co.algorithm = opt_.algorithm;
-    co.run = opt_.run;
-    co.agent = c;
-    co.problem = problem;
-    co.entropy = SimulatedSecrets;
-    co.entropy_ctx = &entropy_seed_;
-    co.noise_entropy = OsEntropy;
-    Status st = fresh.session.init(arena, co);
+    Status st = fresh.session.init(arena, AgentOptions(opt_, c, &entropy_seed_));
     if (!st.ok()) return AgentError(c, st);
     k = static_cast<uint32_t>(seats_.size() - 1);
   } else if (const uint32_t old = seats_[k].agent; old != kUnseated) {  // its agent goes back to its parked bytes

@@ -177,6 +177,10 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
     if (task.privacy.enabled) report::AddPrivacySummary(cfg.privacy, epsilon, stops, res.extra, effective_noise);
     if (!final_clips.empty()) report::AddAdaptiveClipSummary(cfg.privacy, final_clips, res.extra);
     eval.algorithm_finished(a, res);
+    if (cfg.async.async()) {  // the theory's fixed points are those of synchronous rounds
+      res.predicted_bias_sq.reset();
+      res.predicted_bias_sq_stationary.reset();
+    }
     out.algorithms.push_back(std::move(res));
   }
   out.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();

@@ -174,6 +174,7 @@ class FleetRounds {
   void pump(uint64_t now_ms);
   Status open(uint64_t now_ms);
   Status persist();
+  RoundRecord record_of(const protocol::Commit& c, const protocol::ServerCore& core);
   std::vector<uint64_t> bytes_down_, bytes_up_;  // frame bytes per agent in the open round
   void deliver(uint64_t now_ms);
   void announce(uint32_t agent, uint64_t now_ms);

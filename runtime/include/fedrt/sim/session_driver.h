@@ -64,6 +64,11 @@ struct DriverOptions {
   double deadline_s = 0;
 };
 
+// A simulated agent's client session options: the task, algorithm and run
+// of `o`, the agent's local problem, SecAgg+ secrets from SimulatedSecrets
+// keyed by *entropy_seed, distributed DP's noise from the operating system.
+protocol::ClientSession<double>::Options AgentOptions(const DriverOptions& o, uint32_t agent, uint64_t* entropy_seed);
+
 // One closed round (round = protocol::kInitRound for FedEM's initial exchange).
 struct DriverRound {
   uint32_t round = 0;
