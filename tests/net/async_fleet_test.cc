@@ -3,10 +3,11 @@
 // Under --virtual-clock the coordinator hands out jobs and takes updates in
 // the order of the simulator's virtual clock: metrics.csv (errors, updates
 // per step, bits, time_s) equals fedrt-sim's line for line, for FedAvg,
-// FedProx and Scaffold, plain and with 4-level dithering, and FedAvg and
-// FedProx under SecAgg+ (one secure group per buffer: the coordinator sees
-// receipts and masked inputs, never an update), on lognormal devices online
-// a few hours a day. In real time every step still takes K
+// FedProx and Scaffold, plain and with 4-level dithering, FedAvg and FedProx
+// under SecAgg+ (one secure group per buffer: the coordinator sees receipts
+// and masked inputs, never an update) and under central DP-FedAvg (noise
+// per step from privacy.test_seed, epsilon per step), on lognormal devices
+// online a few hours a day. In real time every step still takes K
 // updates and the run completes; bad combinations are refused by name.
 #include <string>
 #include <vector>
@@ -21,11 +22,14 @@ namespace async_fleet {
 constexpr int kAgents = 10, kSteps = 12;
 
 std::string Experiment(const std::string& extra) {
-  // Scaffold weighs dx alone, which a device's masked input cannot: not under SecAgg+ (docs/async.md).
+  // Scaffold weighs dx alone, which a device's masked input cannot: not under
+  // SecAgg+; DP-FedAvg runs FedAvg and FedProx only (docs/async.md).
   const bool secure = extra.find("secure_aggregation") != std::string::npos;
+  const bool dp = extra.find("[privacy]") != std::string::npos;
   return "[problem]\nkind = \"lsq\"\nagents = 10\ndim = 5\nsamples = 50\nconcept_shift = 1.0\nseed = 3\n"
-         "[algorithm]\nnames = [\"fedavg\", \"fedprox\", \"" + std::string(secure ? "fedprox-exact" : "scaffold") +
-         "\"]\nstep = 0.02\nlocal_steps = 10\nbatch = 4\n"
+         "[algorithm]\nnames = [\"fedavg\", \"fedprox\"" +
+         std::string(dp ? "" : secure ? ", \"fedprox-exact\"" : ", \"scaffold\"") +
+         "]\nstep = 0.02\nlocal_steps = 10\nbatch = 4\n"
          "mode = \"async\"\nbuffer = 3\nconcurrency = 5\nmax_staleness = 4\nstaleness_exponent = 0.5\n"
          "[run]\nrounds = " + std::to_string(kSteps) + "\nruns = 2\nseed = 1\n"
          "[devices]\nspeed = { distribution = \"lognormal\", mu = 0.0, sigma = 0.7 }\n"
@@ -47,12 +51,15 @@ TEST_P(AsyncFleetTest, VirtualClockFleetEqualsTheSimulator) {
                           dir_ / "sim.log");
   ASSERT_EQ(Wait(sim, 120000), 0) << ReadFile(dir_ / "sim.log");
   const auto fleet_csv = ReadLines(dir_ / "out" / "metrics.csv"), sim_csv = ReadLines(dir_ / "sim" / "metrics.csv");
-  ASSERT_EQ(sim_csv.size(), 1u + 3 * 2 * (kSteps + 1));
+  const bool dp = std::string(GetParam()).find("[privacy]") != std::string::npos;
+  const size_t algorithms = dp ? 2 : 3;
+  ASSERT_EQ(sim_csv.size(), 1u + algorithms * 2 * (kSteps + 1));
   ASSERT_EQ(fleet_csv.size(), sim_csv.size());
   EXPECT_NE(sim_csv[0].find(",time_s"), std::string::npos);
+  if (dp) EXPECT_NE(sim_csv[0].find(",epsilon"), std::string::npos);
   for (size_t i = 0; i < sim_csv.size(); ++i) EXPECT_EQ(fleet_csv[i], sim_csv[i]) << "metrics.csv line " << i + 1;
   const std::string log = ReadFile(dir_ / "coordinator.log");
-  EXPECT_EQ(Count(log, "coordinator step alg="), 3u * 2 * kSteps) << log;
+  EXPECT_EQ(Count(log, "coordinator step alg="), algorithms * 2 * kSteps) << log;
   EXPECT_GT(Count(log, "staleness_max=1") + Count(log, "staleness_max=2") + Count(log, "staleness_max=3"), 0u) << log;
   if (std::string(GetParam()).find("secure") != std::string::npos)  // one secure group per buffer
     for (const RoundRecord& r : Rounds()) EXPECT_EQ(r.closed_by, "secagg") << "step " << r.round;
@@ -60,13 +67,16 @@ TEST_P(AsyncFleetTest, VirtualClockFleetEqualsTheSimulator) {
 
 const char* kSecure = "[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\nsecure_aggregation = true\n";
 
+const char* kCentralDp = "[privacy]\nmechanism = \"central\"\nclip = 1.0\nnoise_multiplier = 1.0\ntest_seed = 5\n";
+
 INSTANTIATE_TEST_SUITE_P(Async, AsyncFleetTest,
-                         ::testing::Values("", "[compression]\nquantizer = \"dither\"\nlevels = 4\n", kSecure),
+                         ::testing::Values("", "[compression]\nquantizer = \"dither\"\nlevels = 4\n", kSecure, kCentralDp),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            const std::string p = i.param;
-                           return p.empty() ? std::string("plain")
-                                  : p.find("secure") != std::string::npos ? std::string("secagg")
-                                                                          : std::string("dither");
+                           return p.empty()                                ? std::string("plain")
+                                  : p.find("secure") != std::string::npos  ? std::string("secagg")
+                                  : p.find("privacy") != std::string::npos ? std::string("central_dp")
+                                                                           : std::string("dither");
                          });
 
 // In real time (no virtual clock): three devices are 40 ms slower per job, so

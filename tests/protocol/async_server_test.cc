@@ -286,6 +286,55 @@ TEST(AsyncServer, ASecureBufferStepsByItsWeightedSum) {
   for (uint32_t c : {0u, 1u, 2u}) EXPECT_TRUE(s.result(c).included);
 }
 
+// Central DP-FedAvg: an update longer than the clip is refused; an accepted
+// one holds its device (no new job) until its buffer's step, so no device
+// adds two updates to one step; the step adds sigma C times the source's
+// draws and divides by K; the results come from the server's outbox.
+TEST(AsyncServer, UnderCentralDpADeviceAddsOneUpdatePerStep) {
+  Fleet fleet{task::AlgorithmKind::kFedAvg};
+  fleet.task.privacy.enabled = true;
+  fleet.task.privacy.clip = 10.0;
+  fleet.task.privacy.noise_multiplier = 0.5;
+  std::vector<double> zero(Fleet::kDim, 0.0);
+  ServerOptions so;
+  so.task = fleet.task;
+  so.initial = View<double>{zero.data(), Fleet::kDim};
+  so.standard_normal = [](double* out, size_t n) {
+    for (size_t i = 0; i < n; ++i) out[i] = 0.25 * static_cast<double>(i + 1);
+    return Status::Ok();
+  };
+  AsyncOptions a;
+  a.buffer = 2;
+  a.concurrency = 3;
+  a.staleness_exponent = 0;
+  AsyncServer s;
+  ASSERT_TRUE(s.init(so, a).ok());
+  EXPECT_TRUE(s.holds());
+  Announcement ann;
+  ASSERT_TRUE(s.dispatch(0, ann).ok());
+  const uint32_t j0 = ann.id.round;
+  ASSERT_TRUE(s.dispatch(1, ann).ok());
+  const uint32_t j1 = ann.id.round;
+  RawUpdate big(j1, std::vector<double>(Fleet::kDim, 100.0));  // norm 200 > clip 10
+  EXPECT_EQ(s.on_update(1, big.u).verdict.refusal, Refusal::kUnclipped);
+  RawUpdate u0(j0, Dx(0));
+  ASSERT_TRUE(s.on_update(0, u0.u).verdict.ok());
+  EXPECT_TRUE(s.busy(0));                   // held until the step
+  EXPECT_FALSE(s.dispatch(0, ann).ok());    // no second update of device 0 in this buffer
+  s.abandon(1);
+  ASSERT_TRUE(s.dispatch(2, ann).ok());
+  RawUpdate u2(ann.id.round, Dx(2));
+  ASSERT_TRUE(s.on_update(2, u2.u).stepped);
+  EXPECT_FALSE(s.busy(0));
+  const std::vector<double> d0 = Dx(0), d2 = Dx(2);
+  for (int i = 0; i < Fleet::kDim; ++i)  // x_1 = 0 + eta_g (dx_0 + dx_2 + sigma C n) / K
+    EXPECT_NEAR(s.core().model()[i], (d0[i] + d2[i] + 0.5 * 10.0 * 0.25 * (i + 1)) / 2.0, 1e-14) << i;
+  Outgoing o;
+  int results = 0;
+  while (s.next_outgoing(o)) results += o.kind == MessageKind::kRoundResult;
+  EXPECT_EQ(results, 2);
+}
+
 TEST(AsyncServer, InitRefusesWhatItCannotWeigh) {
   Fleet f{task::AlgorithmKind::kFedAvg};
   std::vector<double> zero(Fleet::kDim, 0.0);

@@ -130,7 +130,11 @@ Status ValidateAsyncDevices(const ExperimentConfig& c) {
       return Bad(fmt::format("algorithm.mode = \"async\" cannot run '{}': Richardson-Romberg's two chains step in rounds",
                              name));
   const std::string why = " with algorithm.mode = \"async\" is not supported yet";
-  if (c.privacy.on()) return Bad("privacy.mechanism" + why + ": the accountant composes per round (docs/async.md)");
+  if (c.privacy.on() && c.privacy.mechanism != "central")
+    return Bad("privacy.mechanism = \"" + c.privacy.mechanism + "\"" + why +
+               ": a buffer's devices would have to share its noise (use \"central\")");
+  if (c.privacy.on() && c.privacy.adaptive_quantile)
+    return Bad("privacy.adaptive_quantile" + why + ": the clip would move with steps whose buffers mix its values");
   if (c.secagg.enabled)
     for (const std::string& name : c.algorithms)
       if (name.rfind("scaffold", 0) == 0)

@@ -91,6 +91,7 @@ Status FleetRounds::async_open() {
   so.run = s.run;
   so.initial = opt_.initial;
   so.max_update_norm = opt_.max_update_norm;
+  if (opt_.privacy != nullptr) so.standard_normal = opt_.privacy->noise(s.algorithm, s.run, 0, opt_.initial.size);
   protocol::AsyncOptions ao;
   ao.buffer = static_cast<uint32_t>(opt_.async->buffer);
   ao.concurrency = static_cast<uint32_t>(opt_.async->concurrency);
@@ -160,7 +161,8 @@ void FleetRounds::async_pump(uint64_t now_ms) {
     repump_ = false;
     while (st.ok() && async_ != nullptr && !finished_ && !stopped_) {
       AsyncRun& a = *async_;
-      if (a.server.version() >= opt_.task.rounds) {  // this run's steps are done: jobs out are dropped
+      if (a.server.version() >= rounds_per_run(a.run) ||
+          (opt_.privacy != nullptr && opt_.privacy->stopped(a.algorithm, a.run))) {  // done: jobs out are dropped
         for (uint32_t c = 0; c < agents_; ++c)
           if (a.server.busy(c)) {  // a job out, or a receipt held: not in any step now
             if (a.server.has_job(c)) a.server.abandon(c);
@@ -379,7 +381,7 @@ Status FleetRounds::async_arrive(uint32_t c, const protocol::Update& u, uint64_t
   if (got.dropped)
     CoordinatorLog("stale alg={} run={} device_index={} staleness={} > max_staleness={}: dropped",
                    opt_.names[a.algorithm], a.run, c, got.staleness, a.server.options().max_staleness);
-  if (a.server.secure() && !got.dropped) {  // a receipt: the device is held until its group settles
+  if (a.server.holds() && !got.dropped) {  // held until its buffer's step (SecAgg+: its group) settles
     if (opt_.virtual_clock) a.schedule.hold(c);
     return async_settle(now_ms);
   }
@@ -476,6 +478,11 @@ Status FleetRounds::async_persist() {
   if (opt_.faults != nullptr && opt_.faults->stop_after(closed_here_)) {
     CoordinatorLog("stop after_rounds={}", closed_here_);
     stopped_ = true;
+  }
+  if (opt_.privacy != nullptr) {  // epsilon after this step, composed without amplification
+    auto eps = opt_.privacy->closed(a.algorithm, a.run, rec.round, c.sampled);
+    if (!eps.ok()) return eps.status();
+    events_->privacy_spent(a.algorithm, a.run, *eps);
   }
   events_->round_opened(protocol::RoundId{a.algorithm, a.run, a.server.version()}, a.server.options().buffer);
   return Status::Ok();

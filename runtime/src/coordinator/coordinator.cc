@@ -447,7 +447,7 @@ Status Coordinator::finish() {
     res.settings["auth"] = opt_.network.auth;
     res.problem.description += fmt::format(", {} agents over TLS", task_.problem.agents);
     rounds_.release_session();  // FleetResult replays each run in a session of its own
-    FEDRT_TRY(FleetResult(task_, *instance_, *eval_, *store_, res, &opt_.experiment.privacy));
+    FEDRT_TRY(FleetResult(AccountedTask(), *instance_, *eval_, *store_, res, &opt_.experiment.privacy));
     Status plot = Status::Ok();
     FEDRT_TRY(report::WriteOutputs(res, opt_.out, opt_.plot ? &plot : nullptr));
     std::vector<std::string> ids;

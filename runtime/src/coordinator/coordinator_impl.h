@@ -145,6 +145,14 @@ class Coordinator : public ConnectionOwner, public GatewayRoute {
   Status fatal_ = Status::Ok();
 
   task::Task task_{};
+  // The task as the privacy accountant sees it: asynchronous steps are not
+  // Poisson samples of the fleet, so they compose without amplification
+  // (participation 1; docs/async.md).
+  task::Task AccountedTask() const {
+    task::Task t = task_;
+    if (opt_.experiment.async.async()) t.participation = 1.0;
+    return t;
+  }
   std::vector<std::string> names_;
   // Agents whose shard in the coordinator's copy did not read, and why: refused
   // from the start, told so at their Hello (docs/data.md).

@@ -63,7 +63,7 @@ Status Coordinator::prepare_task() {
   malloc_trim(0);  // hand the freed pages back before the first connection
 #endif
   for (uint32_t a = 0; a < task_.num_algorithms; ++a) names_.push_back(task::AlgorithmName(task_.algorithms[a]));
-  return privacy_.init(cfg.privacy, task_, names_);
+  return privacy_.init(cfg.privacy, AccountedTask(), names_);
 }
 
 }  // namespace fedrt::net::detail

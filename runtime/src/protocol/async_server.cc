@@ -1,10 +1,26 @@
 #include "fedrt/protocol/async_server.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
 namespace fedrt::protocol {
+
+namespace {
+// The L2 norm of a raw float64 update's dx (first segment), in index order;
+// -1 when it is not one (the uplink then refuses it).
+double RawNorm(const Update& u) {
+  if (u.encoding != Encoding::kRawFloat64 || u.segments != 1 || u.payload[0].size % 8 != 0) return -1;
+  double sq = 0, v = 0;
+  for (uint32_t i = 0; i < u.payload[0].size; i += 8) {
+    std::memcpy(&v, u.payload[0].data + i, 8);
+    sq += v * v;
+  }
+  return std::sqrt(sq);
+}
+}  // namespace
 
 double StalenessWeight(uint32_t staleness, double exponent) {
   return std::pow(1.0 + static_cast<double>(staleness), -exponent);
@@ -22,8 +38,14 @@ Status AsyncServer::init(const ServerOptions& o, const AsyncOptions& a) {
   FEDRT_TRY(core_.init(task_, o.algorithm, o.run, o.initial));
   if (core_.family() != task::Family::kOpt || core_.chains() != 1)
     return Status::InvalidArgument("async server: buffered aggregation runs FedAvg, FedProx and Scaffold only");
-  if (task_.privacy.enabled || task_.compression.downlink)
-    return Status::InvalidArgument("async server: privacy and the compressed downlink are not supported yet");
+  if (task_.compression.downlink)
+    return Status::InvalidArgument("async server: the compressed downlink is not supported");
+  if (task_.privacy.enabled) {  // central DP-FedAvg only (docs/async.md)
+    if (task_.privacy.distributed || task_.secagg.enabled || !o.standard_normal || o.adaptive.on())
+      return Status::InvalidArgument("async server: DP-FedAvg runs central, without SecAgg+ or adaptive clipping, "
+                                     "with a noise source");
+    standard_normal_ = o.standard_normal;
+  }
   secure_ = task_.secagg.enabled;
   FEDRT_TRY(uplink_.init(task_, core_, agents_));
   if (uplink_.keeps_sum() || (uplink_.closes_round() && !secure_))
@@ -33,6 +55,10 @@ Status AsyncServer::init(const ServerOptions& o, const AsyncOptions& a) {
     return Status::InvalidArgument("async server: Scaffold under SecAgg+: its dc would be weighted with dx, which "
                                    "breaks mean_c c_c = c");
   uplink_.set_max_norm(o.max_update_norm > 0 ? o.max_update_norm : DefaultMaxUpdateNorm(task_));
+  if (task_.privacy.enabled) {
+    core_.set_fixed_denominator(static_cast<double>(a.buffer));
+    noise_.assign(static_cast<size_t>(core_.dim()), 0.0);
+  }
   job_.assign(agents_, kNoJob);
   base_.assign(agents_, 0);
   last_job_.assign(agents_, kNoJob);
@@ -116,6 +142,13 @@ Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
     ++dropped_;
     return r;
   }
+  if (task_.privacy.enabled) {  // DP-FedAvg: an update longer than the clip is refused (docs/privacy.md)
+    const double norm = RawNorm(u);
+    const double d = static_cast<double>(core_.dim());
+    if (!(norm >= 0) || norm > task_.privacy.clip * (1.0 + std::min(1e-4, (d + 8) * 0x1p-24)))
+      return refuse(Refusal::kUnclipped, fmt::format("update of L2 norm {} (privacy.clip = {}): dropped, its job ends",
+                                                     norm, task_.privacy.clip));
+  }
   r.weight = StalenessWeight(r.staleness, async_.staleness_exponent);
   core_.set_staleness_weight(r.weight);
   auto bits = uplink_.accept(agent, u, core_.broadcast(), core_);
@@ -129,6 +162,7 @@ Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
   job_[agent] = kNoJob;
   --out_;
   included_[agent] = 1;
+  if (task_.privacy.enabled) held_[agent] = 1;  // one update per step: held until this buffer's step
   pending_.members.push_back(agent);
   pending_staleness_.push_back(r.staleness);
   pending_.bits_up += *bits;
@@ -144,6 +178,16 @@ Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
 // The buffer's sums are in the core: x_{v+1} from them, the step's commit,
 // and the next buffer.
 void AsyncServer::finish_step(const char* closed_by) {
+  if (task_.privacy.enabled && standard_normal_) {  // DP-FedAvg: N(0, sigma^2 C^2) on the buffer's sum
+    const Status st = standard_normal_(noise_.data(), noise_.size());
+    const double scale = task_.privacy.noise_multiplier * task_.privacy.clip;
+    for (double& v : noise_) v = st.ok() ? v * scale : std::nan("");  // a failed source poisons the step, never skips it
+    core_.add_noise(0, noise_.data());
+    for (uint32_t c : pending_.members) {
+      held_[c] = 0;
+      outbox_.push_back(Outgoing{c, MessageKind::kRoundResult});
+    }
+  }
   core_.finish_round(version_);
   double before = 0, after = 0;
   uint32_t nb = 0, na = 0;

@@ -35,6 +35,7 @@ Status AsyncDriver::run(const DriverOptions& o, const protocol::AsyncOptions& as
   so.run = o.run;
   so.initial = o.initial;
   so.max_update_norm = o.max_update_norm;
+  so.standard_normal = o.standard_normal;  // central DP-FedAvg's noise
   FEDRT_TRY(server_.init(so, async));
   arena_bytes_ = (ClientSession<double>::WorkspaceBytes(task, o.algorithm) + 63) & ~size_t(63);
   for (uint32_t c = 0; c < n; ++c)
@@ -117,7 +118,7 @@ Status AsyncDriver::arrive(uint32_t c, const std::function<Status(const DriverRo
     ++aggregated_;
     staleness_sum_ += got.staleness;
   }
-  if (server_.secure() && !got.dropped) {  // a receipt: held until its buffer's secure round settles
+  if (server_.holds() && !got.dropped) {  // held until its buffer's step (SecAgg+: its secure round) settles
     schedule_.hold(c);
     FEDRT_TRY(exchange());
     return server_.version() != before ? stepped(on_step) : Status::Ok();

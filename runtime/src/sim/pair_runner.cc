@@ -65,7 +65,9 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
       o.standard_normal = [noise](double* out, size_t n) { return noise->Fill(out, n); };
     }
     // Each round at its multiplier (distributed: sigma_eff of its n, foreseen from the seed).
-    auto b = privacy::RunBudget::Create(dp->delta, dp->epsilon_budget, task.participation,
+    // Asynchronous steps are not Poisson samples of the fleet: composed without amplification (docs/async.md).
+    const double rate = ctx.async != nullptr && ctx.async->async() ? 1.0 : task.participation;
+    auto b = privacy::RunBudget::Create(dp->delta, dp->epsilon_budget, rate,
                                         [&task, run](uint32_t t) { return protocol::DpForeseenSigma(task, run, t); }, T);
     if (!b.ok()) {
       p.status = b.status();

@@ -50,7 +50,7 @@ Status CheckPrivacy(const config::ExperimentConfig& cfg, const task::Task& task,
   // Each run's first round at its multiplier (distributed: sigma_eff of the n the seed samples).
   for (uint32_t run = 0; run < (task.privacy.distributed ? task.runs : 1u); ++run) {
     auto budget = privacy::RunBudget::Create(
-        cfg.privacy.delta, cfg.privacy.epsilon_budget, task.participation,
+        cfg.privacy.delta, cfg.privacy.epsilon_budget, cfg.async.async() ? 1.0 : task.participation,
         [&task, run](uint32_t t) { return protocol::DpForeseenSigma(task, run, t); }, task.rounds);
     if (!budget.ok()) return budget.status();
   }

@@ -289,6 +289,8 @@ class FedOptServer {
   uint32_t reports() const { return reports_; }
   int dim() const { return dim_; }
   S* mutable_broadcast() { return broadcast_; }  // for restore from storage
+  // The denominator of DP-FedAvg's step (buffered asynchronous rounds: K, not q N).
+  void set_fixed_denominator(S d) { hyper_.fixed_denominator = d; }
   // The round's exact sum of the updates, for a partial aggregate to be taken
   // out of it or added to it (then count_report() per update).
   ExactSumArray& round_sum() { return sum_; }

@@ -14,6 +14,7 @@
 // entered a step. Host code: memory is sized at init.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "fedrt/protocol/server_core.h"
@@ -73,6 +74,15 @@ class AsyncServer {
   // unmasked sum, less K times the zero point, is sum_i w(s_i) dx_i. The
   // step then settles the members (results queued; next_outgoing).
   bool secure() const { return secure_; }
+  // Central DP-FedAvg (task.privacy): every update must be within the clip
+  // (else refused, kUnclipped), its device is held until its buffer's step
+  // so that it adds at most one update to a step, and each step adds
+  // N(0, sigma^2 C^2) noise to the sum before dividing by K. The accountant
+  // composes the steps without subsampling (docs/async.md).
+  bool private_steps() const { return task_.privacy.enabled; }
+  // The drivers hold a device after its arrival (no new job) until the
+  // server queues its result: under SecAgg+ or DP.
+  bool holds() const { return secure_ || task_.privacy.enabled; }
   bool group_open() const { return !group_.empty(); }
   bool next_outgoing(Outgoing& out);
   ServerMessage message(const Outgoing& out);
@@ -103,6 +113,8 @@ class AsyncServer {
   void advance_group();
   void settle_group(const std::vector<uint32_t>& contributors);
   bool secure_ = false;
+  std::function<Status(double*, size_t)> standard_normal_;  // DP-FedAvg's noise
+  std::vector<double> noise_;
   std::vector<char> held_;
   std::vector<Held> waiting_, group_;
   ServerSecAgg secagg_;

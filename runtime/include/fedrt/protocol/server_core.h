@@ -77,6 +77,10 @@ class ServerCore {
   // Buffered asynchronous aggregation (optimisation family, docs/async.md):
   // once set, add() weighs the dx of the next updates by w = (1 + s)^-a
   // (FedOptServer::accumulate_stale); set before each update.
+  // DP-FedAvg under buffered asynchronous rounds: the step divides by K, not q N.
+  void set_fixed_denominator(double d) {
+    for (uint32_t k = 0; k < chains_; ++k) opt_[k].set_fixed_denominator(d);
+  }
   void set_staleness_weight(double w) {
     stale_weights_ = true;
     stale_weight_ = w;
