@@ -89,6 +89,15 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   out.config = cfg;
   out.threads = pool.threads();
   eval.describe(out);
+  // The virtual clock (docs/async.md): with [devices], or asynchronous rounds
+  // (which need one: every device then at speed 1, 10 Mbit/s, always online).
+  // A bad trace or profiles file is in what the experiment asked for.
+  std::optional<DeviceClock> clock;
+  if (cfg.devices.present || cfg.async.async()) {
+    auto c = DeviceClock::Build(cfg.devices, task.problem.agents, task.seed);
+    if (!c.ok()) return c.status();
+    clock = std::move(*c);
+  }
   if (opt.started != nullptr) *opt.started = true;
   if (opt.ranks != nullptr) FEDRT_TRY(opt.ranks->built());  // run times start together on every rank
   const auto runs_start = std::chrono::steady_clock::now();
@@ -105,13 +114,7 @@ Result<SimResult> RunExperiment(const config::ExperimentConfig& cfg, const SimOp
   ctx.ranks = opt.ranks;
   ctx.privacy = &cfg.privacy;
   ctx.max_update_norm = cfg.robustness.max_update_norm;
-  // The virtual clock (docs/async.md): with [devices], or asynchronous rounds
-  // (which need one: every device then at speed 1, 10 Mbit/s, always online).
-  std::optional<DeviceClock> clock;
-  if (cfg.devices.present || cfg.async.async()) {
-    auto c = DeviceClock::Build(cfg.devices, task.problem.agents, task.seed);
-    if (!c.ok()) return c.status();
-    clock = std::move(*c);
+  if (clock) {
     ctx.clock = &*clock;
     ctx.deadline_s = cfg.devices.deadline_s;
   }
