@@ -215,6 +215,25 @@ TEST(SimAsync, CentralDpComposesPerStepWithoutAmplification) {
   for (size_t t = 1; t < r->algorithms[0].agents[0].size(); ++t) EXPECT_EQ(r->algorithms[0].agents[0][t], 3u);
 }
 
+// SecAgg+ per buffer in the simulator: T steps of exactly K masked inputs
+// each (no group forms after the last step) and the same bits on 1 and 2
+// threads.
+TEST(SimAsync, UnderSecAggEveryStepIsOneGroupOfK) {
+  std::string text = AsyncLsq("[compression]\nquantizer = \"rounding\"\nbits = 16\nclip = 2.0\nsecure_aggregation = true\n");
+  text.replace(text.find("[\"fedavg\", \"scaffold\"]"), std::string("[\"fedavg\", \"scaffold\"]").size(), "[\"fedavg\"]");
+  config::ExperimentConfig cfg = Load(text);
+  config::ExperimentConfig one = cfg;
+  one.threads = 1;
+  auto r = RunExperiment(cfg), r1 = RunExperiment(one);
+  ASSERT_TRUE(r.ok() && r1.ok()) << r.status().message();
+  const auto& a = r->algorithms[0];
+  ASSERT_EQ(a.agents[0].size(), 61u);
+  for (size_t t = 1; t < a.agents[0].size(); ++t) EXPECT_EQ(a.agents[0][t], 3u) << "step " << t;
+  EXPECT_EQ(a.error, r1->algorithms[0].error);
+  EXPECT_EQ(a.time_s, r1->algorithms[0].time_s);
+  EXPECT_EQ(a.extra.value("async_dropped_stale", uint64_t{1}), 0u);
+}
+
 // The clock's diurnal windows: online(c, t) agrees with online_until and
 // next_online; windows recur every day.
 TEST(DeviceClock, DiurnalWindowsAreConsistent) {

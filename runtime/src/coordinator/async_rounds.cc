@@ -97,6 +97,7 @@ Status FleetRounds::async_open() {
   ao.concurrency = static_cast<uint32_t>(opt_.async->concurrency);
   ao.max_staleness = static_cast<uint32_t>(opt_.async->max_staleness);
   ao.staleness_exponent = opt_.async->staleness_exponent;
+  ao.steps = rounds_per_run(s.run);
   FEDRT_TRY(run->server.init(so, ao));
   if (opt_.virtual_clock) {
     static const config::DevicesSettings kDefault;

@@ -30,7 +30,7 @@ Arrival AsyncServer::on_receipt(uint32_t agent, const Update& u, uint32_t stalen
   held_[agent] = 1;
   waiting_.push_back(Held{agent, job, staleness, r.weight, u.report, u.sample_count});
   const uint32_t before = version_;
-  if (!group_open() && waiting_.size() >= async_.buffer) form_group();
+  if (!group_open() && waiting_.size() >= async_.buffer && !done()) form_group();
   r.stepped = version_ != before;
   return r;
 }
@@ -166,7 +166,7 @@ void AsyncServer::settle_group(const std::vector<uint32_t>& contributors) {
   members.swap(group_);
   if (!contributors.empty()) finish_step("secagg");
   for (const Held& h : members) outbox_.push_back(Outgoing{h.agent, MessageKind::kRoundResult});
-  if (waiting_.size() >= async_.buffer) form_group();
+  if (waiting_.size() >= async_.buffer && !done()) form_group();  // not past the run's last step
 }
 
 }  // namespace fedrt::protocol

@@ -110,7 +110,7 @@ void AsyncServer::abandon(uint32_t agent) {
     --out_;
     return;
   }
-  if (!held_[agent]) return;
+  if (!held_[agent] || !secure_) return;  // DP: its update is in the buffer's sums already; its result waits
   for (size_t i = 0; i < waiting_.size(); ++i)
     if (waiting_[i].agent == agent) {  // not in a group yet: it leaves its buffer
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));

@@ -93,6 +93,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
       return Status::Ok();
     }
     const uint32_t t = r.round;
+    if (t >= T) return Status(StatusCode::kInternal, fmt::format("simulator: round or step {} of a run of {}", t + 1, T));
     const protocol::ServerCore& core = *r.core;
     p.error[t + 1] = eval.error(core);
     if (!p.time_s.empty()) p.time_s[t + 1] = r.time_s;
@@ -131,6 +132,7 @@ PairOutput RunPair(const PairContext& ctx, uint32_t a, uint32_t run, WorkerPool*
     ao.concurrency = static_cast<uint32_t>(ctx.async->concurrency);
     ao.max_staleness = static_cast<uint32_t>(ctx.async->max_staleness);
     ao.staleness_exponent = ctx.async->staleness_exponent;
+    ao.steps = T;
     async_driver = std::make_unique<AsyncDriver>();
     st = async_driver->run(o, ao, on_closed);
   } else {

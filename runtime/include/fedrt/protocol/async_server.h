@@ -29,6 +29,7 @@ struct AsyncOptions {
   uint32_t concurrency = 100;        // jobs out at once
   uint32_t max_staleness = 20;
   double staleness_exponent = 0.5;   // a
+  uint32_t steps = 0;                // T: no secure group forms after the T-th step (0: no limit)
 };
 
 // w(s) = (1 + s)^-a: the weight of an update of staleness s.
@@ -49,6 +50,7 @@ class AsyncServer {
   const ServerCore& core() const { return core_; }
   const AsyncOptions& options() const { return async_; }
   uint32_t version() const { return version_; }  // server steps taken
+  bool done() const { return async_.steps > 0 && version_ >= async_.steps; }
   uint32_t jobs_out() const { return out_; }
   bool slot_free() const { return out_ < async_.concurrency; }
   // Holds a job, or (SecAgg+) a receipt whose secure group has not settled.
