@@ -60,7 +60,7 @@ Outcome Run(const fedrt::config::DevicesSettings& d, uint32_t n, double days, ui
     ++o.decisions;
     if (x.kind == AsyncSchedule::Decision::Kind::kDispatch) {
       const uint32_t c = x.agent;  // a d = 100 model down and up, n examples of work
-      s.cost(c, clock->transfer_s(c, 800) + clock->compute_s(c, examples) + clock->transfer_s(c, 800));
+      s.cost(c, clock->job_s(c, 800, examples, 800));
     } else if (x.kind == AsyncSchedule::Decision::Kind::kArrive) {
       ++o.arrivals;
     } else if (x.kind == AsyncSchedule::Decision::Kind::kAbandon) {

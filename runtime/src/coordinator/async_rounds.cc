@@ -293,7 +293,7 @@ protocol::Verdict FleetRounds::async_message(uint32_t c, const wire::Envelope& e
     const sim::DeviceClock& clock = *a.clock;
     const uint64_t examples = u.report.examples > 0 ? u.report.examples : u.sample_count;
     const uint64_t down = static_cast<uint64_t>(a.announcement.model.size) * sizeof(double);
-    a.schedule.cost(c, clock.transfer_s(c, down) + clock.compute_s(c, examples) + clock.transfer_s(c, up));
+    a.schedule.cost(c, clock.job_s(c, down, examples, up));
     a.held[c] = std::make_unique<wire::Envelope>(env);
     a.awaiting = kNobody;
   } else {

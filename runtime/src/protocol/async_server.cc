@@ -1,26 +1,10 @@
 #include "fedrt/protocol/async_server.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include <fmt/format.h>
 
 namespace fedrt::protocol {
-
-namespace {
-// The L2 norm of a raw float64 update's dx (first segment), in index order;
-// -1 when it is not one (the uplink then refuses it).
-double RawNorm(const Update& u) {
-  if (u.encoding != Encoding::kRawFloat64 || u.segments != 1 || u.payload[0].size % 8 != 0) return -1;
-  double sq = 0, v = 0;
-  for (uint32_t i = 0; i < u.payload[0].size; i += 8) {
-    std::memcpy(&v, u.payload[0].data + i, 8);
-    sq += v * v;
-  }
-  return std::sqrt(sq);
-}
-}  // namespace
 
 double StalenessWeight(uint32_t staleness, double exponent) {
   return std::pow(1.0 + static_cast<double>(staleness), -exponent);
@@ -143,9 +127,8 @@ Arrival AsyncServer::on_update(uint32_t agent, const Update& u) {
     return r;
   }
   if (task_.privacy.enabled) {  // DP-FedAvg: an update longer than the clip is refused (docs/privacy.md)
-    const double norm = RawNorm(u);
-    const double d = static_cast<double>(core_.dim());
-    if (!(norm >= 0) || norm > task_.privacy.clip * (1.0 + std::min(1e-4, (d + 8) * 0x1p-24)))
+    const double norm = RawUpdateNorm(u, core_.dim());  // -1: not raw dx, the uplink refuses it
+    if (norm != -1 && OverClip(norm, task_.privacy.clip, core_.dim()))
       return refuse(Refusal::kUnclipped, fmt::format("update of L2 norm {} (privacy.clip = {}): dropped, its job ends",
                                                      norm, task_.privacy.clip));
   }

@@ -19,10 +19,12 @@ namespace fedrt::protocol {
 
 bool ServerSession::checks_clip() const { return task_.privacy.enabled && !secure_ && id_.round != kInitRound; }
 
-bool ServerSession::over_clip(double norm) const {
-  const double tol = std::min(1e-4, (static_cast<double>(core_.dim()) + 8.0) * 0x1p-24);
-  return !(norm <= clip() * (1.0 + tol));  // NaN: over (the decoder refuses it anyway)
+bool OverClip(double norm, double clip, int d) {
+  const double tol = std::min(1e-4, (static_cast<double>(d) + 8.0) * 0x1p-24);
+  return !(norm <= clip * (1.0 + tol));  // NaN: over (the decoder refuses it anyway)
 }
+
+bool ServerSession::over_clip(double norm) const { return OverClip(norm, clip(), core_.dim()); }
 
 namespace {
 // sum_i x_i^2 over little-endian float64 values, in index order.
@@ -38,12 +40,14 @@ double AddSquares(const uint8_t* p, size_t values, double sq) {
 }
 }  // namespace
 
-double ServerSession::payload_norm(const Update& u) const {
-  const uint64_t want = 8ull * static_cast<uint64_t>(core_.dim());
+double RawUpdateNorm(const Update& u, int d) {
+  const uint64_t want = 8ull * static_cast<uint64_t>(d);
   if (u.encoding != Encoding::kRawFloat64 || u.segments != 1 || u.payload[0].size != want)
     return -1;  // not DP-FedAvg's dx: the uplink refuses it
-  return std::sqrt(AddSquares(u.payload[0].data, core_.dim(), 0.0));
+  return std::sqrt(AddSquares(u.payload[0].data, static_cast<size_t>(d), 0.0));
 }
+
+double ServerSession::payload_norm(const Update& u) const { return RawUpdateNorm(u, core_.dim()); }
 
 double ServerSession::journal_norm(uint32_t agent, const Update& h) const {
   const uint64_t want = 8ull * static_cast<uint64_t>(core_.dim());

@@ -103,7 +103,7 @@ Status AsyncDriver::dispatch(uint32_t c) {
     for (uint32_t i = 0; i < s.output.update.segments; ++i) up += s.output.update.payload[i].size;
   const DeviceClock& clock = *opt_.clock;
   const uint64_t down = static_cast<uint64_t>(a.model.size) * sizeof(double);
-  schedule_.cost(c, clock.transfer_s(c, down) + clock.compute_s(c, ExamplesRead(s.session)) + clock.transfer_s(c, up));
+  schedule_.cost(c, clock.job_s(c, down, ExamplesRead(s.session), up));
   return Status::Ok();
 }
 

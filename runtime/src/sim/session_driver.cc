@@ -297,7 +297,7 @@ bool SessionDriver::in_time(uint32_t c, const ClientMessage& answer, uint64_t sa
     up = static_cast<uint64_t>(core.chains()) * static_cast<uint64_t>(core.segment_dim()) *
          opt_.task->compression.quantizer.bits / 8;
   }
-  const double done = now_s_ + clock.transfer_s(c, down) + clock.compute_s(c, samples) + clock.transfer_s(c, up);
+  const double done = now_s_ + clock.job_s(c, down, samples, up);
   const double leaves = clock.online_until(c, now_s_);
   const double deadline = opt_.deadline_s > 0 ? now_s_ + opt_.deadline_s : DeviceClock::kNever;
   if (done <= deadline && done <= leaves) {

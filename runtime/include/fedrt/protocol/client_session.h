@@ -23,6 +23,7 @@
 #include "fedrt/core/status.h"
 #include "fedrt/problems/gmm_oracle.h"
 #include "fedrt/problems/local_problem.h"
+#include "fedrt/protocol/announcement_check.h"
 #include "fedrt/protocol/client_secagg.h"
 #include "fedrt/protocol/client_work.h"
 #include "fedrt/protocol/families.h"
@@ -503,36 +504,7 @@ class ClientSession {
   }
 
   Status check_announcement(const Announcement& a) const {
-    if (a.id.algorithm != state_->algorithm || a.id.run != state_->run)
-      return Status::InvalidArgument("announcement for another algorithm or run than this session's");
-    const typename Work::Shape& s = work_.shape();
-    if (a.has_delta) {
-      if (!downlink_) return Status::InvalidArgument("announcement: a model delta, but the task's downlink is not compressed");
-      if (a.model.size != 0 || a.delta_base + 1 != a.model_version)
-        return Status::InvalidArgument("announcement: a model delta must come alone and move xhat by one version");
-      const size_t cap = compression::MaxPayloadBytes(task_.compression.quantizer, s.segment_dim);
-      for (uint32_t k = 0; k < task::kMaxSegments; ++k)
-        if ((k < s.chains) != (a.delta[k].size > 0) || a.delta[k].size > cap)
-          return Status::InvalidArgument("announcement: model delta segments of the wrong number or size");
-    } else if (a.model_in_place ? a.model.size != 0 : a.model.size != static_cast<uint32_t>(s.broadcast_dim)) {
-      return Status::InvalidArgument("announcement: broadcast of the wrong length");
-    }
-    for (uint32_t i = 0; i < a.model.size; ++i)
-      if (!(a.model[i] - a.model[i] == 0.0)) return Status::InvalidArgument("announcement: broadcast has a NaN or Inf entry");
-    if (a.kind == WorkKind::kInitialStatistic) {
-      const task::AlgorithmKind k = task_.algorithms[state_->algorithm].kind;
-      if (s.family != task::Family::kEm || k == task::AlgorithmKind::kFedEmNaive || a.id.round != kInitRound)
-        return Status::InvalidArgument("announcement: an initial exchange for an algorithm without one");
-    } else {
-      if (a.id.round == kInitRound) return Status::InvalidArgument("announcement: bad round number");
-      if (s.family != task::Family::kEm && (a.local_steps == 0 || a.local_steps > (1u << 30)))
-        return Status::InvalidArgument("announcement: local steps out of range");
-    }
-    if (a.secagg.enabled && !task_.secagg.enabled)
-      return Status::InvalidArgument("announcement: a secure round in a task without secure aggregation");
-    if (!(a.weight >= 0 && a.weight <= 1) || (a.weight > 0 && !a.secagg.enabled))
-      return Status::InvalidArgument("announcement: a staleness weight outside (0, 1] or outside a secure round");
-    return Status::Ok();
+    return CheckAnnouncement(a, task_, state_->algorithm, state_->run, work_.shape(), downlink_);
   }
 
   Status send_pending(const Announcement& a, ClientMessage& out) {

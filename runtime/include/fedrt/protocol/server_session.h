@@ -69,6 +69,13 @@ struct ServerOptions {
 // max_update_norm to what its honest updates can reach.
 double DefaultMaxUpdateNorm(const task::Task& task);
 
+// DP-FedAvg's check of a plain update (server_clip.cc, docs/privacy.md):
+// ||dx|| = sqrt(sum_i dx_i^2) in index order of a raw float64 update of d
+// values (-1 when it is not one: the uplink refuses it), and whether a norm
+// is over `clip` beyond a float32 device's rounding, tol = min(1e-4, (d + 8) 2^-24).
+double RawUpdateNorm(const Update& u, int d);
+bool OverClip(double norm, double clip, int d);
+
 // Why a device's message was refused (the driver sends it back).
 enum class Refusal : uint8_t {
   kNone = 0,

@@ -42,6 +42,10 @@ class DeviceClock {
   // Seconds to move `bytes` over agent c's link, and to work `samples` samples.
   double transfer_s(uint32_t c, uint64_t bytes) const { return static_cast<double>(bytes) * 8.0 / (mbps_[c] * 1e6); }
   double compute_s(uint32_t c, uint64_t samples) const { return static_cast<double>(samples) / speed_[c]; }
+  // One job: download `down` bytes, work `samples`, upload `up` bytes (the equation above).
+  double job_s(uint32_t c, uint64_t down, uint64_t samples, uint64_t up) const {
+    return transfer_s(c, down) + compute_s(c, samples) + transfer_s(c, up);
+  }
 
   // Availability. online(c, t): agent c is online at t. online_until(c, t):
   // the end of the online interval holding t (kNever: online for good).
